@@ -1,0 +1,218 @@
+"""A design: where every procedure and every state item lives. Read back by every command.
+
+JSON format `advisor.design/1`: `partition` is the global partition index and
+`machine = partition // partitions_per_machine`; a replicated state item is
+`{"replicated": true}`.
+"""
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from costmodel import REPLICATED, CostBreakdown, Weights, score
+from advisor.atomic import atomic_write_text
+from advisor.errors import DesignError
+from advisor.graph import WorkloadGraph
+
+FORMAT = "advisor.design/1"
+
+
+@dataclass
+class Design:
+    workload: str
+    machines: int
+    partitions_per_machine: int
+    procedures: dict[str, int]  # procedure -> global partition
+    state: dict[str, int | None]  # state item -> global partition, None when replicated
+    weights: Weights = field(default_factory=Weights)
+    cost: CostBreakdown | None = None
+    method: str = ""
+    provenance: dict = field(default_factory=dict)
+
+    # -- placement helpers ----------------------------------------------------------------
+    @property
+    def n_partitions(self) -> int:
+        return self.machines * self.partitions_per_machine
+
+    def machine_of_partition(self, partition: int) -> int:
+        return partition // self.partitions_per_machine
+
+    def procedure_machine(self, name: str) -> int:
+        return self.machine_of_partition(self.procedures[name])
+
+    def is_replicated(self, state: str) -> bool:
+        return self.state.get(state, 0) is None
+
+    @classmethod
+    def from_arrays(cls, graph: WorkloadGraph, proc_part, state_part, weights: Weights,
+                    method: str = "", provenance: dict | None = None) -> "Design":
+        proc_part = np.asarray(proc_part, dtype=np.int64)
+        state_part = np.asarray(state_part, dtype=np.int64)
+        c = graph.cost
+        return cls(
+            workload=graph.name, machines=c.machines, partitions_per_machine=c.partitions_per_machine,
+            procedures={n: int(p) for n, p in zip(graph.proc_names, proc_part)},
+            state={n: (None if s == REPLICATED else int(s)) for n, s in zip(graph.state_names, state_part)},
+            weights=weights, cost=score(c, proc_part, state_part, weights), method=method,
+            provenance=dict(provenance or {}),
+        )
+
+    def arrays(self, graph: WorkloadGraph) -> tuple[np.ndarray, np.ndarray]:
+        """The assignment as arrays in the graph's node order; checks the names match."""
+        missing = [n for n in graph.proc_names if n not in self.procedures]
+        missing += [n for n in graph.state_names if n not in self.state]
+        if missing:
+            raise DesignError(f"design does not place {missing[0]!r} of workload {graph.name!r}"
+                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        extra = [n for n in self.procedures if n not in graph._proc_index]
+        extra += [n for n in self.state if n not in graph._state_index]
+        if extra:
+            raise DesignError(f"design places {extra[0]!r}, which workload {graph.name!r} does not have")
+        proc = np.array([self.procedures[n] for n in graph.proc_names], dtype=np.int64)
+        state = np.array([REPLICATED if self.state[n] is None else self.state[n]
+                          for n in graph.state_names], dtype=np.int64)
+        return proc, state
+
+    def rescore(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
+        """The cost of this design on `graph` (whose cluster must match the design's)."""
+        g = graph.cost
+        if (g.machines, g.partitions_per_machine) != (self.machines, self.partitions_per_machine):
+            graph = graph.with_cluster(self.machines, self.partitions_per_machine,
+                                       None if g.capacity.size != self.machines else g.capacity,
+                                       g.memory_limit_bytes)
+        proc, state = self.arrays(graph)
+        return score(graph.cost, proc, state, weights or self.weights)
+
+    # -- JSON -----------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        ppm = self.partitions_per_machine
+
+        def place(p):
+            return {"replicated": True} if p is None else {"machine": p // ppm, "partition": p}
+
+        return {
+            "format": FORMAT,
+            "workload": self.workload,
+            "cluster": {"machines": self.machines, "partitions_per_machine": ppm},
+            "weights": self.weights.to_dict(),
+            "method": self.method,
+            "procedures": {n: place(p) for n, p in self.procedures.items()},
+            "state": {n: place(p) for n, p in self.state.items()},
+            "cost": self.cost.to_dict() if self.cost is not None else None,
+            "provenance": self.provenance,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2) + "\n"
+
+    def save(self, path: str | Path) -> Path:
+        return atomic_write_text(path, self.to_json())
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "<design>") -> "Design":
+        def fail(problem: str) -> DesignError:
+            return DesignError(f"{source}: {problem}")
+
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise fail(f"not a design file (expected \"format\": \"{FORMAT}\")")
+        try:
+            cluster = data["cluster"]
+            machines = cluster["machines"]
+            ppm = cluster["partitions_per_machine"]
+        except (KeyError, TypeError):
+            raise fail("missing cluster.machines or cluster.partitions_per_machine") from None
+        for label, v in (("cluster.machines", machines), ("cluster.partitions_per_machine", ppm)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise fail(f"{label} must be an integer >= 1, got {v!r}")
+        n = machines * ppm
+
+        def placement(kind: str, name: str, entry) -> int | None:
+            where = f"{kind}.{name}"
+            if not isinstance(entry, dict):
+                raise fail(f"{where}: must be an object with \"partition\" or \"replicated\"")
+            if entry.get("replicated") is True:
+                if kind == "procedures":
+                    raise fail(f"{where}: a procedure cannot be replicated")
+                return None
+            p = entry.get("partition")
+            if p is None and "machine" in entry and ppm == 1:
+                p = entry["machine"]
+            if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
+                raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
+            m = entry.get("machine")
+            if m is not None and m != p // ppm:
+                raise fail(f"{where}: machine {m!r} does not hold partition {p} "
+                           f"({ppm} partitions per machine)")
+            return p
+
+        procs, state = data.get("procedures"), data.get("state")
+        if not isinstance(procs, dict) or not isinstance(state, dict):
+            raise fail("\"procedures\" and \"state\" must be objects")
+        try:
+            weights = Weights.from_dict(data.get("weights") or {})
+        except (TypeError, ValueError) as exc:
+            raise fail(f"weights: {exc}") from None
+        cost = data.get("cost")
+        breakdown = None
+        if isinstance(cost, dict) and all(k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
+            breakdown = CostBreakdown(float(cost["state_colocation"]), float(cost["processing_colocation"]),
+                                      float(cost["load_balance"]), float(cost["total"]), weights,
+                                      tuple(cost.get("memory_overflow_mb", ())))
+        return cls(
+            workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
+            procedures={k: placement("procedures", k, v) for k, v in procs.items()},
+            state={k: placement("state", k, v) for k, v in state.items()},
+            weights=weights, cost=breakdown, method=str(data.get("method", "")),
+            provenance=data.get("provenance") or {},
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Design":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise DesignError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise DesignError(f"{path}: cannot read: {exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DesignError(f"{path}: not valid JSON: {exc}") from None
+        return cls.from_dict(data, str(path))
+
+    # -- notebook display -----------------------------------------------------------------
+    def to_frame(self):
+        import pandas as pd
+
+        rows = [{"name": n, "kind": "procedure", "partition": p, "machine": p // self.partitions_per_machine,
+                 "replicated": False} for n, p in self.procedures.items()]
+        rows += [{"name": n, "kind": "state", "partition": p,
+                  "machine": None if p is None else p // self.partitions_per_machine,
+                  "replicated": p is None} for n, p in self.state.items()]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        cost = ""
+        if self.cost is not None:
+            c = self.cost
+            cost = (f"cost {c.total:.4f} (state {c.state_colocation:.3f}, processing "
+                    f"{c.processing_colocation:.3f}, balance {c.load_balance:.3f})"
+                    + ("" if c.feasible else f", <b>infeasible</b>: {c.worst_overflow_mb:.1f} MB over memory"))
+        by_machine: dict[int, list[str]] = {}
+        for n, p in self.procedures.items():
+            by_machine.setdefault(p // self.partitions_per_machine, []).append(f"<b>{e(n)}</b>@p{p}")
+        for n, p in self.state.items():
+            if p is not None:
+                by_machine.setdefault(p // self.partitions_per_machine, []).append(f"{e(n)}@p{p}")
+        repl = [e(n) for n, p in self.state.items() if p is None]
+        rows = "".join(f"<tr><td>machine {m}</td><td>{', '.join(v)}</td></tr>"
+                       for m, v in sorted(by_machine.items()))
+        return (f"<b>Design for {e(self.workload)}</b> ({self.machines} machines x "
+                f"{self.partitions_per_machine} partitions, {e(self.method)}): {cost}"
+                f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))

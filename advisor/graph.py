@@ -1,0 +1,145 @@
+"""The state/processing graph of section 6.2: processing nodes (SPs) and state nodes
+(tables, fragments or tuples), with processing-to-state and processing-to-processing edges.
+
+Array-backed: the names live here, the numbers in a `costmodel.CostGraph`, and the METIS
+input is built as CSR straight from the edge arrays (no per-edge Python objects).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from costmodel import CostGraph
+from advisor.workload import Workload
+
+
+@dataclass
+class WorkloadGraph:
+    """Names and arrays of one workload's graph.
+
+    Processing node i is `proc_names[i]`; state node j is `state_names[j]` and belongs to
+    table `state_tables[j]`. `cost` holds the weights and edges the cost model scores.
+    """
+
+    name: str
+    proc_names: list[str]
+    state_names: list[str]
+    state_tables: list[str]
+    state_read_mostly: np.ndarray
+    cost: CostGraph
+    source_sha256: str = ""
+    nested: tuple[tuple[str, ...], ...] = ()
+    _proc_index: dict[str, int] = field(default=None, repr=False)
+    _state_index: dict[str, int] = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.state_read_mostly = np.asarray(self.state_read_mostly, dtype=bool)
+        self._proc_index = {n: i for i, n in enumerate(self.proc_names)}
+        self._state_index = {n: i for i, n in enumerate(self.state_names)}
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def from_workload(cls, workload: Workload) -> "WorkloadGraph":
+        """Table-granularity graph of a spec: edge weight = expected rows per batch."""
+        procs = workload.procedure_names
+        tables = workload.table_names
+        p_index = {n: i for i, n in enumerate(procs)}
+        t_index = {n: i for i, n in enumerate(tables)}
+        ps_proc, ps_state, ps_weight, ps_write = [], [], [], []
+        # merge repeated accesses of one SP to one table in one mode into a single edge
+        merged: dict[tuple[int, int, bool], float] = {}
+        for p in workload.procedures:
+            for a in p.accesses:
+                key = (p_index[p.name], t_index[a.table], a.mode == "write")
+                merged[key] = merged.get(key, 0.0) + a.expected_rows
+        for (pi, ti, w), weight in merged.items():
+            ps_proc.append(pi); ps_state.append(ti); ps_write.append(w); ps_weight.append(weight)
+        pp: dict[tuple[int, int], float] = {}
+        for s in workload.streams:
+            key = (p_index[s.source], p_index[s.target])
+            pp[key] = pp.get(key, 0.0) + s.tuples
+        cluster = workload.cluster
+        cost = CostGraph(
+            proc_load=[p.cost for p in workload.procedures],
+            state_bytes=[t.bytes for t in workload.tables],
+            ps_proc=ps_proc, ps_state=ps_state, ps_weight=ps_weight, ps_write=ps_write,
+            pp_src=[k[0] for k in pp], pp_dst=[k[1] for k in pp], pp_weight=list(pp.values()),
+            machines=cluster.machines, partitions_per_machine=cluster.partitions_per_machine,
+            capacity=cluster.machine_capacity,
+            memory_limit_bytes=None if cluster.machine_memory_mb is None
+            else cluster.machine_memory_mb * 2**20,
+        )
+        return cls(workload.name, procs, tables, tables,
+                   np.array([t.read_mostly for t in workload.tables], dtype=bool), cost,
+                   workload.sha256, workload.nested)
+
+    def with_cluster(self, machines: int, partitions_per_machine: int,
+                     capacity=None, memory_limit_bytes=None) -> "WorkloadGraph":
+        cost = self.cost.with_cluster(machines, partitions_per_machine, capacity,
+                                      memory_limit_bytes)
+        return WorkloadGraph(self.name, self.proc_names, self.state_names, self.state_tables,
+                             self.state_read_mostly, cost, self.source_sha256, self.nested)
+
+    # -- lookups --------------------------------------------------------------------------
+    @property
+    def n_proc(self) -> int:
+        return len(self.proc_names)
+
+    @property
+    def n_state(self) -> int:
+        return len(self.state_names)
+
+    @property
+    def n_nodes(self) -> int:
+        return self.n_proc + self.n_state
+
+    def proc_index(self, name: str) -> int:
+        return self._proc_index[name]
+
+    def state_index(self, name: str) -> int:
+        return self._state_index[name]
+
+    # -- views ----------------------------------------------------------------------------
+    def adjacency(self, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
+        """Symmetric CSR over all nodes (processing first, then state), duplicate edges summed.
+
+        Node ids: processing i -> i, state j -> n_proc + j.
+        """
+        c = self.cost
+        n = self.n_nodes
+        rows = np.concatenate([c.ps_proc, c.ps_state + self.n_proc, c.pp_src, c.pp_dst])
+        cols = np.concatenate([c.ps_state + self.n_proc, c.ps_proc, c.pp_dst, c.pp_src])
+        data = np.concatenate([c.ps_weight * ps_scale, c.ps_weight * ps_scale,
+                               c.pp_weight * pp_scale, c.pp_weight * pp_scale])
+        keep = rows != cols
+        m = sp.coo_matrix((data[keep], (rows[keep], cols[keep])), shape=(n, n)).tocsr()
+        m.sum_duplicates()
+        return m
+
+    def to_networkx(self):
+        """A networkx Graph for exploration (not used on the search's hot path)."""
+        import networkx as nx
+
+        g = nx.Graph(name=self.name)
+        c = self.cost
+        for i, n in enumerate(self.proc_names):
+            g.add_node(n, kind="processing", load=float(c.proc_load[i]))
+        for j, n in enumerate(self.state_names):
+            g.add_node(n, kind="state", bytes=float(c.state_bytes[j]), table=self.state_tables[j],
+                       read_mostly=bool(self.state_read_mostly[j]))
+        for p, s, w, wr in zip(c.ps_proc, c.ps_state, c.ps_weight, c.ps_write):
+            a, b = self.proc_names[p], self.state_names[s]
+            if g.has_edge(a, b):
+                g[a][b]["weight"] += float(w)
+                g[a][b]["write"] = g[a][b]["write"] or bool(wr)
+            else:
+                g.add_edge(a, b, kind="processing-state", weight=float(w), write=bool(wr))
+        for s, d, w in zip(c.pp_src, c.pp_dst, c.pp_weight):
+            a, b = self.proc_names[s], self.proc_names[d]
+            if g.has_edge(a, b):
+                g[a][b]["weight"] += float(w)
+            else:
+                g.add_edge(a, b, kind="processing-processing", weight=float(w))
+        return g

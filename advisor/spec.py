@@ -1,0 +1,291 @@
+"""Read and check a workload spec (TOML). Every problem names the file, the entry and what
+is wrong, in one line, so the CLI can print it without a traceback."""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import SpecError
+from advisor.workload import (Access, Cluster, InputSpec, Procedure, Stream, Table, Workload)
+
+_KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
+
+
+class _Reader:
+    """Pulls typed fields out of TOML tables and reports problems with their location."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, entry: str, problem: str) -> SpecError:
+        return SpecError(f"{self.source}: {entry}: {problem}")
+
+    def table(self, data: Any, entry: str) -> dict:
+        if not isinstance(data, dict):
+            raise self.fail(entry, f"must be a table, got {type(data).__name__}")
+        return data
+
+    def unknown(self, data: dict, allowed: set[str], entry: str) -> None:
+        extra = sorted(set(data) - allowed)
+        if extra:
+            raise self.fail(entry, f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+    def required(self, data: dict, key: str, entry: str) -> Any:
+        if key not in data:
+            raise self.fail(entry, f"missing required field {key!r}")
+        return data[key]
+
+    def string(self, data: dict, key: str, entry: str, default: Any = ...) -> Any:
+        value = self.required(data, key, entry) if default is ... else data.get(key, default)
+        if value is not default and (not isinstance(value, str) or not value.strip()):
+            raise self.fail(entry, f"{key} must be a non-empty string, got {value!r}")
+        return value
+
+    def number(self, data: dict, key: str, entry: str, default: Any = ..., *,
+               integer: bool = False, positive: bool = False, at_most: float | None = None) -> Any:
+        value = self.required(data, key, entry) if default is ... else data.get(key, default)
+        if value is default:
+            return value
+        kind = "an integer" if integer else "a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            integer and not isinstance(value, int)
+        ):
+            raise self.fail(entry, f"{key} must be {kind}, got {value!r}")
+        if not math.isfinite(value):
+            raise self.fail(entry, f"{key} must be finite, got {value}")
+        if value < 0 or (positive and value == 0):
+            raise self.fail(entry, f"{key} must be {'> 0' if positive else '>= 0'}, got {value}")
+        if at_most is not None and value > at_most:
+            raise self.fail(entry, f"{key} must be <= {at_most}, got {value}")
+        return value
+
+    def boolean(self, data: dict, key: str, entry: str, default: bool = False) -> bool:
+        value = data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(entry, f"{key} must be true or false, got {value!r}")
+        return value
+
+    def array(self, data: dict, key: str, entry: str) -> list:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            raise self.fail(entry, f"{key} must be an array, got {type(value).__name__}")
+        return value
+
+
+def parse_workload(text: str, source: str = "<spec>") -> Workload:
+    """Parse and validate spec text; raise SpecError naming source, entry and problem."""
+    r = _Reader(source)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML: {exc}") from None
+    r.unknown(doc, {"name", "description", "input", "cluster", "tables", "procedures",
+                    "streams", "nested"}, "top level")
+    name = r.string(doc, "name", "top level")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail("top level", "description must be a string")
+
+    inp = r.table(doc.get("input", {}), "[input]")
+    r.unknown(inp, {"batch_size", "rate", "fields"}, "[input]")
+    fields = inp.get("fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise r.fail("[input]", "fields must be an array of strings")
+    input_spec = InputSpec(
+        batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True),
+        rate=r.number(inp, "rate", "[input]", None, positive=True),
+        fields=tuple(fields),
+    )
+
+    cl = r.table(doc.get("cluster", {}), "[cluster]")
+    r.unknown(cl, {"machines", "partitions_per_machine", "machine_memory_mb", "machine_capacity"},
+              "[cluster]")
+    machines = r.number(cl, "machines", "[cluster]", 1, integer=True, positive=True)
+    capacity = cl.get("machine_capacity")
+    if capacity is not None:
+        if not isinstance(capacity, list) or len(capacity) != machines:
+            raise r.fail("[cluster]", f"machine_capacity must list {machines} numbers, one per machine")
+        for i, _ in enumerate(capacity):
+            r.number({"c": capacity[i]}, "c", f"[cluster].machine_capacity[{i}]", positive=True)
+        capacity = tuple(float(c) for c in capacity)
+    cluster = Cluster(
+        machines=machines,
+        partitions_per_machine=r.number(cl, "partitions_per_machine", "[cluster]", 1,
+                                        integer=True, positive=True),
+        machine_memory_mb=r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True),
+        machine_capacity=capacity,
+    )
+
+    tables = [_table(r, t, i) for i, t in enumerate(r.array(doc, "tables", "top level"))]
+    _unique(r, [t.name for t in tables], "tables")
+    table_names = {t.name for t in tables}
+    procedures = [_procedure(r, p, i, table_names, set(input_spec.fields))
+                  for i, p in enumerate(r.array(doc, "procedures", "top level"))]
+    if not procedures:
+        raise r.fail("top level", "a workload needs at least one [[procedures]] entry")
+    _unique(r, [p.name for p in procedures], "procedures")
+    proc_names = {p.name for p in procedures}
+    streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
+    _check_acyclic(r, streams)
+    nested = []
+    for i, n in enumerate(r.array(doc, "nested", "top level")):
+        entry = f"nested[{i}]"
+        n = r.table(n, entry)
+        r.unknown(n, {"procedures"}, entry)
+        members = r.required(n, "procedures", entry)
+        if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) for m in members):
+            raise r.fail(entry, "procedures must list at least two procedure names")
+        for m in members:
+            if m not in proc_names:
+                raise r.fail(entry, f"unknown procedure {m!r}")
+        nested.append(tuple(members))
+    seen: dict[str, int] = {}
+    for i, group in enumerate(nested):
+        for m in group:
+            if m in seen:
+                raise r.fail(f"nested[{i}]", f"procedure {m!r} is already in nested[{seen[m]}]")
+            seen[m] = i
+
+    return Workload(
+        name=name, tables=tuple(tables), procedures=tuple(procedures), streams=tuple(streams),
+        nested=tuple(nested), input=input_spec, cluster=cluster, description=description,
+        source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def _table(r: _Reader, data: Any, i: int) -> Table:
+    entry = f"tables[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"tables[{i}] {name!r}"
+    r.unknown(data, {"name", "rows", "row_bytes", "key", "read_mostly"}, entry)
+    return Table(
+        name=name,
+        rows=r.number(data, "rows", entry, integer=True),
+        row_bytes=r.number(data, "row_bytes", entry, integer=True, positive=True),
+        key=r.string(data, "key", entry),
+        read_mostly=r.boolean(data, "read_mostly", entry),
+    )
+
+
+def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]) -> Procedure:
+    entry = f"procedures[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"procedures[{i}] {name!r}"
+    r.unknown(data, {"name", "cost", "accesses", "partition_key", "code", "oltp"}, entry)
+    accesses = []
+    for j, a in enumerate(r.array(data, "accesses", entry)):
+        aentry = f"{entry}.accesses[{j}]"
+        a = r.table(a, aentry)
+        r.unknown(a, {"table", "mode", "rows", "keys", "probability"}, aentry)
+        table = r.string(a, "table", aentry)
+        if table not in tables:
+            raise r.fail(aentry, f"unknown table {table!r}")
+        mode = r.string(a, "mode", aentry)
+        if mode not in ("read", "write"):
+            raise r.fail(aentry, f"mode must be 'read' or 'write', got {mode!r}")
+        keys = r.string(a, "keys", aentry, "uniform")
+        match = _KEYS.match(keys)
+        if not match:
+            raise r.fail(aentry, f"keys must be uniform, sequential, zipf:<theta> or input:<field>, got {keys!r}")
+        if match.group("theta") is not None:
+            try:
+                theta = float(match.group("theta"))
+            except ValueError:
+                raise r.fail(aentry, f"zipf theta must be a number, got {match.group('theta')!r}") from None
+            if not (0 <= theta < 10):
+                raise r.fail(aentry, f"zipf theta must be in [0, 10), got {theta}")
+        accesses.append(Access(
+            table=table, mode=mode, rows=r.number(a, "rows", aentry, positive=True), keys=keys,
+            probability=r.number(a, "probability", aentry, 1.0, at_most=1.0),
+        ))
+    partition_key = r.string(data, "partition_key", entry, None)
+    return Procedure(
+        name=name, cost=r.number(data, "cost", entry), accesses=tuple(accesses),
+        partition_key=partition_key, code=r.string(data, "code", entry, None),
+        oltp=r.boolean(data, "oltp", entry),
+    )
+
+
+def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:
+    entry = f"streams[{i}]"
+    data = r.table(data, entry)
+    r.unknown(data, {"from", "to", "tuples", "tuple_bytes"}, entry)
+    source = r.string(data, "from", entry)
+    target = r.string(data, "to", entry)
+    entry = f"streams[{i}] {source}->{target}"
+    for end in (source, target):
+        if end not in procs:
+            raise r.fail(entry, f"unknown procedure {end!r}")
+    if source == target:
+        raise r.fail(entry, "a stream cannot connect a procedure to itself")
+    return Stream(source, target, r.number(data, "tuples", entry, positive=True),
+                  r.number(data, "tuple_bytes", entry, 64, integer=True, positive=True))
+
+
+def _unique(r: _Reader, names: list[str], what: str) -> None:
+    seen = set()
+    for i, n in enumerate(names):
+        if n in seen:
+            raise r.fail(f"{what}[{i}]", f"duplicate name {n!r}")
+        seen.add(n)
+
+
+def _check_acyclic(r: _Reader, streams: list[Stream]) -> None:
+    succ: dict[str, list[str]] = {}
+    for s in streams:
+        succ.setdefault(s.source, []).append(s.target)
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in succ.get(node, []):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+                raise r.fail("streams", f"cycle in the dataflow: {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for node in list(succ):
+        if node not in state:
+            visit(node, [node])
+
+
+# -- loading by name or path ---------------------------------------------------------------
+
+def bundled_workloads() -> dict[str, str]:
+    """Name -> one-line description of every workload shipped with the tool."""
+    out = {}
+    for entry in sorted(resources.files("advisor.workloads").iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml"):
+            doc = tomllib.loads(entry.read_text())
+            out[entry.name[:-5]] = doc.get("description", "").strip().splitlines()[0] if doc.get("description") else ""
+    return out
+
+
+def load_workload(source: str | Path) -> Workload:
+    """A bundled workload by name, or a spec file by path."""
+    text_source = str(source)
+    path = Path(text_source)
+    if path.suffix == ".toml" or path.exists():
+        if path.is_dir():
+            raise SpecError(f"{path}: is a directory, not a workload spec")
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise SpecError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"{path}: cannot read: {exc}") from None
+        return parse_workload(text, str(path))
+    resource = resources.files("advisor.workloads").joinpath(f"{text_source}.toml")
+    if not resource.is_file():
+        names = ", ".join(bundled_workloads())
+        raise SpecError(f"{text_source}: not a spec file or a bundled workload (bundled: {names})")
+    return parse_workload(resource.read_text(), f"bundled:{text_source}")

@@ -1,0 +1,165 @@
+"""The workload: a dataflow of stored procedures, the tables they touch, and the cluster.
+
+Plain frozen records; `advisor.spec` reads them from TOML and checks them.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field, replace
+
+KEY_DISTRIBUTIONS = ("uniform", "zipf:<theta>", "sequential", "input:<field>")
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    rows: int
+    row_bytes: int
+    key: str
+    read_mostly: bool = False
+
+    @property
+    def bytes(self) -> int:
+        return self.rows * self.row_bytes
+
+
+@dataclass(frozen=True)
+class Access:
+    """One declared state access of a procedure, per batch."""
+
+    table: str
+    mode: str  # "read" | "write"
+    rows: float  # rows touched per batch
+    keys: str = "uniform"  # uniform | zipf:<theta> | sequential | input:<field>
+    probability: float = 1.0  # chance that a batch performs this access
+
+    @property
+    def expected_rows(self) -> float:
+        return self.rows * self.probability
+
+    @property
+    def key_kind(self) -> str:
+        return self.keys.split(":", 1)[0]
+
+    @property
+    def key_param(self) -> str | None:
+        return self.keys.split(":", 1)[1] if ":" in self.keys else None
+
+
+@dataclass(frozen=True)
+class Procedure:
+    name: str
+    cost: float  # processing cost per batch, relative units
+    accesses: tuple[Access, ...] = ()
+    partition_key: str | None = None  # data-parallel: sub-batches split on this input field
+    code: str | None = None  # name of bundled real procedure code, if any
+    oltp: bool = False  # invoked by a client, not by a stream
+
+
+@dataclass(frozen=True)
+class Stream:
+    source: str
+    target: str
+    tuples: float  # tuples per batch
+    tuple_bytes: int = 64
+
+
+@dataclass(frozen=True)
+class Cluster:
+    machines: int = 1
+    partitions_per_machine: int = 1
+    machine_memory_mb: float | None = None
+    machine_capacity: tuple[float, ...] | None = None
+
+    @property
+    def partitions(self) -> int:
+        return self.machines * self.partitions_per_machine
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    batch_size: int = 10
+    rate: float | None = None  # input batches per second, if fixed
+    fields: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    tables: tuple[Table, ...]
+    procedures: tuple[Procedure, ...]
+    streams: tuple[Stream, ...] = ()
+    nested: tuple[tuple[str, ...], ...] = ()
+    input: InputSpec = field(default_factory=InputSpec)
+    cluster: Cluster = field(default_factory=Cluster)
+    description: str = ""
+    source: str = ""  # where it was read from
+    sha256: str = ""  # digest of the source text
+
+    # -- lookups -------------------------------------------------------------------------
+    def table(self, name: str) -> Table:
+        for t in self.tables:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def procedure(self, name: str) -> Procedure:
+        for p in self.procedures:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def procedure_names(self) -> list[str]:
+        return [p.name for p in self.procedures]
+
+    @property
+    def table_names(self) -> list[str]:
+        return [t.name for t in self.tables]
+
+    def topological_order(self) -> list[str]:
+        """Procedures in dataflow order (ties broken by declaration order)."""
+        order = {p.name: i for i, p in enumerate(self.procedures)}
+        indegree = {p.name: 0 for p in self.procedures}
+        for s in self.streams:
+            indegree[s.target] += 1
+        ready = sorted((n for n, d in indegree.items() if d == 0), key=order.get)
+        out: list[str] = []
+        while ready:
+            node = ready.pop(0)
+            out.append(node)
+            for s in self.streams:
+                if s.source == node:
+                    indegree[s.target] -= 1
+                    if indegree[s.target] == 0:
+                        ready.append(s.target)
+                        ready.sort(key=order.get)
+        return out
+
+    def with_cluster(self, machines: int | None = None,
+                     partitions_per_machine: int | None = None) -> "Workload":
+        cluster = self.cluster
+        if machines is not None:
+            cap = cluster.machine_capacity
+            if cap is not None and len(cap) != machines:
+                cap = None
+            cluster = replace(cluster, machines=machines, machine_capacity=cap)
+        if partitions_per_machine is not None:
+            cluster = replace(cluster, partitions_per_machine=partitions_per_machine)
+        return replace(self, cluster=cluster)
+
+    # -- notebook display ----------------------------------------------------------------
+    def _repr_html_(self) -> str:
+        e = html.escape
+        rows = "".join(
+            f"<tr><td>{e(p.name)}</td><td>{p.cost:g}</td><td>"
+            + ", ".join(f"{e(a.mode)} {e(a.table)} ({a.rows:g} rows, {e(a.keys)})" for a in p.accesses)
+            + "</td></tr>"
+            for p in self.procedures
+        )
+        return (
+            f"<b>Workload {e(self.name)}</b>: {len(self.procedures)} procedures, "
+            f"{len(self.tables)} tables, {len(self.streams)} streams, cluster "
+            f"{self.cluster.machines}x{self.cluster.partitions_per_machine}"
+            f"<table><tr><th>procedure</th><th>cost</th><th>accesses</th></tr>{rows}</table>"
+        )

@@ -1,0 +1,33 @@
+"""The alpha/beta/gamma cost model of S-Store's design advisor (dissertation section 6.3).
+
+It scores plain arrays (edges, weights, an assignment) and depends on nothing else in the
+project, so the advisor, the engine and the reports all score designs the same way.
+"""
+from costmodel.weights import Weights, DEFAULT_WEIGHTS
+from costmodel.problem import CostGraph
+from costmodel.model import (
+    REPLICATED,
+    CostBreakdown,
+    load_balance_cost,
+    machine_loads,
+    machine_memory,
+    processing_colocation_cost,
+    score,
+    score_many,
+    state_colocation_cost,
+)
+
+__all__ = [
+    "REPLICATED",
+    "CostBreakdown",
+    "CostGraph",
+    "DEFAULT_WEIGHTS",
+    "Weights",
+    "load_balance_cost",
+    "machine_loads",
+    "machine_memory",
+    "processing_colocation_cost",
+    "score",
+    "score_many",
+    "state_colocation_cost",
+]

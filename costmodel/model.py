@@ -1,0 +1,170 @@
+"""The three cost terms and the design cost, in their weighted form (section 6.3).
+
+Every function accepts an assignment of shape (P,) or a stack of assignments (K, P), so the
+same code scores one design or a million candidates of the exhaustive search.
+
+Cuts are counted between partitions (a transaction touching two partitions is distributed even
+on one machine; a batch handed to an SP on another partition is a MOVE); load is balanced
+between machines. `state_part == REPLICATED` marks a state item copied to every partition.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodel.problem import CostGraph
+from costmodel.weights import DEFAULT_WEIGHTS, Weights
+
+REPLICATED = -1
+
+
+def _ratio(cut: np.ndarray, total: np.ndarray | float) -> np.ndarray:
+    total = np.asarray(total, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(total > 0, cut / np.where(total > 0, total, 1.0), 0.0)
+    return np.clip(out, 0.0, 1.0)
+
+
+def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray):
+    """Cut processing-to-state weight / total processing-to-state weight.
+
+    A replicated item is never cut for reads; each write to it is cut to the n-1 other copies.
+    """
+    proc_part = np.asarray(proc_part)
+    state_part = np.asarray(state_part)
+    if graph.ps_weight.size == 0:
+        return np.zeros(proc_part.shape[:-1]) if proc_part.ndim > 1 else 0.0
+    p_side = proc_part[..., graph.ps_proc]
+    s_side = state_part[..., graph.ps_state]
+    replicated = s_side == REPLICATED
+    other_copies = max(graph.n_partitions - 1, 0)
+    w = graph.ps_weight
+    cut_plain = np.where(~replicated & (p_side != s_side), w, 0.0)
+    cut_repl = np.where(replicated & graph.ps_write, w * other_copies, 0.0)
+    total = np.where(replicated & graph.ps_write, w * max(other_copies, 1), w)
+    out = _ratio((cut_plain + cut_repl).sum(axis=-1), total.sum(axis=-1))
+    return float(out) if out.ndim == 0 else out
+
+
+def processing_colocation_cost(graph: CostGraph, proc_part: np.ndarray):
+    """Cut processing-to-processing weight (MOVEs) / total processing-to-processing weight."""
+    proc_part = np.asarray(proc_part)
+    total = graph.pp_weight.sum()
+    if graph.pp_weight.size == 0:
+        return np.zeros(proc_part.shape[:-1]) if proc_part.ndim > 1 else 0.0
+    cut = proc_part[..., graph.pp_src] != proc_part[..., graph.pp_dst]
+    out = _ratio((cut * graph.pp_weight).sum(axis=-1), total)
+    return float(out) if out.ndim == 0 else out
+
+
+def machine_loads(graph: CostGraph, proc_part: np.ndarray) -> np.ndarray:
+    """Processing load per machine, shape (..., machines)."""
+    machine = np.asarray(proc_part) // graph.partitions_per_machine
+    flat = machine.reshape(-1, machine.shape[-1]) if machine.ndim > 1 else machine[None, :]
+    rows = np.repeat(np.arange(flat.shape[0]), flat.shape[1])
+    loads = np.zeros((flat.shape[0], graph.machines))
+    np.add.at(loads, (rows, flat.ravel()), np.tile(graph.proc_load, flat.shape[0]))
+    return loads.reshape(machine.shape[:-1] + (graph.machines,))
+
+
+def load_balance_cost(graph: CostGraph, proc_part: np.ndarray):
+    """(max - min machine load) / total load, load taken relative to machine capacity.
+
+    With identical machines this is the dissertation's formula exactly; with unequal ones the
+    denominator is the largest possible spread, so the term stays in [0, 1].
+    """
+    loads = machine_loads(graph, proc_part)
+    total = graph.proc_load.sum()
+    if graph.machines == 1 or total <= 0:
+        out = np.zeros(loads.shape[:-1])
+        return float(out) if out.ndim == 0 else out
+    relative_capacity = graph.capacity / graph.capacity.mean()
+    rel = loads / relative_capacity
+    spread = rel.max(axis=-1) - rel.min(axis=-1)
+    worst = total / relative_capacity.min()
+    out = _ratio(spread, worst)
+    return float(out) if out.ndim == 0 else out
+
+
+def machine_memory(graph: CostGraph, state_part: np.ndarray) -> np.ndarray:
+    """Bytes of state per machine; a replicated item counts on every machine."""
+    state_part = np.asarray(state_part)
+    placed = state_part != REPLICATED
+    machine = np.where(placed, state_part, 0) // graph.partitions_per_machine
+    mem = np.bincount(machine[placed], weights=graph.state_bytes[placed],
+                      minlength=graph.machines).astype(np.float64)
+    return mem + graph.state_bytes[~placed].sum()
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    """The design cost and its terms; `memory_overflow_mb[m]` > 0 makes a design infeasible."""
+
+    state_colocation: float
+    processing_colocation: float
+    load_balance: float
+    total: float
+    weights: Weights = DEFAULT_WEIGHTS
+    memory_overflow_mb: tuple[float, ...] = field(default_factory=tuple)
+
+    @property
+    def feasible(self) -> bool:
+        return not any(x > 0 for x in self.memory_overflow_mb)
+
+    @property
+    def worst_overflow_mb(self) -> float:
+        return max(self.memory_overflow_mb, default=0.0)
+
+    def to_dict(self) -> dict:
+        out = {
+            "state_colocation": round(self.state_colocation, 12),
+            "processing_colocation": round(self.processing_colocation, 12),
+            "load_balance": round(self.load_balance, 12),
+            "total": round(self.total, 12),
+            "feasible": self.feasible,
+        }
+        if not self.feasible:
+            out["memory_overflow_mb"] = [round(x, 3) for x in self.memory_overflow_mb]
+        return out
+
+
+def score(graph: CostGraph, proc_part, state_part, weights: Weights = DEFAULT_WEIGHTS
+          ) -> CostBreakdown:
+    """Score one design: the weighted sum of the three terms, plus memory feasibility."""
+    proc_part = np.asarray(proc_part, dtype=np.int64)
+    state_part = np.asarray(state_part, dtype=np.int64)
+    _check_assignment(graph, proc_part, state_part)
+    s = float(state_colocation_cost(graph, proc_part, state_part))
+    p = float(processing_colocation_cost(graph, proc_part))
+    b = float(load_balance_cost(graph, proc_part))
+    overflow: tuple[float, ...] = ()
+    if graph.memory_limit_bytes is not None:
+        over = (machine_memory(graph, state_part) - graph.memory_limit_bytes) / 2**20
+        overflow = tuple(float(max(x, 0.0)) for x in over)
+    total = weights.alpha * s + weights.beta * p + weights.gamma * b
+    return CostBreakdown(s, p, b, float(total), weights, overflow)
+
+
+def score_many(graph: CostGraph, proc_parts, state_parts, weights: Weights = DEFAULT_WEIGHTS
+               ) -> np.ndarray:
+    """Total design cost of K candidates at once: arrays (K, P) and (K, S) -> (K,)."""
+    proc_parts = np.atleast_2d(np.asarray(proc_parts, dtype=np.int64))
+    state_parts = np.atleast_2d(np.asarray(state_parts, dtype=np.int64))
+    s = np.broadcast_to(state_colocation_cost(graph, proc_parts, state_parts), proc_parts.shape[:1])
+    p = np.broadcast_to(processing_colocation_cost(graph, proc_parts), proc_parts.shape[:1])
+    b = np.broadcast_to(load_balance_cost(graph, proc_parts), proc_parts.shape[:1])
+    return weights.alpha * s + weights.beta * p + weights.gamma * b
+
+
+def _check_assignment(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> None:
+    if proc_part.shape != (graph.n_proc,) or state_part.shape != (graph.n_state,):
+        raise ValueError(
+            f"assignment shape ({proc_part.shape}, {state_part.shape}) does not match the graph "
+            f"({graph.n_proc} procedures, {graph.n_state} state items)"
+        )
+    n = graph.n_partitions
+    if proc_part.size and (proc_part.min() < 0 or proc_part.max() >= n):
+        raise ValueError(f"a procedure is placed outside partitions 0..{n - 1}")
+    if state_part.size and (state_part.min() < REPLICATED or state_part.max() >= n):
+        raise ValueError(f"a state item is placed outside partitions 0..{n - 1}")
