@@ -75,16 +75,19 @@ def load_balance_cost(graph: CostGraph, proc_part: np.ndarray):
     denominator is the largest possible spread, so the term stays in [0, 1].
     """
     loads = machine_loads(graph, proc_part)
-    total = graph.proc_load.sum()
-    if graph.machines == 1 or total <= 0:
-        out = np.zeros(loads.shape[:-1])
-        return float(out) if out.ndim == 0 else out
-    relative_capacity = graph.capacity / graph.capacity.mean()
+    out = load_balance_from_loads(loads, graph.capacity, float(graph.proc_load.sum()))
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def load_balance_from_loads(loads: np.ndarray, capacity: np.ndarray, total: float):
+    """The load-balancing term from per-machine loads of shape (..., machines)."""
+    loads = np.asarray(loads, dtype=np.float64)
+    if loads.shape[-1] == 1 or total <= 0:
+        return np.zeros(loads.shape[:-1])
+    relative_capacity = capacity / capacity.mean()
     rel = loads / relative_capacity
     spread = rel.max(axis=-1) - rel.min(axis=-1)
-    worst = total / relative_capacity.min()
-    out = _ratio(spread, worst)
-    return float(out) if out.ndim == 0 else out
+    return _ratio(spread, total / relative_capacity.min())
 
 
 def machine_memory(graph: CostGraph, state_part: np.ndarray) -> np.ndarray:

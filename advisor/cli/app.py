@@ -33,18 +33,16 @@ def run_app(argv: list[str] | None = None) -> int:
         typer.echo("interrupted", err=True)
         return 130
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
-        if isinstance(exc, click.exceptions.Abort):
-            typer.echo("aborted", err=True)
-            return 1
         code = getattr(exc, "exit_code", None)
+        if isinstance(code, int) and callable(getattr(exc, "show", None)):
+            exc.show()  # a usage error from the option parser: it prints its own line
+            return code
         if isinstance(code, int):
             typer.echo(f"error: {exc}", err=True)
             return code
+        if type(exc).__name__ == "Abort":
+            typer.echo("aborted", err=True)
+            return 1
         if os.environ.get("ADVISOR_DEBUG"):
             raise
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "

@@ -1,0 +1,191 @@
+"""The Python API the CLI and notebooks share: load a workload, recommend, evaluate."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
+from advisor import __version__
+from advisor.baselines import BASELINE_FUNCTIONS
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.graph import WorkloadGraph
+from advisor.search import DesignSearch
+from advisor.spec import load_workload
+from advisor.workload import Workload
+
+Source = str | Path | Workload | WorkloadGraph
+
+
+def is_statistics_dir(source) -> bool:
+    return isinstance(source, (str, Path)) and (Path(source) / "_stats.json").is_file()
+
+
+def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
+    """A workload (bundled name, spec path or object) or a statistics directory, as a graph.
+
+    The workload is None when the source is statistics (there is no spec behind them).
+    """
+    if isinstance(source, WorkloadGraph):
+        return None, source
+    if isinstance(source, Workload):
+        return source, WorkloadGraph.from_workload(source)
+    if is_statistics_dir(source):
+        from advisor.statistics_graph import graph_from_statistics
+
+        return None, graph_from_statistics(source)
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        raise AdvisorError(f"{source}: a directory but not workload statistics (no _stats.json)")
+    workload = load_workload(source)
+    return workload, WorkloadGraph.from_workload(workload)
+
+
+def load_graph(source: Source, machines: int | None = None,
+               partitions_per_machine: int | None = None) -> WorkloadGraph:
+    """The graph of a source on a cluster (the spec's own unless overridden)."""
+    _, graph = load_source(source)
+    return _on_cluster(graph, machines, partitions_per_machine)
+
+
+def _on_cluster(graph: WorkloadGraph, machines: int | None, ppm: int | None) -> WorkloadGraph:
+    for label, value in (("machines", machines), ("partitions per machine", ppm)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
+    c = graph.cost
+    m = machines or c.machines
+    p = ppm or c.partitions_per_machine
+    if (m, p) == (c.machines, c.partitions_per_machine):
+        return graph
+    capacity = c.capacity if c.capacity.size == m else None
+    return graph.with_cluster(m, p, capacity, c.memory_limit_bytes)
+
+
+@dataclass
+class Bottleneck:
+    """Where the design hurts most: the busiest machine, the heaviest cut stream edge
+    (MOVE) and the heaviest cut state edge (distributed transaction)."""
+
+    machine: int
+    machine_load_share: float
+    move: tuple[str, str, float] | None
+    distributed_access: tuple[str, str, float] | None
+
+    def describe(self) -> list[str]:
+        out = [f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"]
+        if self.move:
+            out.append(f"most expensive MOVE: {self.move[0]} -> {self.move[1]} ({self.move[2]:g} tuples/batch)")
+        if self.distributed_access:
+            out.append(f"most frequent distributed access: {self.distributed_access[0]} -> "
+                       f"{self.distributed_access[1]} ({self.distributed_access[2]:g} rows/batch)")
+        return out
+
+
+def find_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
+    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+    proc, state = design.arrays(graph)
+    c = graph.cost
+    loads = machine_loads(c, proc)
+    total = loads.sum()
+    m = int(np.argmax(loads / (c.capacity / c.capacity.mean())))
+    move = None
+    if c.pp_weight.size:
+        cut = proc[c.pp_src] != proc[c.pp_dst]
+        if cut.any():
+            e = int(np.flatnonzero(cut)[np.argmax(c.pp_weight[cut])])
+            move = (graph.proc_names[c.pp_src[e]], graph.proc_names[c.pp_dst[e]], float(c.pp_weight[e]))
+    dist = None
+    if c.ps_weight.size:
+        sp = state[c.ps_state]
+        cut = (sp >= 0) & (proc[c.ps_proc] != sp)
+        if cut.any():
+            e = int(np.flatnonzero(cut)[np.argmax(c.ps_weight[cut])])
+            dist = (graph.proc_names[c.ps_proc[e]], graph.state_names[c.ps_state[e]], float(c.ps_weight[e]))
+    return Bottleneck(m, float(loads[m] / total) if total > 0 else 0.0, move, dist)
+
+
+@dataclass
+class Recommendation:
+    """The recommended design, the graph it was searched on, and every baseline."""
+
+    design: Design
+    graph: WorkloadGraph
+    baselines: dict[str, Design] = field(default_factory=dict)
+    workload: Workload | None = None
+    search: DesignSearch | None = None
+
+    @property
+    def bottleneck(self) -> Bottleneck:
+        return find_bottleneck(self.design, self.graph)
+
+    def all_designs(self) -> dict[str, Design]:
+        return {"recommended": self.design, **self.baselines}
+
+    def to_frame(self):
+        """Cost breakdown of the recommendation and every baseline, one row each."""
+        import pandas as pd
+
+        rows = []
+        for name, d in self.all_designs().items():
+            c = d.cost
+            rows.append({"design": name, "state_colocation": c.state_colocation,
+                         "processing_colocation": c.processing_colocation,
+                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible})
+        return pd.DataFrame(rows).set_index("design")
+
+    def plot(self, ax=None):
+        """Stacked weighted cost terms per design (matplotlib Axes)."""
+        from reports.figures import plot_cost_breakdown
+
+        return plot_cost_breakdown(self, ax=ax)
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        frame = self.to_frame()
+        return (f"<b>Recommendation for {e(self.graph.name)}</b><br>" + self.design._repr_html_()
+                + "<br>" + "<br>".join(e(x) for x in self.bottleneck.describe())
+                + frame.to_html(float_format=lambda x: f"{x:.4f}"))
+
+
+def recommend(source: Source, machines: int | None = None,
+              partitions_per_machine: int | None = None, weights: Weights | None = None,
+              seed: int = 0, replicate: bool = False, baselines: bool = True,
+              search: DesignSearch | None = None) -> Recommendation:
+    """Search the cheapest design for `source` on the cluster, and score the baselines."""
+    workload, graph = load_source(source)
+    graph = _on_cluster(graph, machines, partitions_per_machine)
+    weights = weights or DEFAULT_WEIGHTS
+    if search is None:
+        search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
+    search.fit(graph)
+    provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__,
+                  "search": search.best_label_, "candidates": len(search.candidates_)}
+    design = Design.from_arrays(graph, search.proc_part_, search.state_part_, weights,
+                                method="advisor", provenance=provenance)
+    out = Recommendation(design, graph, workload=workload, search=search)
+    if baselines:
+        for name, fn in BASELINE_FUNCTIONS.items():
+            result = fn(graph, weights, seed)
+            if result is None:
+                continue
+            out.baselines[name] = Design.from_arrays(
+                graph, result[0], result[1], weights, method=name,
+                provenance={"seed": seed, "input_sha256": graph.source_sha256, "version": __version__})
+    return out
+
+
+def evaluate(design: Design | str | Path, source: Source, weights: Weights | None = None
+             ) -> CostBreakdown:
+    """The cost breakdown of any design (hand-written ones included) on a workload."""
+    if not isinstance(design, Design):
+        design = Design.load(design)
+    graph = load_graph(source, design.machines, design.partitions_per_machine)
+    return design.rescore(graph, weights or design.weights)
+
+
+def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:
+    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+    _, state = design.arrays(graph)
+    return machine_memory(graph.cost, state)

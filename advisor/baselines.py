@@ -1,0 +1,83 @@
+"""Baseline designs, built and scored by the same code path as the recommendation, so the
+report can say what the advisor gains over what a user would do by hand."""
+from __future__ import annotations
+
+import zlib
+from dataclasses import replace
+
+import numpy as np
+
+from costmodel import Weights
+from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
+from advisor.graph import WorkloadGraph
+from advisor.search import DesignSearch
+
+BASELINES = ("single-machine", "round-robin", "random", "hash-by-table", "state-only",
+             "processing-only", "exhaustive-optimum")
+
+
+def _stable_hash(name: str, n: int) -> int:
+    return zlib.crc32(name.encode()) % n
+
+
+def single_machine(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """Everything on partition 0: no distributed transactions, no MOVEs, no parallelism."""
+    return np.zeros(graph.n_proc, dtype=np.int64), np.zeros(graph.n_state, dtype=np.int64)
+
+
+def round_robin(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """SPs and state items dealt over partitions in declaration order."""
+    n = graph.cost.n_partitions
+    return np.arange(graph.n_proc) % n, np.arange(graph.n_state) % n
+
+
+def random_placement(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """Every node on a uniformly random partition (seeded)."""
+    rng = np.random.default_rng(seed)
+    n = graph.cost.n_partitions
+    return rng.integers(0, n, graph.n_proc), rng.integers(0, n, graph.n_state)
+
+
+def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """H-Store-style default: each table hashed to a partition, each SP where its first
+    table is (or hashed by name when it touches none)."""
+    n = graph.cost.n_partitions
+    state = np.array([_stable_hash(t, n) for t in graph.state_tables], dtype=np.int64)
+    proc = np.array([_stable_hash(p, n) for p in graph.proc_names], dtype=np.int64)
+    c = graph.cost
+    if c.ps_proc.size:
+        first = np.full(graph.n_proc, -1)
+        for e in range(c.ps_proc.size - 1, -1, -1):
+            first[c.ps_proc[e]] = c.ps_state[e]
+        has = first >= 0
+        proc[has] = state[first[has]]
+    return proc, state
+
+
+def state_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """Schism-like: co-locate state accessed together and balance, ignoring streams."""
+    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed).fit(graph)
+    return search.proc_part_, search.state_part_
+
+
+def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
+    """Operator placement: cut streams and balance; state stays where hashing puts it."""
+    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed).fit(graph)
+    _, state = hash_by_table(graph, weights, seed)
+    return search.proc_part_, state
+
+
+def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int = DEFAULT_LIMIT):
+    result = exhaustive_optimum(graph.cost, weights, limit)
+    return None if result is None else (result[0], result[1])
+
+
+BASELINE_FUNCTIONS = {
+    "single-machine": single_machine,
+    "round-robin": round_robin,
+    "random": random_placement,
+    "hash-by-table": hash_by_table,
+    "state-only": state_only,
+    "processing-only": processing_only,
+    "exhaustive-optimum": exhaustive,
+}

@@ -1,0 +1,112 @@
+"""`advisor workloads`, `advisor recommend`, `advisor evaluate`."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.cli.app import app
+from advisor.cli.format import cost_table, design_table
+
+
+def weights_option(alpha: Optional[float], beta: Optional[float], gamma: Optional[float],
+                   calibration: Optional[Path] = None):
+    """Weights from --alpha/--beta/--gamma, else from a calibration file, else the defaults."""
+    from costmodel import DEFAULT_WEIGHTS, Weights
+    from advisor.errors import AdvisorError
+
+    base = DEFAULT_WEIGHTS
+    if calibration is not None:
+        from advisor.calibrated import weights_from_calibration
+
+        base = weights_from_calibration(calibration)
+    try:
+        return Weights(alpha=base.alpha if alpha is None else alpha,
+                       beta=base.beta if beta is None else beta,
+                       gamma=base.gamma if gamma is None else gamma)
+    except ValueError as exc:
+        raise AdvisorError(str(exc)) from None
+
+
+@app.command()
+def workloads() -> None:
+    """List the bundled workloads with a one-line description each."""
+    from advisor.spec import bundled_workloads
+
+    items = bundled_workloads()
+    width = max(len(n) for n in items)
+    for name, description in items.items():
+        typer.echo(f"{name:<{width}}  {description}")
+
+
+@app.command()
+def recommend(
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    machines: Optional[int] = typer.Option(None, "--machines", "-m", help="machines (default: the spec's)"),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p"),
+    alpha: Optional[float] = typer.Option(None, help="weight of state co-location (distributed txns)"),
+    beta: Optional[float] = typer.Option(None, help="weight of processing co-location (MOVEs)"),
+    gamma: Optional[float] = typer.Option(None, help="weight of load balancing"),
+    calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate`: measured weights"),
+    seed: int = typer.Option(0, help="seed of the search (same seed, same design)"),
+    replicate: bool = typer.Option(False, "--replicate", help="replicate read-mostly state where it pays"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
+    as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
+) -> None:
+    """Recommend where every procedure and state item lives."""
+    from advisor.api import recommend as run
+
+    weights = weights_option(alpha, beta, gamma, calibration)
+    rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
+              weights=weights, seed=seed, replicate=replicate)
+    if out is not None:
+        rec.design.save(out)
+    if as_json:
+        typer.echo(rec.design.to_json(), nl=False)
+        return
+    d = rec.design
+    typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
+               f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
+    typer.echo("")
+    typer.echo(design_table(d, rec.graph))
+    typer.echo("")
+    typer.echo(cost_table(rec.all_designs()))
+    typer.echo("")
+    for line in rec.bottleneck.describe():
+        typer.echo(line)
+    if not d.cost.feasible:
+        typer.echo(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
+    if out is not None:
+        typer.echo(f"\nwrote {out}")
+
+
+@app.command()
+def evaluate(
+    design: Path = typer.Argument(..., help="design JSON (any, hand-written included)"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    alpha: Optional[float] = typer.Option(None), beta: Optional[float] = typer.Option(None),
+    gamma: Optional[float] = typer.Option(None),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Print the cost breakdown of a design on a workload."""
+    from advisor.api import evaluate as run
+    from advisor.design import Design
+
+    d = Design.load(design)
+    weights = weights_option(alpha if alpha is not None else d.weights.alpha,
+                             beta if beta is not None else d.weights.beta,
+                             gamma if gamma is not None else d.weights.gamma)
+    cost = run(d, source, weights)
+    if as_json:
+        typer.echo(json.dumps(cost.to_dict(), indent=2))
+        return
+    typer.echo(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")
+    typer.echo(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
+    typer.echo(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
+    typer.echo(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")
+    typer.echo(f"  total                   {cost.total:.4f}")
+    if not cost.feasible:
+        over = ", ".join(f"machine {m}: {x:.1f} MB" for m, x in enumerate(cost.memory_overflow_mb) if x > 0)
+        typer.echo(f"  INFEASIBLE: over memory by {over}")

@@ -1,0 +1,244 @@
+"""Local moves that lower the exact design cost: plain functions over a CostGraph and an
+assignment (arrays of partition indices), used by the search after METIS.
+
+- `place_state`: with processing fixed, each state item goes where the most weight of its
+  accessors is (state carries no load, so this is optimal for the co-location term).
+- `refine_processing`: move one SP at a time (taking the state only it touches along) while
+  the exact cost falls.
+- `repair_memory`: move the cheapest state off machines over their memory limit.
+- `replicate_read_mostly`: copy read-mostly items to every partition where that lowers cost.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from costmodel import REPLICATED, CostGraph, Weights, load_balance_from_loads, machine_memory, score
+
+
+def _grouped(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Stable order of edges grouped by key, and the start offset of every key (CSR)."""
+    order = np.argsort(keys, kind="stable")
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=starts[1:])
+    return order, starts
+
+
+def accessor_counts(graph: CostGraph) -> np.ndarray:
+    """How many distinct SPs touch each state item."""
+    if graph.ps_proc.size == 0:
+        return np.zeros(graph.n_state, dtype=np.int64)
+    pairs = np.unique(graph.ps_state * max(graph.n_proc, 1) + graph.ps_proc)
+    return np.bincount(pairs // max(graph.n_proc, 1), minlength=graph.n_state)
+
+
+def place_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
+    """Each non-replicated state item moves to the partition holding most of its edge weight;
+    ties keep the current partition. Items with no edges stay put."""
+    out = state_part.copy()
+    if graph.ps_state.size == 0:
+        return out
+    n = graph.n_partitions
+    key_state = graph.ps_state
+    key_part = proc_part[graph.ps_proc]
+    w = graph.ps_weight
+    # aggregate weight per (state, partition), sparse so it scales to many items x partitions
+    keys = key_state * n + key_part
+    uniq, inv = np.unique(keys, return_inverse=True)
+    sums = np.bincount(inv, weights=w)
+    u_state, u_part = uniq // n, uniq % n
+    # weight already on each state's current partition (to keep it on ties)
+    current = state_part[u_state]
+    bonus = np.where(u_part == current, 1e-9 * (1 + sums), 0.0)
+    order = np.lexsort((-(sums + bonus), u_state))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = u_state[order][1:] != u_state[order][:-1]
+    best = order[first]
+    target_state, target_part = u_state[best], u_part[best]
+    movable = out[target_state] != REPLICATED
+    out[target_state[movable]] = target_part[movable]
+    return out
+
+
+class _ProcessingMoves:
+    """Exact cost deltas for moving one SP (with the state only it touches) to any partition."""
+
+    def __init__(self, graph: CostGraph, weights: Weights):
+        self.g = graph
+        self.w = weights
+        n_proc = graph.n_proc
+        self.ps_order, self.ps_starts = _grouped(graph.ps_proc, n_proc)
+        src = np.concatenate([graph.pp_src, graph.pp_dst])
+        dst = np.concatenate([graph.pp_dst, graph.pp_src])
+        pw = np.concatenate([graph.pp_weight, graph.pp_weight])
+        self.pp_order, self.pp_starts = _grouped(src, n_proc)
+        self.pp_nbr, self.pp_w = dst[self.pp_order], pw[self.pp_order]
+        self.private = accessor_counts(graph) == 1
+        self.pp_total = graph.pp_weight.sum()
+        self.load_total = graph.proc_load.sum()
+        n = graph.n_partitions
+        self.part_machine = np.arange(n) // graph.partitions_per_machine
+
+    def improve(self, proc_part: np.ndarray, state_part: np.ndarray, max_passes: int = 20) -> int:
+        """Greedy passes over all SPs; returns the number of moves made (in place)."""
+        g, w = self.g, self.w
+        n = g.n_partitions
+        if n == 1 or g.n_proc == 0:
+            return 0
+        loads = np.bincount(proc_part // g.partitions_per_machine, weights=g.proc_load,
+                            minlength=g.machines)
+        cut_ps = _state_cut(g, proc_part, state_part)
+        ps_total = _state_total(g, state_part)
+        cut_pp = float((g.pp_weight * (proc_part[g.pp_src] != proc_part[g.pp_dst])).sum())
+        moves = 0
+        eye = np.eye(g.machines)
+        for _ in range(max_passes):
+            moved = 0
+            for v in range(g.n_proc):
+                cur = proc_part[v]
+                e = self.ps_order[self.ps_starts[v]:self.ps_starts[v + 1]]
+                s = g.ps_state[e]
+                ew = g.ps_weight[e]
+                sp = state_part[s]
+                repl = sp == REPLICATED
+                follow = self.private[s] & ~repl
+                shared = ~follow & ~repl
+                # state cut of v's edges now, and for every target partition
+                now_ps = float((ew * (shared & (sp != cur))).sum() + (ew * (follow & (sp != cur))).sum())
+                after_ps = (ew[shared].sum() - np.bincount(sp[shared], weights=ew[shared], minlength=n))
+                # processing cut of v's stream edges
+                a, b = self.pp_starts[v], self.pp_starts[v + 1]
+                nb_part = proc_part[self.pp_nbr[a:b]]
+                nb_w = self.pp_w[a:b]
+                now_pp = float((nb_w * (nb_part != cur)).sum())
+                after_pp = nb_w.sum() - np.bincount(nb_part, weights=nb_w, minlength=n)
+                # machine loads for every target
+                lv = g.proc_load[v]
+                m_cur = cur // g.partitions_per_machine
+                base = loads.copy()
+                base[m_cur] -= lv
+                cand_loads = base[None, :] + lv * eye[self.part_machine]
+                bal = load_balance_from_loads(cand_loads, g.capacity, self.load_total)
+                st = _ratio(cut_ps - now_ps + after_ps, ps_total)
+                pp = _ratio(cut_pp - now_pp + after_pp, self.pp_total)
+                total = w.alpha * st + w.beta * pp + w.gamma * bal
+                q = int(np.argmin(total))
+                if q != cur and total[q] < total[cur] - 1e-12:
+                    proc_part[v] = q
+                    state_part[s[follow]] = q
+                    loads = cand_loads[q]
+                    cut_ps = cut_ps - now_ps + after_ps[q]
+                    cut_pp = cut_pp - now_pp + after_pp[q]
+                    moved += 1
+            moves += moved
+            if not moved:
+                break
+        return moves
+
+
+def _ratio(cut, total):
+    return np.clip(cut / total, 0.0, 1.0) if total > 0 else np.zeros_like(np.asarray(cut, dtype=float))
+
+
+def _state_total(graph: CostGraph, state_part: np.ndarray) -> float:
+    """The state term's denominator, as costmodel defines it (replicated writes count once
+    per other copy)."""
+    if graph.ps_weight.size == 0:
+        return 0.0
+    repl_write = (state_part[graph.ps_state] == REPLICATED) & graph.ps_write
+    factor = np.where(repl_write, max(graph.n_partitions - 1, 1), 1.0)
+    return float((graph.ps_weight * factor).sum())
+
+
+def _state_cut(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> float:
+    """Cut state weight, replicated writes included (they do not depend on where SPs are)."""
+    if graph.ps_weight.size == 0:
+        return 0.0
+    sp = state_part[graph.ps_state]
+    repl = sp == REPLICATED
+    cut = ~repl & (proc_part[graph.ps_proc] != sp)
+    repl_cut = (repl & graph.ps_write) * max(graph.n_partitions - 1, 0)
+    return float((graph.ps_weight * (cut + repl_cut)).sum())
+
+
+def refine_processing(graph: CostGraph, weights: Weights, proc_part: np.ndarray,
+                      state_part: np.ndarray, max_rounds: int = 10) -> tuple[np.ndarray, np.ndarray]:
+    """Alternate SP moves and optimal state placement until neither changes anything."""
+    proc_part, state_part = proc_part.copy(), state_part.copy()
+    moves = _ProcessingMoves(graph, weights)
+    for _ in range(max_rounds):
+        before = state_part.copy()
+        state_part = place_state(graph, proc_part, state_part)
+        moved = moves.improve(proc_part, state_part)
+        if moved == 0 and np.array_equal(before, state_part):
+            break
+    return proc_part, state_part
+
+
+def repair_memory(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
+    """Move state off machines over their memory limit, cheapest cut first, to the machine
+    with room where the item has most weight. Returns the new state assignment; the result
+    can still be infeasible when the state does not fit the cluster at all."""
+    limit = graph.memory_limit_bytes
+    if limit is None:
+        return state_part
+    state_part = state_part.copy()
+    ppm = graph.partitions_per_machine
+    # replicated items first: un-replicate when copies overflow
+    mem = machine_memory(graph, state_part)
+    if (mem > limit).any():
+        for j in np.flatnonzero(state_part == REPLICATED)[np.argsort(-graph.state_bytes[state_part == REPLICATED], kind="stable")]:
+            state_part[j] = 0
+            mem = machine_memory(graph, state_part)
+            if not (mem > limit).any():
+                break
+        state_part = place_state(graph, proc_part, state_part)
+        mem = machine_memory(graph, state_part)
+    if not (mem > limit).any():
+        return state_part
+    # weight of each state item towards each machine
+    n_m = graph.machines
+    affinity = np.zeros((graph.n_state, n_m))
+    if graph.ps_state.size:
+        np.add.at(affinity, (graph.ps_state, proc_part[graph.ps_proc] // ppm), graph.ps_weight)
+    for m in np.flatnonzero(mem > limit):
+        on_m = np.flatnonzero((state_part != REPLICATED) & (state_part // ppm == m))
+        # least affinity to its machine per byte moves first
+        order = on_m[np.argsort(affinity[on_m, m] / np.maximum(graph.state_bytes[on_m], 1), kind="stable")]
+        for j in order:
+            if mem[m] <= limit:
+                break
+            room = limit - mem - graph.state_bytes[j]
+            room[m] = -np.inf
+            ok = np.flatnonzero(room >= 0)
+            if ok.size == 0:
+                continue
+            target = ok[np.argmax(affinity[j, ok] + 1e-12 * room[ok])]
+            # the partition of that machine where its accessors are, else the first one
+            state_part[j] = target * ppm + _best_partition_in_machine(graph, proc_part, j, target)
+            mem[m] -= graph.state_bytes[j]
+            mem[target] += graph.state_bytes[j]
+    return state_part
+
+
+def _best_partition_in_machine(graph: CostGraph, proc_part: np.ndarray, j: int, machine: int) -> int:
+    ppm = graph.partitions_per_machine
+    mask = graph.ps_state == j
+    parts = proc_part[graph.ps_proc[mask]]
+    inside = parts // ppm == machine
+    if not inside.any():
+        return 0
+    return int(np.bincount(parts[inside] % ppm, weights=graph.ps_weight[mask][inside], minlength=ppm).argmax())
+
+
+def replicate_read_mostly(graph: CostGraph, weights: Weights, proc_part: np.ndarray,
+                          state_part: np.ndarray, read_mostly: np.ndarray) -> np.ndarray:
+    """Replicate each read-mostly item when that lowers the exact cost and fits memory."""
+    best = state_part.copy()
+    best_cost = score(graph, proc_part, best, weights)
+    for j in np.flatnonzero(read_mostly):
+        trial = best.copy()
+        trial[j] = REPLICATED
+        cost = score(graph, proc_part, trial, weights)
+        if cost.feasible and cost.total < best_cost.total - 1e-12:
+            best, best_cost = trial, cost
+    return best
