@@ -68,8 +68,14 @@ def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
 
 
 def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int = DEFAULT_LIMIT):
-    result = exhaustive_optimum(graph.cost, weights, limit)
-    return None if result is None else (result[0], result[1])
+    """The exact optimum over machines (where small enough), then partitions as the search
+    places them inside each machine."""
+    c = graph.cost
+    result = exhaustive_optimum(c.with_cluster(c.machines, 1, c.capacity, c.memory_limit_bytes),
+                                weights, limit)
+    if result is None:
+        return None
+    return DesignSearch(weights=weights, seed=seed)._place_in_machines(c, result[0], result[1])
 
 
 BASELINE_FUNCTIONS = {

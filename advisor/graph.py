@@ -103,20 +103,8 @@ class WorkloadGraph:
 
     # -- views ----------------------------------------------------------------------------
     def adjacency(self, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
-        """Symmetric CSR over all nodes (processing first, then state), duplicate edges summed.
-
-        Node ids: processing i -> i, state j -> n_proc + j.
-        """
-        c = self.cost
-        n = self.n_nodes
-        rows = np.concatenate([c.ps_proc, c.ps_state + self.n_proc, c.pp_src, c.pp_dst])
-        cols = np.concatenate([c.ps_state + self.n_proc, c.ps_proc, c.pp_dst, c.pp_src])
-        data = np.concatenate([c.ps_weight * ps_scale, c.ps_weight * ps_scale,
-                               c.pp_weight * pp_scale, c.pp_weight * pp_scale])
-        keep = rows != cols
-        m = sp.coo_matrix((data[keep], (rows[keep], cols[keep])), shape=(n, n)).tocsr()
-        m.sum_duplicates()
-        return m
+        """Symmetric CSR over all nodes (processing first, then state); see `adjacency`."""
+        return adjacency(self.cost, ps_scale, pp_scale)
 
     def to_networkx(self):
         """A networkx Graph for exploration (not used on the search's hot path)."""
@@ -143,3 +131,38 @@ class WorkloadGraph:
             else:
                 g.add_edge(a, b, kind="processing-processing", weight=float(w))
         return g
+
+
+def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
+    """Symmetric CSR over all nodes, duplicate edges summed, each kind scaled.
+
+    Node ids: processing i -> i, state j -> n_proc + j.
+    """
+    n_proc = cost.n_proc
+    n = n_proc + cost.n_state
+    rows = np.concatenate([cost.ps_proc, cost.ps_state + n_proc, cost.pp_src, cost.pp_dst])
+    cols = np.concatenate([cost.ps_state + n_proc, cost.ps_proc, cost.pp_dst, cost.pp_src])
+    data = np.concatenate([cost.ps_weight * ps_scale, cost.ps_weight * ps_scale,
+                           cost.pp_weight * pp_scale, cost.pp_weight * pp_scale])
+    keep = rows != cols
+    m = sp.coo_matrix((data[keep], (rows[keep], cols[keep])), shape=(n, n)).tocsr()
+    m.sum_duplicates()
+    return m
+
+
+def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: int) -> CostGraph:
+    """The part of a graph on some SPs and state items, as its own graph over `machines`
+    identical machines with no memory limit (edges leaving the part are dropped)."""
+    p_map = np.full(cost.n_proc, -1)
+    p_map[procs] = np.arange(procs.size)
+    s_map = np.full(cost.n_state, -1)
+    s_map[states] = np.arange(states.size)
+    ps = (p_map[cost.ps_proc] >= 0) & (s_map[cost.ps_state] >= 0)
+    pp = (p_map[cost.pp_src] >= 0) & (p_map[cost.pp_dst] >= 0)
+    return CostGraph(
+        proc_load=cost.proc_load[procs], state_bytes=cost.state_bytes[states],
+        ps_proc=p_map[cost.ps_proc[ps]], ps_state=s_map[cost.ps_state[ps]],
+        ps_weight=cost.ps_weight[ps], ps_write=cost.ps_write[ps],
+        pp_src=p_map[cost.pp_src[pp]], pp_dst=p_map[cost.pp_dst[pp]], pp_weight=cost.pp_weight[pp],
+        machines=machines, partitions_per_machine=1,
+    )

@@ -3,6 +3,9 @@ assignment (arrays of partition indices), used by the search after METIS.
 
 - `place_state`: with processing fixed, each state item goes where the most weight of its
   accessors is (state carries no load, so this is optimal for the co-location term).
+All of them work on a graph cut into machines (one partition per machine): the search places
+partitions inside machines as a second stage, on each machine's subgraph.
+
 - `refine_processing`: move one SP at a time (taking the state only it touches along) while
   the exact cost falls.
 - `repair_memory`: move the cheapest state off machines over their memory limit.
@@ -145,7 +148,7 @@ def _state_total(graph: CostGraph, state_part: np.ndarray) -> float:
     if graph.ps_weight.size == 0:
         return 0.0
     repl_write = (state_part[graph.ps_state] == REPLICATED) & graph.ps_write
-    factor = np.where(repl_write, max(graph.n_partitions - 1, 1), 1.0)
+    factor = np.where(repl_write, max(graph.machines - 1, 1), 1.0)
     return float((graph.ps_weight * factor).sum())
 
 
@@ -156,7 +159,7 @@ def _state_cut(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) 
     sp = state_part[graph.ps_state]
     repl = sp == REPLICATED
     cut = ~repl & (proc_part[graph.ps_proc] != sp)
-    repl_cut = (repl & graph.ps_write) * max(graph.n_partitions - 1, 0)
+    repl_cut = (repl & graph.ps_write) * max(graph.machines - 1, 0)
     return float((graph.ps_weight * (cut + repl_cut)).sum())
 
 

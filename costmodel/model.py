@@ -3,9 +3,11 @@
 Every function accepts an assignment of shape (P,) or a stack of assignments (K, P), so the
 same code scores one design or a million candidates of the exhaustive search.
 
-Cuts are counted between partitions (a transaction touching two partitions is distributed even
-on one machine; a batch handed to an SP on another partition is a MOVE); load is balanced
-between machines. `state_part == REPLICATED` marks a state item copied to every partition.
+As in the dissertation, the graph is cut into machines: an edge is cut when its two ends sit
+on different machines (a distributed transaction across the network, a MOVE between nodes),
+and load is balanced between machines. How a machine's share is spread over its partitions is
+the search's second stage, not part of this cost. `state_part == REPLICATED` marks a state
+item copied to every machine. Assignments are global partition indices either way.
 """
 from __future__ import annotations
 
@@ -29,16 +31,19 @@ def _ratio(cut: np.ndarray, total: np.ndarray | float) -> np.ndarray:
 def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray):
     """Cut processing-to-state weight / total processing-to-state weight.
 
-    A replicated item is never cut for reads; each write to it is cut to the n-1 other copies.
+    A replicated item is never cut for reads; each write to it is cut to the copies on the
+    other machines.
     """
     proc_part = np.asarray(proc_part)
     state_part = np.asarray(state_part)
     if graph.ps_weight.size == 0:
         return np.zeros(proc_part.shape[:-1]) if proc_part.ndim > 1 else 0.0
-    p_side = proc_part[..., graph.ps_proc]
-    s_side = state_part[..., graph.ps_state]
-    replicated = s_side == REPLICATED
-    other_copies = max(graph.n_partitions - 1, 0)
+    ppm = graph.partitions_per_machine
+    p_side = proc_part[..., graph.ps_proc] // ppm
+    s_raw = state_part[..., graph.ps_state]
+    replicated = s_raw == REPLICATED
+    s_side = np.where(replicated, REPLICATED, s_raw // ppm)
+    other_copies = max(graph.machines - 1, 0)
     w = graph.ps_weight
     cut_plain = np.where(~replicated & (p_side != s_side), w, 0.0)
     cut_repl = np.where(replicated & graph.ps_write, w * other_copies, 0.0)
@@ -53,7 +58,8 @@ def processing_colocation_cost(graph: CostGraph, proc_part: np.ndarray):
     total = graph.pp_weight.sum()
     if graph.pp_weight.size == 0:
         return np.zeros(proc_part.shape[:-1]) if proc_part.ndim > 1 else 0.0
-    cut = proc_part[..., graph.pp_src] != proc_part[..., graph.pp_dst]
+    ppm = graph.partitions_per_machine
+    cut = proc_part[..., graph.pp_src] // ppm != proc_part[..., graph.pp_dst] // ppm
     out = _ratio((cut * graph.pp_weight).sum(axis=-1), total)
     return float(out) if out.ndim == 0 else out
 
@@ -110,6 +116,8 @@ class CostBreakdown:
     total: float
     weights: Weights = DEFAULT_WEIGHTS
     memory_overflow_mb: tuple[float, ...] = field(default_factory=tuple)
+    # informative, not in `total`: worst (max - min partition load) / machine load, over machines
+    partition_load_balance: float = 0.0
 
     @property
     def feasible(self) -> bool:
@@ -126,6 +134,7 @@ class CostBreakdown:
             "load_balance": round(self.load_balance, 12),
             "total": round(self.total, 12),
             "feasible": self.feasible,
+            "partition_load_balance": round(self.partition_load_balance, 12),
         }
         if not self.feasible:
             out["memory_overflow_mb"] = [round(x, 3) for x in self.memory_overflow_mb]
@@ -146,7 +155,22 @@ def score(graph: CostGraph, proc_part, state_part, weights: Weights = DEFAULT_WE
         over = (machine_memory(graph, state_part) - graph.memory_limit_bytes) / 2**20
         overflow = tuple(float(max(x, 0.0)) for x in over)
     total = weights.alpha * s + weights.beta * p + weights.gamma * b
-    return CostBreakdown(s, p, b, float(total), weights, overflow)
+    return CostBreakdown(s, p, b, float(total), weights, overflow,
+                         partition_load_balance(graph, proc_part))
+
+
+def partition_load_balance(graph: CostGraph, proc_part: np.ndarray) -> float:
+    """How unevenly each machine spreads its load over its own partitions (worst machine)."""
+    ppm = graph.partitions_per_machine
+    if ppm == 1 or graph.n_proc == 0:
+        return 0.0
+    loads = np.bincount(proc_part, weights=graph.proc_load, minlength=graph.n_partitions)
+    loads = loads.reshape(graph.machines, ppm)
+    per_machine = loads.sum(axis=1)
+    spread = loads.max(axis=1) - loads.min(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(per_machine > 0, spread / np.where(per_machine > 0, per_machine, 1), 0.0)
+    return float(ratio.max())
 
 
 def score_many(graph: CostGraph, proc_parts, state_parts, weights: Weights = DEFAULT_WEIGHTS

@@ -1,0 +1,140 @@
+"""The cost model of section 6.3: formulas, edge cases and invariants."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from costmodel import REPLICATED, CostGraph, Weights, score, score_many
+
+
+def tiny_graph(**cluster):
+    # two SPs in a stream, each with its own table; SP0 also reads table 1
+    return CostGraph(proc_load=[2.0, 1.0], state_bytes=[100, 200],
+                     ps_proc=[0, 1, 0], ps_state=[0, 1, 1], ps_weight=[4.0, 2.0, 1.0],
+                     ps_write=[True, True, False], pp_src=[0], pp_dst=[1], pp_weight=[10.0],
+                     **({"machines": 2} | cluster))
+
+
+def test_terms_match_the_formulas_by_hand():
+    g = tiny_graph()
+    c = score(g, [0, 1], [0, 1], Weights(0.3, 0.1, 0.6))
+    assert c.state_colocation == pytest.approx(1.0 / 7.0)  # SP0 -> table 1 cut
+    assert c.processing_colocation == pytest.approx(1.0)
+    assert c.load_balance == pytest.approx((2 - 1) / 3)
+    assert c.total == pytest.approx(0.3 / 7 + 0.1 + 0.6 / 3)
+
+
+def test_replicated_state_is_never_cut_for_reads_and_writes_cut_every_other_copy():
+    g = tiny_graph(machines=3)
+    reads_only = score(g, [0, 1], [0, REPLICATED])  # table 1 written by SP1, read by SP0
+    # the write of SP1 (weight 2) is cut to the 2 other copies; the read is free
+    assert reads_only.state_colocation == pytest.approx(4.0 / (4 + 4 + 1))
+    g2 = CostGraph([1.0], [10], [0], [0], [5.0], [False], [], [], [], machines=4)
+    assert score(g2, [3], [REPLICATED]).state_colocation == 0.0
+
+
+def test_memory_overflow_is_reported_per_machine():
+    g = tiny_graph(memory_limit_bytes=150)
+    c = score(g, [0, 0], [0, 0])
+    assert not c.feasible
+    assert c.memory_overflow_mb[0] == pytest.approx(150 / 2**20)
+    assert c.memory_overflow_mb[1] == 0.0
+    assert score(g, [0, 1], [0, 1]).feasible is False  # 200 bytes > 150 on machine 1
+    assert score(tiny_graph(memory_limit_bytes=200), [0, 1], [0, 1]).feasible
+
+
+def test_capacity_makes_load_relative():
+    g = tiny_graph(capacity=[2.0, 1.0])
+    # load 2 on a machine twice as fast as the one with load 1: perfectly balanced
+    assert score(g, [0, 1], [0, 1]).load_balance == pytest.approx(0.0)
+    assert score(g, [1, 0], [1, 0]).load_balance > 0.3
+
+
+@pytest.mark.parametrize("graph", [
+    CostGraph([], [], [], [], [], [], [], [], [], machines=3),  # nothing at all
+    CostGraph([1.0, 1.0], [], [], [], [], [], [], [], [], machines=2),  # no state, no streams
+    CostGraph([0.0], [5], [0], [0], [1.0], [True], [], [], [], machines=2),  # zero load
+    CostGraph([3.0], [5], [0], [0], [1.0], [True], [], [], [], machines=1),  # one machine
+])
+def test_edge_cases_are_defined(graph):
+    proc = np.zeros(graph.n_proc, dtype=int)
+    state = np.zeros(graph.n_state, dtype=int)
+    c = score(graph, proc, state)
+    assert np.isfinite(c.total) and 0.0 <= c.total <= 1.0
+
+
+def test_bad_assignment_is_refused():
+    with pytest.raises(ValueError):
+        score(tiny_graph(), [0, 5], [0, 1])
+    with pytest.raises(ValueError):
+        score(tiny_graph(), [0], [0, 1])
+    with pytest.raises(ValueError):
+        Weights(alpha=-1)
+
+
+@st.composite
+def graphs_and_designs(draw):
+    n_proc = draw(st.integers(1, 6))
+    n_state = draw(st.integers(0, 6))
+    machines = draw(st.integers(1, 4))
+    ppm = draw(st.integers(1, 2))
+    n_parts = machines * ppm
+    n_ps = draw(st.integers(0, 10)) if n_state else 0
+    n_pp = draw(st.integers(0, 6)) if n_proc > 1 else 0
+    pos = st.floats(0.01, 1000)
+    g = CostGraph(
+        proc_load=draw(st.lists(st.floats(0, 100), min_size=n_proc, max_size=n_proc)),
+        state_bytes=draw(st.lists(st.integers(0, 10**6), min_size=n_state, max_size=n_state)),
+        ps_proc=draw(st.lists(st.integers(0, n_proc - 1), min_size=n_ps, max_size=n_ps)),
+        ps_state=draw(st.lists(st.integers(0, max(n_state - 1, 0)), min_size=n_ps, max_size=n_ps)),
+        ps_weight=draw(st.lists(pos, min_size=n_ps, max_size=n_ps)),
+        ps_write=draw(st.lists(st.booleans(), min_size=n_ps, max_size=n_ps)),
+        pp_src=draw(st.lists(st.integers(0, n_proc - 1), min_size=n_pp, max_size=n_pp)),
+        pp_dst=draw(st.lists(st.integers(0, n_proc - 1), min_size=n_pp, max_size=n_pp)),
+        pp_weight=draw(st.lists(pos, min_size=n_pp, max_size=n_pp)),
+        machines=machines, partitions_per_machine=ppm,
+    )
+    proc = draw(st.lists(st.integers(0, n_parts - 1), min_size=n_proc, max_size=n_proc))
+    state = draw(st.lists(st.integers(-1, n_parts - 1), min_size=n_state, max_size=n_state))
+    return g, np.array(proc, dtype=int), np.array(state, dtype=int)
+
+
+@settings(max_examples=200, deadline=None)
+@given(graphs_and_designs(), st.floats(0, 1), st.floats(0, 1), st.floats(0.01, 1))
+def test_each_term_is_in_unit_interval(case, a, b, c):
+    g, proc, state = case
+    cost = score(g, proc, state, Weights(a, b, c))
+    for term in (cost.state_colocation, cost.processing_colocation, cost.load_balance):
+        assert 0.0 <= term <= 1.0
+    assert cost.total == pytest.approx(a * cost.state_colocation + b * cost.processing_colocation
+                                       + c * cost.load_balance)
+    # the vectorised scorer agrees with the single one
+    assert score_many(g, proc[None], state[None], Weights(a, b, c))[0] == pytest.approx(cost.total)
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs_and_designs(), st.randoms(use_true_random=False))
+def test_relabelling_machines_does_not_change_cost(case, rnd):
+    g, proc, state = case
+    perm = list(range(g.machines))
+    rnd.shuffle(perm)
+    perm = np.array(perm)
+    ppm = g.partitions_per_machine
+
+    def relabel(parts):
+        out = parts.copy()
+        placed = parts >= 0
+        out[placed] = perm[parts[placed] // ppm] * ppm + parts[placed] % ppm
+        return out
+
+    before, after = score(g, proc, state), score(g, relabel(proc), relabel(state))
+    assert after.total == pytest.approx(before.total)
+    assert after.memory_overflow_mb == () or sorted(after.memory_overflow_mb) == pytest.approx(sorted(before.memory_overflow_mb))
+
+
+@settings(max_examples=150, deadline=None)
+@given(graphs_and_designs())
+def test_nothing_cut_means_zero_colocation_cost(case):
+    g, proc, _ = case
+    everything_on = 0
+    c = score(g, np.full(g.n_proc, everything_on), np.full(g.n_state, everything_on))
+    assert c.state_colocation == 0.0 and c.processing_colocation == 0.0

@@ -1,0 +1,174 @@
+"""The design search: the dissertation's TPC-DI example, optimality on small specs,
+determinism, memory and replication."""
+import numpy as np
+import pytest
+
+from costmodel import REPLICATED, Weights, score
+from advisor import metis
+from advisor.api import recommend
+from advisor.exhaustive import exhaustive_optimum
+from advisor.graph import WorkloadGraph
+from advisor.spec import bundled_workloads, load_workload, parse_workload
+
+
+def test_tpcdi_example_colocates_every_table_with_its_sp_and_balances():
+    rec = recommend("tpcdi-trade", machines=4)
+    d, w = rec.design, rec.workload
+    for proc in w.procedures:
+        for access in proc.accesses:
+            assert d.state[access.table] == d.procedures[proc.name], (proc.name, access.table)
+    assert sorted(d.procedure_machine(p) for p in w.procedure_names) == [0, 1, 2, 3]
+    assert d.cost.state_colocation == 0.0
+    for baseline in ("single-machine", "round-robin", "random", "hash-by-table"):
+        assert d.cost.total < rec.baselines[baseline].cost.total, baseline
+
+
+def small_enough_specs():
+    for name in bundled_workloads():
+        w = load_workload(name)
+        for machines in range(1, 5):
+            g = WorkloadGraph.from_workload(w.with_cluster(machines, 1))
+            if g.n_nodes <= 12:
+                yield name, machines
+
+
+SMALL = list(small_enough_specs())
+
+
+def test_enough_bundled_specs_are_small_enough_to_enumerate():
+    assert len({name for name, _ in SMALL}) >= 7
+
+
+@pytest.mark.parametrize("name, machines", SMALL)
+def test_recommendation_equals_exhaustive_optimum(name, machines):
+    rec = recommend(name, machines=machines, partitions_per_machine=1, baselines=False)
+    optimum = exhaustive_optimum(rec.graph.cost, rec.design.weights)
+    assert optimum is not None
+    assert rec.design.cost.total == pytest.approx(optimum[2], abs=1e-9)
+
+
+def test_bundled_spec_recommendation_matches_the_optimum_baseline():
+    rec = recommend("tpcdi-trade")
+    assert rec.baselines["exhaustive-optimum"].cost.total == pytest.approx(rec.design.cost.total)
+    # and it is no worse than any baseline
+    for name, base in rec.baselines.items():
+        assert rec.design.cost.total <= base.cost.total + 1e-12, name
+
+
+def test_same_seed_same_design_and_other_seeds_stay_optimal():
+    a = recommend("chain-32", machines=4, seed=7, baselines=False).design
+    b = recommend("chain-32", machines=4, seed=7, baselines=False).design
+    assert a.procedures == b.procedures and a.state == b.state
+    c = recommend("chain-32", machines=4, seed=8, baselines=False).design
+    assert c.cost.total <= a.cost.total * 1.2 + 1e-9
+
+
+def test_chain_on_8_machines_spreads_the_pipeline_evenly():
+    rec = recommend("chain-32")  # 8 machines x 4 partitions
+    d = rec.design
+    per_partition = np.bincount(list(d.procedures.values()), minlength=32)
+    assert per_partition.max() == 1  # one SP per partition: fully parallel
+    assert d.cost.state_colocation == 0.0
+    assert d.cost.load_balance == 0.0
+
+
+def test_integer_weights_never_zero_and_never_overflow():
+    w = metis.integer_weights(np.array([1e-300, 1e-9, 1.0, 1e300, 5e299]))
+    assert w.min() >= 1 and w.sum() < 2**31
+    assert w[3] > w[4] > w[2]
+    assert metis.integer_weights(np.array([0.5, 1.0]))[1] == 2 * metis.integer_weights(np.array([0.5, 1.0]))[0]
+
+
+def test_metis_edge_weights_make_the_cut_equal_alpha_state_plus_beta_processing():
+    rec = recommend("linear-road", machines=3, partitions_per_machine=1, baselines=False)
+    g = rec.graph
+    weights = rec.design.weights
+    from advisor.search import DesignSearch
+
+    scales = DesignSearch(weights=weights)._edge_scales(g.cost)  # 1 partition per machine
+    adjacency = g.adjacency(*scales).tocoo()
+    proc, state = rec.design.arrays(g)
+    part = np.concatenate([proc, state])
+    cut = adjacency.data[part[adjacency.row] != part[adjacency.col]].sum() / 2
+    c = rec.design.cost
+    assert cut == pytest.approx(weights.alpha * c.state_colocation + weights.beta * c.processing_colocation)
+
+
+TWO_READERS = """
+name = "two-readers"
+[cluster]
+machines = 2
+machine_memory_mb = {mem}
+[[tables]]
+name = "Shared"
+rows = 1000
+row_bytes = 1000
+key = "k"
+read_mostly = true
+[[tables]]
+name = "Big1"
+rows = 1000
+row_bytes = 1000
+key = "k"
+[[tables]]
+name = "Big2"
+rows = 1000
+row_bytes = 1000
+key = "k"
+[[procedures]]
+name = "A"
+cost = 1
+accesses = [ {{ table = "Shared", mode = "read", rows = 10 }}, {{ table = "Big1", mode = "write", rows = 5 }} ]
+[[procedures]]
+name = "B"
+cost = 1
+accesses = [ {{ table = "Shared", mode = "read", rows = 10 }}, {{ table = "Big2", mode = "write", rows = 5 }} ]
+"""
+
+
+def test_replication_of_read_mostly_state_removes_the_distributed_reads():
+    w = parse_workload(TWO_READERS.format(mem=100), "two.toml")
+    plain = recommend(w, baselines=False).design
+    repl = recommend(w, replicate=True, baselines=False).design
+    assert plain.cost.state_colocation > 0
+    assert repl.state["Shared"] is None and repl.cost.state_colocation == 0.0
+    assert repl.cost.total < plain.cost.total
+
+
+def test_memory_limit_is_repaired_or_reported():
+    # each machine holds ~1.9 MB: Shared + one Big table fits, all three do not
+    w = parse_workload(TWO_READERS.format(mem=2), "two.toml")
+    one_machine = recommend(w, machines=1, baselines=False).design
+    assert not one_machine.cost.feasible
+    assert one_machine.cost.worst_overflow_mb == pytest.approx(3 * 1e6 / 2**20 - 2, abs=1e-6)
+    two = recommend(w, replicate=True, baselines=False).design
+    assert two.cost.feasible
+    # a design that would put everything together is pulled apart to fit memory
+    tight = parse_workload(TWO_READERS.format(mem=2).replace('name = "B"\ncost = 1', 'name = "B"\ncost = 0'), "t.toml")
+    d = recommend(tight, baselines=False).design
+    assert d.cost.feasible
+
+
+def test_to_networkx_has_every_node_and_edge():
+    g = WorkloadGraph.from_workload(load_workload("tpcdi-trade"))
+    nx_graph = g.to_networkx()
+    assert nx_graph.number_of_nodes() == g.n_nodes
+    assert nx_graph.number_of_edges() == g.cost.ps_proc.size + g.cost.pp_src.size
+    assert nx_graph.nodes["DimTrade"]["kind"] == "state"
+    assert nx_graph["SecurityLookup"]["AccountLookup"]["weight"] == 10
+
+
+def test_partitions_inside_a_machine_get_one_sp_each_with_its_state():
+    rec = recommend("tpcdi-trade", machines=1, partitions_per_machine=4)
+    d = rec.design
+    assert sorted(d.procedures.values()) == [0, 1, 2, 3]
+    for proc in rec.workload.procedures:
+        for access in proc.accesses:
+            assert d.state[access.table] == d.procedures[proc.name]
+    assert d.cost.partition_load_balance < 0.5
+
+
+def test_one_machine_and_no_streams_are_fine():
+    rec = recommend("bank-transfer", machines=1)
+    assert rec.design.cost.total == 0.0
+    assert set(rec.design.procedures.values()) == {0}

@@ -1,0 +1,84 @@
+"""Workload specs: every bundled one loads; every kind of bad spec gets one clear line."""
+import pytest
+
+from advisor.cli import run_app
+from advisor.errors import SpecError
+from advisor.spec import bundled_workloads, load_workload, parse_workload
+
+BUNDLED = ["tpcdi-trade", "chain-32", "boundaries-1sp", "boundaries-16sp", "boundaries-32sp",
+           "move-micro", "voter-leaderboard", "linear-road", "streaming-ledger", "online-bidding",
+           "bank-transfer"]
+
+GOOD = """
+name = "t"
+[input]
+batch_size = 10
+[cluster]
+machines = 2
+[[tables]]
+name = "A"
+rows = 10
+row_bytes = 8
+key = "k"
+[[procedures]]
+name = "P"
+cost = 1.0
+accesses = [ { table = "A", mode = "read", rows = 2, keys = "zipf:0.7" } ]
+[[procedures]]
+name = "Q"
+cost = 2
+[[streams]]
+from = "P"
+to = "Q"
+tuples = 10
+"""
+
+
+def test_every_named_workload_is_bundled_and_loads():
+    assert sorted(bundled_workloads()) == sorted(BUNDLED)
+    for name in BUNDLED:
+        w = load_workload(name)
+        assert w.name == name and w.procedures and bundled_workloads()[name]
+
+
+def test_good_spec_parses_with_defaults():
+    w = parse_workload(GOOD, "t.toml")
+    assert w.cluster.machines == 2 and w.cluster.partitions_per_machine == 1
+    assert w.procedure("P").accesses[0].key_param == "0.7"
+    assert w.topological_order() == ["P", "Q"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    (('table = "A"', 'table = "Nope"'), "procedures[0] 'P'.accesses[0]: unknown table 'Nope'"),
+    (('to = "Q"', 'to = "Z"'), "unknown procedure 'Z'"),
+    (("rows = 10\n", "rows = -10\n"), "tables[0] 'A': rows must be >= 0, got -10"),
+    (("cost = 2\n", 'cost = "two"\n'), "procedures[1] 'Q': cost must be a number, got 'two'"),
+    (('key = "k"\n', ""), "tables[0] 'A': missing required field 'key'"),
+    (("batch_size = 10", "batch_size = 0"), "[input]: batch_size must be > 0"),
+    (('keys = "zipf:0.7"', 'keys = "gauss"'), "keys must be uniform, sequential"),
+    (('mode = "read"', 'mode = "scan"'), "mode must be 'read' or 'write'"),
+    (("[cluster]\nmachines = 2", "[cluster]\nmachines = 2.5"), "[cluster]: machines must be an integer"),
+    (('name = "t"', 'name = "t"\ncolour = 1'), "top level: unknown field 'colour'"),
+    (("tuples = 10", "tuples = 10\n[[streams]]\nfrom = \"Q\"\nto = \"P\"\ntuples = 1"),
+     "cycle in the dataflow"),
+    (("name = \"t\"", "name = "), "not valid TOML"),
+])
+def test_bad_specs_name_file_entry_and_problem(change, expected):
+    text = GOOD.replace(*change)
+    assert text != GOOD
+    with pytest.raises(SpecError) as err:
+        parse_workload(text, "t.toml")
+    message = str(err.value)
+    assert message.startswith("t.toml: ") and expected in message
+    assert "\n" not in message
+
+
+def test_cli_prints_one_line_and_exits_2(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(GOOD.replace('table = "A"', 'table = "Nope"'))
+    assert run_app(["recommend", str(bad), "--machines", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unknown table 'Nope'" in err and str(bad) in err
+    assert "Traceback" not in err
+    assert run_app(["recommend", str(tmp_path / "missing.toml")]) == 2
+    assert "no such file" in capsys.readouterr().err
