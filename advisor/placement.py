@@ -26,32 +26,44 @@ def _grouped(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return order, starts
 
 
-def accessor_counts(graph: CostGraph) -> np.ndarray:
-    """How many distinct SPs touch each state item."""
+def single_accessor(graph: CostGraph) -> np.ndarray:
+    """True for state items touched by exactly one SP (they can follow it anywhere)."""
     if graph.ps_proc.size == 0:
-        return np.zeros(graph.n_state, dtype=np.int64)
-    pairs = np.unique(graph.ps_state * max(graph.n_proc, 1) + graph.ps_proc)
-    return np.bincount(pairs // max(graph.n_proc, 1), minlength=graph.n_state)
+        return np.zeros(graph.n_state, dtype=bool)
+    lowest = np.full(graph.n_state, np.iinfo(np.int64).max)
+    highest = np.full(graph.n_state, -1)
+    np.minimum.at(lowest, graph.ps_state, graph.ps_proc)
+    np.maximum.at(highest, graph.ps_state, graph.ps_proc)
+    return (highest >= 0) & (lowest == highest)
 
 
 def place_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
-    """Each non-replicated state item moves to the partition holding most of its edge weight;
-    ties keep the current partition. Items with no edges stay put."""
+    """Each non-replicated state item moves to the machine holding most of its edge weight;
+    ties keep the current one. Items with no edges stay put."""
     out = state_part.copy()
     if graph.ps_state.size == 0:
         return out
     n = graph.n_partitions
-    key_state = graph.ps_state
-    key_part = proc_part[graph.ps_proc]
-    w = graph.ps_weight
-    # aggregate weight per (state, partition), sparse so it scales to many items x partitions
-    keys = key_state * n + key_part
+    if graph.n_state * n > 50_000_000:
+        return _place_state_sparse(graph, proc_part, out)
+    sums = np.bincount(graph.ps_state * n + proc_part[graph.ps_proc], weights=graph.ps_weight,
+                       minlength=graph.n_state * n).reshape(graph.n_state, n)
+    movable = sums.any(axis=1) & (out != REPLICATED)
+    rows = np.arange(graph.n_state)
+    current = np.where(out == REPLICATED, 0, out)
+    sums[rows, current] += 1e-9 * (1 + sums[rows, current])  # keep the current one on ties
+    out[movable] = sums.argmax(axis=1)[movable]
+    return out
+
+
+def _place_state_sparse(graph: CostGraph, proc_part: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """place_state for very many state items x partitions: sorts instead of a dense table."""
+    n = graph.n_partitions
+    keys = graph.ps_state * n + proc_part[graph.ps_proc]
     uniq, inv = np.unique(keys, return_inverse=True)
-    sums = np.bincount(inv, weights=w)
+    sums = np.bincount(inv, weights=graph.ps_weight)
     u_state, u_part = uniq // n, uniq % n
-    # weight already on each state's current partition (to keep it on ties)
-    current = state_part[u_state]
-    bonus = np.where(u_part == current, 1e-9 * (1 + sums), 0.0)
+    bonus = np.where(u_part == out[u_state], 1e-9 * (1 + sums), 0.0)
     order = np.lexsort((-(sums + bonus), u_state))
     first = np.ones(order.size, dtype=bool)
     first[1:] = u_state[order][1:] != u_state[order][:-1]
@@ -75,7 +87,7 @@ class _ProcessingMoves:
         pw = np.concatenate([graph.pp_weight, graph.pp_weight])
         self.pp_order, self.pp_starts = _grouped(src, n_proc)
         self.pp_nbr, self.pp_w = dst[self.pp_order], pw[self.pp_order]
-        self.private = accessor_counts(graph) == 1
+        self.private = single_accessor(graph)
         self.pp_total = graph.pp_weight.sum()
         self.load_total = graph.proc_load.sum()
         n = graph.n_partitions

@@ -21,8 +21,6 @@ class Weights:
                 raise ValueError(f"weight {name} must be a number, got {value!r}")
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"weight {name} must be a finite number >= 0, got {value}")
-        if self.alpha + self.beta + self.gamma <= 0:
-            raise ValueError("at least one of alpha, beta, gamma must be positive")
 
     def to_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}

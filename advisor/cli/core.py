@@ -23,11 +23,14 @@ def weights_option(alpha: Optional[float], beta: Optional[float], gamma: Optiona
 
         base = weights_from_calibration(calibration)
     try:
-        return Weights(alpha=base.alpha if alpha is None else alpha,
-                       beta=base.beta if beta is None else beta,
-                       gamma=base.gamma if gamma is None else gamma)
+        weights = Weights(alpha=base.alpha if alpha is None else alpha,
+                          beta=base.beta if beta is None else beta,
+                          gamma=base.gamma if gamma is None else gamma)
     except ValueError as exc:
         raise AdvisorError(str(exc)) from None
+    if weights.alpha + weights.beta + weights.gamma <= 0:
+        raise AdvisorError("at least one of --alpha, --beta, --gamma must be positive")
+    return weights
 
 
 @app.command()

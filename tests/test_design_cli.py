@@ -1,0 +1,92 @@
+"""Design JSON round trip and the core CLI commands."""
+import json
+
+import pytest
+
+from advisor.api import recommend
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.errors import DesignError
+
+
+def test_design_json_round_trips_and_names_machines(tmp_path):
+    d = recommend("tpcdi-trade", seed=3).design
+    path = d.save(tmp_path / "d.json")
+    data = json.loads(path.read_text())
+    assert data["format"] == "advisor.design/1" and data["workload"] == "tpcdi-trade"
+    assert data["cluster"] == {"machines": 4, "partitions_per_machine": 1}
+    for name, place in data["procedures"].items():
+        assert place["machine"] == place["partition"] // 1
+    assert data["provenance"]["seed"] == 3 and len(data["provenance"]["input_sha256"]) == 64
+    back = Design.load(path)
+    assert back.procedures == d.procedures and back.state == d.state
+    assert back.cost.total == pytest.approx(d.cost.total)
+    assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
+
+
+@pytest.mark.parametrize("mutate, problem", [
+    (lambda d: d.update(format="x"), "not a design file"),
+    (lambda d: d["procedures"]["SecurityLookup"].update(partition=9), "partition must be an integer in 0..3"),
+    (lambda d: d["procedures"]["SecurityLookup"].update(machine=0, partition=2), "does not hold partition 2"),
+    (lambda d: d["cluster"].update(machines=0), "cluster.machines must be an integer >= 1"),
+    (lambda d: d["procedures"].update(SecurityLookup={"replicated": True}), "cannot be replicated"),
+    (lambda d: d["weights"].update(alpha=-2), "weights:"),
+])
+def test_bad_design_files_are_refused_with_one_line(tmp_path, mutate, problem):
+    data = recommend("tpcdi-trade", baselines=False).design.to_dict()
+    mutate(data)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(DesignError, match=problem):
+        Design.load(path)
+
+
+def test_design_for_another_workload_is_refused(tmp_path, capsys):
+    recommend("move-micro", baselines=False).design.save(tmp_path / "m.json")
+    assert run_app(["evaluate", str(tmp_path / "m.json"), "tpcdi-trade"]) == 2
+    err = capsys.readouterr().err
+    assert "does not place" in err and err.count("\n") == 1
+
+
+def test_recommend_cli_writes_design_and_prints_every_baseline(tmp_path, capsys):
+    out = tmp_path / "sub" / "design.json"
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    for name in ("recommended", "single-machine", "round-robin", "random", "hash-by-table",
+                 "state-only", "processing-only", "exhaustive-optimum"):
+        assert name in text
+    assert "most loaded machine" in text
+    d = Design.load(out)
+    assert d.machines == 4
+    # evaluate agrees with the cost the recommendation printed
+    assert run_app(["evaluate", str(out), "tpcdi-trade", "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert cost["total"] == pytest.approx(d.cost.total)
+
+
+def test_hand_written_design_is_evaluated(tmp_path, capsys):
+    hand = {"format": "advisor.design/1", "workload": "move-micro",
+            "cluster": {"machines": 2, "partitions_per_machine": 1},
+            "procedures": {"SP1": {"partition": 0}, "SP2": {"partition": 0}},
+            "state": {"T1": {"partition": 0}, "T2": {"partition": 1}}}
+    path = tmp_path / "hand.json"
+    path.write_text(json.dumps(hand))
+    assert run_app(["evaluate", str(path), "move-micro", "--json"]) == 0
+    cost = json.loads(capsys.readouterr().out)
+    assert cost["state_colocation"] == pytest.approx(0.5)
+    assert cost["load_balance"] == pytest.approx(1.0)
+
+
+def test_cli_overrides_cluster_and_weights(capsys):
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "-p", "2", "--alpha", "1",
+                    "--beta", "0", "--gamma", "0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["cluster"] == {"machines": 2, "partitions_per_machine": 2}
+    assert data["weights"] == {"alpha": 1.0, "beta": 0.0, "gamma": 0.0}
+    assert data["cost"]["state_colocation"] == 0.0
+
+
+def test_workloads_lists_every_bundled_workload(capsys):
+    assert run_app(["workloads"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 11 and all(len(line.split(None, 1)) == 2 for line in lines)
