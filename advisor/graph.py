@@ -140,12 +140,18 @@ def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> 
     """
     n_proc = cost.n_proc
     n = n_proc + cost.n_state
-    rows = np.concatenate([cost.ps_proc, cost.ps_state + n_proc, cost.pp_src, cost.pp_dst])
-    cols = np.concatenate([cost.ps_state + n_proc, cost.ps_proc, cost.pp_dst, cost.pp_src])
-    data = np.concatenate([cost.ps_weight * ps_scale, cost.ps_weight * ps_scale,
-                           cost.pp_weight * pp_scale, cost.pp_weight * pp_scale])
-    keep = rows != cols
-    m = sp.coo_matrix((data[keep], (rows[keep], cols[keep])), shape=(n, n)).tocsr()
+    index = np.int32 if n < 2**31 - 1 else np.int64
+    loops = cost.pp_src == cost.pp_dst
+    pp_src, pp_dst, pp_w = cost.pp_src[~loops], cost.pp_dst[~loops], cost.pp_weight[~loops]
+    ps_p = cost.ps_proc.astype(index)
+    ps_s = (cost.ps_state + n_proc).astype(index)
+    rows = np.concatenate([ps_p, ps_s, pp_src.astype(index), pp_dst.astype(index)])
+    cols = np.concatenate([ps_s, ps_p, pp_dst.astype(index), pp_src.astype(index)])
+    del ps_p, ps_s
+    ps_w = cost.ps_weight * ps_scale
+    pp_w = pp_w * pp_scale
+    data = np.concatenate([ps_w, ps_w, pp_w, pp_w])
+    m = sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
     m.sum_duplicates()
     return m
 

@@ -81,13 +81,15 @@ class _ProcessingMoves:
         self.g = graph
         self.w = weights
         n_proc = graph.n_proc
-        self.ps_order, self.ps_starts = _grouped(graph.ps_proc, n_proc)
+        order, self.ps_starts = _grouped(graph.ps_proc, n_proc)
+        # edges sorted by SP once, so each SP's edges are one contiguous slice
+        self.ps_s, self.ps_w = graph.ps_state[order], graph.ps_weight[order]
         src = np.concatenate([graph.pp_src, graph.pp_dst])
         dst = np.concatenate([graph.pp_dst, graph.pp_src])
         pw = np.concatenate([graph.pp_weight, graph.pp_weight])
         self.pp_order, self.pp_starts = _grouped(src, n_proc)
         self.pp_nbr, self.pp_w = dst[self.pp_order], pw[self.pp_order]
-        self.private = single_accessor(graph)
+        self.ps_private = single_accessor(graph)[self.ps_s]
         self.pp_total = graph.pp_weight.sum()
         self.load_total = graph.proc_load.sum()
         n = graph.n_partitions
@@ -110,12 +112,11 @@ class _ProcessingMoves:
             moved = 0
             for v in range(g.n_proc):
                 cur = proc_part[v]
-                e = self.ps_order[self.ps_starts[v]:self.ps_starts[v + 1]]
-                s = g.ps_state[e]
-                ew = g.ps_weight[e]
+                lo, hi = self.ps_starts[v], self.ps_starts[v + 1]
+                s, ew = self.ps_s[lo:hi], self.ps_w[lo:hi]
                 sp = state_part[s]
                 repl = sp == REPLICATED
-                follow = self.private[s] & ~repl
+                follow = self.ps_private[lo:hi] & ~repl
                 shared = ~follow & ~repl
                 # state cut of v's edges now, and for every target partition
                 now_ps = float((ew * (shared & (sp != cur))).sum() + (ew * (follow & (sp != cur))).sum())

@@ -1,0 +1,82 @@
+"""`advisor trace synth | validate | aggregate`: synthetic traces, trace checks, and the
+PySpark job that turns a trace into workload statistics for `advisor recommend STATS_DIR`."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from advisor.cli.app import app
+
+trace_app = typer.Typer(name="trace", no_args_is_help=True,
+                        help="Workload traces: synthesize, validate, aggregate into statistics.")
+app.add_typer(trace_app, name="trace")
+
+
+def workload_as_plain(workload) -> dict:
+    """The spec as plain data for traces.synth (which must not import the advisor)."""
+    spec = dataclasses.asdict(workload)
+    spec["topological_order"] = workload.topological_order()
+    return spec
+
+
+@trace_app.command("synth")
+def synth(
+    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    batches: int = typer.Option(..., "--batches", "-n", help="input batches to generate"),
+    out: Path = typer.Option(..., "--out", "-o", help="trace directory to write"),
+    seed: int = typer.Option(0, help="same seed, same trace"),
+    abort_rate: float = typer.Option(0.0, help="chance an execution aborts (then retries once)"),
+    cost_unit_us: float = typer.Option(100.0, help="microseconds per unit of procedure cost"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
+) -> None:
+    """Write a synthetic trace of a workload spec (streamed in row groups: flat memory)."""
+    from advisor.spec import load_workload
+    from traces.synth import synthesize
+
+    workload = load_workload(source)
+    summary = synthesize(workload_as_plain(workload), out, batches, seed,
+                         abort_rate=abort_rate, cost_unit_us=cost_unit_us,
+                         progress=None if quiet else (lambda s: typer.echo(f"synth: {s}", err=True)))
+    typer.echo(f"wrote {summary.out}: {summary.batches:,} batches, {summary.txns:,} txns, "
+               f"{summary.accesses:,} access rows, {summary.flows:,} flows "
+               f"in {summary.seconds:.1f} s")
+
+
+@trace_app.command("validate")
+def validate(trace_dir: Path = typer.Argument(..., help="trace directory")) -> None:
+    """Check a trace against the format; one line per problem found (the first), exit 2."""
+    from traces.validate import validate_trace
+
+    info = validate_trace(trace_dir)
+    typer.echo(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "
+               f"{info.rows['accesses']:,} access rows ({info.key_type} keys), "
+               f"{info.rows['flows']:,} flows, procedures: {', '.join(info.procedures)}")
+
+
+@trace_app.command("aggregate")
+def aggregate(
+    trace_dir: Path = typer.Argument(..., help="trace directory"),
+    out: Path = typer.Option(..., "--out", "-o", help="statistics directory to write"),
+    granularity: str = typer.Option("table", help="table | fragment:N | tuple[:N]"),
+    hot_tuples: int = typer.Option(100, help="tuple granularity: the K hottest tuples kept"),
+    spark_master: Optional[str] = typer.Option(None, help="Spark master URL (default local[*])"),
+    spark_conf: Optional[List[str]] = typer.Option(None, help="key=value, repeatable"),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
+) -> None:
+    """Aggregate a trace into workload statistics with PySpark (local or any cluster)."""
+    from traces.aggregate import aggregate as run, check_options
+    from traces.progress import stderr_line
+    from traces.spark_session import parse_conf
+
+    gran = check_options(granularity, hot_tuples)
+    conf = parse_conf(spark_conf)
+    stats = run(trace_dir, out, gran, master=spark_master, conf=conf,
+                progress=None if quiet else stderr_line)
+    m = stats.manifest
+    typer.echo(f"wrote {out}: {len(stats.procedures)} procedures, {len(stats.state)} state items "
+               f"({m['granularity']}), {len(stats.procedure_state)} procedure-state edges, "
+               f"{len(stats.streams)} stream edges from {m['batches']:,} batches "
+               f"in {m['seconds']:.1f} s")

@@ -1,0 +1,27 @@
+"""The README's two commands are the ones CI and users run."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def commands():
+    text = (ROOT / "README.md").read_text()
+    first_section = text.split("## What it does")[0]
+    return re.findall(r"^    (python3 -m venv .+)$", first_section, flags=re.M)
+
+
+def test_readme_first_section_gives_exactly_two_commands():
+    found = commands()
+    assert len(found) == 2
+    main, tests = found
+    assert "pip install -e ." in main and "advisor " in main
+    assert "pip install -e '.[test]'" in tests and "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "README.md" in ci and "pytest" in ci
+    # .ci/run extracts the command with this pattern; it must find the README's test line
+    pattern = re.compile(r"^    (python3 -m venv \.venv .*pytest.*)$", re.M)
+    assert pattern.search((ROOT / "README.md").read_text()).group(1) == commands()[1]
