@@ -19,6 +19,7 @@ import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
 from advisor import metis
+from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph, adjacency, subgraph
 from advisor.placement import place_state, refine_processing, repair_memory, replicate_read_mostly
 
@@ -54,6 +55,7 @@ class DesignSearch:
     refine: bool = True
     replicate: bool = False
     extra_starts: bool = True  # also refine simple starts (everything together, round-robin)
+    exact_limit: int = 100_000  # also enumerate every assignment when there are at most this many
     candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False)
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
@@ -106,6 +108,10 @@ class DesignSearch:
         if self.extra_starts and g.n_proc <= 2000:
             yield "start: all together", zeros_p, zeros_s
             yield "start: round-robin", np.arange(g.n_proc) % n, zeros_s
+        if self.exact_limit and g.memory_limit_bytes is None:
+            exact = exhaustive_optimum(g, self.weights, limit=self.exact_limit)
+            if exact is not None:
+                yield "exhaustive", exact[0], exact[1]
 
     def _edge_scales(self, g: CostGraph) -> tuple[float, float]:
         """Per-unit edge weights so that a METIS cut = alpha * state + beta * processing term.
@@ -138,7 +144,7 @@ class DesignSearch:
             return proc_part, state_part
         inner = DesignSearch(weights=self.weights, seed=self.seed, ufactors=self.ufactors,
                              seeds_per_ufactor=self.seeds_per_ufactor, refine=self.refine,
-                             extra_starts=self.extra_starts)
+                             extra_starts=self.extra_starts, exact_limit=self.exact_limit)
         for m in range(cost.machines):
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)

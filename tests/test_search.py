@@ -2,12 +2,14 @@
 determinism, memory and replication."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
-from costmodel import REPLICATED, Weights, score
+from costmodel import CostGraph, Weights, score
 from advisor import metis
 from advisor.api import recommend
 from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph
+from advisor.search import DesignSearch
 from advisor.spec import bundled_workloads, load_workload, parse_workload
 
 
@@ -41,7 +43,10 @@ def test_enough_bundled_specs_are_small_enough_to_enumerate():
 
 @pytest.mark.parametrize("name, machines", SMALL)
 def test_recommendation_equals_exhaustive_optimum(name, machines):
-    rec = recommend(name, machines=machines, partitions_per_machine=1, baselines=False)
+    # the METIS path alone (no enumeration inside the search) must reach the optimum
+    heuristic = DesignSearch(exact_limit=0)
+    rec = recommend(name, machines=machines, partitions_per_machine=1, baselines=False, search=heuristic)
+    assert "exhaustive" not in rec.search.best_label_
     optimum = exhaustive_optimum(rec.graph.cost, rec.design.weights)
     assert optimum is not None
     assert rec.design.cost.total == pytest.approx(optimum[2], abs=1e-9)
@@ -172,3 +177,44 @@ def test_one_machine_and_no_streams_are_fine():
     rec = recommend("bank-transfer", machines=1)
     assert rec.design.cost.total == 0.0
     assert set(rec.design.procedures.values()) == {0}
+
+
+
+
+@st.composite
+def small_graphs(draw):
+    n_proc = draw(st.integers(1, 5))
+    n_state = draw(st.integers(0, 4))
+    n_ps = draw(st.integers(0, 8)) if n_state else 0
+    n_pp = draw(st.integers(0, 5)) if n_proc > 1 else 0
+    ints = lambda hi, n: st.lists(st.integers(0, hi), min_size=n, max_size=n)  # noqa: E731
+    weights = lambda n: st.lists(st.floats(0.1, 50), min_size=n, max_size=n)  # noqa: E731
+    src, dst = draw(ints(n_proc - 1, n_pp)), draw(ints(n_proc - 1, n_pp))
+    keep = [i for i in range(n_pp) if src[i] != dst[i]]
+    pp_w = draw(weights(n_pp))
+    return CostGraph(
+        proc_load=draw(weights(n_proc)), state_bytes=draw(ints(1000, n_state)),
+        ps_proc=draw(ints(n_proc - 1, n_ps)), ps_state=draw(ints(max(n_state - 1, 0), n_ps)),
+        ps_weight=draw(weights(n_ps)), ps_write=draw(st.lists(st.booleans(), min_size=n_ps, max_size=n_ps)),
+        pp_src=[src[i] for i in keep], pp_dst=[dst[i] for i in keep], pp_weight=[pp_w[i] for i in keep],
+        machines=draw(st.integers(1, 3)),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(small_graphs(), st.integers(0, 3))
+def test_search_is_never_worse_than_simple_designs_nor_better_than_the_optimum(g, seed):
+    found = DesignSearch(seed=seed, exact_limit=0).fit(g)
+    optimum = exhaustive_optimum(g, found.weights)
+    assert optimum is not None
+    assert found.cost_.total >= optimum[2] - 1e-9
+    together = score(g, np.zeros(g.n_proc, dtype=int), np.zeros(g.n_state, dtype=int))
+    dealt = score(g, np.arange(g.n_proc) % g.machines, np.arange(g.n_state) % g.machines)
+    assert found.cost_.total <= min(together.total, dealt.total) + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(small_graphs())
+def test_small_graphs_get_the_exact_optimum(g):
+    found = DesignSearch().fit(g)
+    assert found.cost_.total == pytest.approx(exhaustive_optimum(g, found.weights)[2], abs=1e-9)
