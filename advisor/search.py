@@ -46,7 +46,8 @@ class Candidate:
 class DesignSearch:
     """Search for the cheapest design of a graph. Parameters here; results as attributes
     after `fit`: `proc_part_`, `state_part_` (global partitions), `cost_`, `best_label_`,
-    `candidates_` (label, total cost, feasible) of the machine-level stage, `elapsed_s_`."""
+    `candidates_` (label, total cost, feasible) of the machine-level stage, `elapsed_s_`,
+    `metis_s_` (time inside METIS)."""
 
     weights: Weights = DEFAULT_WEIGHTS
     seed: int = 0
@@ -60,6 +61,7 @@ class DesignSearch:
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()
+        self.metis_s_ = 0.0
         cost = graph.cost if isinstance(graph, WorkloadGraph) else graph
         read_mostly = (graph.state_read_mostly if isinstance(graph, WorkloadGraph)
                        else np.zeros(cost.n_state, dtype=bool))
@@ -99,7 +101,9 @@ class DesignSearch:
         for ufactor in self.ufactors:
             for k in range(self.seeds_per_ufactor):
                 metis_seed = int(rng.integers(0, 2**31 - 1))
+                t0 = time.perf_counter()
                 parts = metis.kway(adj, vweights, n, ufactor=ufactor, seed=metis_seed, tpwgts=tpwgts)
+                self.metis_s_ += time.perf_counter() - t0
                 key = parts.tobytes()
                 if key in seen:
                     continue
