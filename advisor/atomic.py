@@ -21,3 +21,16 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def read_user_text(path: str | Path, error: type[Exception]) -> str:
+    """Read a file a user named; any problem becomes one `error` line naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a directory, not a file")
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read: {exc}") from None

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from costmodel import Weights
+from advisor.atomic import read_user_text
 from advisor.errors import AdvisorError
 
 CALIBRATION_FORMAT = "advisor.calibration/1"
@@ -19,10 +20,8 @@ CALIBRATION_FORMAT = "advisor.calibration/1"
 def weights_from_calibration(path: str | Path) -> Weights:
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise AdvisorError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_user_text(path, AdvisorError))
+    except json.JSONDecodeError as exc:
         raise AdvisorError(f"{path}: not a readable calibration file: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
         raise AdvisorError(f"{path}: not a calibration file (expected \"format\": \"{CALIBRATION_FORMAT}\")")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, score
-from advisor.atomic import atomic_write_text
+from advisor.atomic import atomic_write_text, read_user_text
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
 
@@ -174,12 +174,7 @@ class Design:
     @classmethod
     def load(cls, path: str | Path) -> "Design":
         path = Path(path)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise DesignError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise DesignError(f"{path}: cannot read: {exc}") from None
+        text = read_user_text(path, DesignError)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -196,6 +191,17 @@ class Design:
                   "machine": None if p is None else p // self.partitions_per_machine,
                   "replicated": p is None} for n, p in self.state.items()]
         return pd.DataFrame(rows)
+
+    def plot(self, source, ax=None):
+        """The design's state/processing graph (matplotlib Axes); `source` is what it was made
+        for: a WorkloadGraph, a Workload, a bundled name, a spec path or a statistics dir."""
+        from reports.figures import plot_graph
+
+        if not isinstance(source, WorkloadGraph):
+            from advisor.api import load_graph
+
+            source = load_graph(source, self.machines, self.partitions_per_machine)
+        return plot_graph(self, source, ax=ax)
 
     def _repr_html_(self) -> str:
         e = html.escape

@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from advisor.atomic import read_user_text
 from advisor.errors import SpecError
 from advisor.workload import (Access, Cluster, InputSpec, Procedure, Stream, Table, Workload)
 
@@ -275,15 +276,7 @@ def load_workload(source: str | Path) -> Workload:
     text_source = str(source)
     path = Path(text_source)
     if path.suffix == ".toml" or path.exists():
-        if path.is_dir():
-            raise SpecError(f"{path}: is a directory, not a workload spec")
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise SpecError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SpecError(f"{path}: cannot read: {exc}") from None
-        return parse_workload(text, str(path))
+        return parse_workload(read_user_text(path, SpecError), str(path))
     resource = resources.files("advisor.workloads").joinpath(f"{text_source}.toml")
     if not resource.is_file():
         names = ", ".join(bundled_workloads())
