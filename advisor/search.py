@@ -58,6 +58,7 @@ class DesignSearch:
     extra_starts: bool = True  # also refine simple starts (everything together, round-robin)
     exact_limit: int = 100_000  # also enumerate every assignment when there are at most this many
     candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False)
+    metis_s_: float = field(default=0.0, init=False)
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()
@@ -158,4 +159,5 @@ class DesignSearch:
             best, _ = inner._best_of(local, np.zeros(states.size, dtype=bool), replicate=False)
             proc_part[procs] = m * ppm + best.proc_part
             state_part[states] = m * ppm + best.state_part
+        self.metis_s_ += inner.metis_s_
         return proc_part, state_part
