@@ -14,7 +14,8 @@ DEFAULT_LIMIT = 3_000_000
 
 
 def count_assignments(n_nodes: int, n_parts: int, symmetric: bool) -> int:
-    if n_nodes == 0:
+    """How many assignments the enumeration would try (exact big integers: keep n small)."""
+    if n_nodes == 0 or n_parts == 1:
         return 1
     if not symmetric:
         return n_parts ** (n_nodes - 1)
@@ -58,7 +59,9 @@ def exhaustive_optimum(graph: CostGraph, weights: Weights, limit: int = DEFAULT_
     n = graph.n_partitions
     symmetric = bool(np.allclose(graph.capacity, graph.capacity[0]))
     rgs = symmetric and graph.partitions_per_machine == 1
-    if n_nodes == 0 or count_assignments(n_nodes, n, rgs) > limit:
+    # with 2+ parts there are at least 2**(n_nodes - 1) - 1 assignments: skip counting big graphs
+    too_big = n > 1 and 2 ** min(n_nodes - 1, 64) - 1 > limit
+    if n_nodes == 0 or too_big or count_assignments(n_nodes, n, rgs) > limit:
         return None
     if rgs:
         table = _restricted_growth(n_nodes, n)
