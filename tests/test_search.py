@@ -218,3 +218,8 @@ def test_search_is_never_worse_than_simple_designs_nor_better_than_the_optimum(g
 def test_small_graphs_get_the_exact_optimum(g):
     found = DesignSearch().fit(g)
     assert found.cost_.total == pytest.approx(exhaustive_optimum(g, found.weights)[2], abs=1e-9)
+
+
+def test_exhaustive_declines_large_graphs_without_enumerating():
+    g = CostGraph(np.ones(100_000), [], [], [], [], [], [], [], [], machines=2)
+    assert exhaustive_optimum(g, Weights()) is None
