@@ -11,6 +11,7 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give what open() would give
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
             fh.flush()
@@ -21,6 +22,12 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
             os.unlink(tmp)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def read_user_text(path: str | Path, error: type[Exception]) -> str:

@@ -90,3 +90,17 @@ def test_workloads_lists_every_bundled_workload(capsys):
     assert run_app(["workloads"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 11 and all(len(line.split(None, 1)) == 2 for line in lines)
+
+
+def test_written_files_get_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    from advisor.atomic import atomic_write_text
+
+    old = os.umask(0o022)
+    try:
+        path = atomic_write_text(tmp_path / "x.json", "{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
