@@ -149,6 +149,28 @@ class Workload:
         return replace(self, cluster=cluster)
 
     # -- notebook display ----------------------------------------------------------------
+    def to_frame(self):
+        """One row per procedure: cost, key, tables read and written, streams in and out."""
+        import pandas as pd
+
+        rows = []
+        for p in self.procedures:
+            rows.append({
+                "procedure": p.name, "cost": p.cost, "partition_key": p.partition_key,
+                "reads": ", ".join(a.table for a in p.accesses if a.mode == "read"),
+                "writes": ", ".join(a.table for a in p.accesses if a.mode == "write"),
+                "rows_per_batch": sum(a.expected_rows for a in p.accesses),
+                "inputs": ", ".join(s.source for s in self.streams if s.target == p.name),
+                "outputs": ", ".join(s.target for s in self.streams if s.source == p.name),
+            })
+        return pd.DataFrame(rows)
+
+    def plot(self, ax=None):
+        """The dataflow (matplotlib Axes): SPs in dataflow order with their tables."""
+        from reports.figures import plot_workload
+
+        return plot_workload(self, ax=ax)
+
     def _repr_html_(self) -> str:
         e = html.escape
         rows = "".join(

@@ -1,4 +1,20 @@
-"""Workload traces: the Parquet trace format, synthetic traces, and the PySpark aggregation."""
-from traces.schema import ACCESSES, DATASETS, FLOWS, MANIFEST, TRACE_FORMAT, TXNS
+"""Workload traces: the Parquet trace format, synthetic traces, and the PySpark aggregation.
 
-__all__ = ["ACCESSES", "DATASETS", "FLOWS", "MANIFEST", "TRACE_FORMAT", "TXNS"]
+    validate_trace(dir)                 check a trace; TraceError (one line, exit 2) if bad
+    synthesize(spec, out, batches)      a synthetic trace of a workload spec (plain data)
+    aggregate(trace, out, granularity)  the Spark job: trace -> workload statistics
+    load_statistics(stats_dir)          the statistics as pandas DataFrames (notebooks)
+
+Spark is imported only when `aggregate` runs.
+"""
+from traces.schema import ACCESSES, DATASETS, FLOWS, MANIFEST, TRACE_FORMAT, TXNS
+from traces.errors import JavaError, TraceError
+from traces.statistics import STATS_FORMAT, Statistics, load_statistics
+from traces.validate import validate_trace
+from traces.writer import TraceWriter
+from traces.synth import synthesize
+from traces.aggregate import aggregate
+
+__all__ = ["ACCESSES", "DATASETS", "FLOWS", "MANIFEST", "TRACE_FORMAT", "TXNS", "JavaError",
+           "STATS_FORMAT", "Statistics", "TraceError", "TraceWriter", "aggregate",
+           "load_statistics", "synthesize", "validate_trace"]

@@ -57,10 +57,17 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
         if not files[name]:
             detail = "no Parquet files in it" if (path / name).is_dir() else "directory missing"
             raise TraceError(f"{where}: dataset {name!r} is missing ({name}/: {detail})")
-    key_type = "string"
+    key_types: dict[str, Path] = {}
     for name, schema in DATASETS.items():
         for f in files[name]:
-            key_type = _check_schema(where, name, f, schema) or key_type
+            kt = _check_schema(where, name, f, schema)
+            if kt is not None:
+                key_types.setdefault(kt, f)
+    if len(key_types) > 1:
+        (t1, f1), (t2, f2) = sorted(key_types.items(), key=lambda kv: kv[1])[:2]
+        raise TraceError(f"{where}: accesses: column 'key' is {t1} in {f1.name} but {t2} in "
+                         f"{f2.name} (one key type per trace)")
+    key_type = next(iter(key_types), "string")
     rows = {name: sum(_num_rows(where, name, f) for f in files[name]) for name in DATASETS}
     if rows["txns"] == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")

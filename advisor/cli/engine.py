@@ -1,0 +1,55 @@
+"""`advisor run`: run a workload under a design on the bundled partitioned engine."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.cli.app import app
+
+
+@app.command("run")
+def run(
+    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    design: Path = typer.Option(..., "--design", "-d", help="design JSON (advisor recommend --out)"),
+    batches: int = typer.Option(..., "--batches", "-n", help="input batches to run"),
+    trace_out: Optional[Path] = typer.Option(None, "--trace-out", help="write the run's Parquet trace here"),
+    scheduler: str = typer.Option("dls", help="dls (a scheduler beside each SP) or central"),
+    move: str = typer.Option("rpc", help="MOVE as an rpc (ships the batch) or as a distributed txn"),
+    recovery: str = typer.Option("weak", help="command logging: strong, weak or off"),
+    crash_after: Optional[int] = typer.Option(None, "--crash-after",
+                                              help="kill a partition after K commits, then recover"),
+    in_process: bool = typer.Option(False, "--in-process",
+                                    help="all partitions in this process (deterministic; default: a process each)"),
+    seed: int = typer.Option(0, help="same seed, same input and keys"),
+    batch_size: Optional[int] = typer.Option(None, "--batch-size", help="tuples per batch (default: the spec's)"),
+    data_parallel: bool = typer.Option(False, "--data-parallel",
+                                       help="split batches of SPs with a partition_key into sub-batches"),
+    group_commit: bool = typer.Option(True, "--group-commit/--no-group-commit", help="batch log writes"),
+    latency_bound: float = typer.Option(1.0, "--latency-bound", help="seconds of mean batch latency"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+) -> None:
+    """Run a workload under a design, check the history, measure it (and trace it)."""
+    from advisor.design import Design
+    from advisor.spec import load_workload
+    from engine_sim.engine import EngineError, run_workload
+
+    workload = load_workload(source)
+    d = Design.load(design)
+    if trace_out is not None and trace_out.exists() and any(trace_out.iterdir()) \
+            and not (trace_out / "_trace.json").exists():
+        raise EngineError(f"{trace_out}: exists and is not a trace directory; refusing to replace it")
+    result = run_workload(workload, d, batches=batches, scheduler=scheduler, move=move,
+                          recovery=recovery, crash_after=crash_after, in_process=in_process,
+                          seed=seed, trace_out=trace_out, batch_size=batch_size,
+                          latency_bound_s=latency_bound, group_commit=group_commit,
+                          data_parallel=data_parallel)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for line in result.describe():
+            typer.echo(line)
+    if result.history_check != "ok":
+        raise typer.Exit(1)

@@ -1,0 +1,99 @@
+"""`advisor report`, `advisor tune`, `advisor demo`: what a user meets first."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.cli.app import app
+from advisor.cli.core import weights_option
+
+
+@app.command()
+def report(
+    design: Path = typer.Argument(..., help="design JSON (from `advisor recommend --out`)"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write"),
+    validation: Optional[Path] = typer.Option(None, help="RESULT.json from `advisor validate --out`"),
+    spec: Optional[str] = typer.Option(None, "--spec", help="workload spec to simulate when SOURCE is "
+                                                            "statistics (enables throughput and suggestions)"),
+    sensitivity: bool = typer.Option(True, "--sensitivity/--no-sensitivity", help="the alpha/beta/gamma sweep"),
+    scaling: bool = typer.Option(True, "--scaling/--no-scaling", help="throughput against machines"),
+    suggestions: bool = typer.Option(True, "--suggestions/--no-suggestions", help="changes with predicted gain"),
+    title: Optional[str] = typer.Option(None, help="report title"),
+    seed: int = typer.Option(0),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
+) -> None:
+    """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
+    from advisor.design import Design
+    from reports.report import ReportOptions, load_validation, write_report
+
+    d = Design.load(design)
+    result = load_validation(validation) if validation is not None else None
+    workload = None
+    if spec is not None:
+        from advisor.spec import load_workload
+
+        workload = load_workload(spec)
+    options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)
+    say = None if quiet else (lambda msg: typer.echo(f"report: {msg}", err=True))
+    write_report(d, source, out, result, workload=workload, title=title, options=options, progress=say)
+    typer.echo(f"wrote {out}")
+
+
+@app.command()
+def tune(
+    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
+    rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory for each round's spec and design"),
+    alpha: Optional[float] = typer.Option(None), beta: Optional[float] = typer.Option(None),
+    gamma: Optional[float] = typer.Option(None),
+    min_gain: float = typer.Option(0.01, help="smallest predicted throughput gain that counts (0.01 = 1%)"),
+    seed: int = typer.Option(0),
+) -> None:
+    """Recommend, predict, find the bottleneck, change the dataflow, repeat while it helps."""
+    from advisor.errors import AdvisorError
+    from reports.tuning import TuningStudy
+
+    if machines < 1:
+        raise AdvisorError(f"--machines must be >= 1, got {machines}")
+    if rounds < 0:
+        raise AdvisorError(f"--rounds must be >= 0, got {rounds}")
+    if not 0 <= min_gain < 10:
+        raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
+    study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
+                        weights=weights_option(alpha, beta, gamma), seed=seed, min_gain=min_gain)
+
+    def show(r) -> None:
+        typer.echo(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"
+                   + (f" after: {r.change}" if r.change else " (starting dataflow)"), err=True)
+
+    study.run(rounds=rounds, progress=show)
+    typer.echo(study.table())
+    typer.echo(f"stopped: {study.stopped}")
+    best = study.best
+    typer.echo(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
+    if out is not None:
+        written = study.save(out)
+        typer.echo(f"wrote {len(written)} files to {out} (round-NN.toml, round-NN.design.json)")
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", help="directory for report.html, design.json, statistics"),
+    batches: int = typer.Option(None, help="engine batches per run (default: a quick demo)"),
+    seed: int = typer.Option(0),
+) -> None:
+    """The whole loop on the bundled TPC-DI workload: trace the engine under a naive design,
+    aggregate the trace with Spark, recommend, validate on engine and simulator, report."""
+    from reports.demo import DEFAULT_BATCHES, run_demo
+
+    result = run_demo(out, batches=batches or DEFAULT_BATCHES, seed=seed,
+                      progress=lambda msg: typer.echo(msg))
+    for line in result.summary():
+        typer.echo(line)
+    if not result.beats_every_baseline:
+        raise typer.Exit(1)

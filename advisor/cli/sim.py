@@ -1,0 +1,164 @@
+"""`advisor simulate`, `advisor calibrate`, `advisor validate`: the simulator's commands."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.cli.app import app
+
+
+def _calibration(path: Optional[Path]):
+    from engine_sim.sim import Calibration
+
+    return Calibration.reference() if path is None else Calibration.load(path)
+
+
+def _scaled(design, workload, machines: Optional[int], rescale: str):
+    from engine_sim.sim import SimError, scale_design
+
+    if machines is None:
+        return design
+    if machines < 1:
+        raise SimError(f"--machines must be >= 1, got {machines}")
+    return scale_design(design, machines, workload=workload, method=rescale)
+
+
+def sim_summary(r, calibration_label: str) -> list[str]:
+    """The terminal summary of a SimResult (also used by `advisor validate`)."""
+    rate = ("max within the latency bound" if r.search else "as given")
+    lines = [
+        f"simulated {r.workload} on {r.machines} machines x {r.partitions_per_machine} partitions "
+        f"({r.scheduler} scheduler, {r.move} MOVE, {calibration_label})",
+        f"  input rate          {r.input_rate:,.0f} batches/s ({rate}; batch of {r.batch_size} tuples)",
+        f"  throughput          {r.throughput_tps:,.0f} tuples/s ({r.throughput_bps:,.0f} batches/s)",
+        f"  latency p50 / p99   {r.latency_p50_ms:.2f} / {r.latency_p99_ms:.2f} ms "
+        f"(mean {r.latency_mean_ms:.2f}, bound {r.latency_bound_s * 1e3:g} ms"
+        f"{'' if r.within_bound else ', NOT MET'})",
+        f"  distributed txns    {r.distributed_txns:,} ({r.distributed_txns / r.batches:.2f} per batch)",
+        f"  MOVEs               {r.moves:,} ({r.moves / r.batches:.2f} per batch)",
+        f"  busiest resource    {r.bottleneck} ({r.peak_utilisation:.0%} busy)",
+        "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(r.machine_utilisation[:16]))
+        + (" ..." if r.machines > 16 else ""),
+    ]
+    return lines
+
+
+@app.command()
+def simulate(
+    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    design: Path = typer.Option(..., "--design", "-d", help="design JSON to simulate"),
+    machines: Optional[int] = typer.Option(None, "--machines", "-m",
+                                           help="simulate the design scaled to N machines"),
+    rescale: str = typer.Option("spread", help="how --machines rescales: spread (keep co-location) "
+                                              "or recommend (a fresh advisor design)"),
+    scheduler: str = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
+    move: str = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
+    calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate` "
+                                                         "(default: the reference-cluster parameters)"),
+    rate: Optional[float] = typer.Option(None, help="offered input batches/s (default: search the "
+                                                   "maximum within the latency bound)"),
+    latency_bound: float = typer.Option(1.0, help="latency bound in seconds (mean batch latency)"),
+    batches: int = typer.Option(2000, help="batches to simulate per run"),
+    batch_size: Optional[int] = typer.Option(None, help="tuples per batch (default: the spec's)"),
+    seed: int = typer.Option(0),
+    this_host: bool = typer.Option(False, "--this-host", help="with --calibration: predict the "
+                                   "engine on the measuring host (its cores shared by every "
+                                   "emulated machine) instead of a real cluster"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
+) -> None:
+    """Predict what a design does on a cluster of any size."""
+    from advisor.atomic import atomic_write_text
+    from advisor.design import Design
+    from advisor.spec import load_workload
+    from engine_sim.sim import simulate as run
+
+    workload = load_workload(source)
+    d = _scaled(Design.load(design), workload, machines, rescale)
+    cal = _calibration(calibration)
+    r = run(workload, d, scheduler=scheduler, move=move,
+            calibration=cal.params if this_host else cal, input_rate=rate,
+            batches=batches, seed=seed, latency_bound_s=latency_bound, batch_size=batch_size)
+    data = r.to_dict()
+    data["calibration"] = {"source": cal.source, "machine": cal.machine.get("hostname")}
+    if out is not None:
+        atomic_write_text(out, json.dumps(data, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    label = ("reference-cluster parameters" if cal.source == "reference"
+             else f"calibrated on {cal.machine.get('hostname', '?')}")
+    for line in sim_summary(r, label):
+        typer.echo(line)
+    if out is not None:
+        typer.echo(f"wrote {out}")
+
+
+@app.command()
+def calibrate(
+    out: Path = typer.Option(Path("calibration.json"), "--out", "-o", help="where to write it"),
+    quick: bool = typer.Option(False, "--quick", help="fewer batches per micro-benchmark"),
+    in_process: bool = typer.Option(False, "--in-process", help="measure the in-process engine "
+                                    "(one thread) instead of one process per partition"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Measure the engine on this machine and fit the simulator and the cost-model weights."""
+    from engine_sim.calibration import calibrate as run
+
+    cal = run(quick=quick, in_process=in_process,
+              progress=None if as_json else (lambda msg: typer.echo(msg, err=True)))
+    cal.save(out)
+    if as_json:
+        typer.echo(json.dumps(cal.to_dict(), indent=2))
+        return
+    w = cal.weights
+    typer.echo(f"calibrated on {cal.machine.get('hostname')} ({cal.machine.get('cpus')} cpus, "
+               f"{cal.machine.get('engine_mode')} engine)")
+    for key, value in cal.prices.items():
+        typer.echo(f"  {key:<22} {value * 1e6:10.1f} us")
+    typer.echo(f"  fit: median error {cal.fit['median_relative_error']:.1%} over "
+               f"{len(cal.fit['probes'])} micro-benchmarks")
+    for key, row in cal.fit["throughput_checks"].items():
+        typer.echo(f"  check {key:<28} engine {row['engine_bps']:8,.0f} b/s  simulator "
+                   f"{row['simulator_bps']:8,.0f} b/s")
+    typer.echo(f"  weights                alpha={w.alpha:.3f} beta={w.beta:.3f} gamma={w.gamma:.3f}")
+    typer.echo(f"wrote {out}")
+
+
+@app.command()
+def validate(
+    design: Path = typer.Argument(..., help="design JSON"),
+    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    engine: bool = typer.Option(False, "--engine", help="run the engine (only; default: both)"),
+    sim: bool = typer.Option(False, "--sim", help="run the simulator (only; default: both)"),
+    calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
+    batches: int = typer.Option(300, help="batches for the engine run (and the simulator's)"),
+    seed: int = typer.Option(0),
+    as_json: bool = typer.Option(False, "--json"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
+) -> None:
+    """Run a design on the engine and the simulator; print both, the predicted cost and the
+    bottleneck."""
+    from advisor.atomic import atomic_write_text
+    from advisor.design import Design
+    from advisor.spec import load_workload
+    from engine_sim.validate import validate as run
+
+    workload = load_workload(source)
+    both = engine == sim
+    result = run(workload, Design.load(design), engine=engine or both, sim=sim or both,
+                 calibration=None if calibration is None else _calibration(calibration),
+                 batches=batches, seed=seed)
+    data = result.to_dict()
+    if out is not None:
+        atomic_write_text(out, json.dumps(data, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    for line in result.describe():
+        typer.echo(line)
+    if out is not None:
+        typer.echo(f"wrote {out}")

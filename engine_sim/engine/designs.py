@@ -1,0 +1,27 @@
+"""Hand-made designs for tests and benchmarks (the advisor makes the real ones)."""
+from __future__ import annotations
+
+from advisor.design import Design
+from advisor.workload import Workload
+
+
+def round_robin_design(workload: Workload, machines: int | None = None,
+                       partitions_per_machine: int | None = None,
+                       replicate: tuple[str, ...] = ()) -> Design:
+    """SP i on partition i mod n; each table on the partition of the first SP that touches
+    it (or replicated when named in `replicate`)."""
+    m = machines or workload.cluster.machines
+    ppm = partitions_per_machine or workload.cluster.partitions_per_machine
+    n = m * ppm
+    procs = {p.name: i % n for i, p in enumerate(workload.procedures)}
+    state: dict[str, int | None] = {}
+    for t in workload.tables:
+        first = next((p.name for p in workload.procedures for a in p.accesses if a.table == t.name), None)
+        state[t.name] = None if t.name in replicate else (procs[first] if first else 0)
+    return Design(workload.name, m, ppm, procs, state, method="round-robin (engine tests)")
+
+
+def single_partition_design(workload: Workload) -> Design:
+    """Everything on one partition of one machine."""
+    return Design(workload.name, 1, 1, {p.name: 0 for p in workload.procedures},
+                  {t.name: 0 for t in workload.tables}, method="single partition")

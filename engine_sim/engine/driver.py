@@ -1,0 +1,272 @@
+"""The driver: the client that feeds input batches (closed loop, a bounded window of batches
+in flight), invokes OLTP procedures, hosts the central scheduler when asked, takes snapshots,
+collects the history, kills a partition when told to and coordinates recovery, and finally
+gathers the state digest."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from engine_sim.engine import messages as m
+from engine_sim.engine.crash import Recovery
+from engine_sim.engine.plan import DRIVER
+from engine_sim.engine.inputs import input_batch
+from engine_sim.engine.recovery import write_manifest
+from engine_sim.engine.scheduler import UnitScheduler
+from engine_sim.engine.txn import Batch, Txn, make_txn_id
+
+
+@dataclass
+class DriverConfig:
+    batches: int
+    run_dir: str
+    window: int = 64
+    latency_bound_s: float = 1.0
+    snapshot_every: int = 0  # completed batches between snapshots (0: none)
+    crash_after: int | None = None
+    crash_partition: int = 0
+    want_state: bool = False
+    fsync: bool = False
+    t0_ns: int = 0
+
+
+class Driver:
+    node = DRIVER
+
+    def __init__(self, plan, cfg: DriverConfig, runtime):
+        self.plan = plan
+        self.cfg = cfg
+        self.runtime = runtime
+        self.clock = 0
+        self.epoch = 0
+        self.schedulers: dict[str, UnitScheduler] = {}
+        if plan.scheduler == "central":
+            self.schedulers = {u: UnitScheduler(self, u) for u, unit in plan.units.items() if not unit.oltp}
+        self.entry = {u: tuple(mb for mb in plan.units[u].members
+                               if not any(s.target == mb for s in plan.workload.streams))
+                      for u in plan.borders}
+        self.window = max(1, cfg.window)
+        self.window_history: list[int] = [self.window]
+        self.next_batch = 0
+        self.outstanding: set[int] = set()
+        self.sink_reports: dict[int, set] = {}
+        self.submit_us: dict[int, int] = {}
+        self.done_us: dict[int, int] = {}
+        self.failed: set[int] = set()
+        self.oltp_pending: dict[tuple[str, int], Txn] = {}
+        self.records: list = []  # surviving history
+        self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
+        self.busy: dict[int, float] = {}
+        self.busy_before: dict[int, float] = {}
+        self.commits: dict[int, int] = {}
+        self.snapshot = (None, 0)  # (number, commit ts) of the last complete snapshot
+        self.snap_inflight: int | None = None
+        self.snap_done: dict[int, int] = {}
+        self.snap_markers: dict[int, set] = {}
+        self.next_snapshot_at = cfg.snapshot_every or 0
+        self.completed_count = 0
+        self.phase = "run"
+        self.recovery: Recovery | None = None
+        self.crashed = False
+        self.recovery_s = 0.0
+        self.replayed = 0
+        self.finals: dict[int, m.FinalReport] = {}
+        self.violations: list[str] = []
+        self.started_us = None
+        self.last_done_us = None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def now_us(self) -> int:
+        return (time.monotonic_ns() - self.cfg.t0_ns) // 1000
+
+    def send(self, dst: int, msg) -> None:
+        if dst == DRIVER:
+            self.handle(msg, DRIVER)
+        else:
+            self.runtime.send(dst, msg)
+
+    def new_txn_id(self) -> int:
+        self.clock += 1
+        return make_txn_id(self.clock, DRIVER)
+
+    def observe(self, clock: int) -> None:
+        if clock > self.clock:
+            self.clock = clock
+
+    def report_failure(self, txn, reason: str) -> None:
+        pass
+
+    @property
+    def finished(self) -> bool:
+        return self.phase == "done"
+
+    # -- input ------------------------------------------------------------------------------------
+    def input_batch(self, b: int) -> Batch:
+        return input_batch(self.plan, b)
+
+    def submit(self, b: int, resubmit: bool = False) -> None:
+        batch = self.input_batch(b)
+        for u in self.plan.borders:
+            items = tuple((None, mb, batch) for mb in self.entry[u])
+            self.send(self.plan.scheduler_node(u), m.Invoke(u, b, None, items))
+        if not resubmit:
+            for proc in self.plan.oltp_units:
+                self.submit_oltp(proc, b, 0)
+            self.submit_us.setdefault(b, self.now_us())
+            if self.started_us is None:
+                self.started_us = self.submit_us[b]
+            self.outstanding.add(b)
+            self.sink_reports[b] = set()
+
+    def submit_oltp(self, proc: str, b: int, restarts: int, age: int = 0) -> None:
+        plan = self.plan
+        txn = Txn(id=self.new_txn_id(), kind="oltp", unit=proc, lane=0, batch=b, restarts=restarts,
+                  reply_to=DRIVER, base=plan.units[proc].base, log=plan.logged(proc, "oltp"), prio=age)
+        self.oltp_pending[(proc, b)] = txn
+        self.send(txn.base, m.TxnRequest(txn))
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def poll(self) -> bool:
+        if self.phase != "run":
+            return False
+        did = False
+        while self.next_batch < self.cfg.batches and len(self.outstanding) < self.window:
+            self.submit(self.next_batch)
+            self.next_batch += 1
+            did = True
+        if (self.cfg.snapshot_every and self.snap_inflight is None
+                and self.completed_count >= self.next_snapshot_at and self.next_batch < self.cfg.batches):
+            self.request_snapshot()
+            did = True
+        if (self.next_batch >= self.cfg.batches and not self.outstanding and not self.oltp_pending
+                and self.snap_inflight is None):
+            self.phase = "finish"
+            for node in range(self.plan.n_partitions):
+                self.send(node, m.Finish(self.cfg.want_state))
+            did = True
+        return did
+
+    def request_snapshot(self) -> None:
+        n = (self.snapshot[0] or 0) + 1 if self.snap_inflight is None else self.snap_inflight
+        self.snap_inflight = n
+        self.snap_markers[n] = set()
+        low = min(self.outstanding) if self.outstanding else self.next_batch
+        self.send(0, m.SnapshotReq(n, low))
+        self.next_snapshot_at = self.completed_count + self.cfg.snapshot_every
+
+    # -- messages ---------------------------------------------------------------------------------
+    def handle(self, msg, src: int) -> None:
+        t = type(msg)
+        if t is m.History:
+            self.on_history(msg)
+        elif t is m.BatchDone:
+            if msg.recovering:
+                if self.recovery is not None:
+                    self.recovery.on_replayed(msg)
+            else:
+                self.on_batch_done(msg)
+        elif t is m.Audit:
+            txn = msg.txn
+            if txn.replay_of is not None:
+                if self.recovery is not None:
+                    self.recovery.on_replay_audit(msg)
+            elif txn.kind == "oltp":
+                self.on_oltp(msg)
+            else:
+                self.schedulers[txn.unit].on_audit(msg)
+        elif t is m.Invoke:
+            self.schedulers[msg.unit].on_invoke(msg)
+        elif t is m.Skip:
+            self.schedulers[msg.unit].on_skip(msg)
+        elif t is m.SnapshotDone:
+            self.on_snapshot_done(msg)
+        elif t is m.SchedRestore:  # central scheduler, after a crash
+            s = UnitScheduler(self, msg.unit, msg.committed)
+            self.schedulers[msg.unit] = s
+            for inv in msg.pending:
+                s.on_invoke(inv)
+        elif t in (m.Ready, m.StateReport):
+            if self.recovery is not None:
+                self.recovery.handle(msg)
+        elif t is m.FinalReport:
+            self.finals[msg.node] = msg
+            self.busy[msg.node] = msg.busy_s
+            if len(self.finals) == self.plan.n_partitions:
+                self.phase = "done"
+        else:
+            raise TypeError(f"driver: unexpected message {t.__name__}")
+
+    def on_history(self, msg: m.History) -> None:
+        self.records.extend(msg.records)
+        self.busy[msg.node] = msg.busy_s
+        self.commits[msg.node] = msg.commits
+        if msg.snapshot is not None and msg.snapshot in self.snap_markers:
+            self.snap_markers[msg.snapshot].add(msg.node)
+            self._maybe_snapshot_complete(msg.snapshot)
+        c = self.cfg
+        if (c.crash_after is not None and not self.crashed and self.phase == "run"
+                and msg.node == c.crash_partition and msg.commits >= c.crash_after):
+            self.crashed = True
+            self.recovery = Recovery(self)
+            self.recovery.start()
+
+    def on_batch_done(self, msg: m.BatchDone) -> None:
+        b = msg.batch
+        if b not in self.outstanding:
+            return
+        reports = self.sink_reports.setdefault(b, set())
+        reports.add(msg.unit)
+        if msg.failed:
+            self.failed.add(b)
+        if len(reports) >= len(self.plan.sinks) and not any(k[1] == b for k in self.oltp_pending):
+            self.finish_batch(b)
+
+    def finish_batch(self, b: int) -> None:
+        self.outstanding.discard(b)
+        now = self.now_us()
+        if b not in self.done_us:
+            self.done_us[b] = now
+            self.completed_count += 1
+            self._adapt_window()
+        self.last_done_us = now
+
+    def _adapt_window(self) -> None:
+        """Closed loop at a latency bound: halve the window while the mean end-to-end latency
+        of the last batches exceeds the bound."""
+        recent = sorted(self.done_us, key=self.done_us.get)[-32:]
+        if len(recent) < 8 or self.window <= 1:
+            return
+        mean_s = sum(self.done_us[b] - self.submit_us[b] for b in recent) / len(recent) / 1e6
+        if mean_s > self.cfg.latency_bound_s:
+            self.window = max(1, self.window // 2)
+            self.window_history.append(self.window)
+
+    def on_oltp(self, audit: m.Audit) -> None:
+        txn = audit.txn
+        key = (txn.unit, txn.batch)
+        if self.oltp_pending.get(key) is not txn and (key not in self.oltp_pending
+                                                     or self.oltp_pending[key].id != txn.id):
+            return
+        if audit.committed:
+            del self.oltp_pending[key]
+            b = txn.batch
+            if b in self.outstanding and len(self.sink_reports.get(b, ())) >= len(self.plan.sinks) \
+                    and not any(k[1] == b for k in self.oltp_pending):
+                self.finish_batch(b)
+        else:
+            self.submit_oltp(txn.unit, txn.batch, txn.restarts + 1, txn.age)
+
+    def on_snapshot_done(self, msg: m.SnapshotDone) -> None:
+        if msg.number != self.snap_inflight:
+            return
+        if not msg.ok:  # refused a lock: try again with a new id
+            self.send(0, m.SnapshotReq(msg.number, min(self.outstanding) if self.outstanding else self.next_batch))
+            return
+        self.snap_done[msg.number] = msg.commit_ts
+        self._maybe_snapshot_complete(msg.number)
+
+    def _maybe_snapshot_complete(self, n: int) -> None:
+        if n in self.snap_done and len(self.snap_markers.get(n, ())) == self.plan.n_partitions:
+            write_manifest(self.cfg.run_dir, n, self.snap_done[n], self.cfg.fsync)
+            self.snapshot = (n, self.snap_done[n])
+            self.snap_inflight = None

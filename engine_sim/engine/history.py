@@ -1,0 +1,23 @@
+"""From the engine's transaction records to what the checker, the metrics and the trace read."""
+from __future__ import annotations
+
+from engine_sim.engine.checker import TE, CheckResult, Dataflow, check_history
+
+
+def executions(records) -> list[TE]:
+    """Committed executions of workload SPs (system MOVE/snapshot transactions touch no
+    workload state and carry no ordering constraint)."""
+    out = []
+    for r in records:
+        if r.status != "commit" or r.kind not in ("stream", "oltp"):
+            continue
+        out.append(TE(id=(r.txn_id, r.child), procedure=r.procedure, batch=r.batch, lane=r.lane,
+                      kind=r.kind, group=r.group, positions=dict(r.positions),
+                      accesses=[(p, t, k, mo) for p, t, k, mo, _n in r.accesses]))
+    return out
+
+
+def check_records(records, plan, batches: int) -> CheckResult:
+    lanes = {u.members[0]: len(u.lanes) for u in plan.units.values() if u.dp}
+    flow = Dataflow.from_workload(plan.workload, lanes)
+    return check_history(executions(records), flow, range(batches))

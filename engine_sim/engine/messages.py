@@ -1,0 +1,210 @@
+"""The messages partitions, schedulers and the driver exchange (and nothing else: no shared
+state). Small slotted dataclasses, pickled on the wire in the multi-process runtime."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+# -- transaction execution (partition to partition, scheduler to partition) ---------------------
+@dataclass(slots=True)
+class TxnRequest:
+    txn: object
+
+
+@dataclass(slots=True)
+class LockReq:
+    txn_id: int
+    coord: int
+    logged: bool
+    ops: list  # work shipped with the lock request (declared procedures), run on grant
+    age: int = 0  # wait-die priority (smaller is older)
+
+
+@dataclass(slots=True)
+class LockReply:
+    txn_id: int
+    part: int
+    ok: bool
+    results: list
+
+
+@dataclass(slots=True)
+class Frag:
+    txn_id: int
+    ops: list
+
+
+@dataclass(slots=True)
+class FragReply:
+    txn_id: int
+    part: int
+    ok: bool
+    results: list
+
+
+@dataclass(slots=True)
+class Prepare:
+    txn_id: int
+    logged: bool
+
+
+@dataclass(slots=True)
+class Vote:
+    txn_id: int
+    part: int
+    ok: bool
+    clock: int
+    accesses: list
+    position: tuple
+
+
+@dataclass(slots=True)
+class Decide:
+    txn_id: int
+    commit: bool
+    commit_ts: int
+
+
+@dataclass(slots=True)
+class Audit:
+    """A transaction's outcome, from its base partition to its scheduler (AuditResponse)."""
+
+    txn: object
+    committed: bool
+    outputs: dict  # to-unit -> ((from SP, to SP, Batch), ...)
+    commit_ts: int = 0
+    purged: bool = False
+    reason: str = ""
+
+
+# -- scheduling (scheduler to scheduler, driver to scheduler) -----------------------------------
+@dataclass(slots=True)
+class Invoke:
+    unit: str
+    batch: int
+    source: str | None  # upstream unit, None for input from the client
+    items: tuple  # ((from SP, to SP, Batch | None), ...); None: batch is in the target's stream table
+    recovering: bool = False
+
+
+@dataclass(slots=True)
+class Skip:
+    """Upstream gave up on a batch (restart limit): downstream skips it too."""
+
+    unit: str
+    batch: int
+    source: str
+
+
+@dataclass(slots=True)
+class BatchDone:
+    batch: int
+    unit: str
+    failed: bool = False
+    recovering: bool = False
+
+
+# -- driver control ----------------------------------------------------------------------------
+@dataclass(slots=True)
+class Ready:
+    node: int
+    pid: int
+    epoch: int = 0
+
+
+@dataclass(slots=True)
+class History:
+    node: int
+    records: list
+    busy_s: float
+    commits: int  # commits this partition coordinated (crash_after counts them)
+    snapshot: int | None = None  # every record of txns before snapshot `snapshot` is shipped
+
+
+@dataclass(slots=True)
+class SnapshotReq:
+    number: int
+    gc_below: int
+
+
+@dataclass(slots=True)
+class SnapshotDone:
+    number: int
+    commit_ts: int
+    ok: bool
+
+
+@dataclass(slots=True)
+class Reset:
+    """Crash recovery, step 1: drop all volatile state and unflushed log, adopt the epoch."""
+
+    epoch: int
+    clock: int
+
+
+@dataclass(slots=True)
+class Restore:
+    """Step 2: load snapshot `number` (or the initial state) and report what it holds; with
+    reload False, just report (after a replay)."""
+
+    number: int | None
+    reload: bool = True
+
+
+@dataclass(slots=True)
+class StateReport:
+    node: int
+    progress: dict
+    streams: dict  # (from SP, to SP, batch, lane) -> Batch
+    oltp_done: set
+    log_records: list  # durable command-log records of this partition
+
+
+@dataclass(slots=True)
+class Replay:
+    record: object  # LogRecord
+
+
+@dataclass(slots=True)
+class ReplayDone:
+    txn_id: int
+    ok: bool
+
+
+@dataclass(slots=True)
+class SchedRestore:
+    unit: str
+    committed: dict  # lane -> last committed batch
+    pending: list  # Invoke messages to queue again
+    start_at: int  # first batch this unit may see
+
+
+@dataclass(slots=True)
+class Finish:
+    want_state: bool
+
+
+@dataclass(slots=True)
+class FinalReport:
+    node: int
+    digests: dict  # table -> int (owned rows only)
+    replicas: dict  # replicated table -> digest of this copy
+    state: dict | None
+    busy_s: float
+    log_records: int = 0
+    log_flushes: int = 0
+
+
+@dataclass(slots=True)
+class Stop:
+    pass
+
+
+@dataclass(slots=True)
+class Bundle:
+    """Wire envelope: several messages from one node, with its clock and recovery epoch."""
+
+    src: int
+    clock: int
+    epoch: int
+    messages: list = field(default_factory=list)

@@ -1,0 +1,188 @@
+"""The multi-process runtime: one OS process per partition (a single thread running its site:
+partition, co-located schedulers, command log), the driver in this process, messages over
+Unix sockets (transport.Net). A crash is real: the partition's process is killed with
+SIGKILL, the survivors drop their volatile state, a new process takes the dead one's place,
+and the driver recovers them all from the snapshot and the command logs on disk.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from engine_sim.engine import messages as m
+from engine_sim.engine.driver import Driver, DriverConfig
+from engine_sim.engine.errors import EngineError
+from engine_sim.engine.plan import DRIVER
+from engine_sim.engine.site import SiteConfig
+from engine_sim.engine.transport import Net
+
+_PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
+            "advisor.design", "numpy"]
+
+
+def _context():
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(_PRELOAD)
+    return ctx
+
+
+def site_main(node: int, args: dict) -> None:
+    """A partition process: build the plan, serve messages until told to stop."""
+    from engine_sim.engine.plan import build_plan
+    from engine_sim.engine.recovery import FileLogStore
+    from engine_sim.engine.site import Site
+
+    plan = build_plan(args["workload"], args["design"], **args["plan"])
+    plan.abort_rate = args["abort_rate"]
+    plan.restart_limit = args["restart_limit"]
+    cfg: SiteConfig = args["site_cfg"]
+    net = Net(node, args["sock_dir"], plan.machine, args["delay_s"])
+    store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync)
+    site = Site(node, plan, cfg, net, store, epoch=args["epoch"], clock=args["clock"])
+    net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
+    net.flush(site.clock, site.epoch)
+    busy_wait = 0.0
+    while True:
+        due = net.next_due()
+        timeout = busy_wait
+        if due is not None:
+            timeout = min(timeout, max(0.0, due - time.perf_counter()))
+        bundles = net.poll(timeout)
+        got = False
+        for b in bundles:
+            if b.epoch < site.epoch:
+                continue  # sent before a crash: void
+            site.observe(b.clock)
+            for msg in b.messages:
+                if type(msg) is m.Reset:
+                    site = Site(node, plan, cfg, net, store, epoch=msg.epoch, clock=max(msg.clock, site.clock))
+                    net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
+                    break
+                if type(msg) is m.Stop:
+                    net.flush(site.clock, site.epoch)
+                    _drain(net)
+                    store.close()
+                    net.close()
+                    return
+                site.handle(msg, b.src)
+                got = True
+        did = site.poll()
+        if not got and not did:
+            site.on_idle()
+        net.flush(site.clock, site.epoch)
+        busy_wait = 0.0 if (did or got or net.has_output()) else 0.002
+
+
+def _drain(net: Net, seconds: float = 0.5) -> None:
+    end = time.perf_counter() + seconds
+    while net.has_output() and time.perf_counter() < end:
+        net.flush(0, 0)
+        time.sleep(0.001)
+
+
+class MultiProcessRuntime:
+    def __init__(self, plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, delay_s: float, *,
+                 workload, design, options: dict):
+        self.plan = plan
+        self.ctx = _context()
+        self.sock_dir = tempfile.mkdtemp(prefix="engs-")
+        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s)
+        plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
+                                             "data_parallel")}
+        self.args = dict(workload=workload, design=design, plan=plan_opts,
+                         abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
+                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0)
+        self.driver = Driver(plan, driver_cfg, self)
+        self.procs: dict[int, mp.Process] = {}
+        self.pids: list[int] = []  # every partition process this run started
+        self.messages = 0
+        self.log_stats: list = []
+        self.finals_log = {}
+
+    # -- processes ---------------------------------------------------------------------------------
+    def _spawn(self, node: int, epoch: int, clock: int) -> None:
+        args = dict(self.args, epoch=epoch, clock=clock)
+        p = self.ctx.Process(target=site_main, args=(node, args), name=f"partition-{node}", daemon=True)
+        p.start()
+        self.procs[node] = p
+        self.pids.append(p.pid)
+
+    def send(self, dst: int, msg) -> None:
+        self.net.send(dst, msg)
+
+    def crash(self, node: int, epoch: int, clock: int) -> None:
+        """Kill the partition's process (SIGKILL: no goodbye), reset the others, restart it."""
+        proc = self.procs[node]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(10)
+        self.net.drop(node)
+        for k in self.procs:
+            if k != node:
+                self.net.send(k, m.Reset(epoch, clock))
+        self._spawn(node, epoch, clock)
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self, deadline_s: float | None = None) -> Driver:
+        d = self.driver
+        started = time.perf_counter()
+        try:
+            for k in range(self.plan.n_partitions):
+                self._spawn(k, 0, 0)
+            ready: set[int] = set()
+            while len(ready) < self.plan.n_partitions:
+                for b in self.net.poll(0.05):
+                    for msg in b.messages:
+                        if type(msg) is m.Ready:
+                            ready.add(msg.node)
+                self._check(started, deadline_s, "starting partitions")
+            d.t_started = time.perf_counter()
+            idle = 0.0
+            while not d.finished:
+                due = self.net.next_due()
+                timeout = idle if due is None else min(idle, max(0.0, due - time.perf_counter()))
+                got = False
+                for b in self.net.poll(timeout):
+                    if b.epoch < d.epoch:
+                        continue
+                    d.observe(b.clock)
+                    for msg in b.messages:
+                        d.handle(msg, b.src)
+                        got = True
+                did = d.poll()
+                self.net.flush(d.clock, d.epoch)
+                idle = 0.0 if (got or did or self.net.has_output()) else 0.001
+                self._check(started, deadline_s, d.phase)
+            self.messages = self.net.sent
+            return d
+        finally:
+            self._stop()
+
+    def _check(self, started: float, deadline_s, what: str) -> None:
+        for k, p in self.procs.items():
+            if not p.is_alive() and p.exitcode not in (None, -signal.SIGKILL):
+                raise EngineError(f"partition {k} process died (exit code {p.exitcode}) while {what}")
+        if deadline_s is not None and time.perf_counter() - started > deadline_s:
+            raise EngineError(f"engine run exceeded {deadline_s:.0f} s while {what}")
+
+    def _stop(self) -> None:
+        for k in self.procs:
+            self.net.send(k, m.Stop())
+        try:
+            self.net.flush(self.driver.clock, self.driver.epoch)
+            _drain(self.net)
+        except Exception:  # noqa: BLE001 - shutting down anyway
+            pass
+        for p in self.procs.values():
+            p.join(5)
+        for p in self.procs.values():
+            if p.is_alive():
+                p.kill()
+                p.join(5)
+        self.net.close()
+        shutil.rmtree(self.sock_dir, ignore_errors=True)
+        self.log_stats = [(r.log_records, r.log_flushes) for r in self.driver.finals.values()]

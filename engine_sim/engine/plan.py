@@ -1,0 +1,249 @@
+"""A workload and a design compiled into what the engine executes: scheduling units (one SP,
+or one nested group whose SPs commit together), their lanes (one per partition for a
+data-parallel SP, else one), where each unit runs, its streams in and out, and the key
+generators of every declared access. Every process builds the same plan from the same input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.design import Design
+from advisor.workload import Stream, Workload
+from engine_sim.engine.errors import EngineError
+from engine_sim.engine.keys import KeyGen
+from engine_sim.engine.placement import Placement
+
+DRIVER = -1  # node id of the driver (client, central scheduler, recovery coordinator)
+
+
+@dataclass
+class AccessPlan:
+    table: str
+    mode: str
+    rows: float
+    probability: float
+    keys: KeyGen
+
+
+@dataclass
+class ProcPlan:
+    name: str
+    index: int
+    base: int
+    unit: str
+    accesses: list[AccessPlan]
+    code: object | None  # a generator function (ctx, batch) from engine_sim.workloads
+    oltp: bool
+    pk_index: int | None  # input field index of the data-parallel key
+    outputs: list[Stream]  # streams leaving this SP
+    tables: tuple[str, ...]  # tables it declares (for partition sets of real code)
+
+
+@dataclass
+class Unit:
+    """What one procedure scheduler schedules: an SP, or a nested group run as one txn."""
+
+    name: str
+    members: tuple[str, ...]  # in dataflow order
+    base: int
+    lanes: tuple[int, ...]  # partition of each lane (sub-batch); one lane unless data-parallel
+    upstream: tuple[str, ...]  # units feeding it
+    outputs: tuple[tuple[str, str, str], ...]  # (from member, to member, to unit) leaving it
+    border: bool
+    sink: bool
+    oltp: bool
+    dp: bool
+    static_partitions: frozenset[int] = frozenset()
+    lane_partitions: tuple = ()  # per lane: the partitions every txn of the lane locks
+
+    def partitions_of(self, lane: int) -> frozenset[int]:
+        return self.lane_partitions[lane] if self.lane_partitions else self.static_partitions
+
+    @property
+    def nested(self) -> bool:
+        return len(self.members) > 1
+
+
+@dataclass
+class Plan:
+    workload: Workload
+    design: Design
+    placement: Placement
+    procs: dict[str, ProcPlan]
+    units: dict[str, Unit]
+    unit_order: list[str]
+    fields: tuple[str, ...]
+    field_domains: tuple[int, ...]
+    batch_size: int
+    scale: float  # batch_size / declared batch size: rows and tuples per batch scale with it
+    seed: int
+    n_partitions: int
+    machine_of: tuple[int, ...]
+    scheduler: str
+    move: str
+    recovery: str
+    data_parallel: bool
+    code_module: object | None = None  # workload-level hooks (initial rows, input generator)
+    tuple_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
+    dp_pk: dict[str, int] = field(default_factory=dict)  # data-parallel table -> key field index
+    abort_rate: float = 0.0  # injected aborts (tests of restart and purge)
+    restart_limit: int = 100
+
+    @property
+    def borders(self) -> list[str]:
+        return [u for u in self.unit_order if self.units[u].border]
+
+    @property
+    def sinks(self) -> list[str]:
+        return [u for u in self.unit_order if self.units[u].sink]
+
+    @property
+    def oltp_units(self) -> list[str]:
+        return [u for u in self.unit_order if self.units[u].oltp]
+
+    def scheduler_node(self, unit: str) -> int:
+        """DLS: beside the unit's base partition; central: at the driver."""
+        return DRIVER if self.scheduler == "central" else self.units[unit].base
+
+    def logged(self, unit: str, kind: str = "stream") -> bool:
+        """Does a committed txn of this unit go to the command log?"""
+        if self.recovery == "off":
+            return False
+        if self.recovery == "strong" or kind == "oltp":
+            return True
+        return kind == "stream" and self.units[unit].border
+
+    def machine(self, node: int) -> int:
+        return 0 if node == DRIVER else self.machine_of[node]
+
+
+def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size: int | None = None,
+               scheduler: str = "dls", move: str = "rpc", recovery: str = "weak",
+               data_parallel: bool = False) -> Plan:
+    from engine_sim.workloads import resolve_code, workload_module
+
+    n = design.n_partitions
+    fields = tuple(workload.input.fields)
+    field_index = {f: i for i, f in enumerate(fields)}
+    tables = {t.name: t.rows for t in workload.tables}
+    dp_procs = {p.name for p in workload.procedures
+                if data_parallel and p.partition_key and not p.oltp
+                and not any(p.name in g for g in workload.nested)}
+    for name in dp_procs:
+        pk = workload.procedure(name).partition_key
+        if pk not in field_index:
+            raise EngineError(f"procedure {name!r}: partition_key {pk!r} is not an input field "
+                              f"(fields: {', '.join(fields) or 'none'})")
+    dp_tables = frozenset(a.table for p in workload.procedures if p.name in dp_procs for a in p.accesses)
+    placement = Placement(tables, dict(design.state), n, dp_tables)
+
+    group_of = {m: g for g in workload.nested for m in g}
+    topo = workload.topological_order()
+    unit_of = {name: (group_of[name][0] if name in group_of else name) for name in topo}
+    # a group is named after its first member in dataflow order
+    for g in workload.nested:
+        first = min(g, key=topo.index)
+        for m in g:
+            unit_of[m] = first
+    zipf_cache: dict = {}
+    procs: dict[str, ProcPlan] = {}
+    for i, p in enumerate(workload.procedures):
+        accesses = []
+        for a in p.accesses:
+            kind, _, param = a.keys.partition(":")
+            if kind == "input" and param not in field_index:
+                raise EngineError(f"procedure {p.name!r}: keys {a.keys!r} name a field that the input "
+                                  f"does not declare (fields: {', '.join(fields) or 'none'})")
+            accesses.append(AccessPlan(a.table, a.mode, a.rows, a.probability,
+                                       KeyGen(a.keys, tables[a.table], field_index.get(param), zipf_cache)))
+        code = resolve_code(p.code, p.name) if p.code else None
+        procs[p.name] = ProcPlan(
+            name=p.name, index=i, base=design.procedures[p.name], unit=unit_of[p.name],
+            accesses=accesses, code=code, oltp=p.oltp,
+            pk_index=field_index.get(p.partition_key) if p.name in dp_procs else None,
+            outputs=[s for s in workload.streams if s.source == p.name],
+            tables=tuple(dict.fromkeys(a.table for a in p.accesses)))
+
+    units: dict[str, Unit] = {}
+    order: list[str] = []
+    for name in topo:
+        u = unit_of[name]
+        if u in units:
+            continue
+        members = tuple(m for m in topo if unit_of[m] == u)
+        upstream = tuple(dict.fromkeys(unit_of[s.source] for s in workload.streams
+                                       if s.target in members and unit_of[s.source] != u))
+        outputs = tuple((s.source, s.target, unit_of[s.target]) for s in workload.streams
+                        if s.source in members and unit_of[s.target] != u)
+        base = procs[members[0]].base
+        oltp = all(procs[m].oltp for m in members)
+        dp = name in dp_procs and len(members) == 1
+        parts = {base}
+        for m in members:
+            parts.add(procs[m].base)
+            parts.update(_access_partitions(workload.procedure(m), placement))
+        lane_parts: tuple = ()
+        if dp:
+            proc = workload.procedure(members[0])
+            per_lane = []
+            for k in range(n):
+                lp = {k}
+                for t in procs[members[0]].tables:
+                    keyed = all(a.keys.startswith("input:") for a in proc.accesses if a.table == t)
+                    if t in dp_tables and keyed:
+                        continue
+                    lp.update(_access_partitions(proc, placement, only=t))
+                per_lane.append(frozenset(lp))
+            lane_parts = tuple(per_lane)
+        units[u] = Unit(name=u, members=members, base=base,
+                        lanes=tuple(range(n)) if dp else (base,), upstream=upstream,
+                        outputs=outputs, border=not upstream and not oltp,
+                        sink=not outputs and not oltp, oltp=oltp, dp=dp,
+                        static_partitions=frozenset(parts), lane_partitions=lane_parts)
+        order.append(u)
+    placed = set()
+    for u in order:
+        late = [up for up in units[u].upstream if up not in placed]
+        if late:
+            raise EngineError(f"nested group {' + '.join(units[u].members)} is fed by {late[0]!r}, which "
+                              f"depends on the group itself: a nested group must be contiguous in the dataflow")
+        placed.add(u)
+
+    module = workload_module([p.code for p in workload.procedures if p.code])
+    size = int(batch_size or workload.input.batch_size)
+    domains = []
+    for f in fields:
+        rows = [tables[a.table] for p in workload.procedures for a in p.accesses
+                if a.keys == f"input:{f}"]
+        if rows:
+            domains.append(max(rows))
+        elif any(p.partition_key == f for p in workload.procedures):
+            domains.append(max(16, 2 * n))
+        else:
+            domains.append(1000)
+    return Plan(
+        workload=workload, design=design, placement=placement, procs=procs, units=units,
+        unit_order=order, fields=fields, field_domains=tuple(domains), batch_size=size,
+        scale=size / max(workload.input.batch_size, 1), seed=seed, n_partitions=n,
+        machine_of=tuple(design.machine_of_partition(p) for p in range(n)),
+        scheduler=scheduler, move=move, recovery=recovery, data_parallel=data_parallel,
+        code_module=module,
+        tuple_bytes={(s.source, s.target): s.tuple_bytes for s in workload.streams},
+        dp_pk={a.table: field_index[p.partition_key] for p in workload.procedures
+               if p.name in dp_procs for a in p.accesses},
+    )
+
+
+def _access_partitions(proc, placement: Placement, only: str | None = None) -> set[int]:
+    """Partitions a procedure's declared accesses can touch: where its tables live; for a
+    replicated table, none when it only reads (the local copy) and all when it writes."""
+    parts: set[int] = set()
+    for a in proc.accesses:
+        if only is not None and a.table != only:
+            continue
+        if placement.replicated(a.table):
+            if a.mode == "write":
+                parts.update(placement.all)
+        else:
+            parts.update(placement.table_partitions(a.table))
+    return parts

@@ -1,0 +1,136 @@
+"""Procedure bodies. A body is a generator: it yields operations, as `(partition, op)` pairs or
+lists of them, gets their results back, and returns its output batches ({to SP: Batch}).
+The partition running the transaction resolves each operation locally or by a message to the
+partition holding the row (locked for this transaction), so the same body runs single-sited
+or distributed, in-process or across processes.
+
+Declared procedures (no code) run their spec accesses for real: keys from the declared
+distribution, rows read and written; bundled benchmarks bring their own code
+(engine_sim.workloads) written against `Ctx`.
+"""
+from __future__ import annotations
+
+from engine_sim.engine.keys import MASK, Rng, mix64, stable_seed
+from engine_sim.engine.txn import Batch
+
+READ_KINDS = frozenset(("r", "get", "scan"))
+
+
+class Ctx:
+    """What procedure code sees: table operations routed by the design's placement."""
+
+    def __init__(self, plan, child: int, batch_id: int, lane: int, base: int):
+        self.plan = plan
+        self.placement = plan.placement
+        self.child = child
+        self.batch_id = batch_id
+        self.lane = lane
+        self.base = base
+
+    def _part(self, table: str, key):
+        return self.placement.row_partition(table, key)
+
+    def get(self, table: str, key):
+        return (self._part(table, key), ("get", self.child, table, key))
+
+    def put(self, table: str, key, value):
+        return (self._part(table, key), ("put", self.child, table, key, value))
+
+    def delete(self, table: str, key):
+        return (self._part(table, key), ("del", self.child, table, key))
+
+    def scan(self, table: str) -> list:
+        """One op per partition holding the table (just the local copy when replicated)."""
+        if self.placement.replicated(table):
+            return [(None, ("scan", self.child, table))]
+        return [(p, ("scan", self.child, table)) for p in self.placement.table_partitions(table)]
+
+    def delete_where(self, table: str, index: int, value) -> list:
+        """DELETE FROM table WHERE value[index] = value, on every partition holding it."""
+        parts = (None,) if self.placement.replicated(table) else self.placement.table_partitions(table)
+        return [(p, ("delwhere", self.child, table, index, value)) for p in parts]
+
+
+def is_write(op: tuple) -> bool:
+    return op[0] not in READ_KINDS
+
+
+def txn_rng(plan, proc_index: int, batch_id: int, lane: int, salt: str = "") -> Rng:
+    return Rng(stable_seed(plan.seed, proc_index, batch_id, lane, salt))
+
+
+def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch):
+    """Run the spec's accesses: yields all operations at once (their keys do not depend on what
+    is read), then returns the output batches, whose carry folds the values read."""
+    rng = txn_rng(plan, proc.index, batch_id, lane)
+    tuples = batch.tuples
+    placement = plan.placement
+    dp_pk = plan.dp_pk
+    ops = []
+    tag_base = mix64(batch.carry ^ (proc.index << 48) ^ batch_id)
+    # a data-parallel sub-batch does its share of the batch's rows
+    scale = plan.scale * (len(tuples) / plan.batch_size if proc.pk_index is not None else 1.0)
+    for ai, a in enumerate(proc.accesses):
+        if a.probability < 1.0 and rng.random() >= a.probability:
+            continue
+        n = rng.round(a.rows * scale)
+        if n <= 0:
+            continue
+        keys = a.keys.draw(rng, n, tuples, batch_id, lane)
+        pk = dp_pk.get(a.table)
+        m = len(tuples)
+        for i, key in enumerate(keys):
+            pk_value = tuples[i % m][pk] if (pk is not None and m and a.keys.kind == "input") else None
+            part = placement.row_partition(a.table, key, pk_value)
+            if a.mode == "read":
+                ops.append((part, ("r", child, a.table, key)))
+            else:
+                ops.append((part, ("w", child, a.table, key, (tag_base + ai * 131 + i) & MASK)))
+    results = yield ops
+    carry = batch.carry
+    for v in results:
+        if v is not None:
+            carry = mix64(carry ^ v)
+    return declared_outputs(plan, proc, rng, batch, carry)
+
+
+def declared_outputs(plan, proc, rng: Rng, batch: Batch, carry: int) -> dict:
+    out = {}
+    tuples = batch.tuples
+    for s in proc.outputs:
+        n = rng.round(s.tuples * plan.scale)
+        if tuples:
+            out_tuples = tuple(tuples[i % len(tuples)] for i in range(n))
+        else:
+            out_tuples = tuple(tuple(rng.below(d) for d in plan.field_domains) for _ in range(n))
+        out[s.target] = Batch(out_tuples, carry)
+    return out
+
+
+def code_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch):
+    """Bundled procedure code; a Batch result goes to every output stream."""
+    ctx = Ctx(plan, child, batch_id, lane, plan.procs[proc.name].base)
+    result = yield from proc.code(ctx, batch)
+    if isinstance(result, Batch):
+        return {s.target: result for s in proc.outputs}
+    return dict(result or {})
+
+
+def body_for(plan, proc, child: int, batch_id: int, lane: int, batch: Batch):
+    if proc.code is not None:
+        return code_body(plan, proc, child, batch_id, lane, batch)
+    return declared_body(plan, proc, child, batch_id, lane, batch)
+
+
+def merge_batches(batches) -> Batch:
+    """Several input batches for one SP (several upstream streams, or sub-batches) as one."""
+    batches = [b for b in batches if b is not None]
+    if not batches:
+        return Batch()
+    if len(batches) == 1:
+        return batches[0]
+    tuples = tuple(t for b in batches for t in b.tuples)
+    carry = 0
+    for b in batches:
+        carry = mix64(carry ^ b.carry)
+    return Batch(tuples, carry)

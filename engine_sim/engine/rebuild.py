@@ -1,0 +1,54 @@
+"""After a crash: what every procedure scheduler must do again, read from the recovered state.
+
+The recovered partitions say, per lane, the last batch committed (progress) and which output
+batches their stream tables still hold. A unit has a pending invocation for batch b when
+every upstream unit's output for b is there and the unit has not committed b; border units
+get their input again from the client, OLTP requests not applied are sent again.
+"""
+from __future__ import annotations
+
+from engine_sim.engine.messages import Invoke
+from engine_sim.engine.procedures import merge_batches
+
+
+def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
+    """(committed: unit -> {lane: batch}, pending: unit -> [Invoke], applied OLTP requests)."""
+    progress: dict = {}
+    streams: dict = {}
+    oltp_done: set = set()
+    for r in reports:
+        for key, b in r.progress.items():
+            progress[key] = max(progress.get(key, -1), b)
+        streams.update(r.streams)
+        oltp_done |= r.oltp_done
+    committed = {u: {k: progress.get((u, k), -1) for k in range(len(unit.lanes))}
+                 for u, unit in plan.units.items()}
+    by_target: dict[str, set] = {}
+    for (src, dst, b, _lane) in streams:
+        if dst in plan.procs:
+            by_target.setdefault(plan.procs[dst].unit, set()).add(b)
+    pending: dict[str, list] = {}
+    for name, unit in plan.units.items():
+        if unit.border or unit.oltp or not unit.upstream:
+            continue
+        low = min(committed[name].values())
+        for b in sorted(x for x in by_target.get(name, ()) if x > low):
+            for up in unit.upstream:
+                upu = plan.units[up]
+                items = []
+                for src, dst, to_unit in upu.outputs:
+                    if to_unit != name:
+                        continue
+                    parts = [streams.get((src, dst, b, k)) for k in range(len(upu.lanes))]
+                    if any(x is None for x in parts):
+                        items = None
+                        break
+                    items.append((src, dst, merge_batches(parts)))
+                if items:
+                    pending.setdefault(name, []).append(Invoke(name, b, up, tuple(items)))
+    return committed, pending, oltp_done
+
+
+def batch_finished(plan, committed: dict, batch: int) -> bool:
+    """Has every sink unit committed (every lane of) this batch?"""
+    return all(min(committed[u].values()) >= batch for u in plan.sinks)

@@ -1,0 +1,221 @@
+"""`run_workload`: check the inputs, compile the plan, run it (in-process or one OS process
+per partition), check the history, measure, and write the trace."""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from advisor.design import Design
+from advisor.errors import DesignError
+from advisor.graph import WorkloadGraph
+from advisor.workload import Workload
+from engine_sim.engine.driver import DriverConfig
+from engine_sim.engine.errors import EngineError
+from engine_sim.engine.history import check_records
+from engine_sim.engine.metrics import RunResult, latency_stats
+from engine_sim.engine.plan import build_plan
+from engine_sim.engine.recovery import FileLogStore, MemoryLogStore
+from engine_sim.engine.site import SiteConfig
+
+MAX_PROCESSES = 64
+
+
+def check_design(workload: Workload, design: Design) -> None:
+    """The design must place exactly this workload's SPs, and every table (whole, as
+    fragments or tuples, or replicated), on partitions of its own cluster."""
+    if not isinstance(design, Design):
+        raise EngineError(f"expected a Design, got {type(design).__name__}")
+    names = set(workload.procedure_names)
+    missing = [p for p in workload.procedure_names if p not in design.procedures]
+    extra = [p for p in design.procedures if p not in names]
+    if missing:
+        raise DesignError(f"design does not place procedure {missing[0]!r} of workload {workload.name!r}")
+    if extra:
+        raise DesignError(f"design places procedure {extra[0]!r}, which workload {workload.name!r} does not have")
+    n = design.n_partitions
+    for name, p in design.procedures.items():
+        if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
+            raise DesignError(f"design places {name!r} on partition {p!r}, outside 0..{n - 1}")
+    if set(design.state) <= set(workload.table_names) and set(design.state) == set(workload.table_names):
+        design.arrays(WorkloadGraph.from_workload(workload))  # raises DesignError when it does not fit
+
+
+def _options(batches, scheduler, move, recovery, crash_after, batch_size, latency_bound_s,
+             window, abort_rate, restart_limit) -> None:
+    def positive_int(name, v, allow_none=False):
+        if v is None and allow_none:
+            return
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise EngineError(f"{name} must be an integer >= 1, got {v!r}")
+
+    positive_int("--batches", batches)
+    positive_int("--batch-size", batch_size, True)
+    positive_int("--crash-after", crash_after, True)
+    positive_int("window", window)
+    if not isinstance(restart_limit, int) or restart_limit < 0:
+        raise EngineError(f"restart limit must be an integer >= 0, got {restart_limit!r}")
+    for name, v, allowed in (("--scheduler", scheduler, ("dls", "central")),
+                             ("--move", move, ("rpc", "txn")),
+                             ("--recovery", recovery, ("strong", "weak", "off"))):
+        if v not in allowed:
+            raise EngineError(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
+    if crash_after is not None and recovery == "off":
+        raise EngineError("--crash-after needs recovery (strong or weak), not --recovery off")
+    if not isinstance(latency_bound_s, (int, float)) or not latency_bound_s > 0:
+        raise EngineError(f"latency bound must be > 0 seconds, got {latency_bound_s!r}")
+    if not 0.0 <= abort_rate < 1.0:
+        raise EngineError(f"abort rate must be in [0, 1), got {abort_rate!r}")
+
+
+def run_workload(workload: Workload, design: Design, *, batches: int, scheduler: str = "dls",
+                 move: str = "rpc", recovery: str = "weak", crash_after: int | None = None,
+                 in_process: bool = False, seed: int = 0, trace_out: str | Path | None = None,
+                 batch_size: int | None = None, latency_bound_s: float = 1.0,
+                 group_commit: bool = True, data_parallel: bool = False, window: int = 64,
+                 snapshot_every: int | None = None, crash_partition: int | None = None,
+                 abort_rate: float = 0.0, restart_limit: int = 100, fsync: bool | None = None,
+                 log_dir: str | Path | None = None, log_to_disk: bool | None = None,
+                 machine_delay_ms: float = 0.0, return_state: bool = False,
+                 timeout_s: float = 600.0) -> RunResult:
+    """Run `batches` input batches of `workload` under `design` and prove the history.
+
+    Extra options: `window` batches in flight (halved while the mean latency exceeds the
+    bound), `snapshot_every` completed batches between snapshots (default: a quarter of the
+    run when recovery is on), `crash_partition` (default: the first border SP's partition),
+    `abort_rate` injected aborts, `restart_limit`, `fsync`/`log_to_disk`/`log_dir` for the
+    command log (default: on disk with fsync for multi-process runs, in memory in-process),
+    `machine_delay_ms` added to every message between machines, `return_state` (final rows).
+    """
+    if not isinstance(workload, Workload):
+        raise EngineError(f"expected a Workload, got {type(workload).__name__}")
+    _options(batches, scheduler, move, recovery, crash_after, batch_size, latency_bound_s,
+             window, abort_rate, restart_limit)
+    check_design(workload, design)
+    if not in_process and design.n_partitions > MAX_PROCESSES:
+        raise EngineError(f"the design has {design.n_partitions} partitions; the multi-process engine runs "
+                          f"at most {MAX_PROCESSES} here (use in_process=True or the simulator)")
+    plan = build_plan(workload, design, seed=seed, batch_size=batch_size, scheduler=scheduler,
+                      move=move, recovery=recovery, data_parallel=data_parallel)
+    plan.abort_rate = float(abort_rate)
+    plan.restart_limit = int(restart_limit)
+    if crash_partition is None:
+        crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
+    if not 0 <= crash_partition < plan.n_partitions:
+        raise EngineError(f"crash partition {crash_partition} is outside 0..{plan.n_partitions - 1}")
+    if snapshot_every is None:
+        snapshot_every = max(1, batches // 4) if recovery != "off" else 0
+    on_disk = (not in_process) if log_to_disk is None else bool(log_to_disk)
+    if log_dir is not None:
+        on_disk = True
+    fsync = on_disk if fsync is None else bool(fsync)
+    own_dir = log_dir is None
+    run_dir = Path(tempfile.mkdtemp(prefix="eng-")) if own_dir else Path(log_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic_ns()
+    site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=group_commit,
+                          use_time=not in_process, t0_ns=t0, ship_size=16 if in_process else 256)
+    driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), window=window,
+                              latency_bound_s=latency_bound_s, snapshot_every=snapshot_every,
+                              crash_after=crash_after, crash_partition=crash_partition,
+                              want_state=return_state, fsync=fsync, t0_ns=t0)
+    started = time.perf_counter()
+    try:
+        if in_process:
+            from engine_sim.engine.inproc import InProcessRuntime
+
+            stores = {k: (FileLogStore(run_dir / f"p{k}.log", fsync) if on_disk else MemoryLogStore())
+                      for k in range(plan.n_partitions)}
+            runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0)
+            driver = runtime.run(timeout_s)
+            for s in stores.values():
+                s.close()
+            messages = runtime.messages
+            log_stats = [(r.log_records, r.log_flushes) for r in driver.finals.values()]
+        else:
+            from engine_sim.engine.multiproc import MultiProcessRuntime
+
+            runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, machine_delay_ms / 1000.0,
+                                          workload=workload, design=design,
+                                          options=dict(seed=seed, batch_size=batch_size,
+                                                       scheduler=scheduler, move=move,
+                                                       recovery=recovery, data_parallel=data_parallel,
+                                                       abort_rate=abort_rate, restart_limit=restart_limit))
+            driver = runtime.run(timeout_s)
+            messages = runtime.messages
+            log_stats = runtime.log_stats
+            pids = list(runtime.pids)
+        if in_process:
+            pids = []
+        wall_total = time.perf_counter() - started
+        result = _result(plan, driver, batches, wall_total, messages, log_stats,
+                         "in-process" if in_process else "multi-process", latency_bound_s, return_state)
+        result.pids = pids
+        if trace_out is not None:
+            from engine_sim.engine.trace_writer import write_trace
+
+            write_trace(trace_out, plan, driver.records,
+                        {"seed": seed, "batches": batches, "batch_size": plan.batch_size,
+                         "mode": result.mode, "scheduler": scheduler, "move": move,
+                         "recovery": recovery, "design_method": design.method,
+                         "history_check": result.history_check})
+            result.trace_dir = str(trace_out)
+        return result
+    finally:
+        if own_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state) -> RunResult:
+    records = driver.records
+    check = check_records(records, plan, batches)
+    violations = list(driver.violations) + list(check.violations)
+    finals = driver.finals
+    per_table: dict[str, int] = {}
+    replicas: dict[str, set] = {}
+    for rep in finals.values():
+        for table, d in rep.digests.items():
+            per_table[table] = (per_table.get(table, 0) + d) % (1 << 128)
+        for table, d in rep.replicas.items():
+            replicas.setdefault(table, set()).add(d)
+    for table, ds in sorted(replicas.items()):
+        if len(ds) > 1:
+            violations.append(f"replicas of {table} diverged")
+    digest = hashlib.sha256("".join(f"{t}:{d:032x}\n" for t, d in sorted(per_table.items()))
+                            .encode()).hexdigest()
+    state = None
+    if want_state:
+        state = {}
+        for node in sorted(finals):
+            for table, rows in (finals[node].state or {}).items():
+                state.setdefault(table, {}).update(rows)
+    committed = [r for r in records if r.status == "commit" and r.kind in ("stream", "oltp")]
+    heads = [r for r in records if r.status == "commit" and r.child == 0]
+    p50, p99, mean = latency_stats(driver.submit_us, driver.done_us)
+    start = driver.started_us or 0
+    end = driver.last_done_us or start
+    wall = max((end - start) / 1e6, 1e-9)
+    done = len(driver.done_us)
+    n = plan.n_partitions
+    busy = [driver.busy_before.get(k, 0.0) + driver.busy.get(k, 0.0) for k in range(n)]
+    d = plan.design
+    return RunResult(
+        throughput_tps=done * plan.batch_size / wall, throughput_bps=done / wall,
+        latency_p50_ms=p50, latency_p99_ms=p99,
+        distributed_txns=sum(1 for r in heads if len(r.partitions) > 1 and r.kind in ("stream", "oltp", "move")),
+        moves=sum(1 for r in committed for o in r.outputs if o[3]),
+        history_check="ok" if not violations else violations[0],
+        state_digest=digest, committed=len(committed),
+        aborts=sum(1 for r in records if r.status == "abort" and r.child == 0),
+        restarts=sum(r.restarts for r in heads if r.kind == "stream"),
+        partition_busy_s=busy, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
+        within_latency_bound=mean / 1000.0 <= bound, window=driver.window, batches=batches,
+        batch_size=plan.batch_size, workload=plan.workload.name, machines=d.machines,
+        partitions_per_machine=d.partitions_per_machine, mode=mode, scheduler=plan.scheduler,
+        move=plan.move, recovery=plan.recovery, data_parallel=plan.data_parallel,
+        crashed=driver.crashed, recovery_s=driver.recovery_s, replayed=driver.replayed,
+        move_txns=sum(1 for r in heads if r.kind == "move"),
+        log_records=sum(a for a, _ in log_stats), log_flushes=sum(b for _, b in log_stats),
+        messages=messages, violations=violations[:20], state=state)

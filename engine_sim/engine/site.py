@@ -1,0 +1,240 @@
+"""A site: one partition plus the procedure schedulers that live beside it (DLS), its command
+log, and its Lamport clock. Single-threaded and message-driven: the runtime (in-process or a
+process of its own) hands it messages and lets it poll for work; it talks to others only
+through `send`.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine_sim.engine import messages as m
+from engine_sim.engine.partition import Partition
+from engine_sim.engine.plan import DRIVER
+from engine_sim.engine.recovery import CommandLog, snapshot_path, write_atomic
+from engine_sim.engine.scheduler import UnitScheduler
+from engine_sim.engine.store import Store
+from engine_sim.engine.txn import Txn, make_txn_id
+
+
+@dataclass
+class SiteConfig:
+    run_dir: str
+    fsync: bool = False
+    group_commit: bool = True
+    group_size: int = 64
+    group_interval_s: float = 0.002
+    use_time: bool = False  # time-based flushing and shipping (multi-process only)
+    ship_size: int = 256
+    ship_interval_s: float = 0.02
+    t0_ns: int = 0
+
+
+def build_store(plan, pid: int) -> Store:
+    """A partition's initial state: empty (virtual) tables, or the rows bundled code seeds."""
+    placement = plan.placement
+    module = plan.code_module
+    tables, virtual = {}, set()
+    for t in plan.workload.tables:
+        if not placement.holds(pid, t.name):
+            continue
+        rows = module.initial_rows(t.name, t.rows) if module is not None else None
+        if rows is None:
+            virtual.add(t.name)
+            tables[t.name] = {}
+        else:
+            tables[t.name] = {k: v for k, v in rows.items()
+                              if placement.row_partition(t.name, k) in (pid, None)}
+    return Store(tables, frozenset(virtual))
+
+
+class Site:
+    def __init__(self, pid: int, plan, cfg: SiteConfig, transport, log_store, epoch: int = 0,
+                 clock: int = 0):
+        self.node = pid
+        self.plan = plan
+        self.cfg = cfg
+        self.transport = transport
+        self.epoch = epoch
+        self.clock = clock
+        self.group_commit = cfg.group_commit
+        self.log = CommandLog(log_store, cfg.group_size, cfg.group_interval_s, cfg.use_time)
+        self.partition = Partition(self, pid, build_store(plan, pid))
+        self.schedulers: dict[str, UnitScheduler] = {}
+        self.early: dict[str, list] = {}  # messages for schedulers not restored yet
+        if plan.scheduler == "dls" and epoch == 0:
+            for name, unit in plan.units.items():
+                if unit.base == pid and not unit.oltp:
+                    self.schedulers[name] = UnitScheduler(self, name)
+        self.pending_acks: list = []
+        self.history: list = []
+        self.shipped_at = time.perf_counter()
+        self.snapshot_marker: int | None = None
+
+    # -- clock ------------------------------------------------------------------------------------
+    def new_txn_id(self) -> int:
+        self.clock += 1
+        return make_txn_id(self.clock, self.node)
+
+    def observe(self, clock: int) -> None:
+        if clock > self.clock:
+            self.clock = clock
+
+    def commit_ts(self, seen: int) -> int:
+        self.clock = max(self.clock, seen) + 1
+        return self.clock
+
+    def now_us(self) -> int:
+        return (time.monotonic_ns() - self.cfg.t0_ns) // 1000
+
+    # -- messaging --------------------------------------------------------------------------------
+    def send(self, dst: int, msg) -> None:
+        if dst == self.node:
+            self.handle(msg, self.node)
+        else:
+            self.transport.send(dst, msg)
+
+    def handle(self, msg, src: int) -> None:
+        p = self.partition
+        t = type(msg)
+        if t is m.TxnRequest:
+            p.enqueue(msg.txn)
+        elif t is m.LockReq:
+            p.on_lock_req(msg)
+        elif t is m.LockReply or t is m.FragReply or t is m.Vote:
+            p.on_reply(msg)
+        elif t is m.Frag:
+            p.on_frag(msg, src)
+        elif t is m.Prepare:
+            p.on_prepare(msg, src)
+        elif t is m.Decide:
+            p.on_decide(msg)
+        elif t is m.Audit:
+            self._scheduler(msg.txn.unit, msg, "on_audit")
+        elif t is m.Invoke:
+            self._scheduler(msg.unit, msg, "on_invoke")
+        elif t is m.Skip:
+            self._scheduler(msg.unit, msg, "on_skip")
+        elif t is m.SnapshotReq:
+            p.enqueue(Txn(id=self.new_txn_id(), kind="snapshot", unit="SNAPSHOT", lane=0,
+                          batch=msg.gc_below, reply_to=DRIVER, base=self.node, aux=msg.number))
+        elif t is m.Replay:
+            r = msg.record
+            p.enqueue(Txn(id=self.new_txn_id(), kind=r.kind, unit=r.unit, lane=r.lane, batch=r.batch,
+                          inputs=r.inputs, reply_to=DRIVER, base=self.node, log=False,
+                          trigger=False, move=r.move, replay_of=r.txn_id))
+        elif t is m.Restore:
+            self.restore(msg.number, msg.reload)
+        elif t is m.SchedRestore:
+            s = UnitScheduler(self, msg.unit, msg.committed)
+            self.schedulers[msg.unit] = s
+            for inv in msg.pending:
+                s.on_invoke(inv)
+            for method, early in self.early.pop(msg.unit, []):
+                getattr(s, method)(early)
+        elif t is m.Finish:
+            self.finish(msg.want_state)
+        else:
+            raise TypeError(f"site {self.node}: unexpected message {t.__name__}")
+
+    def _scheduler(self, unit: str, msg, method: str) -> None:
+        s = self.schedulers.get(unit)
+        if s is None:  # recovering: this scheduler is rebuilt by a SchedRestore on its way
+            self.early.setdefault(unit, []).append((method, msg))
+        else:
+            getattr(s, method)(msg)
+
+    # -- work -------------------------------------------------------------------------------------
+    def poll(self) -> bool:
+        did = self.partition.poll()
+        if self.log.due():
+            self.flush()
+        if self.history and (len(self.history) >= self.cfg.ship_size or (
+                self.cfg.use_time and time.perf_counter() - self.shipped_at > self.cfg.ship_interval_s)):
+            self.ship()
+        return did
+
+    def on_idle(self) -> None:
+        """Nothing to do: write the log group now, hand finished history to the driver."""
+        if self.log.buffer or self.pending_acks:
+            self.flush()
+        if self.history or self.snapshot_marker is not None:
+            self.ship()
+
+    def flush(self) -> None:
+        self.log.force()
+        acks, self.pending_acks = self.pending_acks, []
+        for txn, audit, records in acks:
+            self._deliver(txn, audit, records)
+
+    def ship(self) -> None:
+        records, self.history = self.history, []
+        self.shipped_at = time.perf_counter()
+        marker, self.snapshot_marker = self.snapshot_marker, None
+        self.transport.send(DRIVER, m.History(self.node, records, self.partition.busy_s,
+                                              self.partition.commits, marker))
+
+    def complete(self, txn, audit, records: list, wait_for_flush: bool) -> None:
+        """A txn finished here; its outcome goes out once its log record is durable."""
+        if wait_for_flush:
+            self.pending_acks.append((txn, audit, records))
+            if not self.group_commit:
+                self.flush()
+        else:
+            self._deliver(txn, audit, records)
+
+    def _deliver(self, txn, audit, records) -> None:
+        if txn.kind != "snapshot":
+            self.history.extend(records)
+        if txn.kind == "snapshot":
+            self.ship()
+            self.transport.send(DRIVER, m.SnapshotDone(txn.aux, audit.commit_ts, audit.committed))
+            return
+        if txn.reply_to == self.node:
+            self.handle(audit, self.node)
+        else:
+            self.transport.send(txn.reply_to, audit)
+
+    def report_failure(self, txn, reason: str) -> None:
+        pass  # the history shows the given-up batch; the checker reports it
+
+    # -- snapshots, recovery, the end ------------------------------------------------------------
+    def write_snapshot(self, number: int, gc_below: int) -> bool:
+        self.flush()  # everything before the cut is durable and its history shipped
+        self.partition.store.gc_streams(gc_below)
+        write_atomic(snapshot_path(Path(self.cfg.run_dir), number, self.node),
+                     self.partition.store.snapshot_bytes(), self.cfg.fsync)
+        self.snapshot_marker = number
+        self.ship()
+        return True
+
+    def restore(self, number: int | None, reload: bool = True) -> None:
+        if reload and number is not None:
+            data = snapshot_path(Path(self.cfg.run_dir), number, self.node).read_bytes()
+            self.partition.store.restore_bytes(data)
+        s = self.partition.store
+        self.transport.send(DRIVER, m.StateReport(self.node, dict(s.progress), dict(s.streams),
+                                                  set(s.oltp_done), self.log.store.read()))
+
+    def finish(self, want_state: bool) -> None:
+        self.flush()
+        self.ship()
+        store = self.partition.store
+        placement = self.plan.placement
+        digests, replicas = {}, {}
+        for table in store.tables:
+            d = store.table_digest(table)
+            if placement.replicated(table):
+                replicas[table] = d
+                if self.node == 0:
+                    digests[table] = d
+            else:
+                digests[table] = d
+        state = None
+        if want_state:
+            state = {t: dict(rows) for t, rows in store.tables.items()
+                     if not placement.replicated(t) or self.node == 0}
+        self.transport.send(DRIVER, m.FinalReport(self.node, digests, replicas, state,
+                                                  self.partition.busy_s, self.log.records,
+                                                  self.log.flushes))

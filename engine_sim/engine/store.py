@@ -1,0 +1,178 @@
+"""A partition's state: its tables (in-memory dicts), stream tables (output batches kept for
+recovery, and moved batches), per-lane progress (the last batch each SP lane committed here)
+and the OLTP requests it has applied. Every change a transaction makes is undo-logged, so an
+abort (or a 2PC abort vote) restores the partition exactly; every row access is recorded for
+the history and the trace.
+
+Declared workloads use virtual rows: a row that was never written holds a value derived from
+(table, key), so a million-row table costs nothing until it is touched.
+"""
+from __future__ import annotations
+
+import hashlib
+import pickle
+
+from engine_sim.engine.keys import MASK, mix64, stable_seed
+
+_ABSENT = object()
+
+
+class Store:
+    def __init__(self, tables: dict[str, dict], virtual: frozenset[str]):
+        self.tables = tables  # name -> {key: value}
+        self.virtual = virtual  # tables whose missing rows read as a derived default
+        self._salt = {t: stable_seed("table", t) for t in tables}
+        self.streams: dict[tuple, object] = {}  # (from SP, to SP, batch, lane) -> Batch
+        self.progress: dict[tuple[str, int], int] = {}  # (unit, lane) -> last committed batch
+        self.oltp_done: set[tuple[str, int]] = set()
+        self.undo: list = []
+        self.accesses: list = []  # (child, table, key, mode) of the running txn
+
+    # -- transactions -------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.undo = []
+        self.accesses = []
+
+    def commit(self) -> list:
+        acc, self.undo, self.accesses = self.accesses, [], []
+        return acc
+
+    def rollback(self) -> None:
+        for container, key, old in reversed(self.undo):
+            if old is _ABSENT:
+                container.pop(key, None)
+            else:
+                container[key] = old
+        self.undo = []
+        self.accesses = []
+
+    def _set(self, container: dict, key, value) -> None:
+        self.undo.append((container, key, container.get(key, _ABSENT)))
+        container[key] = value
+
+    def _delete(self, container: dict, key) -> bool:
+        old = container.pop(key, _ABSENT)
+        if old is _ABSENT:
+            return False
+        self.undo.append((container, key, old))
+        return True
+
+    def default(self, table: str, key):
+        return mix64(self._salt[table] ^ (key if isinstance(key, int) else stable_seed(key))) >> 16
+
+    # -- operations -----------------------------------------------------------------------------
+    def apply(self, op: tuple):
+        """Execute one operation of the running transaction and return its result.
+
+        ('r', child, table, key)         declared read -> value
+        ('w', child, table, key, tag)    declared write: value := mix(value, tag)
+        ('get', child, table, key)       -> value or None
+        ('put', child, table, key, v)
+        ('del', child, table, key)       -> deleted?
+        ('scan', child, table)           -> [(key, value)] held here
+        ('delwhere', child, table, i, v) delete rows whose value[i] == v -> count
+        ('spush', key, batch) / ('spop', key) / ('prog', unit, lane, batch) / ('oltp', proc, batch)
+        """
+        kind = op[0]
+        if kind == "r":
+            _, child, table, key = op
+            self.accesses.append((child, table, key, "read"))
+            rows = self.tables[table]
+            v = rows.get(key, _ABSENT)
+            return self.default(table, key) if v is _ABSENT else v
+        if kind == "w":
+            _, child, table, key, tag = op
+            self.accesses.append((child, table, key, "write"))
+            rows = self.tables[table]
+            v = rows.get(key, _ABSENT)
+            if v is _ABSENT:
+                v = self.default(table, key)
+            self._set(rows, key, (v * 6364136223846793005 + tag) & MASK)
+            return None
+        if kind == "get":
+            _, child, table, key = op
+            self.accesses.append((child, table, key, "read"))
+            v = self.tables[table].get(key)
+            if v is None and table in self.virtual:
+                return self.default(table, key)
+            return v
+        if kind == "put":
+            _, child, table, key, value = op
+            self.accesses.append((child, table, key, "write"))
+            self._set(self.tables[table], key, value)
+            return None
+        if kind == "del":
+            _, child, table, key = op
+            self.accesses.append((child, table, key, "write"))
+            return self._delete(self.tables[table], key)
+        if kind == "scan":
+            _, child, table = op
+            rows = sorted(self.tables[table].items())
+            self.accesses.extend((child, table, k, "read") for k, _ in rows)
+            return rows
+        if kind == "delwhere":
+            _, child, table, index, value = op
+            rows = self.tables[table]
+            gone = sorted(k for k, v in rows.items() if v[index] == value)
+            for k in gone:
+                self.accesses.append((child, table, k, "write"))
+                self._delete(rows, k)
+            return len(gone)
+        if kind == "spush":
+            self._set(self.streams, op[1], op[2])
+            return None
+        if kind == "spop":
+            batch = self.streams.get(op[1])
+            if batch is not None:
+                self._delete(self.streams, op[1])
+            return batch
+        if kind == "prog":
+            _, unit, lane, batch = op
+            if self.progress.get((unit, lane), -1) < batch:
+                self._set(self.progress, (unit, lane), batch)
+            return None
+        if kind == "oltp":
+            key = (op[1], op[2])
+            if key not in self.oltp_done:
+                self.undo.append((_SetUndo(self.oltp_done), key, _ABSENT))
+                self.oltp_done.add(key)
+            return None
+        raise ValueError(f"unknown operation {kind!r}")
+
+    # -- snapshots and digests ------------------------------------------------------------------
+    def snapshot_bytes(self) -> bytes:
+        return pickle.dumps((self.tables, self.streams, self.progress, self.oltp_done),
+                            protocol=pickle.HIGHEST_PROTOCOL)
+
+    def restore_bytes(self, data: bytes) -> None:
+        self.tables, self.streams, self.progress, self.oltp_done = pickle.loads(data)
+        self.undo, self.accesses = [], []
+
+    def gc_streams(self, completed_below: int) -> int:
+        """Drop stream batches of batches every SP has finished (outside any transaction)."""
+        gone = [k for k in self.streams if k[2] < completed_below]
+        for k in gone:
+            del self.streams[k]
+        return len(gone)
+
+    def table_digest(self, table: str) -> int:
+        """Order-independent 128-bit sum of row hashes: the same rows give the same digest
+        however they are spread over partitions."""
+        total = 0
+        for key, value in self.tables[table].items():
+            h = hashlib.blake2b(repr((table, key, value)).encode(), digest_size=16).digest()
+            total += int.from_bytes(h, "little")
+        return total % (1 << 128)
+
+
+class _SetUndo:
+    """Lets a set take part in the dict-shaped undo log (pop = discard)."""
+
+    def __init__(self, target: set):
+        self.target = target
+
+    def pop(self, key, default=None):
+        self.target.discard(key)
+
+    def __setitem__(self, key, value):
+        self.target.add(key)

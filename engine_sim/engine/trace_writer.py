@@ -1,0 +1,61 @@
+"""The run's history as a trace in the Parquet format of traces.schema (written through
+traces.writer, so it appears atomically): one txns row per SP execution (a nested group
+gives one row per SP), one accesses row per distinct row an execution touched (rows = how
+many times), one flows row per stream batch an SP produced for another."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from traces.writer import TraceWriter
+
+
+def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
+    w = plan.workload
+    meta = {
+        "created_by": "engine_sim.engine",
+        "workload": w.name,
+        "workload_sha256": w.sha256,
+        "procedures": [p.name for p in w.procedures],
+        "tables": {t.name: {"rows": int(t.rows), "row_bytes": int(t.row_bytes), "key": t.key,
+                            "read_mostly": bool(t.read_mostly)} for t in w.tables},
+        "streams": [{"from": s.source, "to": s.target, "tuples": s.tuples, "tuple_bytes": s.tuple_bytes}
+                    for s in w.streams],
+        "nested": [list(g) for g in w.nested],
+        "cluster": {"machines": plan.design.machines,
+                    "partitions_per_machine": plan.design.partitions_per_machine},
+        **metadata,
+    }
+    txns = {k: [] for k in ("txn_id", "procedure", "batch_id", "base_partition", "partitions",
+                            "start_us", "end_us", "status", "restarts")}
+    acc = {k: [] for k in ("txn_id", "table", "key", "mode", "rows")}
+    flows = {k: [] for k in ("batch_id", "from_procedure", "to_procedure", "tuples", "bytes")}
+    for i, r in enumerate(r for r in records if r.kind in ("stream", "oltp")):
+        txns["txn_id"].append(i)
+        txns["procedure"].append(r.procedure)
+        txns["batch_id"].append(max(r.batch, 0))
+        txns["base_partition"].append(r.base)
+        txns["partitions"].append(list(r.partitions))
+        txns["start_us"].append(max(r.start_us, 0))
+        txns["end_us"].append(max(r.end_us, r.start_us, 0))
+        txns["status"].append(r.status)
+        txns["restarts"].append(r.restarts)
+        for _part, table, key, mode, n in r.accesses:
+            acc["txn_id"].append(i)
+            acc["table"].append(table)
+            acc["key"].append(str(key))
+            acc["mode"].append(mode)
+            acc["rows"].append(n)
+        if r.status == "commit":
+            for to_sp, tuples, nbytes, _moved in r.outputs:
+                flows["batch_id"].append(r.batch)
+                flows["from_procedure"].append(r.procedure)
+                flows["to_procedure"].append(to_sp)
+                flows["tuples"].append(tuples)
+                flows["bytes"].append(nbytes)
+    with TraceWriter(out, meta) as writer:
+        writer.write("txns", {**txns, "partitions": pa.array(txns["partitions"], pa.list_(pa.int32()))})
+        writer.write("accesses", acc)
+        writer.write("flows", flows)
+    return Path(out)

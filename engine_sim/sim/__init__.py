@@ -1,0 +1,158 @@
+"""Discrete-event simulator of the partitioned S-Store-style engine.
+
+Answers "what will this design do on that cluster" for clusters larger than this machine:
+the same engine model (partitions, DLS or central schedulers, 2PC, RPC or transactional
+MOVEs, local and cross-machine messages) driven by a tiny event core (`core.py`).
+
+    simulate(workload, design)          one run at an input rate (default: the best one)
+    max_throughput(workload, design)    the highest input rate within the latency bound
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+from advisor.design import Design
+from advisor.workload import Workload
+from engine_sim.sim.calibfile import Calibration, CalibrationError
+from engine_sim.sim.errors import SimError
+from engine_sim.sim.model import EngineModel
+from engine_sim.sim.params import SimParams
+from engine_sim.sim.plan import compile_plan
+from engine_sim.sim.result import SimResult, summarise
+from engine_sim.sim.scale import scale_design
+from engine_sim.sim.search import search_rate
+
+__all__ = ["Calibration", "CalibrationError", "SimError", "SimParams", "SimResult",
+           "max_throughput", "run_once", "scale_design", "simulate"]
+
+
+def _params(calibration: Calibration | SimParams | None) -> SimParams:
+    """A Calibration predicts a real cluster: a site per machine, a core per thread (the
+    measuring host's emulation is dropped). SimParams are taken as they are (to predict the
+    engine on the host it was measured on, pass `calibration.params`)."""
+    if calibration is None:
+        return SimParams()
+    if isinstance(calibration, SimParams):
+        return calibration
+    return calibration.params.with_(host_cores=0, site_per_partition=False)
+
+
+def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
+    return compile_plan(workload, design, params=_params(calibration), scheduler=scheduler,
+                        move=move, batches=batches, batch_size=batch_size, seed=seed)
+
+
+def _run_plan(plan, rate: float | None, latency_bound_s: float, window: int | None = None
+              ) -> SimResult:
+    if window is not None:
+        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
+            raise SimError(f"window must be an integer >= 1, got {window!r}")
+        rate = None
+    elif not (rate is not None and rate > 0 and math.isfinite(rate)):
+        raise SimError(f"input rate must be a positive number of batches per second, got {rate}")
+    started = time.perf_counter()
+    model = EngineModel(plan, rate, window)
+    model.run()
+    return summarise(model, latency_bound_s=latency_bound_s,
+                     wall_s=time.perf_counter() - started)
+
+
+def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -> SimResult:
+    """Run `attempt` with CPU costs stretched for a host with fewer cores than threads.
+
+    Mean-field processor sharing: if the run keeps on average B partition and coordinator
+    threads busy on a host of n cores, each runs at n/B of a core, so every CPU cost is
+    stretched by max(1, B/n); iterated to a fixed point (a few runs).
+    """
+    cores = params.host_cores
+    if cores <= 0:
+        return attempt(params)
+    dilation = 1.0
+    for _ in range(6):
+        r = attempt(params.cpu_scaled(dilation))
+        concurrency = sum(r.partition_busy_s) / r.sim_time_s + sum(r.coordinator_utilisation)
+        target = max(1.0, concurrency / cores)
+        r.cpu_dilation = dilation
+        if abs(target - dilation) <= 0.03 * dilation:
+            break
+        dilation = max(1.0, (dilation + 2 * target) / 3)
+    return r
+
+
+def run_once(workload: Workload, design: Design, *, input_rate: float | None = None,
+             window: int | None = None, scheduler: str = "dls", move: str = "rpc",
+             calibration: Calibration | SimParams | None = None, batches: int = 2000,
+             seed: int = 0, latency_bound_s: float = 1.0, batch_size: int | None = None
+             ) -> SimResult:
+    """One simulation at a fixed offered input rate (batches per second), or closed loop with
+    `window` batches in flight (the engine's driver)."""
+    if (input_rate is None) == (window is None):
+        raise SimError("give either an input rate or a window of batches in flight")
+
+    def attempt(params: SimParams) -> SimResult:
+        plan = _plan(workload, design, scheduler=scheduler, move=move, calibration=params,
+                     batches=batches, seed=seed, batch_size=batch_size)
+        return _run_plan(plan, input_rate, latency_bound_s, window)
+
+    return _host_shared(_params(calibration), attempt)
+
+
+def _serial_rate(plan) -> float:
+    """Batches/s if every step of a batch ran one after the other: a rate any sane design
+    sustains, where the search starts."""
+    P = plan.params
+    hop = 2 * P.net_latency_s
+    total = 0.0
+    for u in plan.units:
+        total += sum(u.service) / len(u.service) + (hop if u.machine != u.sched else 0.0)
+        if u.dist is not None:
+            for spec in u.dist:
+                if spec is not None:
+                    total += (len(spec.rounds) + 3) * hop / len(u.dist)
+    for e in plan.edges:
+        total += hop if e.crosses_machine else 0.0
+        if e.move_txn is not None:
+            total += 4 * hop + e.move_txn.exec_s
+    return 1.0 / max(total, 1e-9)
+
+
+def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float = 1.0,
+                   tolerance: float = 0.02, **kw) -> SimResult:
+    """The highest offered input rate the design sustains with a mean batch latency within
+    the bound (the dissertation's metric, section 4.6); see `search.py`."""
+    if not latency_bound_s > 0:
+        raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s}")
+    kw.pop("input_rate", None)
+    opts = dict(scheduler="dls", move="rpc", calibration=None, batches=2000, seed=0,
+                batch_size=None)
+    unknown = set(kw) - set(opts)
+    if unknown:
+        raise TypeError(f"max_throughput() got unexpected keyword {sorted(unknown)[0]!r}")
+    opts.update(kw)
+    params = _params(opts.pop("calibration"))
+
+    def attempt(p: SimParams) -> SimResult:
+        plan = _plan(workload, design, calibration=p, **opts)
+        return search_rate(lambda rate: _run_plan(plan, rate, latency_bound_s), _serial_rate(plan),
+                           tolerance=tolerance)
+
+    return _host_shared(params, attempt)
+
+
+def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move: str = "rpc",
+             calibration: Calibration | SimParams | None = None, input_rate: float | None = None,
+             batches: int = 2000, seed: int = 0, latency_bound_s: float = 1.0,
+             batch_size: int | None = None) -> SimResult:
+    """Simulate `design` running `workload`.
+
+    At `input_rate` (batches/s) if given, else at the workload's declared `input.rate`, else at
+    the maximum throughput within `latency_bound_s` (what the dissertation reports).
+    """
+    rate = input_rate if input_rate is not None else workload.input.rate
+    kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,
+              seed=seed, latency_bound_s=latency_bound_s, batch_size=batch_size)
+    if rate is None:
+        return max_throughput(workload, design, **kw)
+    return run_once(workload, design, input_rate=rate, **kw)

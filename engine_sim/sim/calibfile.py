@@ -1,0 +1,142 @@
+"""The calibration file: fitted simulator parameters, the machine they were measured on, the
+raw micro-benchmark figures, and the cost-model weights derived from the same prices.
+
+Format `advisor.calibration/1` (JSON; `advisor recommend --calibration` reads `weights`
+only, see advisor/calibrated.py):
+
+    {"format": "advisor.calibration/1",
+     "source": "measured" | "reference",
+     "machine": {"hostname", "platform", "processor", "cpus", "python", "measured_at"},
+     "weights": {"alpha", "beta", "gamma"},
+     "prices": {"distributed_txn_s", "move_s", "idle_machine_s", "single_txn_s"},
+     "simulator": {<SimParams field>: seconds | bytes | bytes/s, ...},
+     "measurements": {<micro-benchmark>: value, ...},
+     "fit": {<how each parameter was obtained>}}
+
+Weights. The three cost terms are fractions (of access weight cut, of stream weight cut, of
+load spread); each weight is the price of one unit of its term, in partition-seconds per
+transaction: alpha the extra cost of a distributed transaction over the same work
+single-sited (two partitions held through lock, fragment and 2PC round trips), beta the
+cost of one MOVE (serialising, sending, receiving, keeping the batch in the stream table),
+gamma the work an idle machine leaves undone while another runs one more transaction.
+Normalised to sum to 1; only their ratios matter.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.atomic import atomic_write_text
+from advisor.errors import AdvisorError
+from costmodel import Weights
+from engine_sim.sim.params import SimParams
+
+FORMAT = "advisor.calibration/1"
+
+
+class CalibrationError(AdvisorError):
+    """A calibration file that cannot be read, or a calibration that cannot be measured."""
+
+
+def this_machine() -> dict:
+    """What the measurements were taken on (recorded in the file)."""
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def prices(params: SimParams, tuples: float = 10, tuple_bytes: float = 64) -> dict[str, float]:
+    """Partition-seconds of a distributed transaction, a MOVE and an idle machine."""
+    single = params.single_site_txn_s(cost=1.0, rows_read=tuples, tuples_in=tuples, tuples_out=tuples)
+    hold = params.two_pc_hold_s(single, remote_rounds=1, participants=2, same_machine=False,
+                                fragment_rows=tuples)
+    nbytes = tuples * tuple_bytes
+    move = (2 * (params.msg_cpu_s + nbytes * params.ser_byte_s) + nbytes / params.bandwidth_Bps
+            + tuples * params.tuple_out_s)
+    return {"single_txn_s": single, "distributed_txn_s": max(2 * hold - single, 0.0),
+            "move_s": move, "idle_machine_s": single}
+
+
+def weights_from_prices(p: dict[str, float]) -> Weights:
+    a, b, g = p["distributed_txn_s"], p["move_s"], p["idle_machine_s"]
+    total = a + b + g
+    if total <= 0:
+        return Weights()
+    return Weights(alpha=round(a / total, 6), beta=round(b / total, 6), gamma=round(g / total, 6))
+
+
+@dataclass
+class Calibration:
+    params: SimParams = field(default_factory=SimParams)
+    machine: dict = field(default_factory=dict)
+    measurements: dict = field(default_factory=dict)
+    prices: dict = field(default_factory=dict)
+    weights: Weights = field(default_factory=Weights)
+    source: str = "reference"  # "reference" (built-in model of the paper's cluster) or "measured"
+    fit: dict = field(default_factory=dict)  # how each parameter was obtained
+
+    @classmethod
+    def reference(cls) -> "Calibration":
+        """The built-in parameters (the dissertation's cluster, not measured here)."""
+        params = SimParams()
+        pr = prices(params)
+        return cls(params, {"hostname": "reference-cluster",
+                            "platform": "model of the dissertation's 64-core Xeon cluster"},
+                   {}, pr, weights_from_prices(pr), "reference")
+
+    @classmethod
+    def from_params(cls, params: SimParams, measurements: dict, machine: dict | None = None,
+                    source: str = "measured", fit: dict | None = None) -> "Calibration":
+        pr = prices(params)
+        return cls(params, machine or this_machine(), dict(measurements), pr,
+                   weights_from_prices(pr), source, dict(fit or {}))
+
+    def to_dict(self) -> dict:
+        return {"format": FORMAT, "source": self.source, "machine": self.machine,
+                "weights": self.weights.to_dict(), "prices": self.prices,
+                "simulator": self.params.to_dict(), "measurements": self.measurements,
+                "fit": self.fit}
+
+    def save(self, path: str | Path) -> Path:
+        return atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "<calibration>") -> "Calibration":
+        if not isinstance(data, dict) or data.get("format") != FORMAT:
+            raise CalibrationError(f"{source}: not a calibration file (expected \"format\": \"{FORMAT}\")")
+        try:
+            params = SimParams.from_dict(data.get("simulator") or {})
+            weights = Weights.from_dict(data.get("weights") or {})
+        except (TypeError, ValueError) as exc:
+            raise CalibrationError(f"{source}: {exc}") from None
+        for key in ("machine", "measurements", "prices", "fit"):
+            if not isinstance(data.get(key, {}), dict):
+                raise CalibrationError(f"{source}: {key} must be an object")
+        return cls(params, data.get("machine", {}), data.get("measurements", {}),
+                   data.get("prices", {}) or prices(params), weights,
+                   str(data.get("source", "measured")), data.get("fit", {}))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise CalibrationError(f"{path}: no such file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CalibrationError(f"{path}: cannot read: {exc}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CalibrationError(f"{path}: not valid JSON: {exc}") from None
+        return cls.from_dict(data, str(path))

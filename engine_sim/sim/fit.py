@@ -1,0 +1,118 @@
+"""Fit the simulator's parameters to measurements of the calibration probes.
+
+With one batch in flight nothing queues, so every probe's latency and every partition's busy
+time per batch is a sum of step costs: linear in the parameters. The parameters are fitted in
+groups (each group scaled by one factor from its reference values, e.g. every local-hop cost
+together), so the model is y = A f with A[k, g] the share of group g in probe k at the
+reference values (read off the simulator itself: run it with group g doubled and subtract).
+The factors are the non-negative least-squares solution on relative errors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from scipy.optimize import nnls
+
+from engine_sim.sim.params import SimParams
+from engine_sim.sim.probes import Probe
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "txn_overhead": ("txn_overhead_s",),
+    "cost_unit": ("cost_unit_s",),
+    "row_read": ("row_read_s",),
+    "row_write": ("row_write_s",),
+    "tuple_in": ("tuple_in_s",),
+    "tuple_out": ("tuple_out_s",),
+    "local_hop": ("sched_s", "ack_s", "local_msg_cpu_s", "local_latency_s"),
+    "network_latency": ("net_latency_s",),
+    "message_cpu": ("msg_cpu_s",),
+    "bytes": ("ser_byte_s", "bandwidth_Bps"),  # per byte: (de)serialising and the link
+    "two_pc": ("fragment_s", "prepare_s", "commit_s"),
+    "after_commit": ("txn_after_commit_s",),
+    "after_commit_rows": ("row_after_commit_s",),
+    "client": ("client_latency_s",),
+    "client_turnaround": ("client_turnaround_s",),
+}
+# the reference cluster's client sits next to the coordinator; give the fit a starting share
+# and partitions some work after each commit (history, log)
+FIT_BASE = SimParams(service_cv=0.0, client_latency_s=20e-6, client_turnaround_s=10e-6,
+                      txn_after_commit_s=5e-6, row_after_commit_s=0.5e-6)
+
+
+def scale_group(params: SimParams, group: str, factor: float) -> SimParams:
+    changes = {}
+    for name in GROUPS[group]:
+        value = getattr(params, name)
+        changes[name] = value / max(factor, 1e-6) if name == "bandwidth_Bps" else value * factor
+    return replace(params, **changes)
+
+
+def observe(probe: Probe, params: SimParams, batches: int | None = None) -> float:
+    """What the simulator says the probe measures (seconds; batches/s for "throughput")."""
+    from engine_sim.sim import run_once
+
+    if batches is None:
+        batches = 30 if probe.window == 1 else 8 * probe.window
+    r = run_once(probe.workload, probe.design, window=probe.window, scheduler=probe.scheduler,
+                 move=probe.move, calibration=params, batches=batches)
+    if probe.observe == "latency":
+        return r.latency_p50_ms / 1e3
+    if probe.observe == "busy":
+        return r.partition_busy_s[probe.partition] / batches
+    if probe.observe == "cycle":  # seconds per batch, one batch in flight
+        return 1.0 / r.throughput_bps
+    if probe.observe == "throughput":
+        return r.throughput_bps
+    raise ValueError(f"unknown observable {probe.observe!r}")
+
+
+def design_matrix(probes: list[Probe], base: SimParams = FIT_BASE) -> tuple[np.ndarray, np.ndarray]:
+    """(A, y0): A[k, g] is what group g adds to probe k when doubled from `base`, y0 the
+    probes at `base`. Where nothing queues, A[k] sums to y0[k] exactly."""
+    y0 = np.array([observe(p, base) for p in probes])
+    A = np.zeros((len(probes), len(GROUPS)))
+    for g, group in enumerate(GROUPS):
+        doubled = scale_group(base, group, 2.0)
+        A[:, g] = np.array([observe(p, doubled) for p in probes]) - y0
+    return A, y0
+
+
+@dataclass
+class FitResult:
+    params: SimParams
+    factors: dict[str, float]  # per group, relative to the base values
+    residuals: dict[str, dict]  # per probe: measured, fitted, relative error
+    median_error: float
+
+
+def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
+        iterations: int = 4) -> FitResult:
+    """Scale each group so the simulator reproduces the measurements (relative least squares,
+    factors >= 0). The model is linear where nothing queues; where a partition's work after a
+    commit delays the next batch it is not, so the linear step is repeated from the current
+    point (a secant Gauss-Newton) until the factors settle."""
+    y = np.asarray(measured, dtype=float)
+    if y.shape != (len(probes),) or not np.all(np.isfinite(y)) or np.any(y <= 0):
+        raise ValueError("every probe needs one positive, finite measurement")
+    params = base
+    total = np.ones(len(GROUPS))
+    for _ in range(iterations):
+        A, y_now = design_matrix(probes, params)
+        # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors
+        scaled = A / y[:, None]
+        target = (y - y_now + A.sum(axis=1)) / y
+        identifiable = np.linalg.norm(scaled, axis=0) > 1e-9
+        m = np.ones(len(GROUPS))
+        m[identifiable], _ = nnls(scaled[:, identifiable], target)
+        for g, group in enumerate(GROUPS):
+            params = scale_group(params, group, float(m[g]))
+        total *= m
+        if np.all(np.abs(m - 1) < 0.01):
+            break
+    fitted = np.array([observe(p, params) for p in probes])
+    residuals = {p.key: {"measured_s": float(v), "fitted_s": float(f),
+                         "relative_error": float((f - v) / v)}
+                 for p, v, f in zip(probes, y, fitted)}
+    return FitResult(params, {g: float(x) for g, x in zip(GROUPS, total)}, residuals,
+                     float(np.median(np.abs((fitted - y) / y))))

@@ -1,0 +1,108 @@
+"""The simulator's cost parameters: what every step of the engine model costs, in seconds.
+
+The defaults are the *reference cluster*: a model of the dissertation's 2016 H-Store/S-Store
+cluster (64-core Xeon machines, one partition per core, a LAN between machines) with the
+orders of magnitude its text gives: a single-sited transaction costs tens of microseconds of
+fixed overhead, per-tuple work is about a microsecond, a message between machines costs a
+~100 us hop while a hand-off inside a machine costs a few microseconds. They are not
+measured; `advisor calibrate` replaces them with values fitted on this machine's engine.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+
+
+CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tuple_in_s",
+             "tuple_out_s", "fragment_s", "prepare_s", "commit_s", "txn_after_commit_s",
+             "row_after_commit_s", "sched_s", "ack_s", "msg_cpu_s",
+             "local_msg_cpu_s", "ser_byte_s")
+
+
+@dataclass(frozen=True)
+class SimParams:
+    # -- work on a partition (its single execution thread) ---------------------------------
+    txn_overhead_s: float = 50e-6  # begin + commit + log of one transaction
+    cost_unit_s: float = 40e-6  # one unit of a procedure's declared `cost`, per batch
+    row_read_s: float = 0.5e-6  # one row read
+    row_write_s: float = 1.0e-6  # one row written (also: a stream tuple deleted/inserted by a MOVE)
+    tuple_in_s: float = 0.3e-6  # one input tuple handed to the procedure
+    tuple_out_s: float = 0.5e-6  # one output tuple kept in the stream table (recovery)
+    fragment_s: float = 15e-6  # fixed work of a remote fragment of a distributed transaction
+    prepare_s: float = 10e-6  # a 2PC participant's prepare (vote)
+    commit_s: float = 10e-6  # a 2PC participant's commit
+    txn_after_commit_s: float = 0.0  # partition work after the commit is reported (history, log)
+    row_after_commit_s: float = 0.0  # ... per row the transaction accessed
+    # -- work on a machine's transaction coordinator (one thread per machine) --------------
+    sched_s: float = 3e-6  # a procedure scheduler creating and queueing one transaction
+    ack_s: float = 1e-6  # handling one commit notification
+    msg_cpu_s: float = 1.5e-6  # sending or receiving one message to/from another machine
+    local_msg_cpu_s: float = 0.3e-6  # handing a message to a thread of the same machine
+    ser_byte_s: float = 0.5e-9  # serialising (or deserialising) one byte of stream data
+    # -- the network ------------------------------------------------------------------------
+    net_latency_s: float = 100e-6  # one-way latency between machines
+    local_latency_s: float = 5e-6  # one-way latency between threads of one machine
+    bandwidth_Bps: float = 125e6  # per machine, outgoing (1 Gbit/s)
+    control_bytes: int = 128  # size of a control message (invocation, vote, ack)
+    client_latency_s: float = 0.0  # one way between the client (input, completions) and the cluster
+    client_turnaround_s: float = 0.0  # closed loop: from a completion to the next submission
+    # -- the model --------------------------------------------------------------------------
+    service_cv: float = 0.1  # coefficient of variation of partition service times
+    # where the central scheduler lives (scheduler="central"): -1 = a node of its own, with the
+    # client (as in the engine, where the driver hosts it); k = on machine k
+    central_machine: int = -1
+    # the bundled engine runs every partition as a site (process) of its own, so two partitions
+    # of one machine talk by messages like two machines do; a real S-Store machine is one site
+    site_per_partition: bool = False
+    machine_delay_s: float = 0.0  # added to messages between machines (engine: machine_delay_ms)
+    # cores of the one host that runs every emulated machine (the engine on this machine);
+    # 0 = a real cluster: every partition and coordinator thread has a core of its own
+    host_cores: int = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if (f.name == "central_machine" and v == -1) or f.name == "site_per_partition":
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"simulator parameter {f.name} must be a finite number >= 0, got {v!r}")
+        if self.bandwidth_Bps <= 0:
+            raise ValueError("simulator parameter bandwidth_Bps must be > 0")
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "SimParams":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown simulator parameter {unknown[0]!r}")
+        return cls(**data)
+
+    def with_(self, **changes) -> "SimParams":
+        return replace(self, **changes)
+
+    def cpu_scaled(self, factor: float) -> "SimParams":
+        """Every CPU cost stretched by `factor` (threads sharing fewer cores than they are)."""
+        return replace(self, **{name: getattr(self, name) * factor for name in CPU_COSTS})
+
+    # -- derived prices, used to explain designs and to derive cost-model weights ----------
+    def latency(self, same_machine: bool) -> float:
+        return self.local_latency_s if same_machine else self.net_latency_s
+
+    def single_site_txn_s(self, cost: float = 1.0, rows_read: float = 10, rows_written: float = 0,
+                          tuples_in: float = 10, tuples_out: float = 10) -> float:
+        """Partition time of one single-sited transaction."""
+        return (self.txn_overhead_s + cost * self.cost_unit_s + rows_read * self.row_read_s
+                + rows_written * self.row_write_s + tuples_in * self.tuple_in_s
+                + tuples_out * self.tuple_out_s)
+
+    def two_pc_hold_s(self, exec_s: float, remote_rounds: int, participants: int,
+                      same_machine: bool, fragment_rows: float = 10) -> float:
+        """How long the base partition is held by a distributed transaction (lock, execute with
+        `remote_rounds` dependent fragment rounds, prepare, commit), when nothing queues."""
+        rtt = 2 * self.latency(same_machine) + 2 * (self.local_msg_cpu_s if same_machine else self.msg_cpu_s)
+        rounds = remote_rounds * (rtt + self.fragment_s + fragment_rows * self.row_read_s)
+        two_pc = (rtt + self.prepare_s) if participants > 1 else 0.0
+        return rtt + exec_s + rounds + two_pc + self.commit_s

@@ -1,0 +1,289 @@
+"""Compile (workload, design, options) into the flat tables the event loop reads.
+
+Everything that does not depend on the simulated time is decided here, once, with numpy:
+which partition and machine every procedure runs on, where its scheduler lives, which
+accesses are local and which need a remote fragment round, and every batch's partition
+service time (sampled from the declared access probabilities and a service-time jitter).
+The event loop then only does per-batch arithmetic and list indexing.
+
+Units. A procedure is a unit; the procedures of a nested transaction form one unit (they
+commit together, so they are one transaction whose control code runs on the first member's
+partition). Streams between units are edges; a stream inside a unit is not a MOVE.
+
+Scaling. A spec declares rows and stream tuples per batch at its `input.batch_size`; a
+different `batch_size` scales both linearly. The declared `cost` is per batch (fixed work).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from advisor.design import Design
+from advisor.workload import Workload
+from engine_sim.sim.errors import SimError
+from engine_sim.sim.params import SimParams
+
+SCHEDULERS = ("dls", "central")
+MOVES = ("rpc", "txn")
+
+
+@dataclass
+class Round:
+    """One dependent fragment round of a distributed transaction: fragments sent to `parts`
+    in parallel, each doing `work_s` there, the request carrying `payload_bytes`."""
+
+    parts: tuple[int, ...]
+    work_s: float
+    payload_bytes: float
+
+
+@dataclass
+class DistSpec:
+    """How one batch's transaction of a unit runs when it touches several partitions."""
+
+    parts: tuple[int, ...]  # every participant, base first
+    exec_s: float  # work on the base partition (control code + its own accesses)
+    rounds: tuple[Round, ...]
+
+
+@dataclass
+class Unit:
+    name: str
+    members: tuple[str, ...]
+    base: int
+    machine: int  # node (site) it runs on: its partition's machine, or the partition's own site
+    sched: int  # node of its procedure scheduler
+    n_inputs: int  # upstream units; 0 = fed by the input stream
+    out_edges: list[int] = field(default_factory=list)
+    in_bytes: float = 0.0  # input data per batch
+    out_bytes: float = 0.0  # output data per batch (all outgoing streams)
+    service: list[float] = field(default_factory=list)  # per batch, when single-sited
+    post: list[float] | None = None  # per batch: partition work after the commit is reported
+    dist: list[DistSpec | None] | None = None  # per batch; None = never distributed
+
+
+@dataclass
+class Edge:
+    src: int
+    dst: int
+    name: str
+    tuples: float
+    bytes: float
+    crosses_partition: bool
+    crosses_machine: bool  # between the two units' partitions' machines
+    move_txn: DistSpec | None = None  # move="txn" and the edge crosses partitions
+
+
+@dataclass
+class Plan:
+    workload: str
+    machines: int
+    partitions_per_machine: int
+    part_machine: list[int]  # the node (site) of each partition: its machine, or itself
+    units: list[Unit]
+    edges: list[Edge]
+    sources: list[int]
+    sinks: list[int]
+    batches: int
+    batch_size: int
+    scheduler: str
+    move: str
+    params: SimParams
+    input_bytes: float
+    nodes: int  # sites (machines, or partitions), plus the central scheduler's own node
+    node_machine: list[int]  # machine of each node (-1: the central scheduler's own node)
+
+    @property
+    def n_partitions(self) -> int:
+        return len(self.part_machine)
+
+
+def check_options(scheduler: str, move: str) -> None:
+    if scheduler not in SCHEDULERS:
+        raise SimError(f"unknown scheduler {scheduler!r} (choose {' or '.join(SCHEDULERS)})")
+    if move not in MOVES:
+        raise SimError(f"unknown MOVE implementation {move!r} (choose {' or '.join(MOVES)})")
+
+
+def _check_design(workload: Workload, design: Design) -> None:
+    n = design.n_partitions
+    missing = [p for p in workload.procedure_names if p not in design.procedures]
+    missing += [t for t in workload.table_names if t not in design.state]
+    if missing:
+        raise SimError(f"design does not place {missing[0]!r} of workload {workload.name!r}"
+                       + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    extra = [p for p in design.procedures if p not in set(workload.procedure_names)]
+    extra += [t for t in design.state if t not in set(workload.table_names)]
+    if extra:
+        raise SimError(f"design places {extra[0]!r}, which workload {workload.name!r} does not have")
+    for name, p in list(design.procedures.items()) + list(design.state.items()):
+        if p is not None and not 0 <= p < n:
+            raise SimError(f"design puts {name!r} on partition {p}, outside 0..{n - 1}")
+
+
+def _jitter(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
+    """Mean-one multiplicative noise with coefficient of variation `cv` (lognormal)."""
+    if cv <= 0:
+        return np.ones(n)
+    sigma2 = math.log(1 + cv * cv)
+    return rng.lognormal(-sigma2 / 2, math.sqrt(sigma2), n)
+
+
+def compile_plan(workload: Workload, design: Design, *, params: SimParams, scheduler: str,
+                 move: str, batches: int, batch_size: int | None, seed: int) -> Plan:
+    check_options(scheduler, move)
+    if batches < 10:
+        raise SimError(f"batches must be at least 10, got {batches}")
+    _check_design(workload, design)
+    spec_bs = workload.input.batch_size
+    bs = spec_bs if batch_size is None else int(batch_size)
+    if bs < 1:
+        raise SimError(f"batch size must be >= 1, got {batch_size}")
+    scale = bs / spec_bs
+    ppm = design.partitions_per_machine
+    if params.site_per_partition:  # every partition a site of its own (the bundled engine)
+        part_machine = list(range(design.n_partitions))
+    else:
+        part_machine = [p // ppm for p in range(design.n_partitions)]
+    n_sites = max(part_machine) + 1
+    # the central scheduler's node: a node of its own (index `machines`) or one of the machines
+    central = n_sites if params.central_machine < 0 else part_machine[
+        min(params.central_machine, design.machines - 1) * ppm]
+    nodes = n_sites + (1 if scheduler == "central" and central == n_sites else 0)
+    node_machine = [part_machine.index(n) // ppm for n in range(n_sites)] + [-1]
+    P = params
+
+    # -- units -----------------------------------------------------------------------------
+    order = workload.topological_order()
+    rank = {n: i for i, n in enumerate(order)}
+    group_of: dict[str, tuple[str, ...]] = {}
+    for group in workload.nested:
+        members = tuple(sorted(group, key=rank.get))
+        for m in members:
+            group_of[m] = members
+    units: list[Unit] = []
+    unit_of: dict[str, int] = {}
+    for name in order:
+        if name in unit_of:
+            continue
+        members = group_of.get(name, (name,))
+        base = design.procedures[members[0]]
+        m = part_machine[base]
+        units.append(Unit(" + ".join(members), members, base, m,
+                          m if scheduler == "dls" else central, 0))
+        for mem in members:
+            unit_of[mem] = len(units) - 1
+
+    # -- edges (streams between units, merged per unit pair) -------------------------------
+    merged: dict[tuple[int, int], list[float]] = {}
+    for s in workload.streams:
+        a, b = unit_of[s.source], unit_of[s.target]
+        if a == b:
+            continue
+        acc = merged.setdefault((a, b), [0.0, 0.0])
+        acc[0] += s.tuples * scale
+        acc[1] += s.tuples * scale * s.tuple_bytes
+    edges: list[Edge] = []
+    for (a, b), (tuples, nbytes) in merged.items():
+        ua, ub = units[a], units[b]
+        e = Edge(a, b, f"{ua.name}->{ub.name}", tuples, nbytes, ua.base != ub.base,
+                 ua.base // ppm != ub.base // ppm)
+        if move == "txn" and e.crosses_partition:
+            e.move_txn = DistSpec(
+                (ua.base, ub.base), P.txn_overhead_s + tuples * P.row_write_s,
+                (Round((ub.base,), P.fragment_s + tuples * P.row_write_s, nbytes),))
+        ua.out_edges.append(len(edges))
+        ub.n_inputs += 1
+        ub.in_bytes += nbytes
+        ua.out_bytes += nbytes
+        edges.append(e)
+    sources = [i for i, u in enumerate(units) if u.n_inputs == 0]
+    sinks = [i for i, u in enumerate(units) if not u.out_edges]
+    in_tuple_bytes = 16 * max(len(workload.input.fields), 1)
+    input_bytes = bs * in_tuple_bytes
+    for i in sources:
+        units[i].in_bytes = input_bytes
+
+    # -- per-batch service times -----------------------------------------------------------
+    n_all = design.n_partitions
+    for ui, u in enumerate(units):
+        rng = np.random.default_rng([seed, ui])
+        procs = [workload.procedure(mname) for mname in u.members]
+        cost = sum(p.cost for p in procs)
+        tuples_in = sum(edges[k].tuples for k in range(len(edges)) if edges[k].dst == ui) if u.n_inputs else bs
+        tuples_out = sum(edges[k].tuples for k in u.out_edges)
+        # sending the commit notification back to the scheduler is the partition thread's job
+        same = u.machine == u.sched
+        ack_send = P.local_msg_cpu_s if same else (
+            P.msg_cpu_s + (u.out_bytes * P.ser_byte_s if move == "rpc" else 0.0))
+        fixed = (P.txn_overhead_s + cost * P.cost_unit_s + tuples_in * P.tuple_in_s
+                 + tuples_out * P.tuple_out_s + ack_send)
+        accesses = [a for p in procs for a in p.accesses]
+        # where each access goes: -1 = the base partition, else a tuple of partitions
+        targets: list[tuple[int, ...] | None] = []
+        for a in accesses:
+            where = design.state[a.table]
+            if where is None:
+                targets.append(None if a.mode == "read" or n_all == 1
+                               else tuple(q for q in range(n_all) if q != u.base))
+            else:
+                targets.append(None if where == u.base else (where,))
+        row_s = [(a.rows * scale) * (P.row_write_s if a.mode == "write" else P.row_read_s)
+                 for a in accesses]
+        present = np.ones((len(accesses), batches), dtype=bool)
+        for k, a in enumerate(accesses):
+            if a.probability < 1.0:
+                present[k] = rng.random(batches) < a.probability
+        noise = _jitter(rng, P.service_cv, batches)
+        local_rows = np.zeros(batches)
+        rows_touched = np.zeros(batches)
+        for k, t in enumerate(targets):
+            if t is None or len(t) > 1:  # replicated writes also update the local copy
+                local_rows += present[k] * row_s[k]
+            rows_touched += present[k] * (accesses[k].rows * scale)
+        service = (fixed + local_rows) * noise
+        u.service = service.tolist()
+        if P.txn_after_commit_s or P.row_after_commit_s:
+            u.post = ((P.txn_after_commit_s + rows_touched * P.row_after_commit_s) * noise).tolist()
+        remote = [k for k, t in enumerate(targets) if t is not None]
+        if not remote:
+            continue
+        u.dist = [None] * batches
+        cache: dict[tuple, DistSpec | None] = {}
+        probabilistic = [k for k in remote if accesses[k].probability < 1.0]
+        pbits = present[probabilistic].T.tolist() if probabilistic else [[]] * batches
+        for b in range(batches):
+            key = tuple(pbits[b])
+            spec = cache.get(key, ...)
+            if spec is ...:
+                spec = _dist_spec(u.base, [(targets[k], row_s[k]) for k in range(len(accesses))
+                                          if present[k, b]], P)
+                cache[key] = spec
+            if spec is not None:
+                u.dist[b] = DistSpec(spec.parts, u.service[b], spec.rounds)
+    return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
+                sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine)
+
+
+def _dist_spec(base: int, steps: list[tuple[tuple[int, ...] | None, float]], P: SimParams
+               ) -> DistSpec | None:
+    """Group consecutive remote accesses to the same partitions into dependent rounds."""
+    rounds: list[Round] = []
+    last = None
+    for target, work in steps:
+        if target is None:  # local work between two remote steps makes them dependent
+            last = None
+            continue
+        if last == target:
+            rounds[-1].work_s += work
+        else:
+            rounds.append(Round(target, P.fragment_s + work, P.control_bytes))
+            last = target
+    if not rounds:
+        return None
+    parts = [base]
+    for r in rounds:
+        parts.extend(q for q in r.parts if q not in parts)
+    return DistSpec(tuple(parts), 0.0, tuple(rounds))

@@ -1,0 +1,112 @@
+"""The calibration micro-benchmarks: tiny workloads and designs that each isolate one cost
+of the engine (a single-sited transaction and its parts, a scheduler hop inside a machine and
+across machines, bytes moved, 2PC over 2 and 4 partitions, a MOVE as a transaction, the
+central scheduler). Measured on the engine, predicted by the simulator, fitted in `fit.py`.
+
+Every probe runs one batch at a time (a closed loop with a window of 1), so nothing queues
+and what it measures is a plain sum of the step costs: the end-to-end latency, or the busy
+time of one partition per transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from advisor.design import Design
+from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    workload: Workload
+    design: Design
+    observe: str  # "latency" (p50 end-to-end, s), "busy" (partition busy s per batch),
+    # "cycle" (s per batch, closed loop) or "throughput" (batches/s; checks only)
+    partition: int = 0  # for "busy"
+    scheduler: str = "dls"
+    move: str = "rpc"
+    window: int = 1  # batches in flight
+
+    @property
+    def key(self) -> str:
+        return (f"{self.name}:{self.observe}" + (f"@p{self.partition}" if self.observe == "busy" else "")
+                + (f"/w{self.window}" if self.window != 1 else ""))
+
+
+def _workload(name: str, sps: list[tuple[float, tuple[Access, ...]]], tables: list[str],
+              tuple_bytes: int = 64, batch_size: int = 10) -> Workload:
+    procs = tuple(Procedure(f"SP{i + 1}", cost, acc) for i, (cost, acc) in enumerate(sps))
+    streams = tuple(Stream(f"SP{i + 1}", f"SP{i + 2}", batch_size, tuple_bytes)
+                    for i in range(len(sps) - 1))
+    return Workload(f"calibration-{name}", tuple(Table(t, 100_000, 64, "k") for t in tables),
+                    procs, streams, input=InputSpec(batch_size=batch_size, fields=("k", "v")))
+
+
+def _design(w: Workload, machines: int, ppm: int, procs: dict, state: dict) -> Design:
+    return Design(w.name, machines, ppm, procs, state, method="calibration")
+
+
+def _reads(table: str, rows: float) -> tuple[Access, ...]:
+    return (Access(table, "read", rows, "input:k"),)
+
+
+def probes() -> list[Probe]:
+    out: list[Probe] = []
+
+    def single(name, cost, accesses, tables, batch_size=10):
+        w = _workload(name, [(cost, accesses)], tables, batch_size=batch_size)
+        d = _design(w, 1, 1, {"SP1": 0}, {t: 0 for t in tables})
+        out.append(Probe(name, w, d, "busy"))
+        out.append(Probe(name, w, d, "latency"))
+        if name == "txn":
+            out.append(Probe(name, w, d, "cycle"))
+
+    # a single-sited transaction and what it is made of
+    single("txn", 1.0, _reads("T1", 10), ["T1"])
+    single("txn_cost", 4.0, _reads("T1", 10), ["T1"])
+    single("txn_reads", 1.0, _reads("T1", 100), ["T1"])
+    single("txn_writes", 1.0, (Access("T1", "write", 100, "input:k"),), ["T1"])
+    single("txn_empty", 1.0, (), ["T1"])
+    single("txn_tuples", 1.0, (), ["T1"], batch_size=100)
+
+    # a two-SP pipeline: the scheduler hop and the MOVE, inside one machine and across two
+    def pipeline(name, machines, ppm, tuple_bytes=64, scheduler="dls", move="rpc", observe=("latency",)):
+        w = _workload(name, [(1.0, ()), (1.0, ())], ["T1"], tuple_bytes=tuple_bytes)
+        d = _design(w, machines, ppm, {"SP1": 0, "SP2": 1}, {"T1": 0})
+        for o in observe:
+            out.append(Probe(name, w, d, o, 0, scheduler, move))
+
+    pipeline("hop_local", 1, 2, observe=("latency", "busy", "cycle"))
+    pipeline("hop_remote", 2, 1)
+    pipeline("hop_remote_bytes", 2, 1, tuple_bytes=2048)
+    pipeline("hop_central", 2, 1, scheduler="central")
+    pipeline("move_txn", 2, 1, move="txn")
+
+    # distributed transactions: 2PC over 2 partitions (one machine, two), and over 4
+    def two_pc(name, machines, ppm, n):
+        tables = [f"T{i + 1}" for i in range(n)]
+        acc = tuple(Access(t, "read" if i == 0 else "write", 10, "input:k") for i, t in enumerate(tables))
+        w = _workload(name, [(1.0, acc)], tables)
+        d = _design(w, machines, ppm, {"SP1": 0}, {t: i for i, t in enumerate(tables)})
+        out.append(Probe(name, w, d, "latency"))
+
+    two_pc("2pc_local", 1, 2, 2)
+    two_pc("2pc_2", 2, 1, 2)
+    two_pc("2pc_4", 4, 1, 4)
+
+    # loaded: 16 batches in flight, seconds per batch. Latency alone cannot tell the CPU a
+    # message costs from the time it travels; under load only the CPU limits throughput.
+    for p in list(out):
+        if p.observe == "latency" and p.name in LOADED:
+            out.append(Probe(p.name, p.workload, p.design, "cycle", 0, p.scheduler, p.move, 16))
+    return out
+
+
+LOADED = ("txn", "txn_reads", "hop_local", "hop_remote", "hop_remote_bytes", "2pc_2", "move_txn")
+CHECKED = ("hop_central", "2pc_local", "2pc_4", "txn_writes")
+
+
+def throughput_checks() -> list[Probe]:
+    """Loaded runs (16 batches in flight) the fit is checked against, not fitted to."""
+    return [Probe(p.name, p.workload, p.design, "throughput", 0, p.scheduler, p.move, 16)
+            for p in probes() if p.observe == "latency" and p.name in CHECKED]

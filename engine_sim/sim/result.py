@@ -1,0 +1,152 @@
+"""What a simulation reports: the engine's RunResult fields where they overlap, plus what the
+model can see and the engine cannot (utilisation of every resource, per-stream MOVE cost)."""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+WARMUP = 0.1  # the first tenth of the batches is not measured
+
+
+@dataclass
+class SimResult:
+    throughput_tps: float  # tuples per second
+    throughput_bps: float  # batches per second
+    latency_p50_ms: float
+    latency_p99_ms: float
+    distributed_txns: int  # distributed transactions (SPs touching several partitions, MOVE txns)
+    moves: int  # stream batches handed to an SP on another partition
+    partition_utilisation: list[float]  # share of time each partition was executing or held
+    latency_mean_ms: float = 0.0
+    partition_busy_s: list[float] = field(default_factory=list)  # executing only
+    machine_utilisation: list[float] = field(default_factory=list)  # mean of its partitions
+    coordinator_utilisation: list[float] = field(default_factory=list)
+    link_utilisation: list[float] = field(default_factory=list)  # outgoing network, per machine
+    peak_utilisation: float = 0.0  # of the busiest resource
+    bottleneck: str = ""  # the busiest resource, e.g. "partition 3" or "scheduler of SP5"
+    txns: int = 0
+    move_txns: int = 0
+    workload: str = ""
+    machines: int = 1
+    partitions_per_machine: int = 1
+    scheduler: str = "dls"
+    move: str = "rpc"
+    batches: int = 0
+    batch_size: int = 0
+    input_rate: float | None = None  # offered batches per second (None: closed loop)
+    window: int | None = None  # closed loop: batches kept in flight
+    kept_up: bool = True  # the engine kept up with the offered rate
+    latency_bound_s: float = 1.0
+    within_bound: bool = True  # kept up and mean latency within the bound
+    sim_time_s: float = 0.0  # simulated seconds
+    wall_s: float = 0.0
+    events: int = 0
+    procedures: dict[str, dict] = field(default_factory=dict)
+    streams: dict[str, dict] = field(default_factory=dict)
+    search: list[dict] = field(default_factory=list)  # max_throughput's probes
+    cpu_dilation: float = 1.0  # CPU costs stretched by host sharing (SimParams.host_cores)
+
+    def to_dict(self) -> dict:
+        def clean(v):
+            if isinstance(v, float):
+                return round(v, 6) if math.isfinite(v) else None
+            if isinstance(v, list):
+                return [clean(x) for x in v]
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            return v
+
+        return {k: clean(v) for k, v in asdict(self).items()}
+
+    @property
+    def bottleneck_machine(self) -> int:
+        """The most loaded machine (partitions or coordinator, whichever is busier)."""
+        load = [max(p, c) for p, c in zip(self.machine_utilisation, self.coordinator_utilisation)]
+        return int(np.argmax(load)) if load else 0
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        return (f"<b>Simulated {e(self.workload)}</b> on {self.machines}x{self.partitions_per_machine}"
+                f" ({e(self.scheduler)}, {e(self.move)} MOVE): {self.throughput_tps:,.0f} tuples/s, "
+                f"latency p50 {self.latency_p50_ms:.2f} ms / p99 {self.latency_p99_ms:.2f} ms, "
+                f"{self.distributed_txns} distributed txns, {self.moves} MOVEs")
+
+
+def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
+    plan = model.plan
+    B = plan.batches
+    done = np.asarray(model.done_at)
+    arrival = np.asarray(model.arrival)
+    w = int(B * WARMUP)
+    ends = np.sort(done)
+    span = ends[-1] - ends[w]
+    measured = B - 1 - w
+    bps = float(measured / span) if span > 0 else float("inf")
+    if not math.isfinite(bps):
+        bps = B / max(float(ends[-1]), 1e-12)
+    lat = (done[w:] - arrival[w:]) * 1e3
+    makespan = max(float(ends[-1]), model.env.now, 1e-12)  # releases may follow the last commit
+    # every batch runs every unit once: add up the single-sited work after the run
+    busy, held_s = list(model.part_busy), list(model.part_held)
+    for u in plan.units:
+        work = u.service if u.post is None else [a + b for a, b in zip(u.service, u.post)]
+        single = sum(work) if u.dist is None else sum(
+            s for s, d in zip(work, u.dist) if d is None)
+        busy[u.base] += single
+        held_s[u.base] += single
+    held = [float(h / makespan) for h in held_s]
+    busy = [float(x) for x in busy]
+    ppm = plan.partitions_per_machine
+    machine_util = [float(np.mean(held[m * ppm:(m + 1) * ppm])) for m in range(plan.machines)]
+    offered = model.rate
+    kept_up = offered is None or bps >= 0.98 * offered
+    coord = [c / makespan for c in model.coord_busy]
+    link = [c / makespan for c in model.nic_busy]
+    def node_name(n: int) -> str:
+        m = plan.node_machine[n] if n < len(plan.node_machine) - 1 else -1
+        if m < 0:
+            return "central scheduler node"
+        return f"site of partition {n} (machine {m})" if plan.params.site_per_partition else f"machine {m}"
+
+    candidates = [(u, f"partition {p}") for p, u in enumerate(held)]
+    candidates += [(u, f"coordinator of {node_name(n)}") for n, u in enumerate(coord)]
+    candidates += [(u, f"network link of {node_name(n)}") for n, u in enumerate(link)]
+    candidates += [(s / makespan, f"scheduler of {plan.units[i].name}")
+                   for i, s in enumerate(model.sched_busy)]
+    peak, bottleneck = max(candidates, key=lambda c: c[0])
+    mean = float(lat.mean())
+    procedures = {}
+    for i, u in enumerate(plan.units):
+        procedures[u.name] = {
+            "partition": u.base, "machine": u.base // ppm,
+            "txns": B, "distributed": model.u_dist_count[i],
+            "scheduler_utilisation": model.sched_busy[i] / makespan,
+            "mean_service_ms": float(np.mean(u.service)) * 1e3,
+        }
+    streams = {}
+    for i, e in enumerate(plan.edges):
+        n = B if e.crosses_partition else 0
+        streams[e.name] = {
+            "moves": n, "crosses_machine": e.crosses_machine, "bytes_per_batch": e.bytes,
+            "mean_move_ms": (model.e_move_time[i] / n * 1e3) if n else 0.0,
+        }
+    return SimResult(
+        throughput_tps=bps * plan.batch_size, throughput_bps=bps,
+        latency_p50_ms=float(np.percentile(lat, 50)), latency_p99_ms=float(np.percentile(lat, 99)),
+        latency_mean_ms=mean, distributed_txns=model.dist_txns,
+        moves=B * sum(e.crosses_partition for e in plan.edges),
+        partition_utilisation=held, partition_busy_s=busy,
+        machine_utilisation=machine_util,
+        coordinator_utilisation=coord, link_utilisation=link, peak_utilisation=peak,
+        bottleneck=bottleneck,
+        txns=B * len(plan.units), move_txns=model.move_txns, workload=plan.workload,
+        machines=plan.machines, partitions_per_machine=ppm, scheduler=plan.scheduler,
+        move=plan.move, batches=B, batch_size=plan.batch_size, input_rate=offered, window=model.window,
+        kept_up=kept_up, latency_bound_s=latency_bound_s,
+        within_bound=kept_up and mean <= latency_bound_s * 1e3,
+        sim_time_s=makespan, wall_s=wall_s, events=model.env.events,
+        procedures=procedures, streams=streams,
+    )

@@ -1,0 +1,178 @@
+"""Validate a design: run it on the engine (where it fits this machine) and on the simulator,
+side by side with the advisor's predicted cost, and name the bottleneck (the most loaded
+machine, the most expensive MOVE, the most frequent distributed transaction) so the user
+knows what to change next (dissertation 6.3, "evaluate and iterate").
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.workload import Workload
+
+ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
+               "distributed_txns", "moves", "history_check", "wall_s")
+
+
+class ValidationError(AdvisorError):
+    """A validation that cannot run as asked."""
+
+
+def engine_partition_limit() -> int:
+    """The largest design (in partitions) the engine runs on this machine: every partition is
+    an execution thread/process, and more than a few per core measure the OS scheduler."""
+    return max(8, 4 * (os.cpu_count() or 1))
+
+
+@dataclass
+class ValidationResult:
+    workload: str
+    design: str
+    machines: int
+    partitions_per_machine: int
+    predicted_cost: dict
+    engine: dict | None = None
+    simulator: dict | None = None
+    bottleneck: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"workload": self.workload, "design": self.design, "machines": self.machines,
+                "partitions_per_machine": self.partitions_per_machine,
+                "predicted_cost": self.predicted_cost, "engine": self.engine,
+                "simulator": self.simulator, "bottleneck": self.bottleneck, "notes": self.notes}
+
+    def describe(self) -> list[str]:
+        lines = [f"validation of {self.design} for {self.workload} on {self.machines} machines x "
+                 f"{self.partitions_per_machine} partitions"]
+        c = self.predicted_cost
+        lines.append(f"  predicted cost      {c['total']:.4f} (state {c['state_colocation']:.3f}, "
+                     f"processing {c['processing_colocation']:.3f}, balance {c['load_balance']:.3f})")
+        rows = (("throughput (tuples/s)", "throughput_tps", "{:,.0f}"),
+                ("latency p50 (ms)", "latency_p50_ms", "{:.2f}"),
+                ("latency p99 (ms)", "latency_p99_ms", "{:.2f}"),
+                ("distributed txns", "distributed_txns", "{:,}"),
+                ("MOVEs", "moves", "{:,}"))
+        lines.append(f"  {'':<22}{'engine':>14}{'simulator':>14}")
+        for title, key, fmt in rows:
+            cells = []
+            for side in (self.engine, self.simulator):
+                v = None if side is None else side.get(key)
+                cells.append("-" if v is None else fmt.format(v))
+            lines.append(f"  {title:<22}{cells[0]:>14}{cells[1]:>14}")
+        if self.engine and self.engine.get("history_check") is not None:
+            lines.append(f"  engine history check: {self.engine['history_check']}")
+        b = self.bottleneck
+        lines.append("bottleneck:")
+        for key in ("machine", "move", "distributed_txn"):
+            if b.get(key):
+                lines.append(f"  {b[key]['text']}")
+        lines += [f"note: {n}" for n in self.notes]
+        return lines
+
+
+def static_hotspots(workload: Workload, design: Design) -> tuple[list[dict], list[dict]]:
+    """Distributed SPs and cross-partition streams a design implies, from the spec alone:
+    (SP, chance a batch runs distributed) and (stream, bytes per batch, crosses machine)."""
+    dist = []
+    for p in workload.procedures:
+        base = design.procedures[p.name]
+        never_remote = 1.0
+        for a in p.accesses:
+            where = design.state[a.table]
+            remote = (where is not None and where != base) or (where is None and a.mode == "write"
+                                                              and design.n_partitions > 1)
+            if remote:
+                never_remote *= 1.0 - a.probability
+        if never_remote < 1.0:
+            dist.append({"procedure": p.name, "per_batch": 1.0 - never_remote})
+    moves = []
+    ppm = design.partitions_per_machine
+    for s in workload.streams:
+        a, b = design.procedures[s.source], design.procedures[s.target]
+        if a != b:
+            moves.append({"stream": f"{s.source}->{s.target}", "bytes_per_batch": s.tuples * s.tuple_bytes,
+                          "crosses_machine": a // ppm != b // ppm})
+    return dist, moves
+
+
+def find_bottleneck(workload: Workload, design: Design, sim: dict | None, engine: dict | None) -> dict:
+    out: dict = {}
+    ppm = design.partitions_per_machine
+    if sim is not None:
+        util = [max(p, c) for p, c in zip(sim["machine_utilisation"], sim["coordinator_utilisation"])]
+        m = max(range(len(util)), key=util.__getitem__)
+        out["machine"] = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
+                          "text": f"most loaded machine: {m} ({util[m]:.0%} busy in the simulator; "
+                                  f"busiest resource {sim['bottleneck']})"}
+    elif engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
+        busy = engine["partition_busy_s"]
+        per_machine = [sum(busy[i * ppm:(i + 1) * ppm]) / ppm / engine["wall_s"]
+                       for i in range(design.machines)]
+        m = max(range(len(per_machine)), key=per_machine.__getitem__)
+        out["machine"] = {"machine": m, "utilisation": per_machine[m],
+                          "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
+    dist, moves = static_hotspots(workload, design)
+    if sim is not None:
+        streams = [(name, s) for name, s in sim["streams"].items() if s["moves"]]
+        if streams:
+            name, s = max(streams, key=lambda kv: (kv[1]["crosses_machine"], kv[1]["mean_move_ms"],
+                                                   kv[1]["bytes_per_batch"]))
+            out["move"] = {"stream": name, **s, "text": (
+                f"most expensive MOVE: {name} ({s['bytes_per_batch']:.0f} bytes per batch"
+                f"{', across machines' if s['crosses_machine'] else ', inside one machine'}"
+                + (f", {s['mean_move_ms']:.3f} ms each" if s["mean_move_ms"] else "") + ")")}
+        procs = [(name, p) for name, p in sim["procedures"].items() if p["distributed"]]
+        if procs:
+            name, p = max(procs, key=lambda kv: kv[1]["distributed"])
+            out["distributed_txn"] = {"procedure": name, "count": p["distributed"], "text": (
+                f"most frequent distributed transaction: {name} ({p['distributed']} of "
+                f"{p['txns']} transactions)")}
+    else:
+        if moves:
+            mv = max(moves, key=lambda x: (x["crosses_machine"], x["bytes_per_batch"]))
+            out["move"] = {**mv, "text": f"most expensive MOVE: {mv['stream']} "
+                                         f"({mv['bytes_per_batch']:.0f} bytes per batch)"}
+        if dist:
+            d = max(dist, key=lambda x: x["per_batch"])
+            out["distributed_txn"] = {**d, "text": f"most frequent distributed transaction: "
+                                                   f"{d['procedure']} ({d['per_batch']:.0%} of batches)"}
+    return out
+
+
+def _engine_dict(run) -> dict:
+    d = run.to_dict() if hasattr(run, "to_dict") else dict(vars(run))
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
+def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
+             calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
+             move: str = "rpc", latency_bound_s: float = 1.0) -> ValidationResult:
+    from advisor.api import evaluate
+
+    cost = evaluate(design, workload).to_dict()
+    result = ValidationResult(workload.name, design.method or "design", design.machines,
+                              design.partitions_per_machine, cost)
+    if engine:
+        limit = engine_partition_limit()
+        if design.n_partitions > limit:
+            result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions, "
+                                f"more than this machine runs ({limit}); the simulator predicts it")
+        else:
+            try:
+                from engine_sim.engine import run_workload
+            except ImportError as exc:
+                raise ValidationError(f"the engine is not available: {exc}") from None
+            run = run_workload(workload, design, batches=batches, scheduler=scheduler, move=move,
+                               seed=seed, latency_bound_s=latency_bound_s)
+            result.engine = _engine_dict(run)
+    if sim:
+        from engine_sim.sim import simulate
+
+        r = simulate(workload, design, scheduler=scheduler, move=move, calibration=calibration,
+                     batches=max(batches, 200), seed=seed, latency_bound_s=latency_bound_s)
+        result.simulator = r.to_dict()
+    result.bottleneck = find_bottleneck(workload, design, result.simulator, result.engine)
+    return result

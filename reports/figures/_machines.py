@@ -1,0 +1,103 @@
+"""Load and memory per machine: stacked by SP (load) and by state item (memory), against
+the machine's fair share of the load and its memory limit."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from reports.figures._common import graph_for, label, machine_colours, new_axes
+
+
+@dataclass
+class _StackInfo:
+    machines: int
+    segments: list[tuple[int, str, float, bool]]  # machine, item, amount, replicated copy
+    totals: np.ndarray
+    limit: np.ndarray | None  # per machine; None: no limit
+    limit_label: str
+    unit: str
+    title: str
+    hard_limit: bool = False  # memory is a hard limit; the fair share of load is not
+
+
+def _load_info(design, graph) -> _StackInfo:
+    graph = graph_for(design, graph)
+    proc, _ = design.arrays(graph)
+    c = graph.cost
+    mach = proc // design.partitions_per_machine
+    segments = [(int(mach[i]), n, float(c.proc_load[i]), False) for i, n in enumerate(graph.proc_names)]
+    totals = np.bincount(mach, weights=c.proc_load, minlength=design.machines)
+    share = c.capacity / c.capacity.sum() * c.proc_load.sum()
+    return _StackInfo(design.machines, segments, totals, share, "fair share of the load at capacity",
+                      "load (cost units per batch)", "load per machine")
+
+
+def _memory_info(design, graph) -> _StackInfo:
+    graph = graph_for(design, graph)
+    _, state = design.arrays(graph)
+    c = graph.cost
+    ppm = design.partitions_per_machine
+    mb = c.state_bytes / 2**20
+    segments = []
+    for j, n in enumerate(graph.state_names):
+        if state[j] < 0:
+            segments += [(m, n, float(mb[j]), True) for m in range(design.machines)]
+        else:
+            segments.append((int(state[j] // ppm), n, float(mb[j]), False))
+    totals = np.zeros(design.machines)
+    for m, _, x, _ in segments:
+        totals[m] += x
+    limit = None
+    if c.memory_limit_bytes is not None:
+        limit = np.full(design.machines, c.memory_limit_bytes / 2**20)
+    return _StackInfo(design.machines, segments, totals, limit, "memory limit", "state (MB)",
+                      "memory per machine", hard_limit=True)
+
+
+def plot_machine_load(design, graph, ax=None):
+    """Processing load per machine, stacked by SP, against each machine's fair share."""
+    ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
+    _draw_stacks(_load_info(design, graph), ax)
+    return ax
+
+
+def plot_machine_memory(design, graph, ax=None):
+    """State size per machine, stacked by item (hatched = a replicated copy), against the limit."""
+    ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
+    _draw_stacks(_memory_info(design, graph), ax)
+    return ax
+
+
+def _draw_stacks(info: _StackInfo, ax) -> None:
+    colours = machine_colours(info.machines)
+    bottom = np.zeros(info.machines)
+    top = info.totals.max() if info.totals.size and info.totals.max() > 0 else 1.0
+    for m, name, amount, replicated in info.segments:
+        if amount <= 0:
+            continue
+        ax.bar(m, amount, bottom=bottom[m], color=colours[m], edgecolor="white", linewidth=0.8,
+               hatch="//" if replicated else None, alpha=0.55 if replicated else 0.9)
+        if amount >= 0.08 * top and info.machines <= 16:
+            ax.text(m, bottom[m] + amount / 2, label(name, 14), ha="center", va="center", fontsize=6)
+        bottom[m] += amount
+    if info.limit is not None:
+        xs = np.arange(info.machines)
+        ax.hlines(info.limit, xs - 0.45, xs + 0.45, colors="#d62728", linestyles="--",
+                  label=info.limit_label)
+        if info.hard_limit:
+            over = info.totals > info.limit * (1 + 1e-9)
+            for m in np.flatnonzero(over):
+                ax.text(m, info.totals[m], "over the limit", color="#d62728", ha="center",
+                        va="bottom", fontsize=7)
+        ax.legend(fontsize=7, loc="upper right", frameon=False)
+        ymax = max(top, float(np.max(info.limit)))
+    else:
+        ymax = top
+    ax.set_ylim(0, ymax * 1.15)
+    ax.set_xticks(range(info.machines))
+    ax.set_xticklabels([f"m{m}" for m in range(info.machines)], fontsize=7)
+    ax.set_xlabel("machine", fontsize=8)
+    ax.set_ylabel(info.unit, fontsize=8)
+    ax.set_title(info.title, fontsize=9)
+    ax.tick_params(labelsize=7)

@@ -1,0 +1,305 @@
+"""One self-contained HTML report of a design: what a team reads to decide a deployment.
+
+`build_report` gathers the numbers (cost of the design and of every baseline, machines,
+sensitivity, scaling, suggestions, validation), draws the figures as embedded PNGs and fills
+the Jinja2 template with autoescaping on, so a name from a spec is always shown as text.
+Nothing in the file refers to the network.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+
+from costmodel import machine_loads, machine_memory
+from advisor.atomic import atomic_write_text
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from reports.predict import PredictOptions, predict
+from reports.sensitivity import design_signature
+
+TEMPLATE = "report.html.j2"
+
+
+@dataclass
+class ReportOptions:
+    sensitivity: bool = True
+    scaling: bool = True
+    suggestions: bool = True
+    baselines: bool = True
+    predict: PredictOptions = field(default_factory=PredictOptions)
+    scaling_machines: list[int] | None = None  # default: 1, 2, 4, ... twice the design's
+    seed: int = 0
+    max_assignment_rows: int = 2000
+
+
+def _environment():
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
+                              autoescape=True, undefined=jinja2.StrictUndefined)
+
+
+def _png(draw, figsize=(6.4, 3.6)) -> str:
+    """Draw on a detached figure (no pyplot state, nothing shown in a notebook) -> base64 PNG."""
+    from reports.figures._common import detached_figure, figure_png_base64
+
+    fig = detached_figure(figsize)
+    draw(fig.add_subplot())
+    return figure_png_base64(fig)
+
+
+def _fmt(x, digits: int = 4) -> str:
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def _tps(x) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def _resolve(design, source, workload):
+    from advisor.api import load_source
+
+    if not isinstance(design, Design):
+        design = Design.load(design)
+    spec, graph = load_source(source)
+    workload = workload if workload is not None else spec
+    c = graph.cost
+    if (c.machines, c.partitions_per_machine) != (design.machines, design.partitions_per_machine):
+        graph = graph.with_cluster(design.machines, design.partitions_per_machine,
+                                   c.capacity if c.capacity.size == design.machines else None,
+                                   c.memory_limit_bytes)
+    if workload is not None and (workload.cluster.machines, workload.cluster.partitions_per_machine) != (
+            design.machines, design.partitions_per_machine):
+        workload = workload.with_cluster(design.machines, design.partitions_per_machine)
+    design.arrays(graph)  # fails with a one-line DesignError if the names do not match
+    if workload is not None and workload is not spec:
+        from advisor.graph import WorkloadGraph
+
+        design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
+    return design, graph, workload
+
+
+def _source_label(source) -> str:
+    from advisor.workload import Workload
+
+    if isinstance(source, Workload):
+        return source.source or f"workload {source.name}"
+    return str(getattr(source, "name", source)) if not isinstance(source, (str, Path)) else str(source)
+
+
+def build_report(design: Design | str | Path, source, validation=None, *, workload=None,
+                 title: str | None = None, options: ReportOptions | None = None,
+                 progress: Callable[[str], None] | None = None) -> str:
+    """The report as an HTML string.
+
+    `source` is what the design was made for (bundled name, spec path, Workload or statistics
+    dir); `workload` is a spec to simulate when the source is statistics; `validation` is the
+    result of `advisor validate` (path, dict or object), shown when given.
+    """
+    from advisor import __version__
+    from reports import figures as F
+    from reports.figures._graph import graph_figsize
+
+    o = options or ReportOptions()
+    say = progress or (lambda _msg: None)
+    design, graph, workload = _resolve(design, source, workload)
+    weights = design.weights
+    cost = design.rescore(graph, weights)
+    design = replace(design, cost=cost)  # scored on this source; the caller's object stays as it was
+
+    say("scoring baselines")
+    designs = {"this design": design}
+    if o.baselines:
+        from advisor.api import recommend
+
+        rec = recommend(graph, weights=weights, seed=o.seed)
+        if design_signature(rec.design) != design_signature(design):
+            designs["advisor (current search)"] = rec.design
+        designs.update(rec.baselines)
+    sims = {}
+    if workload is not None:
+        say(f"simulating {len(designs)} designs")
+        for name, d in designs.items():
+            sims[name] = predict(workload, d, o.predict)
+    own_sim = sims.get("this design")
+
+    say("drawing figures")
+    figures = {
+        "graph": _png(lambda ax: F.plot_graph(design, graph, ax=ax), graph_figsize(design, graph)),
+        "load": _png(lambda ax: F.plot_machine_load(design, graph, ax=ax), (5.6, 3.4)),
+        "memory": _png(lambda ax: F.plot_machine_memory(design, graph, ax=ax), (5.6, 3.4)),
+        "cost": _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6)),
+    }
+
+    context = {
+        "title": title or f"Design report: {graph.name}",
+        "workload_name": graph.name, "machines": design.machines,
+        "partitions_per_machine": design.partitions_per_machine,
+        "weights": {k: f"{v:g}" for k, v in weights.to_dict().items()},
+        "method": design.method or "unknown", "source_label": _source_label(source),
+        "provenance": ", ".join(f"{k}={v}" for k, v in design.provenance.items() if k in ("seed", "search", "version")),
+        "version": __version__, "figures": figures,
+        "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
+                 "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),
+                 "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},
+        "latency_bound": f"{o.predict.latency_bound_s:g}", "sim_batches": o.predict.batches,
+    }
+    context.update(_cost_rows(designs, sims))
+    context["verdict"] = _verdict(designs, sims)
+    context.update(_machine_rows(design, graph, own_sim))
+
+    from reports.suggestions import find_bottleneck, suggest
+
+    if o.sensitivity:
+        say("sensitivity sweep over alpha, beta, gamma")
+        context.update(_sensitivity_context(graph, design, o))
+    else:
+        context.update(sensitivity_figure=None, sensitivity_text="", sensitivity_designs=[])
+    context["scaling_figure"] = None
+    if o.scaling and workload is not None and own_sim is not None:
+        from reports.scaling import default_machine_counts, scaling_curve
+
+        counts = o.scaling_machines or default_machine_counts(design.machines)
+        say(f"throughput against machines {counts}")
+        curve = scaling_curve(workload, counts, weights, design.partitions_per_machine, o.seed,
+                              options=o.predict)
+        context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
+
+    context["validation"] = None
+    if validation is not None:
+        from reports.validation_view import ValidationView
+
+        view = ValidationView.from_any(validation)
+        context["validation"] = {
+            "figure": _png(lambda ax: F.plot_engine_vs_simulator(view, ax=ax), (6.0, 3.2)) if view.has_both else None,
+            "header": view.header, "rows": view.rows, "notes": view.notes,
+        }
+
+    bottleneck = find_bottleneck(design, graph, own_sim)
+    context["bottleneck"] = bottleneck.describe()
+    context["suggestions"], context["suggestions_note"] = [], "Not computed."
+    if o.suggestions:
+        say("suggestions: applying each change to a copy of the spec")
+        result = suggest(workload, design, graph, weights, options=o.predict, sim=own_sim, seed=o.seed)
+        context["suggestions"] = [{"text": s.text, "reason": s.reason, "effect": s.gain_text} for s in result]
+        if not result.items:
+            context["suggestions_note"] = ("No change to try: no SP has a key to split on, no read-mostly table is "
+                                           "accessed across machines, and no cut stream joins a mergeable pair.")
+    context.update(_assignment(design, o.max_assignment_rows))
+    return _environment().get_template(TEMPLATE).render(**context)
+
+
+def write_report(design: Design | str | Path, source, path: str | Path, validation=None, **kw) -> Path:
+    """Build the report and write it atomically (a reader never sees half a file); readable by
+    everyone the umask allows, as a document to share (the temporary file was private)."""
+    out = atomic_write_text(path, build_report(design, source, validation, **kw))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(out, 0o666 & ~mask)
+    return out
+
+
+# -- context pieces --------------------------------------------------------------------------
+
+def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
+    own = designs["this design"]
+    own_sig = design_signature(own)
+    own_tps = sims["this design"].throughput_tps if sims.get("this design") is not None else None
+    rows = []
+    for name, d in designs.items():
+        c = d.cost
+        sim = sims.get(name)
+        tps = None if sim is None else float(sim.throughput_tps)
+        rows.append({
+            "name": name, "chosen": name == "this design",
+            "same": name != "this design" and design_signature(d) == own_sig,
+            "state": _fmt(c.state_colocation), "processing": _fmt(c.processing_colocation),
+            "balance": _fmt(c.load_balance), "total": _fmt(c.total), "feasible": "yes" if c.feasible else "NO",
+            "tps": _tps(tps),
+            "ratio": "" if tps is None or not own_tps or name == "this design" else f"{own_tps / tps:.2f}x" if tps > 0 else "inf",
+        })
+    return {"cost_rows": rows, "has_throughput": bool(sims) and own_tps is not None}
+
+
+def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
+    """Does this design beat every baseline in predicted throughput (ties only with baselines
+    that place everything exactly as it does)?"""
+    own = sims.get("this design")
+    if own is None:
+        return None
+    own_sig = design_signature(designs["this design"])
+    beaten, same, losing = [], [], []
+    for name, d in designs.items():
+        if name == "this design" or sims.get(name) is None:
+            continue
+        if design_signature(d) == own_sig:
+            same.append(name)
+        elif own.throughput_tps > sims[name].throughput_tps:
+            beaten.append(name)
+        else:
+            losing.append(f"{name} ({sims[name].throughput_tps:,.0f} tuples/s)")
+    if losing:
+        return {"ok": False, "text": f"This design ({own.throughput_tps:,.0f} tuples/s predicted) does NOT beat: "
+                + ", ".join(losing) + "."}
+    text = f"This design ({own.throughput_tps:,.0f} tuples/s predicted) beats every baseline in predicted throughput"
+    if same:
+        text += f"; {', '.join(same)} found the same placement"
+    return {"ok": True, "text": text + "."}
+
+
+def _machine_rows(design: Design, graph, sim) -> dict:
+    proc, state = design.arrays(graph)
+    c = graph.cost
+    loads = machine_loads(c, proc)
+    mem = machine_memory(c, state) / 2**20
+    total = loads.sum() or 1.0
+    limit = "" if c.memory_limit_bytes is None else f"{c.memory_limit_bytes / 2**20:,.0f}"
+    util = list(sim.machine_utilisation) if sim is not None and sim.machine_utilisation else []
+    rows = [{"machine": m, "load": f"{loads[m]:g}", "share": f"{loads[m] / total:.0%}", "memory": f"{mem[m]:,.1f}",
+             "limit": limit, "utilisation": f"{util[m]:.0%}" if m < len(util) else ""} for m in range(design.machines)]
+    return {"machine_rows": rows, "has_utilisation": bool(util)}
+
+
+def _sensitivity_context(graph, design: Design, o: ReportOptions) -> dict:
+    from reports.figures import plot_sensitivity
+    from reports.sensitivity import sensitivity
+
+    sens = sensitivity(graph, weights=design.weights, seed=o.seed, base_design=design)
+    frame = sens.to_frame()
+    designs = []
+    for letter, d in sens.designs.items():
+        where = frame[frame["design"] == letter]
+        points = ", ".join(f"{t} {s:.0%}" for t, s in zip(where["term"], where["share"]))
+        groups = "; ".join("{" + ", ".join(x.split(":", 1)[1] for x in g) + "}" for g in design_signature(d)[0])
+        designs.append({"letter": letter, "where": points or "the given weights only", "groups": groups})
+    changed = frame[frame["design"] != "A"]
+    if changed.empty:
+        text = "The same design (A) is chosen at every point of the sweep: the choice does not hinge on the weights."
+    else:
+        text = (f"The choice changes at {len(changed)} of {len(frame)} sweep points; the largest extra cost of keeping "
+                f"design A there is {changed['regret'].max():.3f}.")
+    return {"sensitivity_figure": _png(lambda ax: plot_sensitivity(sens, ax=ax), (6.8, 3.8)),
+            "sensitivity_text": text, "sensitivity_designs": designs}
+
+
+def _assignment(design: Design, limit: int) -> dict:
+    ppm = design.partitions_per_machine
+    rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p} for n, p in design.procedures.items()]
+    rows += [{"kind": "state", "name": n, "machine": "all (replicated)" if p is None else p // ppm,
+              "partition": "" if p is None else p} for n, p in design.state.items()]
+    return {"assignment": rows[:limit], "assignment_more": max(0, len(rows) - limit)}
+
+
+def load_validation(path: str | Path) -> dict:
+    """A validation result file (`advisor validate --out`), as a dict; one-line errors."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise AdvisorError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AdvisorError(f"{path}: not a readable validation result: {exc}") from None

@@ -1,0 +1,61 @@
+"""Predicted throughput against the number of machines: the advisor's design for each cluster
+size beside simple baselines, all simulated. Answers "how far does this dataflow scale"."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from costmodel import DEFAULT_WEIGHTS, Weights
+from reports.predict import PredictOptions, predicted_tps
+
+DEFAULT_BASELINES = ("round-robin", "hash-by-table")
+
+
+def default_machine_counts(machines: int, upto: int | None = None) -> list[int]:
+    """1, 2, 4, ... up to twice the design's cluster (at least 4), plus the design's own."""
+    top = upto or max(4, 2 * machines)
+    counts, m = set(), 1
+    while m <= top:
+        counts.add(m)
+        m *= 2
+    counts.add(machines)
+    return sorted(counts)
+
+
+@dataclass
+class ScalingCurve:
+    rows: list[dict] = field(default_factory=list)
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=["machines", "design", "throughput_tps", "cost"])
+
+    def plot(self, ax=None):
+        from reports.figures import plot_throughput_vs_machines
+
+        return plot_throughput_vs_machines(self, ax=ax)
+
+
+def scaling_curve(workload, machine_counts: list[int], weights: Weights | None = None,
+                  partitions_per_machine: int | None = None, seed: int = 0,
+                  baselines: tuple[str, ...] = DEFAULT_BASELINES,
+                  options: PredictOptions | None = None) -> ScalingCurve:
+    """Recommend and simulate on every machine count (needs a spec: the simulator runs it)."""
+    from advisor.api import recommend
+    from advisor.baselines import BASELINE_FUNCTIONS
+    from advisor.design import Design
+
+    weights = weights or DEFAULT_WEIGHTS
+    curve = ScalingCurve()
+    for m in machine_counts:
+        w = workload.with_cluster(machines=m, partitions_per_machine=partitions_per_machine)
+        rec = recommend(w, weights=weights, seed=seed, baselines=False)
+        designs = {"advisor": rec.design}
+        for name in baselines:
+            placed = BASELINE_FUNCTIONS[name](rec.graph, weights, seed)
+            if placed is not None:
+                designs[name] = Design.from_arrays(rec.graph, placed[0], placed[1], weights, method=name)
+        for name, d in designs.items():
+            curve.rows.append({"machines": m, "design": name, "throughput_tps": predicted_tps(w, d, options),
+                               "cost": d.cost.total})
+    return curve

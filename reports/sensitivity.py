@@ -1,0 +1,101 @@
+"""How the recommended design and its cost move when alpha, beta or gamma moves.
+
+The weights are uncertain (they depend on the cluster), so a design worth deploying should
+not flip with a small change of them. One sweep per weight: its share of the total goes over
+a grid while the other two keep their ratio; at every point the advisor recommends again.
+Distinct designs get letters (A = the one chosen at the given weights) so a reader sees
+where the choice changes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodel import DEFAULT_WEIGHTS, Weights
+
+TERMS = ("alpha", "beta", "gamma")
+DEFAULT_SHARES = (0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
+
+
+def sweep_weights(base: Weights, term: str, share: float) -> Weights:
+    """`base` with `term` set to `share` of the total and the other two scaled to the rest."""
+    values = {t: float(getattr(base, t)) for t in TERMS}
+    others = [t for t in TERMS if t != term]
+    rest = sum(values[t] for t in others)
+    out = {term: share}
+    for t in others:
+        out[t] = (1 - share) * (values[t] / rest if rest > 0 else 0.5)
+    return Weights(**out)
+
+
+def design_signature(design) -> tuple:
+    """What makes two designs the same: which SPs and state items share a machine (machine
+    numbers themselves are arbitrary) and which items are replicated."""
+    groups: dict[int, list[str]] = {}
+    ppm = design.partitions_per_machine
+    for n, p in design.procedures.items():
+        groups.setdefault(p // ppm, []).append("p:" + n)
+    for n, p in design.state.items():
+        if p is not None:
+            groups.setdefault(p // ppm, []).append("s:" + n)
+    replicated = tuple(sorted(n for n, p in design.state.items() if p is None))
+    return tuple(sorted(tuple(sorted(g)) for g in groups.values())), replicated
+
+
+@dataclass
+class Sensitivity:
+    """The sweep's results: one row per (term, share) with the chosen design's letter, its
+    cost terms, and what the base design would cost at those weights."""
+
+    base: Weights
+    rows: list[dict] = field(default_factory=list)
+    designs: dict[str, object] = field(default_factory=dict)  # letter -> Design
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    @property
+    def stable(self) -> bool:
+        """True when every point of the sweep chose the base design."""
+        return all(r["design"] == "A" for r in self.rows)
+
+    def plot(self, ax=None):
+        from reports.figures import plot_sensitivity
+
+        return plot_sensitivity(self, ax=ax)
+
+
+def sensitivity(source, machines: int | None = None, partitions_per_machine: int | None = None,
+                weights: Weights | None = None, shares: tuple[float, ...] = DEFAULT_SHARES,
+                seed: int = 0, base_design=None) -> Sensitivity:
+    """Recommend at every point of the three sweeps (baselines skipped: only the choice matters)."""
+    from advisor.api import load_graph, recommend
+
+    base = weights or DEFAULT_WEIGHTS
+    graph = load_graph(source, machines, partitions_per_machine)
+    if base_design is None:
+        base_design = recommend(graph, weights=base, seed=seed, baselines=False).design
+    out = Sensitivity(base=base)
+    letters: dict[tuple, str] = {design_signature(base_design): "A"}
+    out.designs["A"] = base_design
+    for term in TERMS:
+        for share in shares:
+            w = sweep_weights(base, term, share)
+            d = recommend(graph, weights=w, seed=seed, baselines=False).design
+            sig = design_signature(d)
+            if sig not in letters:
+                letters[sig] = chr(ord("A") + len(letters)) if len(letters) < 26 else f"D{len(letters)}"
+                out.designs[letters[sig]] = d
+            base_cost = base_design.rescore(graph, w)
+            out.rows.append({
+                "term": term, "share": share, "alpha": w.alpha, "beta": w.beta, "gamma": w.gamma,
+                "design": letters[sig], "total": d.cost.total,
+                "state_colocation": d.cost.state_colocation,
+                "processing_colocation": d.cost.processing_colocation,
+                "load_balance": d.cost.load_balance, "base_design_total": base_cost.total,
+                "regret": float(np.maximum(base_cost.total - d.cost.total, 0.0)),
+            })
+    return out

@@ -1,0 +1,165 @@
+"""Bottlenecks and concrete changes, each with its predicted gain.
+
+A suggestion is only worth showing with a number beside it, so every candidate change is
+applied to a copy of the spec (or of the design, for replication), the advisor recommends
+again for the changed dataflow on the same cluster, and the simulator predicts its
+throughput; the gain is against the current design's prediction. Without a spec (a
+statistics-only source) there is nothing to simulate, and the gain is the change in design
+cost instead.
+
+The candidates are in `reports.candidates`, the bottleneck in `reports.bottleneck`; the
+changes themselves in `reports.transforms`.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from advisor.design import Design
+from advisor.workload import Workload
+from reports.bottleneck import Bottleneck, find_bottleneck
+from reports.candidates import candidate_changes, design_for
+from reports.cluster import on_cluster
+from reports.predict import PredictOptions, predict
+from reports.transforms import ChangeError, replicate_design
+
+__all__ = ["Bottleneck", "Suggestion", "Suggestions", "design_for", "find_bottleneck", "suggest"]
+
+
+@dataclass
+class Suggestion:
+    kind: str  # split | partition | replicate | merge
+    target: str
+    text: str
+    reason: str
+    workload: Workload | None  # the changed spec (None: the change is to the design only)
+    design: Design
+    replicated: tuple[str, ...] = ()  # tables forced to be replicated in `design`
+    cost_before: float = 0.0
+    cost_after: float = 0.0
+    tps_before: float | None = None
+    tps_after: float | None = None
+
+    @property
+    def gain(self) -> float | None:
+        """Predicted throughput gain as a fraction (0.25 = 25 % more), None without a simulator."""
+        if self.tps_before is None or self.tps_after is None or self.tps_before <= 0:
+            return None
+        return self.tps_after / self.tps_before - 1.0
+
+    @property
+    def gain_text(self) -> str:
+        g = self.gain
+        if g is not None:
+            return f"{g:+.0%} predicted throughput ({self.tps_before:,.0f} -> {self.tps_after:,.0f} tuples/s)"
+        return f"design cost {self.cost_before:.3f} -> {self.cost_after:.3f}"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "target": self.target, "change": self.text, "reason": self.reason,
+                "cost_before": self.cost_before, "cost_after": self.cost_after,
+                "tps_before": self.tps_before, "tps_after": self.tps_after, "gain": self.gain}
+
+
+@dataclass
+class Suggestions:
+    bottleneck: Bottleneck
+    items: list[Suggestion] = field(default_factory=list)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def best(self) -> Suggestion | None:
+        return self.items[0] if self.items else None
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([s.to_dict() for s in self.items],
+                            columns=["kind", "target", "change", "reason", "cost_before", "cost_after",
+                                     "tps_before", "tps_after", "gain"])
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        rows = "".join(f"<tr><td>{e(s.text)}</td><td>{e(s.reason)}</td><td>{e(s.gain_text)}</td></tr>"
+                       for s in self.items)
+        return ("<b>Bottleneck</b><ul>" + "".join(f"<li>{e(x)}</li>" for x in self.bottleneck.describe())
+                + "</ul><table><tr><th>change</th><th>why</th><th>predicted effect</th></tr>"
+                + rows + "</table>")
+
+
+def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
+            replicated: tuple[str, ...] = (), options: PredictOptions | None = None,
+            sim=None, seed: int = 0, limit: int = 6) -> Suggestions:
+    """Bottleneck of `design` and the candidate changes ranked by predicted gain (best first).
+
+    `sim` is the simulator result of `design` if already known (saves one simulation).
+    """
+    from advisor.graph import WorkloadGraph
+
+    if graph is None:
+        graph = WorkloadGraph.from_workload(workload)
+    weights = weights or design.weights
+    if sim is None:
+        sim = predict(workload, design, options)
+    bottleneck = find_bottleneck(design, graph, sim)
+    result = Suggestions(bottleneck)
+    cost_before = design.rescore(on_cluster(graph, design), weights).total
+    tps_before = None if sim is None else float(sim.throughput_tps)
+    if workload is None:
+        # statistics only: the design-level change is all we can make, scored by the cost model
+        for table in _cut_read_mostly(design, graph):
+            changed = replicate_design(design, on_cluster(graph, design), table)
+            result.items.append(Suggestion("replicate", table, f"replicate read-mostly table {table} on every machine",
+                                           "it is read across machines", None, changed, (table,),
+                                           cost_before, changed.rescore(on_cluster(graph, design), weights).total))
+        result.items.sort(key=lambda s: s.cost_after - s.cost_before)
+        result.items = result.items[:limit]
+        return result
+    for kind, target, text, reason, apply in candidate_changes(workload, design, graph, bottleneck, replicated):
+        try:
+            changed, forced = apply()
+        except ChangeError:
+            continue
+        spec = changed or workload
+        new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, forced, seed)
+        tps_after = None
+        if tps_before is not None:
+            r = predict(spec, new_design, options)
+            tps_after = None if r is None else float(r.throughput_tps)
+        result.items.append(Suggestion(kind, target, text, reason, changed, new_design, forced, cost_before,
+                                       new_design.cost.total, tps_before, tps_after))
+    _keep_best_split(result)
+    result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
+    result.items = result.items[:limit]
+    return result
+
+
+def _keep_best_split(result: Suggestions) -> None:
+    """Of the several copy counts tried for one SP, keep the best only."""
+    best: dict[str, Suggestion] = {}
+    rest = []
+    for s in result.items:
+        if s.kind not in ("split", "partition"):
+            rest.append(s)
+            continue
+        score = s.gain if s.gain is not None else s.cost_before - s.cost_after
+        old = best.get(s.target)
+        old_score = None if old is None else (old.gain if old.gain is not None else old.cost_before - old.cost_after)
+        if old is None or score > old_score + 1e-12:
+            best[s.target] = s
+    result.items = list(best.values()) + rest
+
+
+def _cut_read_mostly(design: Design, graph) -> list[str]:
+    g = on_cluster(graph, design)
+    proc, state = design.arrays(g)
+    c, ppm = g.cost, design.partitions_per_machine
+    tables = []
+    for p, s in zip(c.ps_proc, c.ps_state):
+        if g.state_read_mostly[s] and state[s] >= 0 and state[s] // ppm != proc[p] // ppm:
+            tables.append(g.state_tables[s])
+    return list(dict.fromkeys(tables))

@@ -1,0 +1,233 @@
+"""Dataflow changes a user (or `advisor tune`) can make to a workload, applied to a copy.
+
+Each function returns a new Workload (the records are frozen; `dataclasses.replace` keeps
+everything it does not touch), so a suggestion's gain is measured on the changed copy while
+the original stays as it was:
+
+- `split_procedure`: an SP becomes `copies` data-parallel copies over an input field (its
+  key); tables keyed by that field are split into as many fragments, one beside each copy;
+- `merge_procedures`: two SPs that always run one after the other become one SP (no MOVE);
+- `replicate_design`: a read-mostly table is copied to every machine (a design change).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.workload import Access, Procedure, Stream, Table, Workload
+
+
+class ChangeError(AdvisorError):
+    """A change that does not apply to this workload (unknown name, nothing to split on)."""
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    out, n = name, 2
+    while out in taken:
+        out = f"{name}~{n}"
+        n += 1
+    taken.add(out)
+    return out
+
+
+def split_key(procedure: Procedure, workload: Workload) -> tuple[str | None, str]:
+    """The input field to split an SP on, and where it came from.
+
+    Its declared `partition_key` first; else the input field by which it reaches the table it
+    touches most (an `input:<field>` access, or a table keyed by an input field).
+    """
+    if procedure.partition_key:
+        return procedure.partition_key, "declared partition key"
+    fields = set(workload.input.fields)
+    by_rows: dict[str, float] = {}
+    for a in procedure.accesses:
+        by_rows[a.table] = by_rows.get(a.table, 0.0) + a.expected_rows
+    for table in sorted(by_rows, key=lambda t: -by_rows[t]):
+        for a in procedure.accesses:
+            if a.table == table and a.key_kind == "input":
+                return a.key_param, f"key of {table}, the table it touches most"
+        key = workload.table(table).key
+        if key in fields:
+            return key, f"key of {table}, the table it touches most"
+    return None, "no input field reaches its state"
+
+
+def co_partitioned(table: Table, accesses: list[Access], key: str) -> bool:
+    """A table splits with the SP when the SP reaches it by the split key."""
+    return table.key == key or any(a.keys == f"input:{key}" for a in accesses)
+
+
+def _family(names: list[str], procs: dict[str, Procedure], key: str, copies: int) -> bool:
+    """True when `names` are the `copies` copies of one earlier split on the same key."""
+    if len(names) != copies:
+        return False
+    stems = {re.sub(r"#\d+$", "", n) for n in names}
+    indices = sorted(int(m.group(1)) for n in names if (m := re.search(r"#(\d+)$", n)))
+    return (len(stems) == 1 and indices == list(range(copies))
+            and all(procs[n].partition_key == key for n in names))
+
+
+def _aligned_fragments(proc: Procedure, workload: Workload, key: str, copies: int) -> dict[str, int]:
+    """Tables the SP reaches that are already the `copies` fragments of one table split on
+    `key` (by an earlier split): name -> fragment index."""
+    stems: dict[str, dict[int, str]] = {}
+    for a in proc.accesses:
+        m = re.search(r"^(.*)#(\d+)$", a.table)
+        if m:
+            stems.setdefault(m.group(1), {})[int(m.group(2))] = a.table
+    out = {}
+    for stem, members in stems.items():
+        if sorted(members) != list(range(copies)):
+            continue
+        tables = [workload.table(n) for n in members.values()]
+        if all(co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key) for t in tables):
+            out.update({n: i for i, n in members.items()})
+    return out
+
+
+def _merge_accesses(accesses: list[Access]) -> tuple[Access, ...]:
+    """Accesses to the same table in the same way become one (rows added)."""
+    merged: dict[tuple, Access] = {}
+    for a in accesses:
+        k = (a.table, a.mode, a.keys, a.probability)
+        merged[k] = replace(merged[k], rows=merged[k].rows + a.rows) if k in merged else a
+    return tuple(merged.values())
+
+
+def split_procedure(workload: Workload, name: str, copies: int, key: str | None = None
+                    ) -> Workload:
+    """`name` becomes `copies` copies `name#0..`, each doing 1/copies of every batch."""
+    try:
+        proc = workload.procedure(name)
+    except KeyError:
+        raise ChangeError(f"no procedure {name!r} in workload {workload.name!r}") from None
+    if not isinstance(copies, int) or copies < 2:
+        raise ChangeError(f"copies must be an integer >= 2, got {copies!r}")
+    if key is None:
+        key, _ = split_key(proc, workload)
+        if key is None:
+            raise ChangeError(f"{name}: no key to split on (declare partition_key)")
+    procs = {p.name: p for p in workload.procedures}
+    taken = set(procs)
+    copy_names = [_fresh(f"{name}#{i}", taken) for i in range(copies)]
+    aligned = _aligned_fragments(proc, workload, key, copies)  # fragment -> its index
+    split_tables = {t.name for t in workload.tables if t.name in {a.table for a in proc.accesses}
+                    and t.name not in aligned
+                    and co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key)}
+    table_taken = set(workload.table_names)
+    fragments = {t: [_fresh(f"{t}#{i}", table_taken) for i in range(copies)] for t in sorted(split_tables)}
+
+    tables: list[Table] = []
+    for t in workload.tables:
+        if t.name in fragments:
+            tables += [replace(t, name=f, rows=math.ceil(t.rows / copies)) for f in fragments[t.name]]
+        else:
+            tables.append(t)
+
+    def spread(a: Access) -> tuple[Access, ...]:
+        """Another SP's access to a split table reaches every fragment."""
+        if a.table not in fragments:
+            return (a,)
+        return tuple(replace(a, table=f, rows=a.rows / copies) for f in fragments[a.table])
+
+    procedures: list[Procedure] = []
+    for p in workload.procedures:
+        if p.name != name:
+            procedures.append(replace(p, accesses=tuple(x for a in p.accesses for x in spread(a))))
+            continue
+        for i, cname in enumerate(copy_names):
+            accesses = []
+            for a in p.accesses:
+                if a.table in fragments:
+                    table = fragments[a.table][i]
+                elif a.table in aligned:  # an earlier split on this key: copy i keeps fragment i
+                    table = re.sub(r"#\d+$", f"#{i}", a.table)
+                else:
+                    table = a.table
+                accesses.append(replace(a, table=table, rows=a.rows / copies))
+            accesses = _merge_accesses(accesses)
+            procedures.append(replace(p, name=cname, cost=p.cost / copies, accesses=accesses,
+                                      partition_key=key))
+
+    streams: list[Stream] = []
+    into = [s for s in workload.streams if s.target == name]
+    aligned_in = _family([s.source for s in into], procs, key, copies)
+    outof = [s for s in workload.streams if s.source == name]
+    aligned_out = _family([s.target for s in outof], procs, key, copies)
+    for s in workload.streams:
+        if s.target == name:
+            if aligned_in:  # X#i -> name#i: the earlier split already divided the tuples
+                i = int(re.search(r"#(\d+)$", s.source).group(1))
+                streams.append(replace(s, target=copy_names[i]))
+            else:
+                streams += [replace(s, target=c, tuples=s.tuples / copies) for c in copy_names]
+        elif s.source == name:
+            if aligned_out:
+                i = int(re.search(r"#(\d+)$", s.target).group(1))
+                streams.append(replace(s, source=copy_names[i]))
+            else:
+                streams += [replace(s, source=c, tuples=s.tuples / copies) for c in copy_names]
+        else:
+            streams.append(s)
+    nested = tuple(tuple(c for m in g for c in (copy_names if m == name else [m]))
+                   for g in workload.nested)
+    return replace(workload, tables=tuple(tables), procedures=tuple(procedures),
+                   streams=tuple(streams), nested=nested, source="", sha256="")
+
+
+def mergeable_pairs(workload: Workload) -> list[tuple[str, str]]:
+    """(X, Y) with a stream X -> Y where X feeds only Y and Y is fed only by X: they always
+    run one after the other, so one SP can do both without a MOVE."""
+    outs: dict[str, list[str]] = {}
+    ins: dict[str, list[str]] = {}
+    for s in workload.streams:
+        outs.setdefault(s.source, []).append(s.target)
+        ins.setdefault(s.target, []).append(s.source)
+    return [(x, ys[0]) for x, ys in outs.items()
+            if len(ys) == 1 and ins.get(ys[0]) == [x]
+            and not workload.procedure(x).oltp and not workload.procedure(ys[0]).oltp]
+
+
+def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
+    """`first` and `second` (first -> second) become one SP `first+second`."""
+    if (first, second) not in mergeable_pairs(workload):
+        raise ChangeError(f"{first} -> {second}: not a pair that always runs together "
+                          "(one stream between them, no other inputs or outputs)")
+    a, b = workload.procedure(first), workload.procedure(second)
+    merged_name = _fresh(f"{first}+{second}", set(workload.procedure_names))
+    merged = Procedure(name=merged_name, cost=a.cost + b.cost, accesses=a.accesses + b.accesses,
+                       partition_key=a.partition_key if a.partition_key == b.partition_key else None,
+                       code=None, oltp=False)
+    procedures = []
+    for p in workload.procedures:
+        if p.name == first:
+            procedures.append(merged)
+        elif p.name != second:
+            procedures.append(p)
+    rename = {first: merged_name, second: merged_name}
+    streams = tuple(replace(s, source=rename.get(s.source, s.source), target=rename.get(s.target, s.target))
+                    for s in workload.streams if (s.source, s.target) != (first, second))
+    nested = []
+    for g in workload.nested:
+        members = list(dict.fromkeys(rename.get(m, m) for m in g))
+        if len(members) >= 2:
+            nested.append(tuple(members))
+    return replace(workload, procedures=tuple(procedures), streams=streams, nested=tuple(nested),
+                   source="", sha256="")
+
+
+def replicate_design(design: Design, graph, table: str) -> Design:
+    """The same design with every state item of `table` copied to every machine."""
+    items = [n for n, t in zip(graph.state_names, graph.state_tables) if t == table]
+    if not items:
+        raise ChangeError(f"no state of table {table!r} in workload {graph.name!r}")
+    state = dict(design.state)
+    for n in items:
+        state[n] = None
+    out = replace(design, state=state, method=f"{design.method}+replicate:{table}",
+                  provenance=dict(design.provenance))
+    out.cost = out.rescore(graph)
+    return out

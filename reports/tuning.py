@@ -1,0 +1,163 @@
+"""The evaluation-and-iteration loop of the dissertation's section 6.4.3, made automatic.
+
+Each round: recommend a design for the current dataflow, predict its throughput with the
+simulator, find the bottleneck, try every proposed change (split a hot SP over its key,
+replicate a read-mostly table read across machines, merge two SPs that always run
+together) on a copy of the spec, and keep the best one if it raises the predicted
+throughput. Stop when no change helps or after the given number of rounds.
+
+    study = TuningStudy("tpcdi-trade", machines=8).run(rounds=4)
+    study.best, study.to_frame(), study.plot()
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from costmodel import DEFAULT_WEIGHTS, Weights
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.workload import Workload
+from reports.predict import PredictOptions, predict, simulator_available
+from reports.suggestions import Suggestion, Suggestions, design_for, suggest
+
+
+@dataclass
+class TuningRound:
+    index: int
+    change: str | None  # what was changed to get here (None: the starting dataflow)
+    workload: Workload
+    design: Design
+    replicated: tuple[str, ...]
+    predicted_tps: float
+    sim: object = None
+    suggestions: Suggestions | None = None  # what was tried from here
+
+    @property
+    def cost(self) -> float:
+        return self.design.cost.total
+
+    def to_dict(self) -> dict:
+        return {"round": self.index, "change": self.change or "", "procedures": len(self.workload.procedures),
+                "tables": len(self.workload.tables), "cost": self.cost, "predicted_tps": self.predicted_tps,
+                "bottleneck": self.suggestions.bottleneck.resource if self.suggestions else ""}
+
+
+@dataclass
+class TuningStudy:
+    """The tuning loop as an object: `.run()` adds rounds; `.rounds`, `.best`."""
+
+    source: object
+    machines: int | None = None
+    partitions_per_machine: int | None = None
+    weights: Weights = DEFAULT_WEIGHTS
+    seed: int = 0
+    options: PredictOptions = field(default_factory=PredictOptions)
+    min_gain: float = 0.01  # a change must raise predicted throughput by at least this fraction
+    rounds: list[TuningRound] = field(default_factory=list)
+    stopped: str = ""  # why the loop stopped
+
+    def __post_init__(self) -> None:
+        from advisor.api import is_statistics_dir, load_source
+
+        if is_statistics_dir(self.source):
+            raise AdvisorError(f"{self.source}: tuning changes the dataflow, so it needs a workload spec "
+                               "(a bundled name or a .toml), not statistics")
+        if not simulator_available():
+            raise AdvisorError("tuning needs the simulator (engine_sim.sim) to predict throughput")
+        workload, _ = load_source(self.source)
+        if workload is None:
+            raise AdvisorError("tuning changes the dataflow, so it needs a workload spec (a bundled name or a .toml)")
+        self.workload = workload.with_cluster(self.machines, self.partitions_per_machine)
+
+    # -- the loop -----------------------------------------------------------------------
+    def _round(self, index: int, change: str | None, workload: Workload, replicated: tuple[str, ...],
+               design: Design | None = None) -> TuningRound:
+        c = workload.cluster
+        if design is None:
+            design = design_for(workload, c.machines, c.partitions_per_machine, self.weights, replicated, self.seed)
+        sim = predict(workload, design, self.options)
+        return TuningRound(index, change, workload, design, replicated, float(sim.throughput_tps), sim)
+
+    def run(self, rounds: int = 5, progress: Callable[[TuningRound], None] | None = None) -> "TuningStudy":
+        """Run up to `rounds` more changes (round 0, the starting design, comes first)."""
+        if not isinstance(rounds, int) or rounds < 0:
+            raise AdvisorError(f"rounds must be an integer >= 0, got {rounds!r}")
+        if not self.rounds:
+            self.rounds.append(self._round(0, None, self.workload, ()))
+            if progress:
+                progress(self.rounds[-1])
+        for _ in range(rounds):
+            current = self.rounds[-1]
+            tried = suggest(current.workload, current.design, weights=self.weights,
+                            replicated=current.replicated, options=self.options, sim=current.sim,
+                            seed=self.seed)
+            current.suggestions = tried
+            best = _best_gain(tried)
+            if best is None or best.gain < self.min_gain:
+                self.stopped = ("no change raises predicted throughput by "
+                                f"{self.min_gain:.0%} or more" if tried.items else "no change to try")
+                break
+            self.rounds.append(self._round(len(self.rounds), best.text, best.workload or current.workload,
+                                           best.replicated, best.design))
+            if progress:
+                progress(self.rounds[-1])
+        else:
+            self.stopped = f"reached {rounds} rounds"
+        return self
+
+    @property
+    def best(self) -> TuningRound:
+        if not self.rounds:
+            raise AdvisorError("the study has no rounds yet: call .run()")
+        return max(self.rounds, key=lambda r: r.predicted_tps)
+
+    # -- output -------------------------------------------------------------------------
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.rounds],
+                            columns=["round", "change", "procedures", "tables", "cost", "predicted_tps", "bottleneck"])
+
+    def plot(self, ax=None):
+        from reports.figures import plot_tuning
+
+        return plot_tuning(self, ax=ax)
+
+    def table(self) -> str:
+        """The rounds as a plain-text table (what `advisor tune` prints)."""
+        head = f"{'round':>5}  {'predicted tuples/s':>18}  {'gain':>7}  {'cost':>7}  {'SPs':>4}  change"
+        lines = [head, "-" * len(head)]
+        first = self.rounds[0].predicted_tps if self.rounds else 0.0
+        for r in self.rounds:
+            gain = f"{r.predicted_tps / first - 1:+.0%}" if first > 0 else ""
+            lines.append(f"{r.index:>5}  {r.predicted_tps:>18,.0f}  {gain:>7}  {r.cost:>7.4f}  "
+                         f"{len(r.workload.procedures):>4}  {r.change or '(start)'}")
+        return "\n".join(lines)
+
+    def save(self, out: str | Path) -> list[Path]:
+        """Each round's spec (TOML) and design (JSON) into `out`: round-NN.toml, round-NN.design.json."""
+        from advisor.spec_writer import write_workload
+
+        out = Path(out)
+        written = []
+        for r in self.rounds:
+            written.append(write_workload(r.workload, out / f"round-{r.index:02d}.toml"))
+            written.append(r.design.save(out / f"round-{r.index:02d}.design.json"))
+        return written
+
+    def _repr_html_(self) -> str:
+        e = html.escape
+        frame = self.to_frame()
+        best = self.best if self.rounds else None
+        head = (f"<b>Tuning study</b>: {len(self.rounds)} rounds"
+                + (f", best round {best.index} at {best.predicted_tps:,.0f} tuples/s predicted" if best else "")
+                + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
+        return head + frame.to_html(index=False, float_format=lambda x: f"{x:,.4g}")
+
+
+def _best_gain(tried: Suggestions) -> Suggestion | None:
+    scored = [s for s in tried if s.gain is not None]
+    return max(scored, key=lambda s: s.gain) if scored else None

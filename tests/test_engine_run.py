@@ -1,0 +1,160 @@
+"""The engine runs every bundled workload under its recommended design and proves the
+history; the options (central scheduler, MOVE as a transaction, data parallelism, injected
+aborts) keep the guarantees; bad inputs are refused in one line."""
+import pytest
+
+from advisor.api import recommend
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.spec import bundled_workloads, load_workload
+from engine_sim.engine import EngineError, run_workload
+from engine_sim.engine.designs import round_robin_design
+
+CHAINS = ["tpcdi-trade", "boundaries-16sp", "move-micro"]
+
+
+@pytest.mark.parametrize("name", sorted(bundled_workloads()))
+def test_every_bundled_workload_runs_its_recommended_design_with_a_correct_history(name):
+    w = load_workload(name)
+    design = recommend(name, baselines=False).design
+    r = run_workload(w, design, batches=40, in_process=True)
+    assert r.history_check == "ok"
+    executions = sum(1 for p in w.procedures if not p.oltp) * 40
+    assert r.committed >= executions  # every SP committed every batch (OLTP requests on top)
+    assert r.throughput_bps > 0 and r.latency_p50_ms > 0 and len(r.partition_busy_s) == design.n_partitions
+    d = r.to_dict()
+    for key in ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
+                "distributed_txns", "moves", "history_check", "state_digest"):
+        assert key in d
+
+
+def test_same_seed_same_run_and_another_seed_another_state():
+    w = load_workload("streaming-ledger")
+    d = round_robin_design(w)
+    a, b = (run_workload(w, d, batches=30, in_process=True, seed=4) for _ in range(2))
+    c = run_workload(w, d, batches=30, in_process=True, seed=5)
+    assert a.state_digest == b.state_digest and a.committed == b.committed
+    assert c.state_digest != a.state_digest
+
+
+def test_the_digest_does_not_depend_on_where_rows_live():
+    w = load_workload("tpcdi-trade")
+    spread = run_workload(w, round_robin_design(w), batches=30, in_process=True)
+    one = run_workload(w, round_robin_design(w, 1, 1), batches=30, in_process=True)
+    assert spread.state_digest == one.state_digest
+    assert spread.moves > 0 and one.moves == 0
+
+
+@pytest.mark.parametrize("options", [dict(scheduler="central"), dict(move="txn"),
+                                     dict(data_parallel=True), dict(group_commit=False)])
+def test_options_keep_the_guarantees(options):
+    for name in ("linear-road", "chain-32"):
+        w = load_workload(name)
+        d = round_robin_design(w, 2, 2)
+        r = run_workload(w, d, batches=30, in_process=True, **options)
+        assert r.history_check == "ok", (name, options)
+
+
+def test_move_as_a_transaction_is_a_distributed_transaction_per_batch():
+    w = load_workload("move-micro")
+    d = round_robin_design(w)
+    rpc = run_workload(w, d, batches=30, in_process=True)
+    txn = run_workload(w, d, batches=30, in_process=True, move="txn")
+    assert rpc.moves == txn.moves == 30
+    assert rpc.distributed_txns == 0 and txn.move_txns == 30 and txn.distributed_txns == 30
+    assert rpc.state_digest == txn.state_digest
+
+
+def test_a_table_on_another_partition_makes_distributed_transactions():
+    w = load_workload("bank-transfer")
+    apart = Design(w.name, 2, 1, {"ValidateTransfer": 0, "ApplyTransfer": 0}, {"Customers": 0, "Accounts": 1})
+    r = run_workload(w, apart, batches=20, in_process=True)
+    assert r.history_check == "ok" and r.distributed_txns == 20
+
+
+def test_replicated_tables_are_read_locally_and_written_everywhere():
+    w = load_workload("tpcdi-trade")
+    d = round_robin_design(w, replicate=("DimDate", "DimTime", "StatusType", "TradeType", "DimAccount"))
+    r = run_workload(w, d, batches=20, in_process=True)
+    assert r.history_check == "ok"
+    assert r.distributed_txns == 0  # read-only replicas: reads stay local
+    ledger = load_workload("streaming-ledger")
+    r = run_workload(ledger, round_robin_design(ledger, replicate=("Accounts",)), batches=20, in_process=True)
+    assert r.history_check == "ok" and r.distributed_txns > 0  # replicated writes touch every copy
+
+
+def test_fragment_designs_route_rows_by_key_hash():
+    w = load_workload("tpcdi-trade")
+    d = round_robin_design(w)
+    whole = run_workload(w, d, batches=20, in_process=True)
+    del d.state["DimTrade"]
+    d.state.update({f"DimTrade#{i}": i for i in range(4)})  # hash fragments on all 4 partitions
+    r = run_workload(w, d, batches=20, in_process=True)
+    assert r.history_check == "ok" and r.distributed_txns == 20  # TradeInsert spans fragments
+    assert whole.state_digest == r.state_digest and whole.distributed_txns == 0
+    d.state["DimTrade#7"] = 0
+    with pytest.raises(EngineError, match="not DimTrade#4"):
+        run_workload(w, d, batches=5, in_process=True)
+
+
+def test_injected_aborts_restart_in_batch_order_and_change_nothing():
+    w = load_workload("chain-32")
+    d = round_robin_design(w, 2, 2)
+    clean = run_workload(w, d, batches=30, in_process=True)
+    bumpy = run_workload(w, d, batches=30, in_process=True, abort_rate=0.2)
+    assert bumpy.history_check == "ok"
+    assert bumpy.aborts > 0 and bumpy.restarts > 0
+    assert bumpy.state_digest == clean.state_digest  # a chain has one legal order: the same state
+
+
+def test_a_batch_given_up_at_the_restart_limit_is_reported():
+    w = load_workload("move-micro")
+    r = run_workload(w, round_robin_design(w), batches=10, in_process=True, abort_rate=0.9,
+                     restart_limit=1)
+    assert r.history_check != "ok" and "never committed" in r.history_check
+
+
+def test_data_parallel_sub_batches_run_single_sited_on_their_partition():
+    w = load_workload("linear-road")
+    d = round_robin_design(w, 2, 2)
+    r = run_workload(w, d, batches=20, in_process=True, data_parallel=True)
+    assert r.history_check == "ok"
+    plain = run_workload(w, d, batches=20, in_process=True)
+    assert r.committed > plain.committed  # one execution per sub-batch
+
+
+def test_trace_free_run_leaves_no_files(tmp_path):
+    w = load_workload("move-micro")
+    r = run_workload(w, round_robin_design(w), batches=5, in_process=True, log_dir=tmp_path / "logs",
+                     fsync=False)
+    assert r.history_check == "ok" and (tmp_path / "logs" / "p0.log").exists()
+
+
+@pytest.mark.parametrize("kwargs, problem", [
+    (dict(batches=0), "--batches must be an integer >= 1"),
+    (dict(batches=5, scheduler="x"), "--scheduler must be one of dls, central"),
+    (dict(batches=5, move="x"), "--move must be one of rpc, txn"),
+    (dict(batches=5, recovery="x"), "--recovery must be one of strong, weak, off"),
+    (dict(batches=5, crash_after=2, recovery="off"), "needs recovery"),
+    (dict(batches=5, latency_bound_s=0), "latency bound must be > 0"),
+    (dict(batches=5, batch_size=0), "--batch-size must be an integer >= 1"),
+])
+def test_bad_options_are_refused(kwargs, problem):
+    w = load_workload("move-micro")
+    with pytest.raises(EngineError, match=problem):
+        run_workload(w, round_robin_design(w), in_process=True, **kwargs)
+
+
+def test_designs_that_do_not_fit_are_refused():
+    w = load_workload("move-micro")
+    other = round_robin_design(load_workload("tpcdi-trade"))
+    with pytest.raises(AdvisorError, match="does not place procedure 'SP1'"):
+        run_workload(w, other, batches=5, in_process=True)
+    d = round_robin_design(w)
+    d.state = {"T1": 0}
+    with pytest.raises(AdvisorError, match="does not place table 'T2'"):
+        run_workload(w, d, batches=5, in_process=True)
+    d = round_robin_design(w)
+    d.procedures["SP2"] = 7
+    with pytest.raises(AdvisorError, match="outside 0..1"):
+        run_workload(w, d, batches=5, in_process=True)

@@ -1,0 +1,123 @@
+"""reports.transforms and reports.suggestions: changes applied to a copy of the spec keep the
+work the same, and every suggestion's gain is what the simulator predicts for the change."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.api import recommend
+from advisor.errors import AdvisorError
+from advisor.graph import WorkloadGraph
+from advisor.spec import load_workload, parse_workload
+from advisor.spec_writer import workload_to_toml
+from advisor.workload import Access, Procedure, Stream, Table, Workload, InputSpec
+from reports.predict import predicted_tps
+from reports.suggestions import suggest
+from reports.transforms import (ChangeError, merge_procedures, mergeable_pairs, replicate_design,
+                                split_key, split_procedure)
+
+
+def rows(w: Workload) -> float:
+    return sum(a.expected_rows for p in w.procedures for a in p.accesses)
+
+
+def valid_spec(w: Workload) -> Workload:
+    """The changed workload is a spec the parser accepts (and a graph can be built of it)."""
+    back = parse_workload(workload_to_toml(w))
+    WorkloadGraph.from_workload(back)
+    return back
+
+
+@pytest.fixture(scope="module")
+def tpcdi():
+    return load_workload("tpcdi-trade")
+
+
+def test_split_keeps_the_work_and_fragments_co_partitioned_tables(tpcdi):
+    key, why = split_key(tpcdi.procedure("SecurityLookup"), tpcdi)
+    assert key == "security_id" and "DimSecurity" in why
+    w = split_procedure(tpcdi, "SecurityLookup", 3)
+    valid_spec(w)
+    copies = [p for p in w.procedures if p.name.startswith("SecurityLookup#")]
+    assert len(copies) == 3 and all(p.partition_key == "security_id" for p in copies)
+    assert sum(p.cost for p in w.procedures) == pytest.approx(sum(p.cost for p in tpcdi.procedures))
+    assert rows(w) == pytest.approx(rows(tpcdi))
+    # DimSecurity is keyed by the split key: one fragment per copy, each copy reads its own
+    frags = [t for t in w.tables if t.name.startswith("DimSecurity#")]
+    assert len(frags) == 3 and sum(t.rows for t in frags) >= tpcdi.table("DimSecurity").rows
+    for i, p in enumerate(copies):
+        assert [a.table for a in p.accesses] == [f"DimSecurity#{i}"]
+    # the stream into and out of the SP is divided among the copies
+    into = [s for s in w.streams if s.target.startswith("SecurityLookup#")]
+    assert sum(s.tuples for s in into) == pytest.approx(10)
+    assert {s.source for s in into} == {"DateTimeLookup"}
+
+
+def test_split_twice_on_one_key_keeps_copies_aligned():
+    w = Workload("k", (Table("T", 100, 10, "k"),),
+                 (Procedure("A", 2.0, (Access("T", "read", 4, "input:k"),), partition_key="k"),
+                  Procedure("B", 2.0, (Access("T", "write", 4, "input:k"),), partition_key="k")),
+                 (Stream("A", "B", 8),), input=InputSpec(fields=("k",)))
+    w2 = split_procedure(split_procedure(w, "A", 2), "B", 2)
+    valid_spec(w2)
+    assert sorted((s.source, s.target) for s in w2.streams) == [("A#0", "B#0"), ("A#1", "B#1")]
+    assert sum(s.tuples for s in w2.streams) == pytest.approx(8)
+    # the table was fragmented by the first split; B's copies each write their own fragment
+    assert {a.table for p in w2.procedures if p.name == "B#1" for a in p.accesses} == {"T#1"}
+
+
+def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
+    assert ("AccountLookup", "TradeInsert") in mergeable_pairs(tpcdi)
+    w = merge_procedures(tpcdi, "AccountLookup", "TradeInsert")
+    valid_spec(w)
+    merged = w.procedure("AccountLookup+TradeInsert")
+    assert merged.cost == pytest.approx(3.0) and len(merged.accesses) == 2
+    assert len(w.streams) == 2 and rows(w) == pytest.approx(rows(tpcdi))
+    with pytest.raises(ChangeError):
+        merge_procedures(tpcdi, "DateTimeLookup", "TradeInsert")
+
+
+def test_replicate_changes_only_that_table(tpcdi):
+    r = recommend(tpcdi, baselines=False)
+    d = replicate_design(r.design, r.graph, "DimDate")
+    assert d.state["DimDate"] is None and r.design.state["DimDate"] is not None
+    assert {k: v for k, v in d.state.items() if k != "DimDate"} == {
+        k: v for k, v in r.design.state.items() if k != "DimDate"}
+    assert d.cost == d.rescore(r.graph)
+
+
+def test_changes_to_unknown_names_are_user_errors(tpcdi):
+    for call in (lambda: split_procedure(tpcdi, "Nope", 2), lambda: split_procedure(tpcdi, "TradeInsert", 1)):
+        with pytest.raises(AdvisorError) as info:
+            call()
+        assert info.value.exit_code == 2
+
+
+def test_suggestion_gain_is_the_simulated_gain_of_the_changed_spec(tpcdi):
+    w = tpcdi.with_cluster(machines=8)
+    design = recommend(w, baselines=False).design
+    result = suggest(w, design)
+    assert result.bottleneck.hot_procedure == "SecurityLookup"
+    best = result.best
+    assert best is not None and best.kind in ("split", "partition") and best.gain > 0
+    # recompute independently: the simulator on the original and on the changed copy
+    before = predicted_tps(w, design)
+    after = predicted_tps(best.workload, best.design)
+    assert best.gain == pytest.approx(after / before - 1, rel=1e-9)
+    assert best.workload is not w and "SecurityLookup" in w.procedure_names  # the original is untouched
+    gains = [s.gain for s in result]
+    assert gains == sorted(gains, reverse=True)
+    frame = result.to_frame()
+    assert len(frame) == len(result) and "<table>" in result._repr_html_()
+
+
+def test_statistics_only_suggestions_use_the_cost_model(tmp_path):
+    r = recommend("tpcdi-trade", baselines=False)
+    # a design that reads a read-mostly table across machines
+    d = r.design
+    d.state["DimDate"] = (d.procedures["DateTimeLookup"] + 1) % d.n_partitions
+    d.cost = d.rescore(r.graph)
+    result = suggest(None, d, r.graph)
+    kinds = {(s.kind, s.target) for s in result}
+    assert ("replicate", "DimDate") in kinds
+    s = next(s for s in result if s.target == "DimDate")
+    assert s.gain is None and s.cost_after < s.cost_before

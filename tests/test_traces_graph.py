@@ -1,0 +1,94 @@
+"""From statistics to a graph to a design: a trace synthesized from the TPC-DI spec and
+aggregated at table granularity recommends the same design as the spec itself."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from advisor.cli import run_app
+from advisor.cli.trace import workload_as_plain
+from advisor.errors import AdvisorError
+from advisor.graph import WorkloadGraph
+from advisor.spec import load_workload
+from advisor.statistics_graph import graph_from_statistics
+from traces.aggregate import aggregate
+from traces.synth import synthesize
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def tpcdi(tmp_path_factory, spark):
+    root = tmp_path_factory.mktemp("tpcdi")
+    synthesize(workload_as_plain(load_workload("tpcdi-trade")), root / "trace", batches=400,
+               seed=3)
+    aggregate(root / "trace", root / "table", "table", spark=spark, progress=None)
+    aggregate(root / "trace", root / "frag", "fragment:4", spark=spark, progress=None)
+    return root
+
+
+def normalized(x: np.ndarray) -> np.ndarray:
+    return x / x.sum()
+
+
+def test_table_graph_has_the_spec_graph_shape_and_relative_weights(tpcdi):
+    spec = WorkloadGraph.from_workload(load_workload("tpcdi-trade"))
+    got = graph_from_statistics(tpcdi / "table")
+    assert got.proc_names == spec.proc_names and got.state_names == spec.state_names
+    assert (got.state_read_mostly == spec.state_read_mostly).all()
+    s, g = spec.cost, got.cost
+    assert (g.machines, g.partitions_per_machine) == (s.machines, s.partitions_per_machine)
+    assert g.memory_limit_bytes == s.memory_limit_bytes
+    np.testing.assert_allclose(g.state_bytes, s.state_bytes)
+    np.testing.assert_allclose(normalized(g.proc_load), normalized(s.proc_load), rtol=0.03)
+    spec_edges = {(p, t, w): x for p, t, w, x in zip(s.ps_proc, s.ps_state, s.ps_write, s.ps_weight)}
+    got_edges = {(p, t, w): x for p, t, w, x in zip(g.ps_proc, g.ps_state, g.ps_write, g.ps_weight)}
+    assert spec_edges.keys() == got_edges.keys()
+    for edge, weight in spec_edges.items():
+        assert got_edges[edge] == pytest.approx(weight, rel=0.05)  # rows per batch
+    assert sorted(zip(g.pp_src, g.pp_dst)) == sorted(zip(s.pp_src, s.pp_dst))
+    np.testing.assert_allclose(g.pp_weight, s.pp_weight)  # exactly 10 tuples per batch
+
+
+def canonical(design, names) -> tuple:
+    """The design up to renaming identical machines: which items share a partition, which
+    are replicated."""
+    placement = {**design.procedures, **design.state}
+    groups: dict = {}
+    for n in names:
+        groups.setdefault(placement[n], []).append(n)
+    return frozenset(frozenset(v) for k, v in groups.items() if k is not None), frozenset(
+        groups.get(None, []))
+
+
+@pytest.mark.parametrize("replicate", [False, True])
+def test_statistics_recommend_the_same_design_as_the_spec(tpcdi, replicate):
+    api = pytest.importorskip("advisor.api")
+    from_spec = api.recommend("tpcdi-trade", replicate=replicate)
+    from_stats = api.recommend(str(tpcdi / "table"), replicate=replicate)
+    names = from_spec.graph.proc_names + from_spec.graph.state_names
+    assert canonical(from_stats.design, names) == canonical(from_spec.design, names)
+    assert from_stats.design.cost.total == pytest.approx(from_spec.design.cost.total, abs=0.01)
+
+
+def test_fragment_graph_and_recommend_cli(tpcdi, capsys):
+    g = graph_from_statistics(tpcdi / "frag", machines=2, partitions_per_machine=2)
+    assert g.n_state == 7 * 4 and g.cost.n_partitions == 4
+    assert g.state_names[:4] == ["DimDate#0", "DimDate#1", "DimDate#2", "DimDate#3"]
+    assert set(g.state_tables) == set(load_workload("tpcdi-trade").table_names)
+    # every access edge lands on a fragment of the table the spec says
+    spec = load_workload("tpcdi-trade")
+    touched = {(g.proc_names[p], g.state_tables[s]) for p, s in zip(g.cost.ps_proc, g.cost.ps_state)}
+    assert touched == {(p.name, a.table) for p in spec.procedures for a in p.accesses}
+    assert run_app(["recommend", str(tpcdi / "frag"), "--machines", "2"]) == 0
+    assert "DimTrade#" in capsys.readouterr().out
+
+
+def test_bad_statistics_directory_is_one_line(tmp_path, capsys):
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "_stats.json").write_text('{"format": "advisor.stats/1", "batches": 3}')
+    with pytest.raises(AdvisorError, match="procedures.parquet is missing"):
+        graph_from_statistics(tmp_path / "s")
+    assert run_app(["recommend", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "Traceback" not in err

@@ -1,0 +1,81 @@
+"""reports.tuning.TuningStudy and `advisor tune`: every accepted round raises the simulator's
+predicted throughput, and every round's spec and design are written and read back."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.graph import WorkloadGraph
+from advisor.spec import load_workload
+from reports.predict import predicted_tps
+from reports.tuning import TuningStudy
+
+
+@pytest.fixture(scope="module")
+def study():
+    return TuningStudy("tpcdi-trade", machines=8).run(rounds=3)
+
+
+def test_every_round_improves_the_prediction(study):
+    rounds = study.rounds
+    assert rounds[0].change is None and rounds[0].workload.procedure_names == load_workload("tpcdi-trade").procedure_names
+    assert len(rounds) >= 2, study.stopped  # on 8 machines splitting the hot SP pays
+    for before, after in zip(rounds, rounds[1:]):
+        assert after.predicted_tps >= before.predicted_tps * (1 + study.min_gain)
+        assert after.change and after.workload is not before.workload
+    # the predictions are the simulator's, recomputed here independently
+    for r in rounds:
+        assert predicted_tps(r.workload, r.design) == pytest.approx(r.predicted_tps)
+    assert study.best is max(rounds, key=lambda r: r.predicted_tps)
+    assert study.stopped
+
+
+def test_study_renders_as_a_notebook_object(study):
+    frame = study.to_frame()
+    assert list(frame["round"]) == list(range(len(study.rounds)))
+    assert frame["predicted_tps"].is_monotonic_increasing
+    assert "<table" in study._repr_html_()
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    assert study.plot(ax=ax) is ax
+    lines = study.table().splitlines()
+    assert len(lines) == 2 + len(study.rounds)
+
+
+def test_cli_tune_writes_each_round(tmp_path, capsys):
+    out = tmp_path / "tuned"
+    assert run_app(["tune", "tpcdi-trade", "--machines", "8", "--rounds", "2", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "predicted tuples/s" in printed and "best: round" in printed
+    specs = sorted(out.glob("round-*.toml"))
+    designs = sorted(out.glob("round-*.design.json"))
+    assert len(specs) == len(designs) >= 2
+    for spec, design in zip(specs, designs):
+        w = load_workload(spec)
+        d = Design.load(design)
+        assert d.machines == 8 and w.cluster.machines == 8
+        d.arrays(WorkloadGraph.from_workload(w))  # the design places exactly this spec's names
+    first, last = load_workload(specs[0]), load_workload(specs[-1])
+    assert len(last.procedures) > len(first.procedures)
+    assert sum(p.cost for p in last.procedures) == pytest.approx(sum(p.cost for p in first.procedures))
+
+
+def test_cli_tune_rejects_bad_input(tmp_path, capsys):
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    (stats / "_stats.json").write_text("{}")
+    for argv in (["tune", "tpcdi-trade", "--machines", "0"],
+                 ["tune", "tpcdi-trade", "--machines", "4", "--rounds", "-1"],
+                 ["tune", "no-such-workload", "--machines", "4"],
+                 ["tune", str(stats), "--machines", "4"]):
+        assert run_app(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), err
+
+
+def test_a_study_stops_when_nothing_helps():
+    # one machine: no split or replication can raise throughput there
+    s = TuningStudy("tpcdi-trade", machines=1).run(rounds=3)
+    assert len(s.rounds) == 1 and "no change" in s.stopped

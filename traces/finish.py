@@ -1,0 +1,167 @@
+"""Complete the statistics on the driver: ratios, the full list of state items, their sizes,
+a stable order, and the manifest. The inputs are the small results of the Spark job (one row
+per procedure, per procedure x state item, per stream edge), so pandas is the right tool here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from traces.granularity import Granularity, fragment_name, tuple_name
+from traces.statistics import DEFAULT_ROW_BYTES, TABLES, Statistics
+from traces.validate import TraceInfo
+
+_KIND_ORDER = {"table": 0, "tuple": 1, "fragment": 2}
+
+
+def tables_info(manifest: dict) -> dict[str, dict]:
+    """Table name -> {rows, row_bytes, read_mostly} from a trace manifest, where given.
+
+    Accepts {"tables": {name: {...}}} (what traces.synth writes) or a list of {"name": ...}.
+    """
+    tables = manifest.get("tables") or {}
+    if isinstance(tables, list):
+        tables = {t.get("name"): t for t in tables if isinstance(t, dict) and t.get("name")}
+    out = {}
+    for name, t in tables.items():
+        if not isinstance(t, dict):
+            continue
+        out[str(name)] = {
+            "rows": _int_or_none(t.get("rows")),
+            "row_bytes": _int_or_none(t.get("row_bytes")),
+            "read_mostly": t.get("read_mostly") if isinstance(t.get("read_mostly"), bool) else None,
+        }
+    return out
+
+
+def _int_or_none(value):
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and value >= 0 else None
+
+
+def _ordered(names, preferred: list[str]) -> list[str]:
+    """`preferred` order first (those present), then the rest by name."""
+    names = set(names)
+    head = [n for n in preferred if n in names]
+    return head + sorted(names - set(head))
+
+
+def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granularity
+                      ) -> Statistics:
+    manifest = info.manifest
+    procs = parts["procedures"].to_pandas()
+    total = procs[procs["is_total"] == 1].iloc[0]
+    procs = procs[procs["is_total"] == 0].drop(columns="is_total")
+    batches = int(total["batches"])
+    order = _ordered(procs["procedure"], list(manifest.get("procedures") or []))
+    procs = procs.set_index("procedure").loc[order].reset_index()
+    procs["abort_rate"] = procs["aborts"] / procs["invocations"]
+
+    ps = parts["procedure_state"].to_pandas()
+    unmatched = ps[ps["procedure"].isna()]
+    ps = ps[ps["procedure"].notna()].copy()
+    invocations = procs.set_index("procedure")["invocations"]
+    ps["rows"] = ps["read_rows"] + ps["write_rows"]
+    ps["probability"] = ps["txns"] / ps["procedure"].map(invocations)
+
+    known = tables_info(manifest)
+    table_order = _ordered(set(known) | set(ps["table"]), list(known))
+    hot = parts.get("hot")
+    hot = hot.to_pandas() if hot is not None else pd.DataFrame(columns=["table", "key", "heat"])
+    state = _state_items(ps, gran, table_order, hot)
+    state["estimated_bytes"] = _estimated_bytes(state, gran, known, parts.get("distinct_keys"))
+
+    rank = {n: i for i, n in enumerate(state["state"])}
+    p_rank = {n: i for i, n in enumerate(order)}
+    ps = ps.assign(_p=ps["procedure"].map(p_rank), _s=ps["state"].map(rank)).sort_values(
+        ["_p", "_s"]).drop(columns=["_p", "_s"])
+
+    streams = parts["streams"].to_pandas()
+    streams = streams.assign(_a=streams["from_procedure"].map(p_rank),
+                             _b=streams["to_procedure"].map(p_rank)).sort_values(
+        ["_a", "_b"]).drop(columns=["_a", "_b"])
+
+    frames = {
+        "procedures": procs, "procedure_state": ps, "streams": streams, "state": state,
+    }
+    for name, schema in TABLES.items():
+        frames[name] = frames[name][schema.names].reset_index(drop=True)
+    sized = {t: {**known.get(t, {"rows": None, "row_bytes": None, "read_mostly": None})}
+             for t in table_order}
+    stats_manifest = {
+        "created_by": "traces.aggregate",
+        **gran.to_dict(),
+        "source_trace": str(info.path.absolute()),
+        "trace_format": manifest.get("format"),
+        "workload": manifest.get("workload"),
+        "workload_sha256": manifest.get("workload_sha256"),
+        "batches": batches,
+        "txns": int(total["invocations"]),
+        "access_rows": int(info.rows["accesses"]),
+        "flow_rows": int(info.rows["flows"]),
+        "unmatched_access_rows": int(unmatched["reads"].sum() + unmatched["writes"].sum()),
+        "procedures": order,
+        "tables": sized,
+        "default_row_bytes": DEFAULT_ROW_BYTES,
+        "nested": manifest.get("nested") or [],
+        "cluster": manifest.get("cluster") or {},
+        "key_type": info.key_type,
+    }
+    return Statistics(**frames, manifest=stats_manifest, path=None)
+
+
+def _state_items(ps: pd.DataFrame, gran: Granularity, table_order: list[str],
+                 hot: pd.DataFrame) -> pd.DataFrame:
+    """Every state item of the granularity (touched or not), with its access totals."""
+    if gran.kind == "table":
+        items = pd.DataFrame({"state": table_order, "table": table_order, "kind": "table",
+                              "fragment": -1, "key": None})
+    else:
+        frags = pd.DataFrame(
+            [(fragment_name(t, i), t, "fragment", i, None)
+             for t in table_order for i in range(gran.fragments)],
+            columns=["state", "table", "kind", "fragment", "key"])
+        tuples = pd.DataFrame(
+            {"state": [tuple_name(t, k) for t, k in zip(hot["table"], hot["key"])],
+             "table": hot["table"].astype(object), "kind": "tuple", "fragment": -1,
+             "key": hot["key"].astype(object)})
+        items = pd.concat([tuples, frags], ignore_index=True) if len(tuples) else frags
+    totals = ps.groupby("state")[["reads", "writes", "read_rows", "write_rows"]].sum()
+    items = items.join(totals, on="state")
+    for c in ("reads", "writes", "read_rows", "write_rows"):
+        items[c] = items[c].fillna(0).astype(np.int64)
+    items["heat"] = items["read_rows"] + items["write_rows"]
+    t_rank = {t: i for i, t in enumerate(table_order)}
+    items = items.assign(_t=items["table"].map(t_rank), _k=items["kind"].map(_KIND_ORDER))
+    items = items.sort_values(["_t", "_k", "fragment", "key"], na_position="last",
+                              kind="stable").drop(columns=["_t", "_k"])
+    items["fragment"] = items["fragment"].astype(np.int64)
+    return items.reset_index(drop=True)
+
+
+def _estimated_bytes(state: pd.DataFrame, gran: Granularity, known: dict[str, dict],
+                     distinct_keys: pa.Table | None) -> np.ndarray:
+    """Table size from the manifest (rows x row_bytes) split evenly over fragments (hashing
+    spreads all keys, touched or not), a hot tuple is one row; without a row count, the
+    distinct keys seen in the trace x row_bytes."""
+    dk = {}
+    if distinct_keys is not None:
+        d = distinct_keys.to_pandas()
+        dk = dict(zip(d["state"], d["distinct_keys"]))
+    hot_count = state[state["kind"] == "tuple"].groupby("table").size()
+    out = np.zeros(len(state))
+    for i, (name, table, kind) in enumerate(zip(state["state"], state["table"], state["kind"])):
+        info = known.get(table, {})
+        row_bytes = info.get("row_bytes") or DEFAULT_ROW_BYTES
+        rows = info.get("rows")
+        if kind == "tuple":
+            out[i] = row_bytes
+        elif rows is None:
+            out[i] = dk.get(name, 0) * row_bytes
+        elif kind == "table":
+            out[i] = rows * row_bytes
+        else:
+            rest = max(rows - int(hot_count.get(table, 0)), 0)
+            out[i] = rest * row_bytes / gran.fragments
+    return out

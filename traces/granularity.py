@@ -1,0 +1,76 @@
+"""State item granularity: whole tables, hash fragments, or hot tuples plus fragments.
+
+State item names are the same in the statistics and in the design JSON:
+`TABLE` (a table), `TABLE#i` (fragment i of N: crc32 of the key's UTF-8 text, mod N) and
+`TABLE@KEY` (one hot tuple). Integer keys hash as their decimal text, so a table keyed by
+int64 and the same table keyed by strings land in the same fragments.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from traces.errors import TraceError
+
+DEFAULT_TUPLE_FRAGMENTS = 8
+DEFAULT_HOT_TUPLES = 100
+
+
+@dataclass(frozen=True)
+class Granularity:
+    kind: str  # "table" | "fragment" | "tuple"
+    fragments: int = 0  # N of fragment:N, or the fragments the non-hot tuples coalesce into
+    hot_tuples: int = 0  # K of tuple granularity
+
+    @property
+    def label(self) -> str:
+        if self.kind == "table":
+            return "table"
+        if self.kind == "fragment":
+            return f"fragment:{self.fragments}"
+        return f"tuple:{self.fragments}"
+
+    def to_dict(self) -> dict:
+        return {"granularity": self.label, "kind": self.kind, "fragments": self.fragments,
+                "hot_tuples": self.hot_tuples,
+                "hash": "crc32(utf8(key)) mod fragments" if self.fragments else None}
+
+
+def parse_granularity(text: str, hot_tuples: int = DEFAULT_HOT_TUPLES) -> Granularity:
+    """'table', 'fragment:N', 'tuple' or 'tuple:N' (N fragments for the non-hot tuples)."""
+    kind, _, param = str(text).strip().partition(":")
+    if kind == "table" and not param:
+        return Granularity("table")
+    if kind in ("fragment", "tuple"):
+        if kind == "fragment" and not param:
+            raise TraceError("granularity fragment needs a count, e.g. fragment:8")
+        n = DEFAULT_TUPLE_FRAGMENTS if not param else _positive(param, text)
+        if kind == "fragment":
+            return Granularity("fragment", n)
+        if isinstance(hot_tuples, bool) or not isinstance(hot_tuples, int) or hot_tuples < 0:
+            raise TraceError(f"--hot-tuples must be an integer >= 0, got {hot_tuples!r}")
+        return Granularity("tuple", n, hot_tuples)
+    raise TraceError(f"granularity must be table, fragment:N or tuple[:N], got {text!r}")
+
+
+def _positive(param: str, text: str) -> int:
+    try:
+        n = int(param)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise TraceError(f"granularity {text!r}: the fragment count must be an integer >= 1")
+    return n
+
+
+def fragment_of(key: str | int, fragments: int) -> int:
+    """The fragment a key hashes to: the same function Spark's crc32 computes in the job."""
+    return zlib.crc32(str(key).encode("utf-8")) % fragments
+
+
+def fragment_name(table: str, index: int) -> str:
+    return f"{table}#{index}"
+
+
+def tuple_name(table: str, key: str | int) -> str:
+    return f"{table}@{key}"

@@ -1,0 +1,105 @@
+"""The Spark session the aggregation runs in: quiet, Arrow on, any master.
+
+`local[*]` by default; `--spark-master spark://host:port` (or yarn, k8s...) runs the very
+same job on a cluster. The JVM gets a log4j2 configuration that keeps Spark's own logging
+at ERROR, so the user sees our progress lines and nothing else.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Mapping
+
+from traces.errors import TraceError
+
+DEFAULT_MASTER = "local[*]"
+
+_LOG4J = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+# the loggers Spark compares with the root level before printing "Setting default log level"
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = error
+logger.submit.name = org.apache.spark.deploy.SparkSubmit
+logger.submit.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+def log4j_config() -> Path:
+    """A quiet log4j2 properties file (written once per user, reused)."""
+    folder = Path(tempfile.gettempdir()) / f"advisor-spark-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / "log4j2-quiet.properties"
+    if not path.is_file() or path.read_text() != _LOG4J:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(_LOG4J)
+        os.replace(tmp, path)
+    return path
+
+
+def parse_conf(pairs: list[str] | None) -> dict[str, str]:
+    """['k=v', ...] from repeated --spark-conf options."""
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise TraceError(f"--spark-conf expects key=value, got {pair!r}")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def active_session():
+    """The SparkSession already running in this process, if any."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
+
+
+def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings the job runs with; the user's --spark-conf wins over ours."""
+    quiet = f"-Dlog4j2.configurationFile=file:{log4j_config()}"
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+    }
+    if master.startswith("local"):
+        settings["spark.sql.shuffle.partitions"] = str(max(4, 2 * (os.cpu_count() or 1)))
+    user = dict(conf or {})
+    extra = user.pop("spark.driver.extraJavaOptions", "")
+    settings["spark.driver.extraJavaOptions"] = f"{quiet} {extra}".strip()
+    settings.update(user)
+    return settings
+
+
+def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None,
+                  app_name: str = "advisor-trace-aggregate"):
+    """A new SparkSession (call `traces.java.check_java()` first for a clear Java error)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in session_conf(master, conf).items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - a JVM that cannot start is a user-facing problem
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TraceError(f"Spark could not start with master {master!r}: {first}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,191 @@
+"""The workload statistics format: four small Parquet tables and a manifest.
+
+    STATS_DIR/
+      _stats.json              {"format": "advisor.stats/1", "granularity": ..., "batches": B, ...}
+      procedures.parquet       one row per procedure
+      procedure_state.parquet  one row per (procedure, state item) the procedure touched
+      streams.parquet          one row per (from procedure, to procedure)
+      state.parquet            one row per state item
+
+Counts are totals over the trace; divide by the manifest's `batches` (distinct input batches)
+for per-batch figures. Written atomically; read back as pandas DataFrames with
+`load_statistics` (pyarrow -> pandas, no Spark needed).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from traces.atomic_dir import discard_dir, publish_dir, staging_dir
+from traces.errors import TraceError
+
+STATS_FORMAT = "advisor.stats/1"
+STATS_MANIFEST = "_stats.json"
+DEFAULT_ROW_BYTES = 100  # when neither the trace manifest nor the table says
+
+PROCEDURES = pa.schema([
+    ("procedure", pa.string()),
+    ("invocations", pa.int64()),  # transaction executions, aborted ones included
+    ("commits", pa.int64()),
+    ("aborts", pa.int64()),
+    ("abort_rate", pa.float64()),  # aborts / invocations
+    ("restarts", pa.int64()),
+    ("batches", pa.int64()),  # distinct batch ids the procedure ran for
+    ("total_cost_us", pa.int64()),
+    ("mean_cost_us", pa.float64()),  # cost = end_us - start_us of one execution
+    ("p95_cost_us", pa.float64()),  # exact, linear interpolation (as pandas' quantile)
+])
+
+PROCEDURE_STATE = pa.schema([
+    ("procedure", pa.string()),
+    ("state", pa.string()),
+    ("table", pa.string()),
+    ("reads", pa.int64()),  # read access rows of the trace
+    ("writes", pa.int64()),
+    ("read_rows", pa.int64()),  # sum of `rows` over those accesses
+    ("write_rows", pa.int64()),
+    ("rows", pa.int64()),
+    ("txns", pa.int64()),  # distinct executions of the procedure touching the item
+    ("probability", pa.float64()),  # txns / the procedure's invocations
+])
+
+STREAMS = pa.schema([
+    ("from_procedure", pa.string()),
+    ("to_procedure", pa.string()),
+    ("flows", pa.int64()),
+    ("batches", pa.int64()),  # distinct batch ids with a flow on this edge
+    ("tuples", pa.int64()),
+    ("bytes", pa.int64()),
+])
+
+STATE = pa.schema([
+    ("state", pa.string()),
+    ("table", pa.string()),
+    ("kind", pa.string()),  # table | fragment | tuple
+    ("fragment", pa.int64()),  # fragment index, -1 otherwise
+    ("key", pa.string()),  # the hot tuple's key, null otherwise
+    ("reads", pa.int64()),
+    ("writes", pa.int64()),
+    ("read_rows", pa.int64()),
+    ("write_rows", pa.int64()),
+    ("heat", pa.int64()),  # rows accessed, reads plus writes
+    ("estimated_bytes", pa.float64()),
+])
+
+TABLES: dict[str, pa.Schema] = {
+    "procedures": PROCEDURES,
+    "procedure_state": PROCEDURE_STATE,
+    "streams": STREAMS,
+    "state": STATE,
+}
+
+
+@dataclass
+class Statistics:
+    """The statistics as pandas DataFrames, with the manifest; what notebooks work with."""
+
+    procedures: pd.DataFrame
+    procedure_state: pd.DataFrame
+    streams: pd.DataFrame
+    state: pd.DataFrame
+    manifest: dict = field(default_factory=dict)
+    path: Path | None = None
+
+    def frames(self) -> dict[str, pd.DataFrame]:
+        return {name: getattr(self, name) for name in TABLES}
+
+    def _repr_html_(self) -> str:
+        m = self.manifest
+        head = (f"<b>Workload statistics</b> ({m.get('granularity')}, {m.get('batches')} "
+                f"batches, from {m.get('source_trace')})")
+        return head + "".join(f"<h4>{name}</h4>" + df.head(20).to_html(index=False)
+                              for name, df in self.frames().items())
+
+
+def write_statistics(stats: Statistics, out: str | Path) -> Path:
+    """Write all four tables and the manifest into a staging dir, then rename into place."""
+    staged = staging_dir(out)
+    try:
+        digest = hashlib.sha256()
+        for name, schema in TABLES.items():
+            table = pa.Table.from_pandas(getattr(stats, name), schema=schema, preserve_index=False)
+            pq.write_table(table, staged / f"{name}.parquet")
+            digest.update((staged / f"{name}.parquet").read_bytes())
+        manifest = {"format": STATS_FORMAT, **stats.manifest, "sha256": digest.hexdigest()}
+        (staged / STATS_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+        stats.manifest = manifest
+        path = publish_dir(staged, out, STATS_MANIFEST)
+    except BaseException:
+        discard_dir(staged)
+        raise
+    stats.path = path
+    return path
+
+
+def is_statistics_dir(path: str | Path) -> bool:
+    return (Path(path) / STATS_MANIFEST).is_file()
+
+
+def read_stats_manifest(stats_dir: str | Path) -> dict:
+    path = Path(stats_dir)
+    file = path / STATS_MANIFEST
+    if not file.is_file():
+        raise TraceError(f"{path}: not a statistics directory ({STATS_MANIFEST} is missing)")
+    try:
+        manifest = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TraceError(f"{path}: {STATS_MANIFEST}: not valid JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != STATS_FORMAT:
+        fmt = manifest.get("format") if isinstance(manifest, dict) else None
+        raise TraceError(f"{path}: {STATS_MANIFEST}: format {fmt!r} is not supported "
+                         f"(this version reads {STATS_FORMAT!r})")
+    return manifest
+
+
+def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], dict]:
+    """The four tables as Arrow (for building the graph without pandas) and the manifest."""
+    path = Path(stats_dir)
+    manifest = read_stats_manifest(path)
+    tables = {}
+    for name, schema in TABLES.items():
+        file = path / f"{name}.parquet"
+        try:
+            table = pq.read_table(file)
+        except FileNotFoundError:
+            raise TraceError(f"{path}: {name}.parquet is missing") from None
+        except (pa.ArrowException, OSError) as exc:
+            raise TraceError(f"{path}: {name}.parquet: not a readable Parquet file ({exc})") from None
+        missing = [f.name for f in schema if f.name not in table.column_names]
+        if missing:
+            raise TraceError(f"{path}: {name}.parquet: column {missing[0]!r} is missing")
+        try:
+            tables[name] = table.select(schema.names).cast(schema)
+        except (pa.ArrowException, ValueError) as exc:
+            raise TraceError(f"{path}: {name}.parquet: unexpected column types ({exc})") from None
+    return tables, manifest
+
+
+def load_statistics(stats_dir: str | Path) -> dict[str, pd.DataFrame]:
+    """The statistics as pandas DataFrames: procedures, procedure_state, streams, state.
+
+    For notebooks; the manifest is in each frame's `.attrs["manifest"]`.
+    """
+    tables, manifest = read_statistics_arrow(stats_dir)
+    frames = {}
+    for name, table in tables.items():
+        df = table.to_pandas()
+        df.attrs["manifest"] = manifest
+        frames[name] = df
+    return frames
+
+
+def load_statistics_object(stats_dir: str | Path) -> Statistics:
+    tables, manifest = read_statistics_arrow(stats_dir)
+    return Statistics(**{n: t.to_pandas() for n, t in tables.items()}, manifest=manifest,
+                      path=Path(stats_dir))
