@@ -21,8 +21,8 @@ class ValidationError(AdvisorError):
 
 
 def engine_partition_limit() -> int:
-    """The largest design (in partitions) the engine runs on this machine: every partition is
-    an execution thread/process, and more than a few per core measure the OS scheduler."""
+    """The largest design (in partitions) validated on the engine here: every partition is a
+    process of its own, and more than a few per core measure the OS scheduler, not the design."""
     return max(8, 4 * (os.cpu_count() or 1))
 
 
@@ -102,18 +102,25 @@ def find_bottleneck(workload: Workload, design: Design, sim: dict | None, engine
     out: dict = {}
     ppm = design.partitions_per_machine
     if sim is not None:
-        util = [max(p, c) for p, c in zip(sim["machine_utilisation"], sim["coordinator_utilisation"])]
-        m = max(range(len(util)), key=util.__getitem__)
+        util = sim["machine_utilisation"]  # share of time its partitions are held
+        busy = [sum(sim["partition_busy_s"][i * ppm:(i + 1) * ppm]) for i in range(len(util))]
+        # partitions held together by a distributed transaction tie: the one working wins
+        m = max(range(len(util)), key=lambda i: (round(util[i], 2), busy[i]))
         out["machine"] = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
-                          "text": f"most loaded machine: {m} ({util[m]:.0%} busy in the simulator; "
-                                  f"busiest resource {sim['bottleneck']})"}
-    elif engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
+                          "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
+                                  f"simulator; busiest resource overall: {sim['bottleneck']})"}
+    if engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
         busy = engine["partition_busy_s"]
         per_machine = [sum(busy[i * ppm:(i + 1) * ppm]) / ppm / engine["wall_s"]
                        for i in range(design.machines)]
         m = max(range(len(per_machine)), key=per_machine.__getitem__)
-        out["machine"] = {"machine": m, "utilisation": per_machine[m],
-                          "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
+        text = f"engine: machine {m} the busiest (its partitions {per_machine[m]:.0%} busy)"
+        if "machine" in out:
+            out["machine"]["engine"] = {"machine": m, "utilisation": per_machine[m]}
+            out["machine"]["text"] += f"; {text}"
+        else:
+            out["machine"] = {"machine": m, "utilisation": per_machine[m],
+                              "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
     dist, moves = static_hotspots(workload, design)
     if sim is not None:
         streams = [(name, s) for name, s in sim["streams"].items() if s["moves"]]
@@ -149,7 +156,14 @@ def _engine_dict(run) -> dict:
 
 def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
              calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
-             move: str = "rpc", latency_bound_s: float = 1.0) -> ValidationResult:
+             move: str = "rpc", latency_bound_s: float = 1.0, window: int = 64) -> ValidationResult:
+    """Engine and simulator side by side.
+
+    With a calibration of this machine the simulator predicts the engine *here*: the same
+    closed loop (`window` batches in flight), the emulated machines sharing this host's cores.
+    Without one it predicts the reference cluster at its maximum throughput, which the
+    engine on this machine cannot be compared with number for number (a note says so).
+    """
     from advisor.api import evaluate
 
     cost = evaluate(design, workload).to_dict()
@@ -165,14 +179,27 @@ def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bo
                 from engine_sim.engine import run_workload
             except ImportError as exc:
                 raise ValidationError(f"the engine is not available: {exc}") from None
+            from engine_sim.calibration import ENGINE_OPTIONS
+
             run = run_workload(workload, design, batches=batches, scheduler=scheduler, move=move,
-                               seed=seed, latency_bound_s=latency_bound_s)
+                               seed=seed, latency_bound_s=latency_bound_s, window=window,
+                               **ENGINE_OPTIONS)
             result.engine = _engine_dict(run)
     if sim:
-        from engine_sim.sim import simulate
+        from engine_sim.sim import run_once, simulate
 
-        r = simulate(workload, design, scheduler=scheduler, move=move, calibration=calibration,
-                     batches=max(batches, 200), seed=seed, latency_bound_s=latency_bound_s)
+        kw = dict(scheduler=scheduler, move=move, batches=max(batches, 10), seed=seed,
+                  latency_bound_s=latency_bound_s)
+        if calibration is not None:
+            r = run_once(workload, design, window=window, calibration=calibration.params, **kw)
+            result.notes.append(f"simulator calibrated on {calibration.machine.get('hostname', '?')} "
+                                f"({calibration.source}): predicts the engine on this host, "
+                                f"{window} batches in flight")
+        else:
+            r = simulate(workload, design, **kw)
+            result.notes.append("simulator uncalibrated: it predicts the reference cluster at its "
+                                "maximum throughput; run `advisor calibrate` and pass --calibration "
+                                "to predict this machine's engine")
         result.simulator = r.to_dict()
     result.bottleneck = find_bottleneck(workload, design, result.simulator, result.engine)
     return result

@@ -158,3 +158,15 @@ def test_designs_that_do_not_fit_are_refused():
     d.procedures["SP2"] = 7
     with pytest.raises(AdvisorError, match="outside 0..1"):
         run_workload(w, d, batches=5, in_process=True)
+
+
+def test_a_cross_machine_delay_slows_moves_between_machines_only():
+    w = load_workload("move-micro")  # SP1 and SP2 on two machines
+    d = round_robin_design(w)
+    fast = run_workload(w, d, batches=20, in_process=True, window=1)
+    slow = run_workload(w, d, batches=20, in_process=True, window=1, machine_delay_ms=5)
+    assert slow.history_check == "ok" and slow.state_digest == fast.state_digest
+    assert slow.latency_p50_ms > fast.latency_p50_ms + 5  # at least one hop between machines
+    one = round_robin_design(w, 1, 2)  # the same two partitions on one machine: no delay
+    near = run_workload(w, one, batches=20, in_process=True, window=1, machine_delay_ms=5)
+    assert near.latency_p50_ms < slow.latency_p50_ms

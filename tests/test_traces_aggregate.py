@@ -43,7 +43,6 @@ def reference(trace, granularity: str, hot_tuples: int = 0) -> dict[str, pd.Data
         "commits": g["status"].apply(lambda s: (s == "commit").sum()),
         "aborts": g["status"].apply(lambda s: (s == "abort").sum()),
         "restarts": g["restarts"].sum(),
-        "batches": g["batch_id"].nunique(),
         "total_cost_us": g["cost"].sum(),
         "mean_cost_us": g["cost"].mean(),
         "p95_cost_us": g["cost"].quantile(0.95),

@@ -116,6 +116,13 @@ def _null_table(t):
     rewrite(t, "accesses", lambda x: set_value(x, "table", 2, None))
 
 
+def _null_key_in_second_file(t):
+    """File 0 stays good; file 1 gets a null key at its row 5 (row n0 + 5 of the dataset)."""
+    table = pq.read_table(part(t, "accesses"))
+    pq.write_table(set_value(table, "key", 5, None), t / "accesses" / "part-00001.parquet")
+    return [f"row {table.num_rows + 5} "]
+
+
 def _missing_manifest(t):
     (t / "_trace.json").unlink()
 
@@ -147,6 +154,7 @@ BAD = [
     (_negative_rows, ["accesses", "'rows'", "row 9", "-1"]),
     (_bad_mode, ["accesses", "'mode'", "row 3", "'delete'"]),
     (_null_table, ["accesses", "'table'", "row 2", "null"]),
+    (_null_key_in_second_file, ["accesses", "'key'", "part-00001.parquet", "null"]),
     (_missing_manifest, ["_trace.json", "missing"]),
     (_future_format, ["_trace.json", "advisor.trace/9"]),
     (_mixed_key_types, ["accesses", "'key'", "int64", "string"]),
@@ -155,7 +163,7 @@ BAD = [
 
 @pytest.mark.parametrize("make_bad,words", BAD, ids=[f.__name__.strip("_") for f, _ in BAD])
 def test_bad_trace_is_one_line_exit_2_and_writes_nothing(trace, tmp_path, capsys, make_bad, words):
-    make_bad(trace)
+    words = words + (make_bad(trace) or [])
     with pytest.raises(TraceError) as info:
         validate_trace(trace)
     for word in words:

@@ -1,34 +1,38 @@
 """The aggregation job: a trace directory in, workload statistics out (PySpark DataFrame API).
 
-No Python UDFs: every per-row computation (state item naming, fragment hashing with crc32,
+No Python UDFs: every per-row computation (state item codes, fragment hashing with crc32,
 durations) is a Spark SQL expression, so the same job runs in local mode and on any cluster.
-Spark does the heavy passes over the trace; the results (one row per procedure, per
-procedure x state item, per stream edge) are small and come back to the driver through
-Arrow, where `traces.finish` completes them and they are written atomically.
 
-Steps: validate (Arrow, before Spark starts) -> Java check and session -> per-procedure
-statistics -> hot tuples (tuple granularity) -> procedure x state item -> stream edges ->
-distinct keys (only for tables whose size the trace manifest does not give) -> write.
+The hot path is the pass over `accesses`. State items and procedures travel through it as
+small integer codes (table code x fragments + fragment, hot tuples after them; the names are
+known from validation), so the per-(transaction, item) aggregation that the exact access
+probability needs hashes fixed-width keys only. The four result sets are independent Spark
+jobs, submitted together from a thread pool so the small ones fill the cores the big one
+leaves idle. The results are small and come back through Arrow; `traces.finish` completes
+them on the driver and they are written atomically.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import pyarrow as pa
 
 from traces.atomic_dir import check_replaceable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
-from traces.granularity import DEFAULT_HOT_TUPLES, Granularity, parse_granularity
+from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,
+                                parse_granularity, tuple_name)
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
 from traces.statistics import Statistics, write_statistics
 from traces.validate import TraceInfo, validate_trace
 
 # Broadcast the txn_id -> procedure map when the trace has at most this many transactions
-# (about 40 MB on the executors); above, Spark picks a shuffle join itself.
-BROADCAST_TXNS = 2_000_000
+# (about 12 bytes each); above, Spark picks a shuffle join itself.
+BROADCAST_TXNS = 4_000_000
 
 
 def aggregate(trace_dir: str | Path, out: str | Path | None = None,
@@ -44,7 +48,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         granularity, hot_tuples)
     if out is not None:
         check_replaceable(Path(out).absolute())
-    steps = 6 + (gran.kind == "tuple") + (out is not None)
+    steps = 7 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     with prog.step(f"validating trace {trace_dir}"):
         info = validate_trace(trace_dir)
@@ -82,9 +86,17 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     return stats
 
 
+def check_options(granularity: str, hot_tuples: int) -> Granularity:
+    """Parse the CLI options early (before validation and Spark), one-line errors."""
+    if hot_tuples < 0:
+        raise TraceError(f"--hot-tuples must be >= 0, got {hot_tuples}")
+    return parse_granularity(granularity, hot_tuples)
+
+
+# -- the Spark jobs ---------------------------------------------------------------------------------
+
 def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str, pa.Table]:
     from pyspark.sql import functions as F
-
     from pyspark.sql.pandas.types import from_arrow_schema
 
     def read(dataset: str):
@@ -95,95 +107,157 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
         return spark.read.schema(from_arrow_schema(schema)).parquet(
             *[str(p.absolute()) for p in info.files[dataset]])
 
-    txns, flows = read("txns"), read("flows")
-    accesses = read("accesses")
+    txns, flows, accesses = read("txns"), read("flows"), read("accesses")
     if info.key_type != "string":
         accesses = accesses.withColumn("key", F.col("key").cast("string"))
+    tables, procs = info.tables, info.procedures
+    table_code = F.array_position(F.array(*[F.lit(t) for t in tables]), F.col("table")) - 1
+    proc_code = F.array_position(F.array(*[F.lit(p) for p in procs]), F.col("procedure")) - 1
     parts: dict[str, pa.Table] = {}
 
-    with prog.step("per-procedure statistics (invocations, cost, aborts)"):
-        duration = F.col("end_us") - F.col("start_us")
-        parts["procedures"] = txns.rollup("procedure").agg(
-            F.grouping("procedure").alias("is_total"),
-            F.count(F.lit(1)).alias("invocations"),
-            F.sum(F.when(F.col("status") == "commit", 1).otherwise(0)).cast("long").alias("commits"),
-            F.sum(F.when(F.col("status") == "abort", 1).otherwise(0)).cast("long").alias("aborts"),
-            F.sum("restarts").cast("long").alias("restarts"),
-            F.countDistinct("batch_id").alias("batches"),
-            F.sum(duration).cast("long").alias("total_cost_us"),
-            F.avg(duration).alias("mean_cost_us"),
-            F.percentile(duration, 0.95).alias("p95_cost_us"),
-        ).toArrow()
+    def guarded(label: str, job: Callable[[], pa.Table]) -> Callable[[], pa.Table]:
+        def run() -> pa.Table:
+            with prog.step(label):
+                return job()
+        return run
 
-    hot = None
+    duration = F.col("end_us") - F.col("start_us")
+    jobs: dict[str, Callable[[], pa.Table]] = {
+        "procedures": guarded("per-procedure statistics (invocations, cost, aborts)", lambda: (
+            txns.groupBy("procedure").agg(
+                F.count(F.lit(1)).alias("invocations"),
+                F.sum(F.when(F.col("status") == "commit", 1).otherwise(0)).cast("long").alias("commits"),
+                F.sum(F.when(F.col("status") == "abort", 1).otherwise(0)).cast("long").alias("aborts"),
+                F.sum("restarts").cast("long").alias("restarts"),
+                F.sum(duration).cast("long").alias("total_cost_us"),
+                F.avg(duration).alias("mean_cost_us"),
+                F.percentile(duration, 0.95).alias("p95_cost_us"),
+            ).toArrow())),
+        "batches": guarded("distinct input batches", lambda: txns.agg(
+            F.countDistinct("batch_id").alias("batches")).toArrow()),
+        "streams": guarded("stream edges (batches, tuples, bytes)", lambda: (
+            flows.groupBy("from_procedure", "to_procedure").agg(
+                F.count(F.lit(1)).alias("flows"),
+                F.countDistinct("batch_id").alias("batches"),
+                F.sum("tuples").cast("long").alias("tuples"),
+                F.sum("bytes").cast("long").alias("bytes"),
+            ).toArrow())),
+    }
+
+    base = accesses
     if gran.kind == "tuple":
         with prog.step(f"the {gran.hot_tuples} hottest tuples"):
-            parts["hot"] = (accesses.groupBy("table", "key").agg(F.sum("rows").alias("heat"))
-                            .orderBy(F.desc("heat"), "table", "key").limit(gran.hot_tuples)
-                            .toArrow()) if gran.hot_tuples else pa.table(
-                {"table": pa.array([], pa.string()), "key": pa.array([], pa.string()),
-                 "heat": pa.array([], pa.int64())})
-            if parts["hot"].num_rows:
-                hot = spark.createDataFrame(
-                    parts["hot"].select(["table", "key"]).append_column(
-                        "hot", pa.array([True] * parts["hot"].num_rows)).to_pandas())
+            parts["hot"] = _hot_tuples(F, accesses, gran.hot_tuples)
+        if parts["hot"].num_rows:
+            hot = parts["hot"].select(["table", "key"]).append_column(
+                "hot_index", pa.array(np.arange(parts["hot"].num_rows, dtype=np.int32)))
+            base = accesses.join(F.broadcast(spark.createDataFrame(hot.to_pandas())),
+                                 ["table", "key"], "left")
+    with_item = base.withColumn("item", _item_code(F, gran, table_code, len(tables)))
 
-    base = accesses if hot is None else accesses.join(F.broadcast(hot), ["table", "key"], "left")
-    with_state = base.withColumn("state", _state_column(F, gran, hot is not None))
-
-    with prog.step("procedure x state item (reads, writes, rows, access probability)"):
-        owners = txns.select("txn_id", "procedure")
-        if info.rows["txns"] <= BROADCAST_TXNS:
-            owners = F.broadcast(owners)
-        is_read = F.col("mode") == "read"
-        per_txn = (with_state.join(owners, "txn_id", "left")
-                   .groupBy("procedure", "state", "table", "txn_id").agg(
-                       F.sum(F.when(is_read, 1).otherwise(0)).alias("reads"),
-                       F.sum(F.when(is_read, 0).otherwise(1)).alias("writes"),
-                       F.sum(F.when(is_read, F.col("rows")).otherwise(0)).alias("read_rows"),
-                       F.sum(F.when(is_read, 0).otherwise(F.col("rows"))).alias("write_rows")))
-        parts["procedure_state"] = per_txn.groupBy("procedure", "state", "table").agg(
+    owners = txns.select("txn_id", proc_code.cast("int").alias("proc"))
+    if info.rows["txns"] <= BROADCAST_TXNS:
+        owners = F.broadcast(owners)
+    is_read = F.col("mode") == "read"
+    per_txn = with_item.groupBy("txn_id", "item").agg(
+        F.sum(F.when(is_read, 1).otherwise(0)).alias("reads"),
+        F.sum(F.when(is_read, 0).otherwise(1)).alias("writes"),
+        F.sum(F.when(is_read, F.col("rows")).otherwise(0)).alias("read_rows"),
+        F.sum(F.when(is_read, 0).otherwise(F.col("rows"))).alias("write_rows"))
+    jobs["procedure_state"] = guarded(
+        "procedure x state item (reads, writes, rows, access probability)",
+        lambda: per_txn.join(owners, "txn_id", "left").groupBy("proc", "item").agg(
             F.sum("reads").cast("long").alias("reads"),
             F.sum("writes").cast("long").alias("writes"),
             F.sum("read_rows").cast("long").alias("read_rows"),
             F.sum("write_rows").cast("long").alias("write_rows"),
             F.count(F.lit(1)).alias("txns"),
-        ).toArrow()
+        ).toArrow())
 
-    with prog.step("stream edges (batches, tuples, bytes)"):
-        parts["streams"] = flows.groupBy("from_procedure", "to_procedure").agg(
-            F.count(F.lit(1)).alias("flows"),
-            F.countDistinct("batch_id").alias("batches"),
-            F.sum("tuples").cast("long").alias("tuples"),
-            F.sum("bytes").cast("long").alias("bytes"),
-        ).toArrow()
-
-    seen = set(parts["procedure_state"].column("table").to_pylist())
     known = tables_info(info.manifest)
-    unsized = sorted(t for t in seen if known.get(t, {}).get("rows") is None)
-    with prog.step("distinct keys of tables the trace manifest does not size"
-                   + (f" ({', '.join(unsized)})" if unsized else " (none)")):
-        if unsized:
-            parts["distinct_keys"] = (with_state.filter(F.col("table").isin(unsized))
-                                      .select("table", "state", "key").distinct()
-                                      .groupBy("table", "state")
-                                      .agg(F.count(F.lit(1)).alias("distinct_keys")).toArrow())
+    unsized = [t for t in tables if known.get(t, {}).get("rows") is None]
+    label = "distinct keys of tables the trace manifest does not size"
+    if unsized:
+        jobs["distinct_keys"] = guarded(f"{label} ({', '.join(unsized)})", lambda: (
+            with_item.filter(F.col("table").isin(unsized)).select("item", "key").distinct()
+            .groupBy("item").agg(F.count(F.lit(1)).alias("distinct_keys")).toArrow()))
+    else:
+        prog.done += 1
+        prog.line(f"[{prog.done}/{prog.total}] {label}: none")
+
+    # the big job first, so its tasks queue ahead; the small ones fill the idle cores
+    order = ["procedure_state", "procedures", "batches", "streams", "distinct_keys"]
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="aggregate") as pool:
+        futures = {name: pool.submit(jobs[name]) for name in order if name in jobs}
+        try:
+            for name, future in futures.items():
+                parts[name] = future.result()
+        except BaseException as exc:
+            spark.sparkContext.cancelAllJobs()
+            raise _as_trace_error(exc, info) from None
+    return _decode(parts, gran, tables, procs)
+
+
+def _hot_tuples(F, accesses, k: int) -> pa.Table:
+    if k == 0:
+        return pa.table({"table": pa.array([], pa.string()), "key": pa.array([], pa.string()),
+                         "heat": pa.array([], pa.int64())})
+    return (accesses.groupBy("table", "key").agg(F.sum("rows").alias("heat"))
+            .orderBy(F.desc("heat"), "table", "key").limit(k).toArrow())
+
+
+def _item_code(F, gran: Granularity, table_code, n_tables: int):
+    """The state item of each access row as an integer: the table's code at table
+    granularity; table code x N + fragment; hot tuples numbered after all fragments."""
+    if gran.kind == "table":
+        return table_code.cast("int")
+    fragment = F.crc32(F.col("key").cast("binary")) % F.lit(gran.fragments)
+    code = (table_code * F.lit(gran.fragments) + fragment).cast("int")
+    if gran.kind == "fragment":
+        return code
+    return F.coalesce(F.col("hot_index") + F.lit(n_tables * gran.fragments), code).cast("int")
+
+
+def _decode(parts: dict[str, pa.Table], gran: Granularity, tables: list[str],
+            procs: list[str]) -> dict[str, pa.Table]:
+    """Integer codes back to names (on the small results only)."""
+    n = gran.fragments or 1
+    hot = parts.get("hot")
+    hot_tables = hot.column("table").to_pylist() if hot is not None else []
+    hot_keys = hot.column("key").to_pylist() if hot is not None else []
+    if gran.kind == "table":
+        item_names, item_tables = list(tables), list(tables)
+    else:
+        item_names = [fragment_name(t, i) for t in tables for i in range(n)]
+        item_tables = [t for t in tables for _ in range(n)]
+        item_names += [tuple_name(t, k) for t, k in zip(hot_tables, hot_keys)]
+        item_tables += hot_tables
+    names, owner = np.array(item_names, dtype=object), np.array(item_tables, dtype=object)
+    proc_names = np.array(procs + [None], dtype=object)
+
+    ps = parts["procedure_state"]
+    item = ps.column("item").to_numpy()
+    proc = ps.column("proc").to_numpy(zero_copy_only=False)
+    proc = np.where(np.isnan(proc.astype(float)), len(procs), proc).astype(np.int64)
+    decoded = ps.drop_columns(["proc", "item"])
+    for i, (column, values) in enumerate((("procedure", proc_names[proc]), ("state", names[item]),
+                                          ("table", owner[item]))):
+        decoded = decoded.add_column(i, column, pa.array(values, pa.string()))
+    parts["procedure_state"] = decoded
+    if "distinct_keys" in parts:
+        dk = parts["distinct_keys"]
+        item = dk.column("item").to_numpy()
+        parts["distinct_keys"] = pa.table({"state": pa.array(names[item], pa.string()),
+                                           "distinct_keys": dk.column("distinct_keys")})
     return parts
 
 
-def _state_column(F, gran: Granularity, with_hot: bool):
-    """The state item name of each access row, as a Spark SQL expression."""
-    if gran.kind == "table":
-        return F.col("table")
-    fragment = F.concat(F.col("table"), F.lit("#"),
-                        (F.crc32(F.col("key").cast("binary")) % F.lit(gran.fragments)).cast("string"))
-    if gran.kind == "fragment" or not with_hot:
-        return fragment
-    return F.when(F.col("hot"), F.concat(F.col("table"), F.lit("@"), F.col("key"))).otherwise(fragment)
-
-
-def check_options(granularity: str, hot_tuples: int) -> Granularity:
-    """Parse the CLI options early (before validation and Spark), one-line errors."""
-    if hot_tuples < 0:
-        raise TraceError(f"--hot-tuples must be >= 0, got {hot_tuples}")
-    return parse_granularity(granularity, hot_tuples)
+def _as_trace_error(exc: BaseException, info: TraceInfo) -> BaseException:
+    """A Spark failure while reading the trace (say, a corrupt data page) as one line."""
+    if isinstance(exc, (TraceError, KeyboardInterrupt)):
+        return exc
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    cause = next((ln for ln in lines if "Exception:" in ln and "Job aborted" not in ln),
+                 lines[0] if lines else type(exc).__name__)
+    return TraceError(f"{info.path}: the Spark job failed: {cause[:400]}")

@@ -51,9 +51,7 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
                       ) -> Statistics:
     manifest = info.manifest
     procs = parts["procedures"].to_pandas()
-    total = procs[procs["is_total"] == 1].iloc[0]
-    procs = procs[procs["is_total"] == 0].drop(columns="is_total")
-    batches = int(total["batches"])
+    batches = int(parts["batches"].column("batches")[0].as_py())
     order = _ordered(procs["procedure"], list(manifest.get("procedures") or []))
     procs = procs.set_index("procedure").loc[order].reset_index()
     procs["abort_rate"] = procs["aborts"] / procs["invocations"]
@@ -97,7 +95,7 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
         "workload": manifest.get("workload"),
         "workload_sha256": manifest.get("workload_sha256"),
         "batches": batches,
-        "txns": int(total["invocations"]),
+        "txns": int(procs["invocations"].sum()),
         "access_rows": int(info.rows["accesses"]),
         "flow_rows": int(info.rows["flows"]),
         "unmatched_access_rows": int(unmatched["reads"].sum() + unmatched["writes"].sum()),

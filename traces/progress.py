@@ -26,6 +26,7 @@ class Progress:
         self.emit = emit
         self.prefix = prefix
         self.started = time.perf_counter()
+        self._lock = threading.Lock()
 
     def line(self, text: str) -> None:
         if self.emit is not None:
@@ -33,11 +34,14 @@ class Progress:
 
     @contextmanager
     def step(self, label: str) -> Iterator[None]:
-        self.done += 1
+        """Numbered start and end lines; steps may run in parallel threads."""
+        with self._lock:
+            self.done += 1
+            number = self.done
         t0 = time.perf_counter()
-        self.line(f"[{self.done}/{self.total}] {label} ...")
+        self.line(f"[{number}/{self.total}] {label} ...")
         yield
-        self.line(f"[{self.done}/{self.total}] {label}: done in {time.perf_counter() - t0:.1f} s")
+        self.line(f"[{number}/{self.total}] {label}: done in {time.perf_counter() - t0:.1f} s")
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started

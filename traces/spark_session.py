@@ -15,6 +15,7 @@ from typing import Mapping
 from traces.errors import TraceError
 
 DEFAULT_MASTER = "local[*]"
+LOCAL_DRIVER_MEMORY = "2g"
 
 _LOG4J = """\
 rootLogger.level = error
@@ -77,7 +78,10 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
         "spark.pyspark.driver.python": sys.executable,
     }
     if master.startswith("local"):
+        # local mode: the driver JVM is the executor too; 1g (Spark's default) makes the
+        # per-(transaction, item) aggregation of a fine granularity spill
         settings["spark.sql.shuffle.partitions"] = str(max(4, 2 * (os.cpu_count() or 1)))
+        settings["spark.driver.memory"] = LOCAL_DRIVER_MEMORY
     user = dict(conf or {})
     extra = user.pop("spark.driver.extraJavaOptions", "")
     settings["spark.driver.extraJavaOptions"] = f"{quiet} {extra}".strip()

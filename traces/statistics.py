@@ -36,7 +36,6 @@ PROCEDURES = pa.schema([
     ("aborts", pa.int64()),
     ("abort_rate", pa.float64()),  # aborts / invocations
     ("restarts", pa.int64()),
-    ("batches", pa.int64()),  # distinct batch ids the procedure ran for
     ("total_cost_us", pa.int64()),
     ("mean_cost_us", pa.float64()),  # cost = end_us - start_us of one execution
     ("p95_cost_us", pa.float64()),  # exact, linear interpolation (as pandas' quantile)

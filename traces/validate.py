@@ -31,6 +31,7 @@ class TraceInfo:
     rows: dict[str, int]
     key_type: str  # "string" | "int64"
     procedures: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)  # every table the accesses name
 
 
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
@@ -72,9 +73,9 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     if rows["txns"] == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
     procedures = _check_txns(where, files["txns"])
-    _check_accesses(where, files["accesses"])
+    tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
-    return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures))
+    return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables))
 
 
 # -- manifest and schema --------------------------------------------------------------------------
@@ -148,14 +149,25 @@ def _short(exc: BaseException) -> str:
 
 
 # -- data checks ---------------------------------------------------------------------------------
+# Strings are read dictionary-encoded: a value check looks at each distinct value once, and a
+# bad one is traced back to its first row through the indices. The wide `key` column is only
+# read when the file's statistics cannot vouch that it has no nulls.
 
-def _batches(where: str, dataset: str, files: list[Path], columns: list[str]
-             ) -> Iterator[tuple[int, Path, pa.RecordBatch]]:
-    """(first row number in the dataset, file, batch) over all files, only `columns`."""
+_STRINGS = {"procedure", "status", "table", "mode", "from_procedure", "to_procedure"}
+
+
+def _batches(where: str, dataset: str, files: list[Path], columns: list[str],
+             only: list[Path] | None = None) -> Iterator[tuple[int, Path, pa.RecordBatch]]:
+    """(first row number in the dataset, file, batch) over the files (or `only` those of
+    them), reading just `columns`."""
     offset = 0
     for file in files:
+        if only is not None and file not in only:
+            offset += _num_rows(where, dataset, file)
+            continue
         try:
-            for batch in _open(where, dataset, file).iter_batches(SCAN_BATCH_ROWS, columns=columns):
+            pf = pq.ParquetFile(file, read_dictionary=[c for c in columns if c in _STRINGS])
+            for batch in pf.iter_batches(SCAN_BATCH_ROWS, columns=columns):
                 yield offset, file, batch
                 offset += batch.num_rows
         except (pa.ArrowException, OSError) as exc:
@@ -163,73 +175,99 @@ def _batches(where: str, dataset: str, files: list[Path], columns: list[str]
                              f"{offset} ({_short(exc)})") from None
 
 
-def _fail_first(where: str, dataset: str, column: str, mask, offset: int, file: Path,
-                problem) -> None:
-    """Raise naming the first row where `mask` is true (nulls in mask count as false)."""
-    mask = pc.fill_null(mask, False)
-    if not pc.any(mask).as_py():
-        return
-    i = pc.index(mask, True).as_py()
-    raise TraceError(f"{where}: {dataset}: column {column!r}, row {offset + i} "
-                     f"(in {file.name}): {problem(i)}")
+class _Batch:
+    """One record batch of a dataset and how to report its first bad row."""
 
+    def __init__(self, where: str, dataset: str, offset: int, file: Path, batch: pa.RecordBatch):
+        self.where, self.dataset, self.offset, self.file, self.batch = where, dataset, offset, file, batch
 
-def _no_nulls(where, dataset, batch, offset, file, columns) -> None:
-    for c in columns:
-        col = batch.column(c)
-        if col.null_count:
-            _fail_first(where, dataset, c, pc.is_null(col), offset, file, lambda i: "null value")
+    def fail(self, column: str, row: int, problem: str) -> None:
+        raise TraceError(f"{self.where}: {self.dataset}: column {column!r}, row {self.offset + row} "
+                         f"(in {self.file.name}): {problem}")
+
+    def first(self, mask) -> int | None:
+        mask = pc.fill_null(mask, False)
+        return pc.index(mask, True).as_py() if pc.any(mask).as_py() else None
+
+    def no_nulls(self) -> None:
+        for name in self.batch.column_names:
+            col = self.batch.column(name)
+            if col.null_count:
+                self.fail(name, self.first(pc.is_null(col)), "null value")
+
+    def non_negative(self, *names: str) -> None:
+        for name in names:
+            col = self.batch.column(name)
+            if len(col) and pc.min(col).as_py() < 0:
+                row = self.first(pc.less(col, 0))
+                self.fail(name, row, f"negative value {col[row].as_py()!r}")
+
+    def values(self, name: str, ok, problem) -> list[str]:
+        """Check each distinct value of a dictionary column with `ok`; return the values."""
+        col = self.batch.column(name)
+        values = col.dictionary.to_pylist()
+        bad = [i for i, v in enumerate(values) if not ok(v)]
+        if bad:
+            row = self.first(pc.is_in(col.indices, pa.array(bad, col.indices.type)))
+            if row is not None:
+                self.fail(name, row, problem(values[col.indices[row].as_py()]))
+        return values
 
 
 def _check_txns(where: str, files: list[Path]) -> set[str]:
     procedures: set[str] = set()
     columns = ["txn_id", "procedure", "batch_id", "base_partition", "start_us", "end_us",
                "status", "restarts"]
-    for offset, file, b in _batches(where, "txns", files, columns):
-        _no_nulls(where, "txns", b, offset, file, columns)
-        start, end = b.column("start_us"), b.column("end_us")
-        _fail_first(where, "txns", "start_us", pc.less(start, 0), offset, file,
-                    lambda i: f"negative time {start[i].as_py()!r}")
-        _fail_first(where, "txns", "end_us", pc.less(end, start), offset, file,
-                    lambda i: f"negative duration: end_us {end[i].as_py()!r} is before start_us {start[i].as_py()!r}")
-        status = b.column("status")
-        _fail_first(where, "txns", "status",
-                    pc.invert(pc.is_in(status, pa.array(["commit", "abort"]))), offset, file,
-                    lambda i: f"status {status[i].as_py()!r} is not 'commit' or 'abort'")
-        for c in ("restarts", "base_partition", "batch_id"):
-            col = b.column(c)
-            _fail_first(where, "txns", c, pc.less(col, 0), offset, file,
-                        lambda i, col=col: f"negative value {col[i].as_py()!r}")
-        proc = b.column("procedure")
-        _fail_first(where, "txns", "procedure", pc.equal(pc.utf8_length(proc), 0), offset, file,
-                    lambda i: "empty procedure name")
-        procedures.update(pc.unique(proc).to_pylist())
+    for offset, file, batch in _batches(where, "txns", files, columns):
+        b = _Batch(where, "txns", offset, file, batch)
+        b.no_nulls()
+        b.non_negative("start_us", "batch_id", "base_partition", "restarts")
+        start, end = batch.column("start_us"), batch.column("end_us")
+        row = b.first(pc.less(end, start))
+        if row is not None:
+            b.fail("end_us", row, f"negative duration: end_us {end[row].as_py()!r} is before "
+                                  f"start_us {start[row].as_py()!r}")
+        b.values("status", lambda v: v in ("commit", "abort"),
+                 lambda v: f"status {v!r} is not 'commit' or 'abort'")
+        used = pc.unique(batch.column("procedure").indices).to_numpy()
+        names = b.values("procedure", bool, lambda v: "empty procedure name")
+        procedures.update(names[i] for i in used)
     return procedures
 
 
-def _check_accesses(where: str, files: list[Path]) -> None:
-    columns = ["txn_id", "table", "key", "mode", "rows"]
-    for offset, file, b in _batches(where, "accesses", files, columns):
-        _no_nulls(where, "accesses", b, offset, file, columns)
-        mode, rows, table = b.column("mode"), b.column("rows"), b.column("table")
-        _fail_first(where, "accesses", "mode", pc.invert(pc.is_in(mode, pa.array(["read", "write"]))),
-                    offset, file, lambda i: f"mode {mode[i].as_py()!r} is not 'read' or 'write'")
-        _fail_first(where, "accesses", "rows", pc.less(rows, 0), offset, file,
-                    lambda i: f"negative row count {rows[i].as_py()!r}")
-        _fail_first(where, "accesses", "table", pc.equal(pc.utf8_length(table), 0), offset, file,
-                    lambda i: "empty table name")
+def _key_may_hold_nulls(file: Path) -> bool:
+    """True unless every row group's statistics say the key column has no nulls."""
+    meta = pq.ParquetFile(file).metadata
+    idx = meta.schema.to_arrow_schema().get_field_index("key")
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(idx).statistics
+        if stats is None or stats.null_count is None or stats.null_count > 0:
+            return True
+    return False
+
+
+def _check_accesses(where: str, files: list[Path]) -> set[str]:
+    tables: set[str] = set()
+    for offset, file, batch in _batches(where, "accesses", files, ["txn_id", "table", "mode", "rows"]):
+        b = _Batch(where, "accesses", offset, file, batch)
+        b.no_nulls()
+        b.non_negative("rows")
+        b.values("mode", lambda v: v in ("read", "write"),
+                 lambda v: f"mode {v!r} is not 'read' or 'write'")
+        names = b.values("table", bool, lambda v: "empty table name")
+        tables.update(names[i] for i in pc.unique(batch.column("table").indices).to_numpy())
+    wide = [f for f in files if _key_may_hold_nulls(f)]
+    for offset, file, batch in _batches(where, "accesses", files, ["key"], only=wide):
+        _Batch(where, "accesses", offset, file, batch).no_nulls()
+    return tables
 
 
 def _check_flows(where: str, files: list[Path], procedures: set[str]) -> None:
     columns = ["batch_id", "from_procedure", "to_procedure", "tuples", "bytes"]
-    known = pa.array(sorted(procedures), pa.string())
-    for offset, file, b in _batches(where, "flows", files, columns):
-        _no_nulls(where, "flows", b, offset, file, columns)
-        for c in ("batch_id", "tuples", "bytes"):
-            col = b.column(c)
-            _fail_first(where, "flows", c, pc.less(col, 0), offset, file,
-                        lambda i, col=col: f"negative value {col[i].as_py()!r}")
+    for offset, file, batch in _batches(where, "flows", files, columns):
+        b = _Batch(where, "flows", offset, file, batch)
+        b.no_nulls()
+        b.non_negative("batch_id", "tuples", "bytes")
         for c in ("from_procedure", "to_procedure"):
-            col = b.column(c)
-            _fail_first(where, "flows", c, pc.invert(pc.is_in(col, known)), offset, file,
-                        lambda i, col=col: f"procedure {col[i].as_py()!r} never ran (no row in txns)")
+            b.values(c, lambda v: v in procedures,
+                     lambda v: f"procedure {v!r} never ran (no row in txns)")

@@ -90,7 +90,8 @@ def simulate(
         typer.echo(json.dumps(data, indent=2))
         return
     label = ("reference-cluster parameters" if cal.source == "reference"
-             else f"calibrated on {cal.machine.get('hostname', '?')}")
+             else f"calibrated on {cal.machine.get('hostname', '?')}"
+             + (", as that host runs the engine" if this_host else ", as a cluster"))
     for line in sim_summary(r, label):
         typer.echo(line)
     if out is not None:

@@ -183,8 +183,7 @@ class Driver:
         elif t is m.SchedRestore:  # central scheduler, after a crash
             s = UnitScheduler(self, msg.unit, msg.committed)
             self.schedulers[msg.unit] = s
-            for inv in msg.pending:
-                s.on_invoke(inv)
+            s.restore(msg.pending)
         elif t in (m.Ready, m.StateReport):
             if self.recovery is not None:
                 self.recovery.handle(msg)

@@ -172,10 +172,21 @@ class ReplayDone:
 
 
 @dataclass(slots=True)
+class Retrigger:
+    """After a crash: send the recovered output batch of `unit` downstream again (a MOVE
+    transaction when MOVEs are transactions)."""
+
+    unit: str
+    to_unit: str
+    batch: int
+    items: tuple
+
+
+@dataclass(slots=True)
 class SchedRestore:
     unit: str
     committed: dict  # lane -> last committed batch
-    pending: list  # Invoke messages to queue again
+    pending: list  # Invoke (for this unit) and Retrigger (from this unit) messages
     start_at: int  # first batch this unit may see
 
 

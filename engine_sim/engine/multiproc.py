@@ -60,6 +60,7 @@ def site_main(node: int, args: dict) -> None:
             site.observe(b.clock)
             for msg in b.messages:
                 if type(msg) is m.Reset:
+                    net.reset()
                     site = Site(node, plan, cfg, net, store, epoch=msg.epoch, clock=max(msg.clock, site.clock))
                     net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
                     break

@@ -242,7 +242,7 @@ def _access_partitions(proc, placement: Placement, only: str | None = None) -> s
         if only is not None and a.table != only:
             continue
         if placement.replicated(a.table):
-            if a.mode == "write":
+            if a.mode == "write" or proc.code is not None:  # code may write what it reads
                 parts.update(placement.all)
         else:
             parts.update(placement.table_partitions(a.table))

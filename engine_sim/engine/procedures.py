@@ -36,6 +36,11 @@ class Ctx:
     def put(self, table: str, key, value):
         return (self._part(table, key), ("put", self.child, table, key, value))
 
+    def incr(self, table: str, key, delta: int = 1, limit: int | None = None):
+        """UPDATE table SET value = value + delta WHERE value + delta <= limit (one write):
+        the new value, or None when the limit refused it."""
+        return (self._part(table, key), ("incr", self.child, table, key, delta, limit))
+
     def delete(self, table: str, key):
         return (self._part(table, key), ("del", self.child, table, key))
 

@@ -7,19 +7,24 @@ get their input again from the client, OLTP requests not applied are sent again.
 """
 from __future__ import annotations
 
-from engine_sim.engine.messages import Invoke
+from engine_sim.engine.messages import Invoke, Retrigger
 from engine_sim.engine.procedures import merge_batches
 
 
 def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
-    """(committed: unit -> {lane: batch}, pending: unit -> [Invoke], applied OLTP requests)."""
+    """(committed: unit -> {lane: batch}, pending: scheduler unit -> [Invoke | Retrigger],
+    applied OLTP requests). With MOVEs as transactions, a batch still in its producer's
+    stream table is moved again by its producer (Retrigger); one already moved is invoked."""
     progress: dict = {}
     streams: dict = {}
+    where: dict = {}
     oltp_done: set = set()
     for r in reports:
         for key, b in r.progress.items():
             progress[key] = max(progress.get(key, -1), b)
         streams.update(r.streams)
+        for key in r.streams:
+            where[key] = r.node
         oltp_done |= r.oltp_done
     committed = {u: {k: progress.get((u, k), -1) for k in range(len(unit.lanes))}
                  for u, unit in plan.units.items()}
@@ -44,8 +49,18 @@ def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
                         items = None
                         break
                     items.append((src, dst, merge_batches(parts)))
-                if items:
-                    pending.setdefault(name, []).append(Invoke(name, b, up, tuple(items)))
+                if not items:
+                    continue
+                keys = [(src, dst, b, 0) for src, dst, _ in items]
+                if plan.move == "txn" and not upu.dp and not unit.dp and upu.base != unit.base:
+                    if all(where.get(k) == upu.base for k in keys):
+                        pending.setdefault(up, []).append(Retrigger(up, name, b, tuple(items)))
+                        continue
+                    if all(where.get(k) == unit.base for k in keys):
+                        refs = tuple((src, dst, None) for src, dst, _ in items)
+                        pending.setdefault(name, []).append(Invoke(name, b, up, refs))
+                        continue
+                pending.setdefault(name, []).append(Invoke(name, b, up, tuple(items)))
     return committed, pending, oltp_done
 
 

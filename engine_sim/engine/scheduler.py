@@ -115,6 +115,14 @@ class UnitScheduler:
         got[msg.source] = msg.items
         self._maybe_dispatch(msg.batch)
 
+    def restore(self, pending: list) -> None:
+        """After a crash: queue the recovered invocations, resend recovered outputs."""
+        for msg in pending:
+            if isinstance(msg, Invoke):
+                self.on_invoke(msg)
+            else:  # Retrigger
+                self._send_downstream(msg.to_unit, msg.batch, list(msg.items))
+
     def on_skip(self, msg: Skip) -> None:
         self.collect.setdefault(msg.batch, {})[msg.source] = _SKIP
         self._maybe_dispatch(msg.batch)

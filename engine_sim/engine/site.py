@@ -129,8 +129,7 @@ class Site:
         elif t is m.SchedRestore:
             s = UnitScheduler(self, msg.unit, msg.committed)
             self.schedulers[msg.unit] = s
-            for inv in msg.pending:
-                s.on_invoke(inv)
+            s.restore(msg.pending)
             for method, early in self.early.pop(msg.unit, []):
                 getattr(s, method)(early)
         elif t is m.Finish:
@@ -214,7 +213,7 @@ class Site:
             data = snapshot_path(Path(self.cfg.run_dir), number, self.node).read_bytes()
             self.partition.store.restore_bytes(data)
         s = self.partition.store
-        self.transport.send(DRIVER, m.StateReport(self.node, dict(s.progress), dict(s.streams),
+        self.transport.send(DRIVER, m.StateReport(self.node, dict(s.progress), s.stream_batches(),
                                                   set(s.oltp_done), self.log.store.read()))
 
     def finish(self, want_state: bool) -> None:

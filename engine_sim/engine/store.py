@@ -13,6 +13,7 @@ import hashlib
 import pickle
 
 from engine_sim.engine.keys import MASK, mix64, stable_seed
+from engine_sim.engine.txn import Batch
 
 _ABSENT = object()
 
@@ -22,7 +23,10 @@ class Store:
         self.tables = tables  # name -> {key: value}
         self.virtual = virtual  # tables whose missing rows read as a derived default
         self._salt = {t: stable_seed("table", t) for t in tables}
-        self.streams: dict[tuple, object] = {}  # (from SP, to SP, batch, lane) -> Batch
+        # stream tables: one row per tuple, (batch key, i) -> tuple, plus a head row per batch
+        # key (from SP, to SP, batch, lane) -> (tuples, carry)
+        self.stream_heads: dict[tuple, tuple] = {}
+        self.stream_rows: dict[tuple, tuple] = {}
         self.progress: dict[tuple[str, int], int] = {}  # (unit, lane) -> last committed batch
         self.oltp_done: set[tuple[str, int]] = set()
         self.undo: list = []
@@ -68,6 +72,7 @@ class Store:
         ('w', child, table, key, tag)    declared write: value := mix(value, tag)
         ('get', child, table, key)       -> value or None
         ('put', child, table, key, v)
+        ('incr', child, table, key, d, limit)  value += d unless it would pass limit -> new value | None
         ('del', child, table, key)       -> deleted?
         ('scan', child, table)           -> [(key, value)] held here
         ('delwhere', child, table, i, v) delete rows whose value[i] == v -> count
@@ -101,6 +106,15 @@ class Store:
             self.accesses.append((child, table, key, "write"))
             self._set(self.tables[table], key, value)
             return None
+        if kind == "incr":
+            _, child, table, key, delta, limit = op
+            self.accesses.append((child, table, key, "write"))
+            rows = self.tables[table]
+            v = rows.get(key) or 0
+            if limit is not None and v + delta > limit:
+                return None
+            self._set(rows, key, v + delta)
+            return v + delta
         if kind == "del":
             _, child, table, key = op
             self.accesses.append((child, table, key, "write"))
@@ -118,14 +132,24 @@ class Store:
                 self.accesses.append((child, table, k, "write"))
                 self._delete(rows, k)
             return len(gone)
-        if kind == "spush":
-            self._set(self.streams, op[1], op[2])
+        if kind == "spush":  # append an atomic batch to a stream table, a row per tuple
+            key, batch = op[1], op[2]
+            rows = self.stream_rows
+            for i, t in enumerate(batch.tuples):
+                self._set(rows, (key, i), t)
+            self._set(self.stream_heads, key, (len(batch.tuples), batch.carry))
             return None
-        if kind == "spop":
-            batch = self.streams.get(op[1])
-            if batch is not None:
-                self._delete(self.streams, op[1])
-            return batch
+        if kind == "spop":  # consume it: the rows leave the stream table
+            key = op[1]
+            head = self.stream_heads.get(key)
+            if head is None:
+                return None
+            rows = self.stream_rows
+            tuples = tuple(rows[(key, i)] for i in range(head[0]))
+            for i in range(head[0]):
+                self._delete(rows, (key, i))
+            self._delete(self.stream_heads, key)
+            return Batch(tuples, head[1])
         if kind == "prog":
             _, unit, lane, batch = op
             if self.progress.get((unit, lane), -1) < batch:
@@ -140,19 +164,32 @@ class Store:
         raise ValueError(f"unknown operation {kind!r}")
 
     # -- snapshots and digests ------------------------------------------------------------------
+    def stream_batch(self, key):
+        """A batch in this partition's stream table (read, not consumed), or None."""
+        head = self.stream_heads.get(key)
+        if head is None:
+            return None
+        return Batch(tuple(self.stream_rows[(key, i)] for i in range(head[0])), head[1])
+
+    def stream_batches(self) -> dict:
+        return {key: self.stream_batch(key) for key in self.stream_heads}
+
     def snapshot_bytes(self) -> bytes:
-        return pickle.dumps((self.tables, self.streams, self.progress, self.oltp_done),
-                            protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps((self.tables, self.stream_heads, self.stream_rows, self.progress,
+                             self.oltp_done), protocol=pickle.HIGHEST_PROTOCOL)
 
     def restore_bytes(self, data: bytes) -> None:
-        self.tables, self.streams, self.progress, self.oltp_done = pickle.loads(data)
+        (self.tables, self.stream_heads, self.stream_rows, self.progress,
+         self.oltp_done) = pickle.loads(data)
         self.undo, self.accesses = [], []
 
     def gc_streams(self, completed_below: int) -> int:
         """Drop stream batches of batches every SP has finished (outside any transaction)."""
-        gone = [k for k in self.streams if k[2] < completed_below]
+        gone = [k for k in self.stream_heads if k[2] < completed_below]
         for k in gone:
-            del self.streams[k]
+            n, _ = self.stream_heads.pop(k)
+            for i in range(n):
+                self.stream_rows.pop((k, i), None)
         return len(gone)
 
     def table_digest(self, table: str) -> int:

@@ -130,6 +130,15 @@ class Net:
         self.waiting.pop(dst, None)
         self.pending.pop(dst, None)
 
+    def reset(self) -> None:
+        """After a crash: forget every connection and everything not yet sent (all of it
+        belongs to the epoch that ended); new messages connect afresh."""
+        for dst in list(self.outs):
+            self.drop(dst)
+        self.waiting.clear()
+        self.pending.clear()
+        self.delayed.clear()
+
     def has_output(self) -> bool:
         return bool(self.pending) or bool(self.waiting) or any(o.buf for o in self.outs.values())
 

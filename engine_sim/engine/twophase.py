@@ -150,7 +150,7 @@ def _peek_inputs(p, txn) -> list:
     out = []
     for src, dst, batch in txn.inputs:
         if batch is None and src is not None:
-            batch = p.store.streams.get((src, dst, txn.batch, 0))
+            batch = p.store.stream_batch((src, dst, txn.batch, 0))
         out.append((src, dst, batch))
     return out
 

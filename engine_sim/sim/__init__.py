@@ -72,7 +72,8 @@ def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -
     dilation = 1.0
     for _ in range(6):
         r = attempt(params.cpu_scaled(dilation))
-        concurrency = sum(r.partition_busy_s) / r.sim_time_s + sum(r.coordinator_utilisation)
+        concurrency = (sum(r.partition_busy_s) / r.sim_time_s + sum(r.coordinator_utilisation)
+                       + r.client_utilisation)
         target = max(1.0, concurrency / cores)
         r.cpu_dilation = dilation
         if abs(target - dilation) <= 0.03 * dilation:

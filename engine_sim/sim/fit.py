@@ -33,11 +33,18 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "after_commit_rows": ("row_after_commit_s",),
     "client": ("client_latency_s",),
     "client_turnaround": ("client_turnaround_s",),
+    "client_cpu": ("client_s",),
+    "client_txns": ("client_txn_s",),
+    "client_rows": ("client_row_s",),
 }
 # the reference cluster's client sits next to the coordinator; give the fit a starting share
 # and partitions some work after each commit (history, log)
 FIT_BASE = SimParams(service_cv=0.0, client_latency_s=20e-6, client_turnaround_s=10e-6,
-                      txn_after_commit_s=5e-6, row_after_commit_s=0.5e-6)
+                     client_s=10e-6, client_txn_s=5e-6, client_row_s=0.5e-6, txn_after_commit_s=5e-6,
+                     row_after_commit_s=0.5e-6)
+
+
+LOADED_WEIGHT = 2.0
 
 
 def scale_group(params: SimParams, group: str, factor: float) -> SimParams:
@@ -99,9 +106,11 @@ def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
     total = np.ones(len(GROUPS))
     for _ in range(iterations):
         A, y_now = design_matrix(probes, params)
-        # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors
-        scaled = A / y[:, None]
-        target = (y - y_now + A.sum(axis=1)) / y
+        # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors, the
+        # loaded probes (what limits throughput, the number predictions are about) counted twice
+        weight = np.array([LOADED_WEIGHT if p.window > 1 else 1.0 for p in probes])
+        scaled = A / y[:, None] * weight[:, None]
+        target = (y - y_now + A.sum(axis=1)) / y * weight
         identifiable = np.linalg.norm(scaled, axis=0) > 1e-9
         m = np.ones(len(GROUPS))
         m[identifiable], _ = nnls(scaled[:, identifiable], target)

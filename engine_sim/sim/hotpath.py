@@ -111,7 +111,7 @@ def bind_hot_path(model) -> None:
             sinks_left[b] = left
             if left == 0:  # the client hears of it after its latency
                 done_at[b] = ready + client_latency
-                model._batch_done(ready + client_latency)
+                model._batch_done(ready + client_latency, b)
             return
         for e in out:
             mt = e_move_txn[e]

@@ -3,14 +3,17 @@
 Resources (all FIFO, single-threaded, as in H-Store/S-Store):
 - a *partition* executes one transaction at a time; a distributed transaction holds every
   partition it touches from the grant of its lock to its 2PC commit (see `dtxn.py`);
-- a machine's *coordinator* thread does the scheduling work: creating transactions,
-  handling commit notifications, (de)serialising and sending messages;
+- a node's *coordinator* thread does the scheduling work: creating transactions, handling
+  commit notifications, (de)serialising and sending messages. A node is a machine (one
+  S-Store site per machine) or, to model the bundled engine, a partition's own process;
 - a *procedure scheduler* (one per SP) creates its SP's transactions in batch order and
   blocks until the base partition confirms each one is queued (Algorithm 1, lines 31-36).
-  With DLS it lives on its base partition's machine, so the confirmation is a local hop;
-  with the central scheduler every SP's scheduler lives on one machine and the hop crosses
-  the network for every SP whose partition is elsewhere;
-- a machine's outgoing *network link* (bandwidth), then a fixed latency.
+  With DLS it lives on its base partition's node, so the confirmation is a local hop;
+  with the central scheduler every SP's scheduler lives on one node (by default its own)
+  and the hop crosses the network for every SP;
+- a node's outgoing *network link* (bandwidth), then a fixed latency;
+- the *client* offers batches at a rate (open loop) or keeps a window of them in flight
+  (closed loop, as the engine's driver does) and takes their completions.
 
 A FIFO server whose requests are handled in time order needs no events of its own: a request
 arriving at `t` starts at `max(t, free_at)`. The loop therefore spends one event per
@@ -28,6 +31,9 @@ from engine_sim.sim.plan import Plan
 
 
 class EngineModel(DistributedMixin):
+    """One simulation run of a compiled plan: its state, the rare paths, the network; the
+    per-transaction path is bound in from `hotpath.py`."""
+
     def __init__(self, plan: Plan, input_rate: float | None, window: int | None = None):
         self.plan = plan
         P = self.P = plan.params
@@ -37,6 +43,8 @@ class EngineModel(DistributedMixin):
         self.rate = input_rate  # open loop: batches offered at this rate ...
         self.window = window  # ... or closed loop: this many batches in flight (like the engine)
         self.next_input = 0
+        self.client_free = 0.0
+        self.client_busy = 0.0
         # routing tables (plain lists: indexing them is the hot path)
         units = plan.units
         self.u_base = [u.base for u in units]
@@ -91,6 +99,8 @@ class EngineModel(DistributedMixin):
         self.part_busy = [0.0] * NP  # executing
         self.part_held = [0.0] * NP  # executing or held by a distributed transaction
         self.coord_free = [0.0] * M
+        if P.site_per_partition:  # the engine's site is one thread: partition and coordinator
+            self.part_free = self.coord_free  # share one timeline (node n is partition n)
         self.coord_busy = [0.0] * M
         self.nic_free = [0.0] * M
         self.nic_busy = [0.0] * M
@@ -144,10 +154,17 @@ class EngineModel(DistributedMixin):
             self.env.process(self._generator())
         self.env.run()
 
-    def _batch_done(self, t: float) -> None:
-        """Closed loop: the client submits the next batch once it has taken this one."""
+    def _batch_done(self, t: float, b: int) -> None:
+        """The client takes batch b's completion (its CPU: `client_s`, `client_txn_s`, ...); in
+        a closed loop it then submits the next batch."""
+        P = self.P
+        work = (P.client_s + len(self.plan.units) * P.client_txn_s
+                + self.plan.batch_rows[b] * P.client_row_s)
+        start = self.client_free if self.client_free > t else t
+        self.client_free = start + work
+        self.client_busy += work
         if self.window and self.next_input < self.plan.batches:
-            self.env.at(t + self.P.client_turnaround_s, self._arrive, self.next_input)
+            self.env.at(self.client_free + P.client_turnaround_s, self._arrive, self.next_input)
             self.next_input += 1
 
     def _generator(self):

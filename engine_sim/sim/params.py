@@ -16,7 +16,8 @@ from dataclasses import asdict, dataclass, fields, replace
 CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tuple_in_s",
              "tuple_out_s", "fragment_s", "prepare_s", "commit_s", "txn_after_commit_s",
              "row_after_commit_s", "sched_s", "ack_s", "msg_cpu_s",
-             "local_msg_cpu_s", "ser_byte_s")
+             "local_msg_cpu_s", "ser_byte_s", "client_s", "client_txn_s",
+             "client_row_s")
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,18 @@ class SimParams:
     control_bytes: int = 128  # size of a control message (invocation, vote, ack)
     client_latency_s: float = 0.0  # one way between the client (input, completions) and the cluster
     client_turnaround_s: float = 0.0  # closed loop: from a completion to the next submission
+    client_s: float = 0.0  # the client's CPU per completed batch
+    client_txn_s: float = 0.0  # ... per transaction of the batch
+    client_row_s: float = 0.0  # ... per row the batch accessed (the engine's driver collects
+    # every transaction and access into the history it checks)
     # -- the model --------------------------------------------------------------------------
     service_cv: float = 0.1  # coefficient of variation of partition service times
     # where the central scheduler lives (scheduler="central"): -1 = a node of its own, with the
     # client (as in the engine, where the driver hosts it); k = on machine k
     central_machine: int = -1
-    # the bundled engine runs every partition as a site (process) of its own, so two partitions
-    # of one machine talk by messages like two machines do; a real S-Store machine is one site
+    # the bundled engine runs every partition as a site of its own (one process, one thread for
+    # the partition and its schedulers), so two partitions of one machine talk by messages like
+    # two machines do; a real S-Store machine is one site with a thread per partition
     site_per_partition: bool = False
     machine_delay_s: float = 0.0  # added to messages between machines (engine: machine_delay_ms)
     # cores of the one host that runs every emulated machine (the engine on this machine);

@@ -94,6 +94,7 @@ class Plan:
     input_bytes: float
     nodes: int  # sites (machines, or partitions), plus the central scheduler's own node
     node_machine: list[int]  # machine of each node (-1: the central scheduler's own node)
+    batch_rows: list[float]  # rows each batch accesses, over all SPs
 
     @property
     def n_partitions(self) -> int:
@@ -208,6 +209,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
 
     # -- per-batch service times -----------------------------------------------------------
     n_all = design.n_partitions
+    batch_rows = np.zeros(batches)
     for ui, u in enumerate(units):
         rng = np.random.default_rng([seed, ui])
         procs = [workload.procedure(mname) for mname in u.members]
@@ -243,6 +245,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             if t is None or len(t) > 1:  # replicated writes also update the local copy
                 local_rows += present[k] * row_s[k]
             rows_touched += present[k] * (accesses[k].rows * scale)
+        batch_rows += rows_touched
         service = (fixed + local_rows) * noise
         u.service = service.tolist()
         if P.txn_after_commit_s or P.row_after_commit_s:
@@ -264,7 +267,8 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             if spec is not None:
                 u.dist[b] = DistSpec(spec.parts, u.service[b], spec.rounds)
     return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
-                sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine)
+                sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine,
+                batch_rows.tolist())
 
 
 def _dist_spec(base: int, steps: list[tuple[tuple[int, ...] | None, float]], P: SimParams

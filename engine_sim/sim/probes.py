@@ -69,6 +69,11 @@ def probes() -> list[Probe]:
     single("txn_empty", 1.0, (), ["T1"])
     single("txn_tuples", 1.0, (), ["T1"], batch_size=100)
 
+    # eight SPs in series on one partition: what every further transaction of a batch costs
+    w = _workload("chain8", [(1.0, ())] * 8, ["T1"])
+    d = _design(w, 1, 1, {f"SP{i + 1}": 0 for i in range(8)}, {"T1": 0})
+    out += [Probe("chain8", w, d, "busy"), Probe("chain8", w, d, "latency")]
+
     # a two-SP pipeline: the scheduler hop and the MOVE, inside one machine and across two
     def pipeline(name, machines, ppm, tuple_bytes=64, scheduler="dls", move="rpc", observe=("latency",)):
         w = _workload(name, [(1.0, ()), (1.0, ())], ["T1"], tuple_bytes=tuple_bytes)
@@ -102,8 +107,9 @@ def probes() -> list[Probe]:
     return out
 
 
-LOADED = ("txn", "txn_reads", "hop_local", "hop_remote", "hop_remote_bytes", "2pc_2", "move_txn")
-CHECKED = ("hop_central", "2pc_local", "2pc_4", "txn_writes")
+LOADED = ("txn", "txn_reads", "chain8", "hop_local", "hop_remote", "hop_remote_bytes", "2pc_2",
+          "2pc_4", "move_txn")
+CHECKED = ("hop_central", "2pc_local", "txn_writes")
 
 
 def throughput_checks() -> list[Probe]:

@@ -25,6 +25,7 @@ class SimResult:
     machine_utilisation: list[float] = field(default_factory=list)  # mean of its partitions
     coordinator_utilisation: list[float] = field(default_factory=list)
     link_utilisation: list[float] = field(default_factory=list)  # outgoing network, per machine
+    client_utilisation: float = 0.0
     peak_utilisation: float = 0.0  # of the busiest resource
     bottleneck: str = ""  # the busiest resource, e.g. "partition 3" or "scheduler of SP5"
     txns: int = 0
@@ -116,6 +117,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     candidates += [(u, f"network link of {node_name(n)}") for n, u in enumerate(link)]
     candidates += [(s / makespan, f"scheduler of {plan.units[i].name}")
                    for i, s in enumerate(model.sched_busy)]
+    candidates.append((model.client_busy / makespan, "client"))
     peak, bottleneck = max(candidates, key=lambda c: c[0])
     mean = float(lat.mean())
     procedures = {}
@@ -141,6 +143,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         partition_utilisation=held, partition_busy_s=busy,
         machine_utilisation=machine_util,
         coordinator_utilisation=coord, link_utilisation=link, peak_utilisation=peak,
+        client_utilisation=model.client_busy / makespan,
         bottleneck=bottleneck,
         txns=B * len(plan.units), move_txns=model.move_txns, workload=plan.workload,
         machines=plan.machines, partitions_per_machine=ppm, scheduler=plan.scheduler,

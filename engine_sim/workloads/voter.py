@@ -40,19 +40,16 @@ def vote(ctx, batch: Batch):
     for i, (phone, contestant) in enumerate(batch.tuples):
         if (yield ctx.get("Contestants", contestant)) is None:
             continue  # the contestant was removed
-        used = (yield ctx.get("VotesByPhone", phone)) or 0
-        if used >= MAX_VOTES_PER_PHONE:
-            continue
-        yield [ctx.put("VotesByPhone", phone, used + 1),
-               ctx.put("Votes", ctx.batch_id * 1000 + i, (phone, contestant))]
+        if (yield ctx.incr("VotesByPhone", phone, 1, MAX_VOTES_PER_PHONE)) is None:
+            continue  # this phone has no votes left
+        yield ctx.put("Votes", ctx.batch_id * 1000 + i, (phone, contestant))
         accepted.append((phone, contestant))
     return Batch(tuple(accepted), batch.carry)
 
 
 def update_leaderboard(ctx, batch: Batch):
     for _phone, contestant in batch.tuples:
-        votes = yield ctx.get("Leaderboard", contestant)
-        yield ctx.put("Leaderboard", contestant, (votes or 0) + 1)
+        yield ctx.incr("Leaderboard", contestant, 1)
     return batch
 
 

@@ -1,0 +1,80 @@
+"""`advisor run`: a short table or the JSON result; every bad input is one line, exit 2."""
+import json
+
+import pytest
+
+from advisor.api import recommend
+from advisor.cli import run_app
+from advisor.spec import load_workload
+from engine_sim.engine.designs import round_robin_design
+
+
+@pytest.fixture
+def design(tmp_path):
+    return recommend("tpcdi-trade", baselines=False).design.save(tmp_path / "d.json")
+
+
+def test_run_prints_a_short_table(design, capsys):
+    assert run_app(["run", "tpcdi-trade", "--design", str(design), "--batches", "20", "--in-process"]) == 0
+    out = capsys.readouterr().out
+    for word in ("throughput", "latency", "history check", "ok", "state digest", "MOVEs"):
+        assert word in out
+
+
+def test_run_json_has_the_issue_fields(design, capsys):
+    assert run_app(["run", "tpcdi-trade", "--design", str(design), "--batches", "20", "--in-process",
+                    "--recovery", "strong", "--crash-after", "10", "--scheduler", "central",
+                    "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    for key in ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
+                "distributed_txns", "moves", "history_check", "state_digest", "committed", "aborts",
+                "restarts", "partition_busy_s", "wall_s"):
+        assert key in data
+    assert data["history_check"] == "ok" and data["crashed"] and data["scheduler"] == "central"
+
+
+def test_run_in_processes_from_a_spec_file(tmp_path, capsys):
+    from importlib import resources
+
+    w = load_workload("move-micro")
+    spec = tmp_path / "move.toml"
+    spec.write_text(resources.files("advisor.workloads").joinpath("move-micro.toml").read_text())
+    d = round_robin_design(w).save(tmp_path / "d.json")
+    assert run_app(["run", str(spec), "--design", str(d), "--batches", "30", "--move", "txn", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["mode"] == "multi-process" and data["move_txns"] == 30 and data["history_check"] == "ok"
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["--batches", "0"], "--batches must be an integer >= 1"),
+    (["--batches", "5", "--scheduler", "fifo"], "--scheduler must be one of"),
+    (["--batches", "5", "--move", "teleport"], "--move must be one of"),
+    (["--batches", "5", "--recovery", "maybe"], "--recovery must be one of"),
+    (["--batches", "5", "--recovery", "off", "--crash-after", "2"], "needs recovery"),
+    (["--batches", "5", "--crash-after", "0"], "--crash-after must be an integer >= 1"),
+])
+def test_bad_options_are_one_line_and_exit_2(design, capsys, args, problem):
+    assert run_app(["run", "tpcdi-trade", "--design", str(design), "--in-process", *args]) == 2
+    err = capsys.readouterr().err
+    assert problem in err and err.count("\n") == 1
+
+
+def test_bad_sources_and_designs_are_one_line_and_exit_2(tmp_path, design, capsys):
+    cases = [
+        (["run", "no-such-workload", "--design", str(design), "--batches", "5"], "not a spec file"),
+        (["run", "tpcdi-trade", "--design", str(tmp_path / "none.json"), "--batches", "5"], "no such file"),
+        (["run", "voter-leaderboard", "--design", str(design), "--batches", "5"], "does not place procedure"),
+    ]
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    cases.append((["run", "tpcdi-trade", "--design", str(bad), "--batches", "5"], "not valid JSON"))
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("keep me")
+    cases.append((["run", "tpcdi-trade", "--design", str(design), "--batches", "5", "--in-process",
+                   "--trace-out", str(keep)], "refusing to replace"))
+    for argv, problem in cases:
+        assert run_app(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert problem in err and err.count("\n") == 1, err
+    assert (keep / "notes.txt").read_text() == "keep me"

@@ -1,0 +1,102 @@
+"""Calibration: the fit recovers a known engine, the file records the machine and round-trips,
+the weights follow the prices, and `advisor calibrate` measures the real engine."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from advisor.calibrated import weights_from_calibration
+from advisor.cli import run_app
+from engine_sim.sim import Calibration, CalibrationError, SimParams
+from engine_sim.sim.calibfile import prices, weights_from_prices
+from engine_sim.sim.fit import FIT_BASE, GROUPS, fit, observe, scale_group
+from engine_sim.sim.probes import probes, throughput_checks
+
+
+def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
+    """Measurements made by the simulator itself with unknown costs: the fitted simulator
+    reproduces them, and predicts loaded runs it was not fitted to."""
+    base = FIT_BASE.with_(host_cores=2, site_per_partition=True)
+    rng = np.random.default_rng(7)
+    truth = base
+    for group in GROUPS:
+        truth = scale_group(truth, group, float(rng.uniform(0.4, 3.0)))
+    plist = probes()
+    result = fit(plist, [observe(p, truth) for p in plist], base=base)
+    assert result.median_error < 0.01
+    assert max(abs(r["relative_error"]) for r in result.residuals.values()) < 0.1
+    for check in throughput_checks():
+        assert observe(check, result.params) == pytest.approx(observe(check, truth), rel=0.05)
+
+
+def test_the_fit_refuses_missing_measurements():
+    plist = probes()[:3]
+    with pytest.raises(ValueError, match="positive, finite"):
+        fit(plist, [1e-4, 0.0, 1e-4])
+
+
+def test_weights_follow_the_prices_of_this_cluster():
+    base = prices(SimParams())
+    w = weights_from_prices(base)
+    assert w.alpha + w.beta + w.gamma == pytest.approx(1.0, abs=1e-5)
+    slow_net = weights_from_prices(prices(SimParams(net_latency_s=1e-3)))
+    assert slow_net.alpha > w.alpha  # 2PC round trips cost more: distributed txns weigh more
+    costly_bytes = weights_from_prices(prices(SimParams(ser_byte_s=50e-9, msg_cpu_s=20e-6)))
+    assert costly_bytes.beta > w.beta  # MOVEs cost more
+    heavy_txn = weights_from_prices(prices(SimParams(txn_overhead_s=2e-3)))
+    assert heavy_txn.gamma > w.gamma  # idle capacity is worth more
+
+
+def test_the_calibration_file_round_trips_and_feeds_recommend(tmp_path):
+    cal = Calibration.from_params(SimParams(txn_overhead_s=77e-6, host_cores=2), {"txn:latency": 3e-4},
+                                  fit={"median_relative_error": 0.05})
+    path = cal.save(tmp_path / "cal.json")
+    data = json.loads(path.read_text())
+    assert data["format"] == "advisor.calibration/1"
+    assert data["machine"]["hostname"] and data["machine"]["cpus"] and data["machine"]["measured_at"]
+    back = Calibration.load(path)
+    assert back.params == cal.params and back.weights == cal.weights and back.source == "measured"
+    assert weights_from_calibration(path) == cal.weights  # what `advisor recommend --calibration` reads
+    reference = Calibration.reference()
+    assert reference.source == "reference" and reference.params == SimParams()
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("not json", "not valid JSON"),
+    ('{"format": "x"}', "not a calibration file"),
+    ('{"format": "advisor.calibration/1", "simulator": {"txn_overhead_s": -1}}', "must be a finite number >= 0"),
+    ('{"format": "advisor.calibration/1", "machine": []}', "machine must be an object"),
+])
+def test_bad_calibration_files_are_one_line_errors(tmp_path, text, problem):
+    path = tmp_path / "cal.json"
+    path.write_text(text)
+    with pytest.raises(CalibrationError, match=problem) as info:
+        Calibration.load(path)
+    assert info.value.exit_code == 2
+
+
+def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, capsys):
+    out = tmp_path / "calibration.json"
+    assert run_app(["calibrate", "--quick", "--in-process", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "weights" in printed and f"wrote {out}" in printed
+    cal = Calibration.load(out)
+    assert cal.source == "measured" and cal.machine["engine_mode"] == "in-process"
+    assert cal.params.host_cores == 1 and cal.params.site_per_partition
+    assert len(cal.measurements) == len(probes())
+    assert all(v > 0 for v in cal.measurements.values())
+    assert cal.fit["median_relative_error"] < 0.5  # the fitted model explains the measurements
+    assert set(cal.fit["throughput_checks"]) == {p.key for p in throughput_checks()}
+    assert cal.prices["distributed_txn_s"] > cal.prices["single_txn_s"]
+
+
+@pytest.mark.slow
+def test_advisor_calibrate_on_the_multi_process_engine(tmp_path):
+    out = tmp_path / "calibration.json"
+    assert run_app(["calibrate", "--quick", "--out", str(out)]) == 0
+    cal = Calibration.load(out)
+    assert cal.machine["engine_mode"] == "multi-process" and cal.params.host_cores >= 1
+    for row in cal.fit["throughput_checks"].values():
+        assert 0.33 < row["simulator_bps"] / row["engine_bps"] < 3

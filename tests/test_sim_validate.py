@@ -1,0 +1,78 @@
+"""`advisor validate`: engine and simulator side by side, the predicted cost, the bottleneck."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.cli import run_app
+from advisor.spec import load_workload
+from engine_sim.sim import scenarios as S
+from engine_sim.validate import engine_partition_limit, find_bottleneck, static_hotspots, validate
+
+
+@pytest.fixture
+def tpcdi4(tmp_path):
+    return S.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "tpcdi4.json")
+
+
+def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
+    out = tmp_path / "validation.json"
+    assert run_app(["validate", str(tpcdi4), "tpcdi-trade", "--batches", "60", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    for label in ("predicted cost", "engine", "simulator", "throughput (tuples/s)", "bottleneck:",
+                  "most loaded machine", "most expensive MOVE", "engine history check: ok"):
+        assert label in printed
+    data = json.loads(out.read_text())
+    assert data["engine"]["history_check"] == "ok"
+    assert data["engine"]["moves"] == data["simulator"]["moves"] == 3 * 60  # every stream crosses
+    assert data["engine"]["distributed_txns"] == data["simulator"]["distributed_txns"] == 0
+    assert data["predicted_cost"]["processing_colocation"] == pytest.approx(1.0)
+    assert data["bottleneck"]["move"]["crosses_machine"] is True
+    assert any("uncalibrated" in n for n in data["notes"])
+    from reports.validation_view import ValidationView  # the report reads what we write
+
+    view = ValidationView.from_any(out)
+    assert view.has_both and any("throughput" in row[1] for row in view.rows)
+
+
+def test_the_bottleneck_names_the_distributed_sp_and_the_busiest_machine():
+    big = S.tpcdi_single_sp()
+    d = S.tpcdi_design(big, 4)
+    r = validate(big, d, engine=False, batches=200)
+    b = r.bottleneck
+    assert b["distributed_txn"]["procedure"] == "TradeIngest"
+    assert b["distributed_txn"]["count"] == 200
+    assert b["machine"]["machine"] == 0  # the big SP's base partition is there
+    assert r.engine is None and r.simulator["distributed_txns"] == 200
+
+
+def test_static_hotspots_from_the_spec_alone():
+    w = load_workload("chain-32")
+    d = S.chain_design(w, 2)
+    d.procedures["SP5"] = 7  # SP5 away from its table T5 (partition 1)
+    dist, moves = static_hotspots(w, d)
+    assert [x["procedure"] for x in dist] == ["SP5"]
+    assert dist[0]["per_batch"] == pytest.approx(1 - (1 - 0.9) * (1 - 0.1))
+    crossing = {m["stream"] for m in moves if m["crosses_machine"]}
+    assert crossing == {"SP4->SP5", "SP5->SP6", "SP16->SP17"}
+    b = find_bottleneck(w, d, None, None)
+    assert b["distributed_txn"]["procedure"] == "SP5" and b["move"]["crosses_machine"]
+
+
+def test_a_design_too_big_for_this_machine_is_simulated_only(tmp_path, capsys):
+    w = load_workload("chain-32")
+    machines = engine_partition_limit() // 4 + 1
+    path = S.chain_design(w, machines).save(tmp_path / "big.json")
+    assert run_app(["validate", str(path), "chain-32", "--batches", "50", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine"] is None and data["simulator"]["machines"] == machines
+    assert any("engine skipped" in n for n in data["notes"])
+
+
+def test_validate_errors_are_one_line(tpcdi4, tmp_path, capsys):
+    assert run_app(["validate", str(tmp_path / "missing.json"), "tpcdi-trade"]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert run_app(["validate", str(tpcdi4), "chain-32", "--sim"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
