@@ -27,7 +27,7 @@ from advisor.design import Design  # noqa: E402
 from advisor.spec import load_workload  # noqa: E402
 from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
-from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402
+from engine_sim.engine.designs import single_partition_design  # noqa: E402
 
 
 def chain(n: int) -> Workload:
@@ -81,7 +81,7 @@ def moves(tuples: int, repeat: int) -> list[str]:
         for size in (1, 10, 100):
             w = move_micro(size)
             d = Design(w.name, 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
-            batches = max(200, tuples // size)
+            batches = max(400, tuples // size)
             rpc, txn = (best(repeat, workload=w, design=d, batches=batches, move=mv,
                              in_process=in_process, snapshot_every=0) for mv in ("rpc", "txn"))
             assert txn.move_txns == batches and rpc.move_txns == 0
@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     rep = 1 if q else max(1, args.repeat)
     started = time.perf_counter()
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start)", flush=True)
-    for part in (voter(2000 if q else 6000, rep), moves(1000 if q else 3000, rep),
+    for part in (voter(2000 if q else 6000, rep), moves(1000 if q else 4000, rep),
                  logging(300 if q else 1000, 200 if q else 600, rep)):
         print("\n".join(part), flush=True)
     print(f"(measured in {time.perf_counter() - started:.0f} s)")

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 
 from engine_sim.engine import messages as m
-from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.rebuild import batch_finished, rebuild
 from engine_sim.engine.recovery import commit_records, weak_replay
 
