@@ -9,6 +9,7 @@ baseline measured in the same run; absolute numbers depend on the machine and it
 3. Strong vs weak recovery logging (no group commit, as in the dissertation's Figure 3.12) on
    1-, 4- and 16-SP chains on one partition: batches/s; and the time to recover a crash
    from the command log (no snapshot), in the multi-process engine.
+4. Distributed localized scheduling vs a central scheduler on the 32-SP chain.
 
     python bench/engine.py            # all of it, best of 3 runs each (a few minutes)
     python bench/engine.py --quick    # smaller runs, once each
@@ -27,7 +28,7 @@ from advisor.design import Design  # noqa: E402
 from advisor.spec import load_workload  # noqa: E402
 from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
-from engine_sim.engine.designs import single_partition_design  # noqa: E402
+from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402
 
 
 def chain(n: int) -> Workload:
@@ -81,7 +82,7 @@ def moves(tuples: int, repeat: int) -> list[str]:
         for size in (1, 10, 100):
             w = move_micro(size)
             d = Design(w.name, 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
-            batches = max(400, tuples // size)
+            batches = max(400, tuples // size) if not in_process else max(2000, 5 * tuples // size)
             rpc, txn = (best(repeat, workload=w, design=d, batches=batches, move=mv,
                              in_process=in_process, snapshot_every=0) for mv in ("rpc", "txn"))
             assert txn.move_txns == batches and rpc.move_txns == 0
@@ -112,6 +113,20 @@ def logging(batches: int, recover_batches: int, repeat: int) -> list[str]:
     return lines
 
 
+def schedulers(batches: int, repeat: int) -> list[str]:
+    w = load_workload("chain-32")
+    lines = ["4. DLS vs central scheduler, 32-SP chain, multi-process: batches/s",
+             f"   {'machines x partitions':>22}  {'DLS':>7}  {'central':>7}  {'DLS/central':>11}"]
+    for machines in (1, 2):
+        d = round_robin_design(w, machines, 2)
+        dls, central = (best(repeat, workload=w, design=d, batches=batches, scheduler=s)
+                        for s in ("dls", "central"))
+        lines.append(f"   {f'{machines} x 2':>22}  {dls.throughput_bps:7,.0f}  {central.throughput_bps:7,.0f}"
+                     f"  {dls.throughput_bps / central.throughput_bps:11.2f}   "
+                     f"({dls.messages:,} vs {central.messages:,} messages)")
+    return lines
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs, no repetition")
@@ -122,7 +137,8 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start)", flush=True)
     for part in (voter(2000 if q else 6000, rep), moves(1000 if q else 4000, rep),
-                 logging(300 if q else 1000, 200 if q else 600, rep)):
+                 logging(300 if q else 1000, 200 if q else 600, rep),
+                 schedulers(150 if q else 400, rep)):
         print("\n".join(part), flush=True)
     print(f"(measured in {time.perf_counter() - started:.0f} s)")
     return 0

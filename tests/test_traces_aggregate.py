@@ -16,7 +16,7 @@ import pytest
 from advisor.cli import run_app
 from traces import load_statistics
 from traces.aggregate import aggregate
-from traces.errors import JavaError
+from traces.errors import JavaError, TraceError
 from traces.granularity import parse_granularity
 from traces.java import check_java, parse_java_major
 from traces.synth import synthesize
@@ -145,9 +145,22 @@ def unsized_int_keys(mixed, tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def mixed_stats(spark, mixed):
+    """Statistics of the mixed trace per (granularity, hot tuples), computed once."""
+    cache = {}
+
+    def get(granularity: str, hot: int = 0):
+        if (granularity, hot) not in cache:
+            cache[granularity, hot] = aggregate(mixed, None, granularity, hot, spark=spark,
+                                                progress=None)
+        return cache[granularity, hot]
+    return get
+
+
 @pytest.mark.parametrize("granularity,hot", [("table", 0), ("fragment:4", 0), ("tuple:3", 6)])
-def test_statistics_equal_the_pandas_reference(spark, mixed, granularity, hot):
-    stats = aggregate(mixed, None, granularity, hot, spark=spark, progress=None)
+def test_statistics_equal_the_pandas_reference(mixed_stats, mixed, granularity, hot):
+    stats = mixed_stats(granularity, hot)
     assert_matches(stats, reference(mixed, granularity, hot))
     kinds = set(stats.state["kind"])
     if granularity == "table":
@@ -163,11 +176,23 @@ def test_statistics_equal_the_pandas_reference(spark, mixed, granularity, hot):
     assert stats.procedures["abort_rate"].between(0.03, 0.2).all()
 
 
-def test_int64_keys_and_unsized_tables(spark, mixed, unsized_int_keys):
+def test_unpacked_sums_give_the_same_statistics(spark, mixed, mixed_stats, monkeypatch):
+    """Traces whose row counts could overflow a packed sum take the four-sum path."""
+    import importlib
+
+    job = importlib.import_module("traces.aggregate")  # the module, not the function
+    packed = mixed_stats("fragment:4")
+    monkeypatch.setattr(job, "PACK_LIMIT", 0)
+    unpacked = aggregate(mixed, None, "fragment:4", spark=spark, progress=None)
+    for name, frame in packed.frames().items():
+        pd.testing.assert_frame_equal(unpacked.frames()[name], frame, obj=name)
+
+
+def test_int64_keys_and_unsized_tables(spark, mixed_stats, unsized_int_keys):
     """int64 keys hash like their decimal text; sizes come from distinct keys x 100 bytes."""
-    ints = aggregate(unsized_int_keys, None, "tuple:2", 3, spark=spark, progress=None)
-    assert_matches(ints, reference(unsized_int_keys, "tuple:2", 3))
-    strings = aggregate(mixed, None, "tuple:2", 3, spark=spark, progress=None)
+    ints = aggregate(unsized_int_keys, None, "tuple:3", 6, spark=spark, progress=None)
+    assert_matches(ints, reference(unsized_int_keys, "tuple:3", 6))
+    strings = mixed_stats("tuple:3", 6)
     pd.testing.assert_frame_equal(ints.procedure_state, strings.procedure_state)
     assert list(ints.state["state"]) == list(strings.state["state"])
     assert ints.manifest["key_type"] == "int64"
@@ -242,3 +267,61 @@ def test_missing_java_fails_before_spark_starts(tmp_path):
     assert len(errors) == 1 and "Java not found" in errors[0] and "apt-get" in errors[0]
     assert "Traceback" not in proc.stderr and "WARNING" not in proc.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_hand_made_engine_style_trace(spark, tmp_path):
+    """Numbers worked out by hand: an abort and its restart, an access of an unknown
+    transaction (counted, left out), no table sizes in the manifest."""
+    with TraceWriter(tmp_path / "t", {"workload": "by-hand"}) as w:
+        w.write("txns", {
+            "txn_id": [1, 2, 3, 4], "procedure": ["P1", "P1", "P1", "P2"],
+            "batch_id": [0, 1, 1, 0], "base_partition": [0, 0, 0, 1],
+            "partitions": [[0], [0], [0, 1], [1]],
+            "start_us": [0, 1000, 1400, 200], "end_us": [100, 1300, 1600, 250],
+            "status": ["commit", "abort", "commit", "commit"], "restarts": [0, 0, 1, 0]})
+        w.write("accesses", {
+            "txn_id": [1, 1, 3, 4, 99], "table": ["T", "T", "T", "U", "T"],
+            "key": ["k1", "k2", "k1", "k9", "k1"], "mode": ["read", "read", "write", "read", "read"],
+            "rows": [2, 1, 1, 5, 7]})
+        w.write("flows", {"batch_id": [0, 1], "from_procedure": ["P1", "P1"],
+                          "to_procedure": ["P2", "P2"], "tuples": [3, 2], "bytes": [30, 20]})
+    stats = aggregate(tmp_path / "t", None, "table", spark=spark, progress=None)
+    p = stats.procedures.set_index("procedure")
+    assert p.loc["P1", ["invocations", "commits", "aborts", "restarts"]].tolist() == [3, 2, 1, 1]
+    assert p.loc["P1", "abort_rate"] == pytest.approx(1 / 3)
+    assert p.loc["P1", "mean_cost_us"] == pytest.approx(200.0)
+    assert p.loc["P1", "p95_cost_us"] == pytest.approx(290.0)  # 200 + 0.9 x (300 - 200)
+    assert p.loc["P2", ["invocations", "total_cost_us"]].tolist() == [1, 50]
+    ps = stats.procedure_state.set_index(["procedure", "state"])
+    assert ps.loc[("P1", "T"), ["reads", "writes", "read_rows", "write_rows", "rows", "txns"]
+                  ].tolist() == [2, 1, 3, 1, 4, 2]
+    assert ps.loc[("P1", "T"), "probability"] == pytest.approx(2 / 3)
+    assert ps.loc[("P2", "U"), ["read_rows", "txns", "probability"]].tolist() == [5, 1, 1.0]
+    assert stats.streams[["flows", "batches", "tuples", "bytes"]].values.tolist() == [[2, 2, 5, 50]]
+    s = stats.state.set_index("state")
+    assert s.loc["T", "estimated_bytes"] == 200.0 and s.loc["U", "estimated_bytes"] == 100.0
+    assert s.loc["T", "heat"] == 4 and s.loc["U", "heat"] == 5
+    assert stats.manifest["batches"] == 2 and stats.manifest["unmatched_access_rows"] == 1
+
+
+def test_corrupt_page_that_validation_skips_is_one_spark_error(spark, mixed, tmp_path):
+    """Validation does not read the key column when the statistics vouch for it; a corrupt
+    key page then fails inside Spark, and that failure is one line too, nothing written."""
+    trace = tmp_path / "trace"
+    shutil.copytree(mixed, trace)
+    part = trace / "accesses" / "part-00000.parquet"
+    column = pq.ParquetFile(part).metadata.row_group(0).column(2)
+    assert column.path_in_schema == "key"
+    data = bytearray(part.read_bytes())
+    start = (column.dictionary_page_offset or column.data_page_offset) + 40
+    for i in range(start, start + 120):
+        data[i] = (data[i] * 7 + 13) % 256
+    part.write_bytes(bytes(data))
+    with pytest.raises(TraceError) as info:
+        aggregate(trace, tmp_path / "stats", "fragment:4", spark=spark, progress=None)
+    message = str(info.value)
+    assert "the Spark job failed reading" in message and "part-00000.parquet" in message
+    assert "\n" not in message and "\tat " not in message
+    assert not (tmp_path / "stats").exists()
+    # the session is still usable afterwards
+    assert aggregate(mixed, None, "table", spark=spark, progress=None).manifest["batches"] == 400

@@ -13,6 +13,7 @@ them on the driver and they are written atomically.
 """
 from __future__ import annotations
 
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -30,9 +31,8 @@ from traces.schema import DATASETS
 from traces.statistics import Statistics, write_statistics
 from traces.validate import TraceInfo, validate_trace
 
-# Broadcast the txn_id -> procedure map when the trace has at most this many transactions
-# (about 12 bytes each); above, Spark picks a shuffle join itself.
-BROADCAST_TXNS = 4_000_000
+# Below this bound on all rows of a trace, per-transaction sums are packed two to a long.
+PACK_LIMIT = 1 << 31
 
 
 def aggregate(trace_dir: str | Path, out: str | Path | None = None,
@@ -115,8 +115,11 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
     proc_code = F.array_position(F.array(*[F.lit(p) for p in procs]), F.col("procedure")) - 1
     parts: dict[str, pa.Table] = {}
 
+    group = f"advisor-aggregate-{uuid.uuid4().hex[:12]}"  # cancel only our own jobs
+
     def guarded(label: str, job: Callable[[], pa.Table]) -> Callable[[], pa.Table]:
         def run() -> pa.Table:
+            spark.sparkContext.setJobGroup(group, label)
             with prog.step(label):
                 return job()
         return run
@@ -146,8 +149,11 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
 
     base = accesses
     if gran.kind == "tuple":
-        with prog.step(f"the {gran.hot_tuples} hottest tuples"):
-            parts["hot"] = _hot_tuples(F, accesses, gran.hot_tuples)
+        try:
+            parts["hot"] = guarded(f"the {gran.hot_tuples} hottest tuples",
+                                   lambda: _hot_tuples(F, accesses, gran.hot_tuples))()
+        except Exception as exc:  # noqa: BLE001 - becomes one line
+            raise _as_trace_error(exc, info) from None
         if parts["hot"].num_rows:
             hot = parts["hot"].select(["table", "key"]).append_column(
                 "hot_index", pa.array(np.arange(parts["hot"].num_rows, dtype=np.int32)))
@@ -156,23 +162,12 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
     with_item = base.withColumn("item", _item_code(F, gran, table_code, len(tables)))
 
     owners = txns.select("txn_id", proc_code.cast("int").alias("proc"))
-    if info.rows["txns"] <= BROADCAST_TXNS:
-        owners = F.broadcast(owners)
-    is_read = F.col("mode") == "read"
-    per_txn = with_item.groupBy("txn_id", "item").agg(
-        F.sum(F.when(is_read, 1).otherwise(0)).alias("reads"),
-        F.sum(F.when(is_read, 0).otherwise(1)).alias("writes"),
-        F.sum(F.when(is_read, F.col("rows")).otherwise(0)).alias("read_rows"),
-        F.sum(F.when(is_read, 0).otherwise(F.col("rows"))).alias("write_rows"))
+    per_txn, totals = _per_transaction(F, with_item, packed=(
+        info.rows_bound is not None and max(info.rows_bound, info.rows["accesses"]) < PACK_LIMIT))
     jobs["procedure_state"] = guarded(
         "procedure x state item (reads, writes, rows, access probability)",
         lambda: per_txn.join(owners, "txn_id", "left").groupBy("proc", "item").agg(
-            F.sum("reads").cast("long").alias("reads"),
-            F.sum("writes").cast("long").alias("writes"),
-            F.sum("read_rows").cast("long").alias("read_rows"),
-            F.sum("write_rows").cast("long").alias("write_rows"),
-            F.count(F.lit(1)).alias("txns"),
-        ).toArrow())
+            *totals, F.count(F.lit(1)).alias("txns")).toArrow())
 
     known = tables_info(info.manifest)
     unsized = [t for t in tables if known.get(t, {}).get("rows") is None]
@@ -193,9 +188,40 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
             for name, future in futures.items():
                 parts[name] = future.result()
         except BaseException as exc:
-            spark.sparkContext.cancelAllJobs()
+            spark.sparkContext.cancelJobGroup(group)
             raise _as_trace_error(exc, info) from None
     return _decode(parts, gran, tables, procs)
+
+
+def _per_transaction(F, with_item, packed: bool):
+    """Access totals per (transaction, item), and the expressions that sum them per
+    (procedure, item).
+
+    The distinct-transaction count needs this per-transaction step, and its cost grows with
+    the width of each row, so when the trace's statistics bound every sum below 2**31, reads
+    and writes travel packed in one long (writes in the high 32 bits), and so do read and
+    write rows: two sums instead of four, unpacked after the per-transaction step.
+    """
+    is_read = F.col("mode") == "read"
+    if not packed:
+        per_txn = with_item.groupBy("txn_id", "item").agg(
+            F.sum(F.when(is_read, 1).otherwise(0)).alias("reads"),
+            F.sum(F.when(is_read, 0).otherwise(1)).alias("writes"),
+            F.sum(F.when(is_read, F.col("rows")).otherwise(0)).alias("read_rows"),
+            F.sum(F.when(is_read, 0).otherwise(F.col("rows"))).alias("write_rows"))
+        return per_txn, [F.sum(c).cast("long").alias(c)
+                         for c in ("reads", "writes", "read_rows", "write_rows")]
+    high = F.lit(1 << 32)
+    per_txn = with_item.groupBy("txn_id", "item").agg(
+        F.sum(F.when(is_read, F.lit(1)).otherwise(high)).alias("accesses"),
+        F.sum(F.when(is_read, F.col("rows")).otherwise(F.col("rows") * high)).alias("rows"))
+    low = F.lit((1 << 32) - 1)
+    return per_txn, [
+        F.sum(F.col("accesses").bitwiseAND(low)).cast("long").alias("reads"),
+        F.sum(F.shiftright("accesses", 32)).cast("long").alias("writes"),
+        F.sum(F.col("rows").bitwiseAND(low)).cast("long").alias("read_rows"),
+        F.sum(F.shiftright("rows", 32)).cast("long").alias("write_rows"),
+    ]
 
 
 def _hot_tuples(F, accesses, k: int) -> pa.Table:
@@ -253,11 +279,16 @@ def _decode(parts: dict[str, pa.Table], gran: Granularity, tables: list[str],
 
 
 def _as_trace_error(exc: BaseException, info: TraceInfo) -> BaseException:
-    """A Spark failure while reading the trace (say, a corrupt data page) as one line."""
+    """A Spark failure (say, a corrupt data page validation did not read) as one line: the
+    file Spark names and the chain of causes, without the stack traces."""
     if isinstance(exc, (TraceError, KeyboardInterrupt)):
         return exc
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    cause = next((ln for ln in lines if "Exception:" in ln and "Job aborted" not in ln),
-                 lines[0] if lines else type(exc).__name__)
-    return TraceError(f"{info.path}: the Spark job failed: {cause[:400]}")
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    causes = [ln.removeprefix("Caused by:").strip() for ln in lines if ln.startswith("Caused by:")]
+    causes = [c.split(": ", 1)[-1] if ": " in c else c for c in causes]
+    reading = next((c for c in causes if "while reading file" in c), None)
+    detail = [c for c in causes if c is not reading][-2:] or lines[:1] or [type(exc).__name__]
+    where = ""
+    if reading is not None:
+        where = " reading " + reading.split("while reading file", 1)[1].split()[0].rstrip(".")
+    return TraceError(f"{info.path}: the Spark job failed{where}: {'; '.join(detail)[:400]}")

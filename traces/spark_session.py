@@ -17,8 +17,10 @@ from traces.errors import TraceError
 DEFAULT_MASTER = "local[*]"
 LOCAL_DRIVER_MEMORY = "2g"
 
+# Spark's own log lines are off: every failure reaches the user as one line through the
+# Python exception (see traces.aggregate); ADVISOR_SPARK_LOG=warn (or info...) brings them back.
 _LOG4J = """\
-rootLogger.level = error
+rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -27,11 +29,11 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 # the loggers Spark compares with the root level before printing "Setting default log level"
 logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
+logger.repl.level = {level}
 logger.submit.name = org.apache.spark.deploy.SparkSubmit
-logger.submit.level = error
+logger.submit.level = {level}
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
+logger.gateway.level = {level}
 """
 
 
@@ -39,10 +41,12 @@ def log4j_config() -> Path:
     """A quiet log4j2 properties file (written once per user, reused)."""
     folder = Path(tempfile.gettempdir()) / f"advisor-spark-{os.getuid()}"
     folder.mkdir(exist_ok=True)
-    path = folder / "log4j2-quiet.properties"
-    if not path.is_file() or path.read_text() != _LOG4J:
+    level = os.environ.get("ADVISOR_SPARK_LOG", "off").strip().lower() or "off"
+    text = _LOG4J.replace("{level}", level)
+    path = folder / f"log4j2-{level}.properties"
+    if not path.is_file() or path.read_text() != text:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(_LOG4J)
+        tmp.write_text(text)
         os.replace(tmp, path)
     return path
 
@@ -73,6 +77,7 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "200000",
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
@@ -105,5 +110,17 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
     except Exception as exc:  # noqa: BLE001 - a JVM that cannot start is a user-facing problem
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceError(f"Spark could not start with master {master!r}: {first}") from None
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
     return spark
+
+
+def to_pandas(df, arrow_dtypes: bool = False):
+    """A Spark DataFrame as pandas through Arrow record batches (`DataFrame.toArrow`), the
+    fastest way across: no per-row Python objects on the way, and with `arrow_dtypes` no
+    per-value conversion at the end either (pandas columns backed by the Arrow buffers)."""
+    table = df.toArrow()
+    if arrow_dtypes:
+        import pandas as pd
+
+        return table.to_pandas(types_mapper=pd.ArrowDtype)
+    return table.to_pandas()

@@ -32,6 +32,7 @@ class TraceInfo:
     key_type: str  # "string" | "int64"
     procedures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)  # every table the accesses name
+    rows_bound: int | None = None  # >= the sum of accesses.rows (from Parquet statistics)
 
 
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
@@ -75,7 +76,8 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     procedures = _check_txns(where, files["txns"])
     tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
-    return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables))
+    return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables),
+                     _rows_bound(files["accesses"]))
 
 
 # -- manifest and schema --------------------------------------------------------------------------
@@ -244,6 +246,22 @@ def _key_may_hold_nulls(file: Path) -> bool:
         if stats is None or stats.null_count is None or stats.null_count > 0:
             return True
     return False
+
+
+def _rows_bound(files: list[Path]) -> int | None:
+    """An upper bound of the total `rows` of all accesses: rows x max per row group, from the
+    statistics alone (None when a row group has none)."""
+    bound = 0
+    for file in files:
+        meta = pq.ParquetFile(file).metadata
+        idx = meta.schema.to_arrow_schema().get_field_index("rows")
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            stats = group.column(idx).statistics
+            if stats is None or not stats.has_min_max:
+                return None
+            bound += group.num_rows * max(int(stats.max), 0)
+    return bound
 
 
 def _check_accesses(where: str, files: list[Path]) -> set[str]:

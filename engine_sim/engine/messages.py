@@ -17,7 +17,7 @@ class LockReq:
     coord: int
     logged: bool
     ops: list  # work shipped with the lock request (declared procedures), run on grant
-    age: int = 0  # wait-die priority (smaller is older)
+    age: int = 0  # queue priority (smaller: older, served first)
 
 
 @dataclass(slots=True)
@@ -204,6 +204,7 @@ class FinalReport:
     busy_s: float
     log_records: int = 0
     log_flushes: int = 0
+    sent: int = 0  # messages this site sent (multi-process)
 
 
 @dataclass(slots=True)

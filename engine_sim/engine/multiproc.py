@@ -158,7 +158,7 @@ class MultiProcessRuntime:
                 self.net.flush(d.clock, d.epoch)
                 idle = 0.0 if (got or did or self.net.has_output()) else 0.001
                 self._check(started, deadline_s, d.phase)
-            self.messages = self.net.sent
+            self.messages = self.net.sent + sum(r.sent for r in d.finals.values())
             return d
         finally:
             self._stop()

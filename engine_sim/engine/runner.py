@@ -128,10 +128,12 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
 
             stores = {k: (FileLogStore(run_dir / f"p{k}.log", fsync) if on_disk else MemoryLogStore())
                       for k in range(plan.n_partitions)}
-            runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0)
-            driver = runtime.run(timeout_s)
-            for s in stores.values():
-                s.close()
+            try:
+                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0)
+                driver = runtime.run(timeout_s)
+            finally:
+                for store in stores.values():
+                    store.close()
             messages = runtime.messages
             log_stats = [(r.log_records, r.log_flushes) for r in driver.finals.values()]
         else:

@@ -236,4 +236,5 @@ class Site:
                      if not placement.replicated(t) or self.node == 0}
         self.transport.send(DRIVER, m.FinalReport(self.node, digests, replicas, state,
                                                   self.partition.busy_s, self.log.records,
-                                                  self.log.flushes))
+                                                  self.log.flushes,
+                                                  getattr(self.transport, "sent", 0)))

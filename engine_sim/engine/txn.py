@@ -34,7 +34,7 @@ class Txn:
     replay_of: int | None = None  # strong replay: the original txn id
     recovering: bool = False  # weak recovery: a border batch replayed from the log
     aux: int = 0  # snapshot number, GC watermark, ...
-    prio: int = 0  # wait-die age: the id of the first attempt (restarts keep it); 0: this id
+    prio: int = 0  # queue priority: the id of the first attempt (restarts keep it); 0: this id
 
     @property
     def age(self) -> int:
