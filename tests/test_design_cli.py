@@ -104,3 +104,10 @@ def test_written_files_get_normal_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_usage_errors_are_one_line_with_exit_2(capsys):
+    for argv in (["recommend", "tpcdi-trade", "--alpha", "x"], ["recommend"], ["no-such-command"]):
+        assert run_app(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err

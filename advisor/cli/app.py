@@ -34,8 +34,11 @@ def run_app(argv: list[str] | None = None) -> int:
         return 130
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         code = getattr(exc, "exit_code", None)
-        if isinstance(code, int) and callable(getattr(exc, "show", None)):
-            exc.show()  # a usage error from the option parser: it prints its own line
+        if isinstance(code, int) and callable(getattr(exc, "format_message", None)):
+            # a usage error from the option parser: one line, with the command it concerns
+            ctx = getattr(exc, "ctx", None)
+            where = f"{ctx.command_path}: " if ctx is not None else ""
+            typer.echo(f"error: {where}{exc.format_message()}", err=True)
             return code
         if isinstance(code, int):
             typer.echo(f"error: {exc}", err=True)
