@@ -178,9 +178,7 @@ def test_statistics_equal_the_pandas_reference(mixed_stats, mixed, granularity, 
 
 def test_unpacked_sums_give_the_same_statistics(spark, mixed, mixed_stats, monkeypatch):
     """Traces whose row counts could overflow a packed sum take the four-sum path."""
-    import importlib
-
-    job = importlib.import_module("traces.aggregate")  # the module, not the function
+    import traces.aggregate as job
     packed = mixed_stats("fragment:4")
     monkeypatch.setattr(job, "PACK_LIMIT", 0)
     unpacked = aggregate(mixed, None, "fragment:4", spark=spark, progress=None)

@@ -119,33 +119,17 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
 
     def guarded(label: str, job: Callable[[], pa.Table]) -> Callable[[], pa.Table]:
         def run() -> pa.Table:
-            spark.sparkContext.setJobGroup(group, label)
-            with prog.step(label):
-                return job()
+            sc = spark.sparkContext
+            sc.setJobGroup(group, label)
+            try:
+                with prog.step(label):
+                    return job()
+            finally:  # the group is a thread-local property: do not leave it behind
+                sc.setLocalProperty("spark.jobGroup.id", None)
+                sc.setLocalProperty("spark.job.description", None)
         return run
 
-    duration = F.col("end_us") - F.col("start_us")
-    jobs: dict[str, Callable[[], pa.Table]] = {
-        "procedures": guarded("per-procedure statistics (invocations, cost, aborts)", lambda: (
-            txns.groupBy("procedure").agg(
-                F.count(F.lit(1)).alias("invocations"),
-                F.sum(F.when(F.col("status") == "commit", 1).otherwise(0)).cast("long").alias("commits"),
-                F.sum(F.when(F.col("status") == "abort", 1).otherwise(0)).cast("long").alias("aborts"),
-                F.sum("restarts").cast("long").alias("restarts"),
-                F.sum(duration).cast("long").alias("total_cost_us"),
-                F.avg(duration).alias("mean_cost_us"),
-                F.percentile(duration, 0.95).alias("p95_cost_us"),
-            ).toArrow())),
-        "batches": guarded("distinct input batches", lambda: txns.agg(
-            F.countDistinct("batch_id").alias("batches")).toArrow()),
-        "streams": guarded("stream edges (batches, tuples, bytes)", lambda: (
-            flows.groupBy("from_procedure", "to_procedure").agg(
-                F.count(F.lit(1)).alias("flows"),
-                F.countDistinct("batch_id").alias("batches"),
-                F.sum("tuples").cast("long").alias("tuples"),
-                F.sum("bytes").cast("long").alias("bytes"),
-            ).toArrow())),
-    }
+    jobs = {name: guarded(label, job) for name, (label, job) in _small_jobs(F, txns, flows).items()}
 
     base = accesses
     if gran.kind == "tuple":
@@ -191,6 +175,36 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
             spark.sparkContext.cancelJobGroup(group)
             raise _as_trace_error(exc, info) from None
     return _decode(parts, gran, tables, procs)
+
+
+def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]:
+    """The jobs over txns and flows: name -> (progress label, job)."""
+    duration = F.col("end_us") - F.col("start_us")
+
+    def count_if(condition):
+        return F.sum(F.when(condition, 1).otherwise(0)).cast("long")
+
+    return {
+        "procedures": ("per-procedure statistics (invocations, cost, aborts)", lambda: (
+            txns.groupBy("procedure").agg(
+                F.count(F.lit(1)).alias("invocations"),
+                count_if(F.col("status") == "commit").alias("commits"),
+                count_if(F.col("status") == "abort").alias("aborts"),
+                F.sum("restarts").cast("long").alias("restarts"),
+                F.sum(duration).cast("long").alias("total_cost_us"),
+                F.avg(duration).alias("mean_cost_us"),
+                F.percentile(duration, 0.95).alias("p95_cost_us"),
+            ).toArrow())),
+        "batches": ("distinct input batches", lambda: txns.agg(
+            F.countDistinct("batch_id").alias("batches")).toArrow()),
+        "streams": ("stream edges (batches, tuples, bytes)", lambda: (
+            flows.groupBy("from_procedure", "to_procedure").agg(
+                F.count(F.lit(1)).alias("flows"),
+                F.countDistinct("batch_id").alias("batches"),
+                F.sum("tuples").cast("long").alias("tuples"),
+                F.sum("bytes").cast("long").alias("bytes"),
+            ).toArrow())),
+    }
 
 
 def _per_transaction(F, with_item, packed: bool):
