@@ -4,7 +4,9 @@ Arrow/numpy vector operations only (no per-edge Python loop), so a tuple-granula
 with many thousands of state items builds as fast as it loads.
 
 Weights, all per input batch (totals divided by the number of distinct batches):
-- processing node load: mean cost (µs) x invocations per batch;
+- processing node load: median cost (µs) x invocations per batch (the median, not the mean:
+  one garbage-collection pause or a burst of load on the traced machine must not make an SP
+  look several times heavier than it is; traces without a median fall back to the mean);
 - processing-to-state edges: rows read per batch and rows written per batch, as two edges
   (`ps_write` false / true), exactly as `WorkloadGraph.from_workload` splits them;
 - processing-to-processing edges: tuples per batch;
@@ -54,7 +56,8 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
     if procs.num_rows == 0:
         raise AdvisorError(f"{where}: procedures.parquet has no procedures")
 
-    proc_load = (_np(procs, "mean_cost_us") * _np(procs, "invocations")) / batches
+    cost_column = "p50_cost_us" if "p50_cost_us" in procs.column_names else "mean_cost_us"
+    proc_load = (_np(procs, cost_column) * _np(procs, "invocations")) / batches
 
     ps = tables["procedure_state"]
     ps_proc = _index(ps.column("procedure"), proc_names, where, "procedure_state.procedure")

@@ -45,6 +45,7 @@ def reference(trace, granularity: str, hot_tuples: int = 0) -> dict[str, pd.Data
         "restarts": g["restarts"].sum(),
         "total_cost_us": g["cost"].sum(),
         "mean_cost_us": g["cost"].mean(),
+        "p50_cost_us": g["cost"].quantile(0.5),
         "p95_cost_us": g["cost"].quantile(0.95),
     })
     procs["abort_rate"] = procs["aborts"] / procs["invocations"]

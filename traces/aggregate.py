@@ -193,6 +193,7 @@ def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]
                 F.sum("restarts").cast("long").alias("restarts"),
                 F.sum(duration).cast("long").alias("total_cost_us"),
                 F.avg(duration).alias("mean_cost_us"),
+                F.percentile(duration, 0.5).alias("p50_cost_us"),
                 F.percentile(duration, 0.95).alias("p95_cost_us"),
             ).toArrow())),
         "batches": ("distinct input batches", lambda: txns.agg(

@@ -38,6 +38,7 @@ PROCEDURES = pa.schema([
     ("restarts", pa.int64()),
     ("total_cost_us", pa.int64()),
     ("mean_cost_us", pa.float64()),  # cost = end_us - start_us of one execution
+    ("p50_cost_us", pa.float64()),  # the median: what the advisor uses as an SP's cost
     ("p95_cost_us", pa.float64()),  # exact, linear interpolation (as pandas' quantile)
 ])
 
