@@ -94,7 +94,8 @@ class Driver:
             self.clock = clock
 
     def report_failure(self, txn, reason: str) -> None:
-        pass
+        """A batch given up at the restart limit: nothing to do here, the history records the
+        skip and the checker reports the batch as not processed exactly once."""
 
     @property
     def finished(self) -> bool:
