@@ -111,3 +111,11 @@ def test_usage_errors_are_one_line_with_exit_2(capsys):
         assert run_app(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_unwritable_output_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert run_app(["recommend", "move-micro", "--out", str(blocker / "sub" / "d.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "cannot write" in err and err.count("\n") == 1
