@@ -111,11 +111,11 @@ def _serial_rate(plan) -> float:
         if u.dist is not None:
             for spec in u.dist:
                 if spec is not None:
-                    total += (len(spec.rounds) + 3) * hop / len(u.dist)
+                    total += (len(spec.rounds) + len(spec.parts) + 1) * hop / len(u.dist)
     for e in plan.edges:
         total += hop if e.crosses_machine else 0.0
-        if e.move_txn is not None:
-            total += 4 * hop + e.move_txn.exec_s
+        for spec in e.move_txns or ():
+            total += 4 * hop + spec.exec_s
     return 1.0 / max(total, 1e-9)
 
 

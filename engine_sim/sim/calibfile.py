@@ -58,7 +58,7 @@ def this_machine() -> dict:
 def prices(params: SimParams, tuples: float = 10, tuple_bytes: float = 64) -> dict[str, float]:
     """Partition-seconds of a distributed transaction, a MOVE and an idle machine."""
     single = params.single_site_txn_s(cost=1.0, rows_read=tuples, tuples_in=tuples, tuples_out=tuples)
-    hold = params.two_pc_hold_s(single, remote_rounds=1, participants=2, same_machine=False,
+    hold = params.two_pc_hold_s(single, remote_rounds=0, participants=2, same_machine=False,
                                 fragment_rows=tuples)
     nbytes = tuples * tuple_bytes
     move = (2 * (params.msg_cpu_s + nbytes * params.ser_byte_s) + nbytes / params.bandwidth_Bps

@@ -1,6 +1,6 @@
 """The per-transaction path of the engine model, as closures over the model's state lists.
 
-Every single-sited transaction goes through these four handlers (invoke -> create on the
+Every single-sited transaction goes through these handlers (invoke -> create on the
 scheduler -> execute on the partition -> commit notification, which invokes the downstream
 SPs), so they are written for speed: state lists and constants are bound as closure cells
 (no `self.` attribute lookups), events are pushed straight onto the heap, and the rare
@@ -23,16 +23,19 @@ def bind_hot_path(model) -> None:
     u_post = model.u_post
     u_sched_local, u_create_cpu, u_ack_cpu = model.u_sched_local, model.u_create_cpu, model.u_ack_cpu
     u_send_bytes, u_ack_bytes = model.u_send_bytes, model.u_ack_bytes
+    u_commits, committed = model.u_commits, model.committed
     e_dst, e_move_txn, e_send_cpu = model.e_dst, model.e_move_txn, model.e_send_cpu
     e_recv_cpu, e_bytes, e_move_time = model.e_recv_cpu, model.e_bytes, model.e_move_time
-    next_batch, pending, sched_wait = model.next_batch, model.pending, model.sched_wait
-    sched_free, sched_busy = model.sched_free, model.sched_busy
+    e_streams, e_moves = model.e_streams, model.e_moves
+    next_batch, pending = model.next_batch, model.pending
+    sched_busy = model.sched_busy
     coord_free, coord_busy = model.coord_free, model.coord_busy
     part_free, part_holder, part_queue = model.part_free, model.part_holder, model.part_queue
     created, sinks_left, done_at = model.created, model.sinks_left, model.done_at
-    lat_local, lat_net, msg_cpu = model.lat_local, model.lat_net, model.P.msg_cpu_s
+    lat_local = model.lat_local
     send, cpu_reserve = model.send, model.cpu
     client_latency = model.client_latency
+    arrive_dtxn, remote_dtxn, new_dtxn = model._arrive_dtxn, model._remote_dtxn, model.new_dtxn
 
     def invoke(t: float, u: int, b: int, cpu: float) -> None:
         """An invocation of unit u for batch b reaches u's procedure scheduler."""
@@ -42,43 +45,35 @@ def bind_hot_path(model) -> None:
             pending[u][b] = cpu
             return
         next_batch[u] = b + 1
-        if sched_wait[u] or sched_free[u] > t:
-            model._wait(u, b, cpu)
-        else:
-            create_now(t, u, b, cpu)
+        create_now(t, u, b, cpu)
         if pending[u]:
-            model._release_pending(u, b)
+            model._release_pending(u, b, t)
 
     def create_now(t: float, u: int, b: int, cpu: float) -> None:
-        """The scheduler creates the transaction and queues it at the base partition; it is
-        blocked until the partition confirms (a local hop with DLS)."""
+        """The scheduler creates the transaction and sends it to the base partition (the
+        engine's TxnRequest; no reply until it commits)."""
         m = u_sched[u]
         cpu += u_create_cpu[u]
         c = coord_free[m]
         ready = (c if c > t else t) + cpu
         coord_free[m] = ready
         coord_busy[m] += cpu
+        sched_busy[u] += cpu
         created[u][b] = ready
         dist = u_dist[u]
         spec = dist[b] if dist is not None else None
         if u_sched_local[u]:
-            arrive = ready + lat_local
-            confirmed = arrive + lat_local
-            sched_free[u] = confirmed
-            sched_busy[u] += confirmed - t
             if spec is None:
-                heappush(heap, (arrive, next(seq), exec_, u, b))
+                heappush(heap, (ready + lat_local, next(seq), exec_, u, b))
             else:
-                model.begin_dtxn(arrive, model.new_dtxn(ready, SP, u, b, spec))
+                heappush(heap, (ready + lat_local, next(seq), arrive_dtxn,
+                                new_dtxn(ready, SP, u, b, spec), None))
         else:
             arrive = send(m, u_machine[u], u_send_bytes[u], ready)
-            confirmed = arrive + msg_cpu + model._lat(u_machine[u], m)
-            sched_free[u] = confirmed
-            sched_busy[u] += confirmed - t
             if spec is None:
                 env.at(arrive, model._remote_exec, u, b)
             else:
-                env.at(arrive, model._remote_dtxn, model.new_dtxn(ready, SP, u, b, spec))
+                env.at(arrive, remote_dtxn, new_dtxn(ready, SP, u, b, spec), m)
 
     def exec_(t: float, u: int, b: int) -> None:
         """A single-sited transaction reaches its partition: run it (FIFO) or queue it
@@ -97,14 +92,18 @@ def bind_hot_path(model) -> None:
             env.at(send(u_machine[u], u_sched[u], u_ack_bytes[u], fin), commit, u, b)
 
     def commit(t: float, u: int, b: int) -> None:
-        """The scheduler takes the commit notification and invokes the downstream SPs: the
-        same machine's scheduler directly, another machine's by an RPC carrying the batch."""
+        """The scheduler takes the commit notification (the engine's Audit) and invokes the
+        downstream SPs: the same node's scheduler directly, another node's by an Invoke
+        carrying the batch (RPC MOVE), or by MOVE transactions first."""
         m = u_sched[u]
         ack = u_ack_cpu[u]
         c = coord_free[m]
         ready = (c if c > t else t) + ack
         coord_free[m] = ready
         coord_busy[m] += ack
+        sched_busy[u] += ack
+        u_commits[u] += 1
+        committed[u][b] = 1
         out = u_out[u]
         if not out:  # a sink: the batch is done when its last sink commits
             left = sinks_left[b] - 1
@@ -114,19 +113,24 @@ def bind_hot_path(model) -> None:
                 model._batch_done(ready + client_latency, b)
             return
         for e in out:
-            mt = e_move_txn[e]
-            if mt is not None:  # MOVE as a distributed transaction
-                model.begin_move_txn(ready, e, b, mt, m)
-                continue
-            v = e_dst[e]
-            mv = u_sched[v]
-            if mv == m:
-                invoke(ready, v, b, 0.0)
+            if e_streams[e]:  # the batch is handed to an SP on another partition
+                e_moves[e] += e_streams[e]
+            if e_move_txn[e] is not None:  # MOVE as distributed transactions
+                model.begin_move_txn(ready, e, b, m)
             else:
-                sent = cpu_reserve(m, ready, e_send_cpu[e])
-                arrive = send(m, mv, e_bytes[e], sent)
-                e_move_time[e] += arrive - ready + e_recv_cpu[e]
-                heappush(heap, (arrive, next(seq), invoke_msg, e, b))
+                forward(ready, e, b, m)
+
+    def forward(ready: float, e: int, b: int, m: int) -> None:
+        """The scheduler on node m invokes edge e's consumer for batch b."""
+        v = e_dst[e]
+        mv = u_sched[v]
+        if mv == m:
+            invoke(ready, v, b, 0.0)
+        else:
+            sent = cpu_reserve(m, ready, e_send_cpu[e])
+            arrive = send(m, mv, e_bytes[e], sent)
+            e_move_time[e] += arrive - ready + e_recv_cpu[e]
+            heappush(heap, (arrive, next(seq), invoke_msg, e, b))
 
     def invoke_msg(t: float, e: int, b: int) -> None:
         """An invocation message for edge e's target arrived at its scheduler's machine."""
@@ -136,4 +140,5 @@ def bind_hot_path(model) -> None:
     model._create_now = create_now
     model._exec = exec_
     model._commit = commit
+    model._forward = forward
     model._invoke_msg = invoke_msg

@@ -6,11 +6,12 @@ Resources (all FIFO, single-threaded, as in H-Store/S-Store):
 - a node's *coordinator* thread does the scheduling work: creating transactions, handling
   commit notifications, (de)serialising and sending messages. A node is a machine (one
   S-Store site per machine) or, to model the bundled engine, a partition's own process;
-- a *procedure scheduler* (one per SP) creates its SP's transactions in batch order and
-  blocks until the base partition confirms each one is queued (Algorithm 1, lines 31-36).
-  With DLS it lives on its base partition's node, so the confirmation is a local hop;
-  with the central scheduler every SP's scheduler lives on one node (by default its own)
-  and the hop crosses the network for every SP;
+- a *procedure scheduler* (one per SP) creates its SP's transactions in batch order, each
+  once every upstream SP committed the batch, and sends it to the base partition without
+  waiting for any reply (as the engine's schedulers do: they create a lane's transactions
+  ahead of the commits). With DLS it lives on its base partition's node; with the central
+  scheduler every SP's scheduler lives in the driver's node, with the client, so every
+  transaction request and commit notification crosses the network;
 - a node's outgoing *network link* (bandwidth), then a fixed latency;
 - the *client* offers batches at a rate (open loop) or keeps a window of them in flight
   (closed loop, as the engine's driver does) and takes their completions.
@@ -18,14 +19,18 @@ Resources (all FIFO, single-threaded, as in H-Store/S-Store):
 A FIFO server whose requests are handled in time order needs no events of its own: a request
 arriving at `t` starts at `max(t, free_at)`. The loop therefore spends one event per
 transaction on its partition and one on its commit notification; a MOVE across machines adds
-one for the invocation message.
+one for the invocation message. Distributed transactions take one event per message
+(`dtxn.py`).
+
+Everything the result reports as a count (transactions, MOVEs, distributed transactions,
+completed batches) is counted by the handlers when it happens; `check_finished` refuses a
+run in which a batch never completed or a partition was never released.
 """
 from __future__ import annotations
 
-from collections import deque
-
 from engine_sim.sim.core import Environment
 from engine_sim.sim.dtxn import DistributedMixin, Dtxn
+from engine_sim.sim.errors import SimError
 from engine_sim.sim.hotpath import bind_hot_path
 from engine_sim.sim.plan import Plan
 
@@ -84,11 +89,13 @@ class EngineModel(DistributedMixin):
         # an invocation crossing machines between two schedulers (RPC MOVE carries the data)
         self.e_send_cpu, self.e_recv_cpu, self.e_bytes = [], [], []
         for e in plan.edges:
-            data = e.bytes if (rpc or e.move_txn is None) else 0.0
+            data = e.bytes if (rpc or e.move_txns is None) else 0.0
             self.e_send_cpu.append(P.msg_cpu_s + data * P.ser_byte_s)
             self.e_recv_cpu.append(P.msg_cpu_s + data * P.ser_byte_s)
             self.e_bytes.append(P.control_bytes + data)
-        self.e_move_txn = [e.move_txn for e in plan.edges]
+        self.e_move_txn = [e.move_txns for e in plan.edges]
+        self.e_src = [e.src for e in plan.edges]
+        self.e_streams = [e.streams if e.crosses_partition else 0 for e in plan.edges]
         self.source_cpu = P.msg_cpu_s + plan.input_bytes * P.ser_byte_s
         # -- state ---------------------------------------------------------------------------
         self.part_free = [0.0] * NP
@@ -104,23 +111,76 @@ class EngineModel(DistributedMixin):
         self.coord_busy = [0.0] * M
         self.nic_free = [0.0] * M
         self.nic_busy = [0.0] * M
-        self.sched_free = [0.0] * U
-        self.sched_busy = [0.0] * U
-        self.sched_wait: list[deque] = [deque() for _ in range(U)]
+        self.sched_busy = [0.0] * U  # CPU each procedure scheduler used (on its node)
         self.next_batch = [0] * U
         self.pending: list[dict] = [dict() for _ in range(U)]
         self.fanin: dict[tuple[int, int], int] = {}
-        self.created = [[0.0] * plan.batches for _ in range(U)]
         B = plan.batches
-        self.arrival = [0.0] * B
-        self.done_at = [0.0] * B
+        self.created = [[-1.0] * B for _ in range(U)]  # -1: not created (yet)
+        self.arrival = [-1.0] * B
+        self.done_at = [-1.0] * B  # -1: not completed
         self.sinks_left = [len(plan.sinks)] * B
-        # -- counters (what every batch does is counted after the run) ------------------------
-        self.dist_txns = 0
-        self.move_txns = 0
+        self.move_left: dict[tuple[int, int], int] = {}  # (edge, batch) -> MOVE txns in flight
+        # the client: a timeline of its own, or the driver's node that hosts the central
+        # schedulers (the engine's driver is one thread doing both)
+        self.client_node = (plan.nodes - 1 if plan.scheduler == "central"
+                            and P.central_machine < 0 else None)
+        # -- counters: every one is incremented by the handler of the event it counts ---------
+        self.completed = 0  # batches every sink committed
+        self.dist_txns = 0  # committed transactions that locked several partitions
+        self.move_txns = 0  # committed MOVE transactions
+        self.u_commits = [0] * U  # committed transactions per unit
+        self.committed = [bytearray(B) for _ in range(U)]  # (unit, batch) committed
         self.u_dist_count = [0] * U
+        self.e_moves = [0] * E  # stream batches handed across partitions, per edge
         self.e_move_time = [0.0] * E  # seconds from commit to the downstream invocation
         bind_hot_path(self)
+
+    # -- the end of a run ------------------------------------------------------------------------
+    def check_finished(self) -> None:
+        """A run counts only if every batch completed and every partition was released."""
+        plan = self.plan
+        if self.completed < plan.batches:
+            b = next(i for i, d in enumerate(self.done_at) if d < 0)
+            raise SimError(f"simulation of {plan.workload} stalled: {plan.batches - self.completed} of "
+                           f"{plan.batches} batches never completed; the first, batch {b}, "
+                           f"{self._where_stuck(b)}")
+        for q, holder in enumerate(self.part_holder):
+            if holder is not None:
+                raise SimError(f"simulation of {plan.workload} ended with partition {q} still held by "
+                               f"the {holder.describe(plan)}")
+            if self.part_queue[q]:
+                raise SimError(f"simulation of {plan.workload} ended with {len(self.part_queue[q])} "
+                               f"requests still queued at partition {q}")
+
+    def _where_stuck(self, b: int) -> str:
+        plan = self.plan
+        for u, unit in enumerate(plan.units):
+            if self.committed[u][b]:
+                continue
+            name = f"SP {unit.name!r}"
+            if self.created[u][b] < 0:
+                return (f"was never started by {name} (its invocation never arrived: an upstream "
+                        f"hand-off was lost)")
+            p = unit.base
+            held = self._lock_chain(p)
+            return (f"was created by {name} at t={self.created[u][b]:.6f}s but never committed on "
+                    f"partition {p}{held}")
+        return "was committed by every SP but its completion never reached the client"
+
+    def _lock_chain(self, p: int) -> str:
+        """Who holds partition p, what that transaction waits for, and so on."""
+        out, seen = "", set()
+        while self.part_holder[p] is not None and p not in seen:
+            seen.add(p)
+            T = self.part_holder[p]
+            out += f"; partition {p} is held by the {T.describe(self.plan)}"
+            parts = T.spec.parts
+            if not 0 < T.next <= len(parts) or T.grant_t.get(parts[T.next - 1]) is not None:
+                break
+            p = parts[T.next - 1]
+            out += f", which waits for partition {p}"
+        return out
 
     # -- the network ---------------------------------------------------------------------------
     def send(self, src: int, dst: int, nbytes: float, ready: float) -> float:
@@ -158,11 +218,15 @@ class EngineModel(DistributedMixin):
         """The client takes batch b's completion (its CPU: `client_s`, `client_txn_s`, ...); in
         a closed loop it then submits the next batch."""
         P = self.P
+        self.completed += 1
         work = (P.client_s + len(self.plan.units) * P.client_txn_s
                 + self.plan.batch_rows[b] * P.client_row_s)
-        start = self.client_free if self.client_free > t else t
-        self.client_free = start + work
-        self.client_busy += work
+        if self.client_node is not None:
+            self.client_free = self.cpu(self.client_node, t, work)
+        else:
+            start = self.client_free if self.client_free > t else t
+            self.client_free = start + work
+            self.client_busy += work
         if self.window and self.next_input < self.plan.batches:
             self.env.at(self.client_free + P.client_turnaround_s, self._arrive, self.next_input)
             self.next_input += 1
@@ -188,20 +252,6 @@ class EngineModel(DistributedMixin):
             self._invoke(t, u, b, self.source_cpu)
 
     # -- procedure schedulers (the common path is in hotpath.py) -------------------------------
-    def _wait(self, u: int, b: int, cpu: float) -> None:
-        """The scheduler is blocked on a confirmation: queue the invocation behind it."""
-        wait = self.sched_wait[u]
-        wait.append((b, cpu))
-        if len(wait) == 1:
-            self.env.at(self.sched_free[u], self._sched_wake, u)
-
-    def _sched_wake(self, t: float, u: int, _unused) -> None:
-        wait = self.sched_wait[u]
-        b, cpu = wait.popleft()
-        self._create_now(t, u, b, cpu)
-        if wait:
-            self.env.at(self.sched_free[u], self._sched_wake, u)
-
     def _fan_in(self, t: float, u: int, b: int, cpu: float) -> bool:
         """Count one upstream input of (u, b); True once all of them are there."""
         key = (u, b)
@@ -213,26 +263,23 @@ class EngineModel(DistributedMixin):
         self.fanin.pop(key, None)
         return True
 
-    def _release_pending(self, u: int, b: int) -> None:
+    def _release_pending(self, u: int, b: int, t: float) -> None:
         """Invocations that arrived ahead of batch b (now created) follow it in order."""
         pend = self.pending[u]
         b += 1
         while b in pend:
-            self._wait(u, b, pend.pop(b))
+            self.next_batch[u] = b + 1
+            self._create_now(t, u, b, pend.pop(b))
             b += 1
-        self.next_batch[u] = b
 
     def _remote_exec(self, t: float, u: int, b: int) -> None:
-        """The base partition's machine received an invocation from a remote scheduler."""
+        """The base partition's node received a transaction request from a remote scheduler
+        (nothing is sent back until the transaction commits)."""
         P = self.P
         pm = self.u_machine[u]
         data = self.u_send_bytes[u] - P.control_bytes
-        done = self.cpu(pm, t, 2 * P.msg_cpu_s + data * P.ser_byte_s)  # receive, confirm
+        done = self.cpu(pm, t, P.msg_cpu_s + data * P.ser_byte_s)
         self.env.at(done + self.lat_local, self._exec, u, b)
-
-    def _remote_dtxn(self, t: float, T: Dtxn, _unused) -> None:
-        P = self.P
-        self.begin_dtxn(self.cpu(T.machine, t, 2 * P.msg_cpu_s), T)
 
     # -- single-sited transactions (the common path is in hotpath.py) ------------------------
     def _run_single(self, t: float, p: int, u: int, b: int) -> None:

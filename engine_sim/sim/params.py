@@ -24,7 +24,10 @@ CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tupl
 class SimParams:
     # -- work on a partition (its single execution thread) ---------------------------------
     txn_overhead_s: float = 50e-6  # begin + commit + log of one transaction
-    cost_unit_s: float = 40e-6  # one unit of a procedure's declared `cost`, per batch
+    # one unit of a declared procedure's `cost`, per batch, at the workload's `cost_unit_us` of
+    # 100 (the engine runs a CPU loop of cost x cost_unit_us on the partition; code procedures
+    # get no loop and no cost term here either)
+    cost_unit_s: float = 100e-6
     row_read_s: float = 0.5e-6  # one row read
     row_write_s: float = 1.0e-6  # one row written (also: a stream tuple deleted/inserted by a MOVE)
     tuple_in_s: float = 0.3e-6  # one input tuple handed to the procedure
@@ -106,9 +109,15 @@ class SimParams:
 
     def two_pc_hold_s(self, exec_s: float, remote_rounds: int, participants: int,
                       same_machine: bool, fragment_rows: float = 10) -> float:
-        """How long the base partition is held by a distributed transaction (lock, execute with
-        `remote_rounds` dependent fragment rounds, prepare, commit), when nothing queues."""
-        rtt = 2 * self.latency(same_machine) + 2 * (self.local_msg_cpu_s if same_machine else self.msg_cpu_s)
-        rounds = remote_rounds * (rtt + self.fragment_s + fragment_rows * self.row_read_s)
+        """How long the base partition is held by a distributed transaction when nothing queues,
+        as the engine runs one: the lock request to the other partition carries the remote work
+        of a declared SP (a round trip plus that work), then the body runs (`exec_s`), then
+        `remote_rounds` dependent fragment rounds (nested groups, MOVE transactions), then 2PC:
+        prepare and vote, and the commit (the decision is not acknowledged)."""
+        # a round trip: each message costs CPU to send and to receive, and the latency
+        rtt = 2 * self.latency(same_machine) + 4 * (self.local_msg_cpu_s if same_machine else self.msg_cpu_s)
+        fragment = self.fragment_s + fragment_rows * self.row_read_s
+        lock = (rtt + fragment) if participants > 1 else 0.0
+        rounds = remote_rounds * (rtt + fragment)
         two_pc = (rtt + self.prepare_s) if participants > 1 else 0.0
-        return rtt + exec_s + rounds + two_pc + self.commit_s
+        return lock + exec_s + rounds + two_pc + self.commit_s

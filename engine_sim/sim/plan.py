@@ -31,21 +31,32 @@ MOVES = ("rpc", "txn")
 
 @dataclass
 class Round:
-    """One dependent fragment round of a distributed transaction: fragments sent to `parts`
-    in parallel, each doing `work_s` there, the request carrying `payload_bytes`."""
+    """One dependent fragment round of a distributed transaction (a nested group's member, a
+    MOVE transaction's insert): a Frag to each partition of `work` in parallel, doing that
+    much work there, each request carrying `payload_bytes`; the round ends with the last
+    FragReply."""
 
-    parts: tuple[int, ...]
-    work_s: float
+    work: dict[int, float]
     payload_bytes: float
+
+    @property
+    def parts(self) -> tuple[int, ...]:
+        return tuple(self.work)
 
 
 @dataclass
 class DistSpec:
-    """How one batch's transaction of a unit runs when it touches several partitions."""
+    """How one batch's transaction of a unit runs when it locks several partitions, as the
+    engine runs it (`engine/twophase.py`): lock every partition of `parts` one after another
+    in ascending order (its own in its turn), the lock request to a remote partition carrying
+    the work `ship[q]` a declared SP knows before it runs; then the body on the base partition
+    (`exec_s`), the dependent `rounds`, and 2PC with every remote partition."""
 
-    parts: tuple[int, ...]  # every participant, base first
+    base: int
+    parts: tuple[int, ...]  # every partition it locks, ascending: the engine's lock order
     exec_s: float  # work on the base partition (control code + its own accesses)
-    rounds: tuple[Round, ...]
+    ship: dict[int, float]  # work done at a remote partition when it grants the lock
+    rounds: tuple[Round, ...] = ()
 
 
 @dataclass
@@ -73,7 +84,8 @@ class Edge:
     bytes: float
     crosses_partition: bool
     crosses_machine: bool  # between the two units' partitions' machines
-    move_txn: DistSpec | None = None  # move="txn" and the edge crosses partitions
+    streams: int = 1  # streams (from SP, to SP) merged into this edge: the engine's MOVE count
+    move_txns: tuple[DistSpec, ...] | None = None  # move="txn" across partitions: one per stream
 
 
 @dataclass
@@ -178,23 +190,26 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             unit_of[mem] = len(units) - 1
 
     # -- edges (streams between units, merged per unit pair) -------------------------------
-    merged: dict[tuple[int, int], list[float]] = {}
+    merged: dict[tuple[int, int], list[tuple[float, float]]] = {}
     for s in workload.streams:
         a, b = unit_of[s.source], unit_of[s.target]
         if a == b:
             continue
-        acc = merged.setdefault((a, b), [0.0, 0.0])
-        acc[0] += s.tuples * scale
-        acc[1] += s.tuples * scale * s.tuple_bytes
+        merged.setdefault((a, b), []).append((s.tuples * scale, s.tuples * scale * s.tuple_bytes))
     edges: list[Edge] = []
-    for (a, b), (tuples, nbytes) in merged.items():
+    for (a, b), streams in merged.items():
         ua, ub = units[a], units[b]
+        tuples = sum(t for t, _ in streams)
+        nbytes = sum(n for _, n in streams)
         e = Edge(a, b, f"{ua.name}->{ub.name}", tuples, nbytes, ua.base != ub.base,
-                 ua.base // ppm != ub.base // ppm)
+                 ua.base // ppm != ub.base // ppm, streams=len(streams))
         if move == "txn" and e.crosses_partition:
-            e.move_txn = DistSpec(
-                (ua.base, ub.base), P.txn_overhead_s + tuples * P.row_write_s,
-                (Round((ub.base,), P.fragment_s + tuples * P.row_write_s, nbytes),))
+            # the engine's MOVE transaction: based on the producer's partition, it pops the
+            # batch from its stream table, pushes it into the consumer's by a fragment, 2PC
+            e.move_txns = tuple(
+                DistSpec(ua.base, tuple(sorted((ua.base, ub.base))), P.txn_overhead_s + t * P.row_write_s,
+                         {}, (Round({ub.base: P.fragment_s + t * P.row_write_s}, n),))
+                for t, n in streams)
         ua.out_edges.append(len(edges))
         ub.n_inputs += 1
         ub.in_bytes += nbytes
@@ -213,7 +228,9 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     for ui, u in enumerate(units):
         rng = np.random.default_rng([seed, ui])
         procs = [workload.procedure(mname) for mname in u.members]
-        cost = sum(p.cost for p in procs)
+        # the engine runs cost x cost_unit_us of CPU for a declared SP; code does its own work
+        unit_us = float(getattr(workload, "cost_unit_us", 100.0))
+        cost = sum(p.cost for p in procs if p.code is None) * unit_us / 100.0
         tuples_in = sum(edges[k].tuples for k in range(len(edges)) if edges[k].dst == ui) if u.n_inputs else bs
         tuples_out = sum(edges[k].tuples for k in u.out_edges)
         # sending the commit notification back to the scheduler is the partition thread's job
@@ -223,14 +240,22 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         fixed = (P.txn_overhead_s + cost * P.cost_unit_s + tuples_in * P.tuple_in_s
                  + tuples_out * P.tuple_out_s + ack_send)
         accesses = [a for p in procs for a in p.accesses]
-        # where each access goes: -1 = the base partition, else a tuple of partitions
+        member_of = [i for i, p in enumerate(procs) for _ in p.accesses]
+        # the partitions every transaction of the unit locks (engine: Unit.static_partitions):
+        # its members' partitions and every partition holding a table they declare; a
+        # replicated table is read locally and written everywhere (code: locked everywhere)
+        locked = {u.base} | {design.procedures[m] for m in u.members}
+        # where each access goes: None = the base partition, else a tuple of partitions
         targets: list[tuple[int, ...] | None] = []
-        for a in accesses:
+        for a, mi in zip(accesses, member_of):
             where = design.state[a.table]
             if where is None:
+                if a.mode == "write" or procs[mi].code is not None:
+                    locked.update(range(n_all))
                 targets.append(None if a.mode == "read" or n_all == 1
                                else tuple(q for q in range(n_all) if q != u.base))
             else:
+                locked.add(where)
                 targets.append(None if where == u.base else (where,))
         row_s = [(a.rows * scale) * (P.row_write_s if a.mode == "write" else P.row_read_s)
                  for a in accesses]
@@ -250,44 +275,47 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         u.service = service.tolist()
         if P.txn_after_commit_s or P.row_after_commit_s:
             u.post = ((P.txn_after_commit_s + rows_touched * P.row_after_commit_s) * noise).tolist()
-        remote = [k for k, t in enumerate(targets) if t is not None]
-        if not remote:
-            continue
+        if len(locked) == 1:
+            continue  # single-sited on every batch
+        # declared single SP: its remote work ships with the lock requests; a nested group (or
+        # code) sends one fragment round per member with remote work, after the locks
+        shipped = len(procs) == 1 and procs[0].code is None
+        parts = tuple(sorted(locked))
         u.dist = [None] * batches
-        cache: dict[tuple, DistSpec | None] = {}
+        cache: dict[tuple, DistSpec] = {}
+        remote = [k for k, t in enumerate(targets) if t is not None]
         probabilistic = [k for k in remote if accesses[k].probability < 1.0]
         pbits = present[probabilistic].T.tolist() if probabilistic else [[]] * batches
         for b in range(batches):
             key = tuple(pbits[b])
-            spec = cache.get(key, ...)
-            if spec is ...:
-                spec = _dist_spec(u.base, [(targets[k], row_s[k]) for k in range(len(accesses))
-                                          if present[k, b]], P)
+            spec = cache.get(key)
+            if spec is None:
+                steps = [(member_of[k], targets[k], row_s[k]) for k in remote if present[k, b]]
+                spec = _dist_spec(u.base, parts, steps, shipped, P)
                 cache[key] = spec
-            if spec is not None:
-                u.dist[b] = DistSpec(spec.parts, u.service[b], spec.rounds)
+            u.dist[b] = DistSpec(spec.base, spec.parts, u.service[b], spec.ship, spec.rounds)
     return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
                 sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine,
                 batch_rows.tolist())
 
 
-def _dist_spec(base: int, steps: list[tuple[tuple[int, ...] | None, float]], P: SimParams
-               ) -> DistSpec | None:
-    """Group consecutive remote accesses to the same partitions into dependent rounds."""
+def _dist_spec(base: int, parts: tuple[int, ...], steps: list[tuple[int, tuple[int, ...], float]],
+               shipped: bool, P: SimParams) -> DistSpec:
+    """Where a distributed transaction's remote work happens: `steps` are its remote accesses
+    this batch (member index, partitions, work at each). Every remote partition serving a lock
+    request or a fragment does `fragment_s` of fixed work."""
+    ship = {q: P.fragment_s for q in parts if q != base}
+    if shipped:
+        for _, targets, work in steps:
+            for q in targets:
+                ship[q] += work
+        return DistSpec(base, parts, 0.0, ship, ())
     rounds: list[Round] = []
-    last = None
-    for target, work in steps:
-        if target is None:  # local work between two remote steps makes them dependent
-            last = None
-            continue
-        if last == target:
-            rounds[-1].work_s += work
-        else:
-            rounds.append(Round(target, P.fragment_s + work, P.control_bytes))
-            last = target
-    if not rounds:
-        return None
-    parts = [base]
-    for r in rounds:
-        parts.extend(q for q in r.parts if q not in parts)
-    return DistSpec(tuple(parts), 0.0, tuple(rounds))
+    by_member: dict[int, dict[int, float]] = {}
+    for member, targets, work in steps:
+        got = by_member.setdefault(member, {})
+        for q in targets:
+            got[q] = got.get(q, P.fragment_s) + work
+    for member in sorted(by_member):
+        rounds.append(Round(dict(sorted(by_member[member].items())), P.control_bytes))
+    return DistSpec(base, parts, 0.0, ship, tuple(rounds))

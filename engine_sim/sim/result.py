@@ -28,8 +28,9 @@ class SimResult:
     client_utilisation: float = 0.0
     peak_utilisation: float = 0.0  # of the busiest resource
     bottleneck: str = ""  # the busiest resource, e.g. "partition 3" or "scheduler of SP5"
-    txns: int = 0
+    txns: int = 0  # committed transactions of the SPs (a nested group's counts once)
     move_txns: int = 0
+    completed_batches: int = 0  # batches every sink SP committed
     workload: str = ""
     machines: int = 1
     partitions_per_machine: int = 1
@@ -77,8 +78,11 @@ class SimResult:
 
 
 def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
+    """The result of a finished run: every figure is read off what the run's handlers
+    counted and timed (a run with an unfinished batch is refused by `check_finished`)."""
+    model.check_finished()
     plan = model.plan
-    B = plan.batches
+    B = model.completed
     done = np.asarray(model.done_at)
     arrival = np.asarray(model.arrival)
     w = int(B * WARMUP)
@@ -90,12 +94,13 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         bps = B / max(float(ends[-1]), 1e-12)
     lat = (done[w:] - arrival[w:]) * 1e3
     makespan = max(float(ends[-1]), model.env.now, 1e-12)  # releases may follow the last commit
-    # every batch runs every unit once: add up the single-sited work after the run
+    # single-sited work: every (unit, batch) the run committed without a distributed txn
     busy, held_s = list(model.part_busy), list(model.part_held)
-    for u in plan.units:
+    for i, u in enumerate(plan.units):
         work = u.service if u.post is None else [a + b for a, b in zip(u.service, u.post)]
-        single = sum(work) if u.dist is None else sum(
-            s for s, d in zip(work, u.dist) if d is None)
+        done_mask = model.committed[i]
+        single = sum(s for s, ok, d in zip(work, done_mask, u.dist or [None] * len(work))
+                     if ok and d is None)
         busy[u.base] += single
         held_s[u.base] += single
     held = [float(h / makespan) for h in held_s]
@@ -124,28 +129,29 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     for i, u in enumerate(plan.units):
         procedures[u.name] = {
             "partition": u.base, "machine": u.base // ppm,
-            "txns": B, "distributed": model.u_dist_count[i],
+            "txns": model.u_commits[i], "distributed": model.u_dist_count[i],
             "scheduler_utilisation": model.sched_busy[i] / makespan,
             "mean_service_ms": float(np.mean(u.service)) * 1e3,
         }
     streams = {}
     for i, e in enumerate(plan.edges):
-        n = B if e.crosses_partition else 0
+        n = model.e_moves[i]
         streams[e.name] = {
             "moves": n, "crosses_machine": e.crosses_machine, "bytes_per_batch": e.bytes,
-            "mean_move_ms": (model.e_move_time[i] / n * 1e3) if n else 0.0,
+            "mean_move_ms": (model.e_move_time[i] / (n / e.streams) * 1e3) if n else 0.0,
         }
     return SimResult(
         throughput_tps=bps * plan.batch_size, throughput_bps=bps,
         latency_p50_ms=float(np.percentile(lat, 50)), latency_p99_ms=float(np.percentile(lat, 99)),
         latency_mean_ms=mean, distributed_txns=model.dist_txns,
-        moves=B * sum(e.crosses_partition for e in plan.edges),
+        moves=sum(model.e_moves),
         partition_utilisation=held, partition_busy_s=busy,
         machine_utilisation=machine_util,
         coordinator_utilisation=coord, link_utilisation=link, peak_utilisation=peak,
         client_utilisation=model.client_busy / makespan,
         bottleneck=bottleneck,
-        txns=B * len(plan.units), move_txns=model.move_txns, workload=plan.workload,
+        txns=sum(model.u_commits), move_txns=model.move_txns, completed_batches=model.completed,
+        workload=plan.workload,
         machines=plan.machines, partitions_per_machine=ppm, scheduler=plan.scheduler,
         move=plan.move, batches=B, batch_size=plan.batch_size, input_rate=offered, window=model.window,
         kept_up=kept_up, latency_bound_s=latency_bound_s,
