@@ -45,6 +45,10 @@ FIT_BASE = SimParams(service_cv=0.0, client_latency_s=20e-6, client_turnaround_s
 
 
 LOADED_WEIGHT = 2.0
+# a weak pull of every factor toward 1 (the base value): a group the probes barely see (message
+# CPU is a few percent of every probe once a cost unit is 100 us) keeps its base value instead
+# of collapsing to 0 or exploding; a group the probes do see is not moved by it
+PRIOR_WEIGHT = 0.05
 
 
 def scale_group(params: SimParams, group: str, factor: float) -> SimParams:
@@ -112,8 +116,11 @@ def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
         scaled = A / y[:, None] * weight[:, None]
         target = (y - y_now + A.sum(axis=1)) / y * weight
         identifiable = np.linalg.norm(scaled, axis=0) > 1e-9
+        k = int(identifiable.sum())
+        prior = PRIOR_WEIGHT * np.eye(k)
         m = np.ones(len(GROUPS))
-        m[identifiable], _ = nnls(scaled[:, identifiable], target)
+        m[identifiable], _ = nnls(np.vstack([scaled[:, identifiable], prior]),
+                                  np.concatenate([target, PRIOR_WEIGHT * np.ones(k)]))
         for g, group in enumerate(GROUPS):
             params = scale_group(params, group, float(m[g]))
         total *= m

@@ -4,7 +4,7 @@ derived from them), the designs, and a runner per experiment returning its serie
 
 Used by the shape tests (tests/test_sim_shapes.py), the figures (bench/sim_shapes.py) and
 the docs. Nothing here tunes the model per workload: every experiment runs the same
-`SimParams` through the same engine model.
+`SimParams` through the same engine model (by default `REFERENCE_2016`, the 2016 cluster).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import replace
 from advisor.design import Design
 from advisor.spec import load_workload
 from advisor.workload import Procedure, Stream, Workload
-from engine_sim.sim.params import SimParams
+from engine_sim.sim.params import REFERENCE_2016, SimParams
 
 # -- workload variants ---------------------------------------------------------------------------
 
@@ -117,6 +117,7 @@ def tpcdi_design(workload: Workload, machines: int) -> Design:
 def _tput(workload, design, params, batches, **kw) -> float:
     from engine_sim.sim import max_throughput
 
+    params = REFERENCE_2016 if params is None else params
     return float(max_throughput(workload, design, calibration=params, batches=batches, **kw).throughput_tps)
 
 
