@@ -23,7 +23,7 @@ def bind_hot_path(model) -> None:
     u_post = model.u_post
     u_sched_local, u_create_cpu, u_ack_cpu = model.u_sched_local, model.u_create_cpu, model.u_ack_cpu
     u_send_bytes, u_ack_bytes = model.u_send_bytes, model.u_ack_bytes
-    u_commits, committed = model.u_commits, model.committed
+    committed = model.committed
     e_dst, e_move_txn, e_send_cpu = model.e_dst, model.e_move_txn, model.e_send_cpu
     e_recv_cpu, e_bytes, e_move_time = model.e_recv_cpu, model.e_bytes, model.e_move_time
     e_streams, e_moves = model.e_streams, model.e_moves
@@ -102,7 +102,6 @@ def bind_hot_path(model) -> None:
         coord_free[m] = ready
         coord_busy[m] += ack
         sched_busy[u] += ack
-        u_commits[u] += 1
         committed[u][b] = 1
         out = u_out[u]
         if not out:  # a sink: the batch is done when its last sink commits

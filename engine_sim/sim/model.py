@@ -129,12 +129,16 @@ class EngineModel(DistributedMixin):
         self.completed = 0  # batches every sink committed
         self.dist_txns = 0  # committed transactions that locked several partitions
         self.move_txns = 0  # committed MOVE transactions
-        self.u_commits = [0] * U  # committed transactions per unit
-        self.committed = [bytearray(B) for _ in range(U)]  # (unit, batch) committed
+        self.committed = [bytearray(B) for _ in range(U)]  # (unit, batch): 1 once committed
         self.u_dist_count = [0] * U
         self.e_moves = [0] * E  # stream batches handed across partitions, per edge
         self.e_move_time = [0.0] * E  # seconds from commit to the downstream invocation
         bind_hot_path(self)
+
+    @property
+    def u_commits(self) -> list[int]:
+        """Committed transactions per unit: the commit notifications its scheduler took."""
+        return [sum(c) for c in self.committed]
 
     # -- the end of a run ------------------------------------------------------------------------
     def check_finished(self) -> None:

@@ -83,6 +83,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     model.check_finished()
     plan = model.plan
     B = model.completed
+    commits = model.u_commits
     done = np.asarray(model.done_at)
     arrival = np.asarray(model.arrival)
     w = int(B * WARMUP)
@@ -129,7 +130,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     for i, u in enumerate(plan.units):
         procedures[u.name] = {
             "partition": u.base, "machine": u.base // ppm,
-            "txns": model.u_commits[i], "distributed": model.u_dist_count[i],
+            "txns": commits[i], "distributed": model.u_dist_count[i],
             "scheduler_utilisation": model.sched_busy[i] / makespan,
             "mean_service_ms": float(np.mean(u.service)) * 1e3,
         }
@@ -150,7 +151,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         coordinator_utilisation=coord, link_utilisation=link, peak_utilisation=peak,
         client_utilisation=model.client_busy / makespan,
         bottleneck=bottleneck,
-        txns=sum(model.u_commits), move_txns=model.move_txns, completed_batches=model.completed,
+        txns=sum(commits), move_txns=model.move_txns, completed_batches=model.completed,
         workload=plan.workload,
         machines=plan.machines, partitions_per_machine=ppm, scheduler=plan.scheduler,
         move=plan.move, batches=B, batch_size=plan.batch_size, input_rate=offered, window=model.window,
