@@ -2,7 +2,10 @@
 the published scale: prints each series with the ratio that makes its shape, and draws the
 figures to bench/figures/*.png.
 
-    python bench/sim_shapes.py [--batches 800] [--calibration calibration.json]
+    python bench/sim_shapes.py [--batches 800] [--calibration calibration.json | --engine-cost-unit]
+
+By default the reference cluster of 2016 (`REFERENCE_2016`: 40 us per unit of SP cost);
+`--engine-cost-unit` runs the same experiments at the bundled engine's 100 us per unit.
 
 Ratios are within the same run: DLS vs central at 8 machines, growth 4 -> 8 machines, the
 best SP count per partitioning, RPC / txn MOVE per batch size, 4 machines / 1 node.
@@ -20,13 +23,18 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from engine_sim.sim import Calibration  # noqa: E402
+from engine_sim.sim import Calibration, SimParams  # noqa: E402
+from engine_sim.sim.params import REFERENCE_2016  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"
+DRAW = {"figures": True}  # off for --engine-cost-unit: the figures show the 2016 cluster
 
 
-def _save(fig, name: str) -> Path:
+def _save(fig, name: str) -> Path | str:
+    if not DRAW["figures"]:
+        plt.close(fig)
+        return "(figure not drawn)"
     FIGURES.mkdir(parents=True, exist_ok=True)
     path = FIGURES / name
     tmp = path.with_suffix(".tmp.png")
@@ -109,12 +117,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=800)
     ap.add_argument("--calibration", type=Path, default=None,
-                    help="calibration.json (default: the reference-cluster parameters)")
+                    help="calibration.json (default: the 2016 reference-cluster parameters)")
+    ap.add_argument("--engine-cost-unit", action="store_true",
+                    help="the reference cluster with the engine's 100 us per unit of SP cost")
     args = ap.parse_args()
-    cal = Calibration.reference() if args.calibration is None else Calibration.load(args.calibration)
-    print(f"parameters: {cal.source} ({cal.machine.get('hostname')})\n")
+    if args.calibration is not None:
+        cal = Calibration.load(args.calibration)
+        params = cal.params
+        print(f"parameters: {cal.source} ({cal.machine.get('hostname')})\n")
+    else:
+        params = SimParams() if args.engine_cost_unit else REFERENCE_2016
+        DRAW["figures"] = not args.engine_cost_unit
+        print(f"parameters: reference cluster, {params.cost_unit_s * 1e6:.0f} us per unit of SP cost\n")
     for step in (chain, boundaries, move, tpcdi):
-        step(cal.params, args.batches)
+        step(params, args.batches)
         print()
 
 
