@@ -110,8 +110,10 @@ class DistributedMixin:
         self.begin_dtxn(t, T)
 
     def _remote_dtxn(self, t: float, T: Dtxn, src: int) -> None:
-        """A TxnRequest from a scheduler on another node: received, then queued."""
-        self.begin_dtxn(self.cpu(T.node, t, self._msg_cpu(src, T.node)), T)
+        """A TxnRequest from a scheduler on another node (with its input batch, for an SP
+        under RPC MOVEs): received, then queued."""
+        data = self.u_send_bytes[T.u] - self.P.control_bytes if T.kind == SP else 0.0
+        self.begin_dtxn(self.cpu(T.node, t, self._msg_cpu(src, T.node) + data * self.P.ser_byte_s), T)
 
     def begin_move_txn(self, t: float, e: int, b: int, m: int) -> None:
         """The producer's scheduler (on node m) creates one MOVE transaction per stream of edge
