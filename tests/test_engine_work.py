@@ -1,0 +1,129 @@
+"""Each SP's declared cost is real CPU work in the partition that runs it (`cost x
+cost_unit_us`), real code gets no added loop, the spec's `cost_unit_us` is read and checked,
+and the calibration's 4x-cost probe does about four times the 1x probe's work. Busy times are
+wall clock, so a loaded host can only make them longer: the lower bounds below hold however
+loaded, and the ratios take the least disturbed of a few runs."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.errors import SpecError
+from advisor.spec import load_workload, parse_workload
+from advisor.spec_writer import workload_to_toml
+from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from engine_sim.engine import run_workload
+from engine_sim.engine.designs import single_partition_design
+from engine_sim.engine.plan import build_plan
+from engine_sim.engine.procedures import burn_cpu
+
+SPEC = """
+name = "w"
+[input]
+batch_size = 4
+{extra}
+[[tables]]
+name = "A"
+rows = 100
+row_bytes = 8
+key = "k"
+[[procedures]]
+name = "P"
+cost = 2.0
+accesses = [ {{ table = "A", mode = "write", rows = 1 }} ]
+"""
+
+
+def chain(costs: list[float], cost_unit_us: float) -> Workload:
+    procs = tuple(Procedure(f"SP{i}", c, (Access(f"T{i}", "write", 1, "input:id"),))
+                  for i, c in enumerate(costs))
+    return Workload("work", tuple(Table(f"T{i}", 100, 8, "id") for i in range(len(costs))), procs,
+                    tuple(Stream(f"SP{i}", f"SP{i + 1}", 1, 16) for i in range(len(costs) - 1)),
+                    input=InputSpec(1, None, ("id",), cost_unit_us))
+
+
+def test_burn_cpu_spends_that_much_cpu_time_and_zero_spends_none():
+    t = time.thread_time()
+    burn_cpu(3000)
+    assert time.thread_time() - t >= 0.003
+    t = time.thread_time()
+    burn_cpu(0)
+    burn_cpu(-5)
+    assert time.thread_time() - t < 0.003
+
+
+def test_the_spec_reads_cost_unit_us_and_writes_it_back():
+    w = parse_workload(SPEC.format(extra="cost_unit_us = 250"), "w.toml")
+    assert w.input.cost_unit_us == 250.0
+    assert parse_workload(workload_to_toml(w), "again.toml").input.cost_unit_us == 250.0
+    default = parse_workload(SPEC.format(extra=""), "w.toml")
+    assert default.input.cost_unit_us == 100.0  # a cost-1.0 SP: about 100 us
+    assert "cost_unit_us" not in workload_to_toml(default)
+    assert parse_workload(SPEC.format(extra="cost_unit_us = 0"), "w.toml").input.cost_unit_us == 0.0
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("-1", "cost_unit_us must be >= 0, got -1"),
+    ('"fast"', "cost_unit_us must be a number, got 'fast'"),
+    ("true", "cost_unit_us must be a number, got True"),
+    ("inf", "cost_unit_us must be finite"),
+    ("1e9", "cost_unit_us must be <= 1000000"),
+])
+def test_bad_cost_unit_us_is_one_line(value, expected):
+    with pytest.raises(SpecError) as err:
+        parse_workload(SPEC.format(extra=f"cost_unit_us = {value}"), "w.toml")
+    message = str(err.value)
+    assert message.startswith("w.toml: [input]: ") and expected in message and "\n" not in message
+
+
+def test_the_cli_refuses_a_bad_cost_unit_in_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SPEC.format(extra="cost_unit_us = -3"))
+    assert run_app(["recommend", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "cost_unit_us must be >= 0" in err and "Traceback" not in err
+
+
+def test_declared_sps_carry_their_work_and_real_code_none():
+    w = chain([1.0, 2.5], 40.0)
+    plan = build_plan(w, single_partition_design(w))
+    assert [plan.procs[p].work_us for p in ("SP0", "SP1")] == [40.0, 100.0]
+    voter = load_workload("voter-leaderboard")
+    vplan = build_plan(voter, single_partition_design(voter))
+    assert all(p.work_us == 0.0 for p in vplan.procs.values())  # real code does its real work
+    assert any(p.cost > 0 for p in voter.procedures)
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_a_declared_cost_keeps_its_partition_busy_for_its_work(in_process):
+    """Two SPs of cost 1 and 2 at 2 ms a unit: 6 ms of CPU per batch on the partition. A busy
+    time is wall clock, at least the CPU spent in it; the same chain at cost 0 is far below."""
+    batches = 12
+    heavy = chain([1.0, 2.0], 2000.0)
+    light = chain([0.0, 0.0], 2000.0)
+    d = Design("work", 1, 1, {"SP0": 0, "SP1": 0}, {"T0": 0, "T1": 0})
+    r = run_workload(heavy, d, batches=batches, in_process=in_process, fsync=False)
+    z = run_workload(light, d, batches=batches, in_process=in_process, fsync=False)
+    assert r.history_check == "ok" and z.history_check == "ok"
+    work_s = batches * 3 * 2000e-6
+    assert r.partition_busy_s[0] >= work_s
+    assert z.partition_busy_s[0] < 0.5 * work_s
+    assert r.state_digest == z.state_digest  # the work is CPU only: same rows, same state
+
+
+def test_the_4x_cost_probe_does_about_4x_the_work():
+    """The calibration probes, measured as `advisor calibrate` does (busy time per batch, the
+    least disturbed of three runs): the cost-driven part of the 4x probe, above the cost-0
+    probe, is clearly more than 2.5 times the 1x probe's."""
+    from engine_sim.calibration import measure
+    from engine_sim.sim.probes import cost_scaling, probes
+
+    plist = [p for p in probes() if p.observe == "busy" and p.name in ("txn", "txn_cost", "txn_nocost")]
+    assert len(plist) == 3
+    measured = measure(plist, batches=30, in_process=True, repeats=3)
+    s = cost_scaling(measured)
+    assert measured["txn_cost:busy@p0"] >= 400e-6  # 4 units of 100 us of CPU, at least
+    assert s["work_1x_s"] > 0 and s["work_4x_s"] > 2.5 * s["work_1x_s"]
