@@ -62,6 +62,7 @@ class Driver:
         self._records: list = []  # surviving history (decoded)
         self._packed: list[bytes] = []  # history shipped pickled, decoded when first read
         self.recent: deque = deque(maxlen=32)  # latencies (us) of the last completed batches
+        self.window_from = 0  # first batch submitted under the current window
         self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
         self.busy: dict[int, float] = {}
         self.busy_before: dict[int, float] = {}
@@ -277,14 +278,16 @@ class Driver:
         now = self.now_us()
         if b not in self.done_us:
             self.done_us[b] = now
-            self.recent.append(now - self.submit_us[b])
+            if b >= self.window_from:
+                self.recent.append(now - self.submit_us[b])
             self.completed_count += 1
             self._adapt_window()
         self.last_done_us = now
 
     def _adapt_window(self) -> None:
         """Closed loop at a latency bound: halve the window while the mean end-to-end latency
-        of the last batches exceeds the bound."""
+        of the last batches exceeds the bound. Only batches submitted under the current window
+        count: a halving is judged on what it did, not on the batches queued before it."""
         recent = self.recent
         if len(recent) < 8 or self.window <= 1:
             return
@@ -292,6 +295,8 @@ class Driver:
         if mean_s > self.cfg.latency_bound_s:
             self.window = max(1, self.window // 2)
             self.window_history.append(self.window)
+            self.recent.clear()
+            self.window_from = self.next_batch
 
     def on_oltp(self, audit: m.Audit) -> None:
         txn = audit.txn

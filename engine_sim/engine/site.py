@@ -29,7 +29,7 @@ class SiteConfig:
     use_time: bool = False  # time-based flushing and shipping (multi-process only)
     ship_size: int = 256
     ship_interval_s: float = 0.02
-    serve_budget_s: float = 0.0005  # multi-process: serve this long, then send what it produced
+    serve_budget_s: float = 0.002  # multi-process: serve this long, then send what it produced
     ack_interval_s: float = 0.002  # multi-process: sink completions go to the driver this often
     t0_ns: int = 0
 
