@@ -187,3 +187,16 @@ def test_the_driver_handles_batches_in_groups(scheduler):
     from engine_sim.engine.history import check_records
 
     assert check_records(driver.records, driver.plan, batches).violations == []
+
+
+def test_an_idle_partition_process_does_not_spin():
+    """SP1 does 4 ms of work per batch on partition 0; SP2 on partition 1 does none, so
+    partition 1 mostly waits. Waiting is sleeping in epoll, not polling: its process uses a
+    small share of a core while partition 0 works, however long the run took."""
+    w = chain([40.0, 0.0], 100.0)
+    d = Design("work", 2, 1, {"SP0": 0, "SP1": 1}, {"T0": 0, "T1": 1})
+    r = run_workload(w, d, batches=60, fsync=False)
+    assert r.history_check == "ok" and len(r.partition_cpu_s) == 2
+    work_s = 60 * 40 * 100e-6
+    assert r.partition_cpu_s[0] >= work_s
+    assert r.partition_cpu_s[1] < 0.3 * work_s, r.partition_cpu_s

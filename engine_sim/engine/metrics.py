@@ -44,6 +44,8 @@ class RunResult:
     log_flushes: int = 0
     messages: int = 0
     pids: list[int] = field(default_factory=list)  # partition processes started (multi-process)
+    partition_cpu_s: list[float] = field(default_factory=list)  # CPU time of each partition's
+    # process (multi-process; after a crash, of the process that finished the run)
     violations: list[str] = field(default_factory=list)
     trace_dir: str | None = None
     state: dict | None = None  # final rows per table (return_state=True)
