@@ -169,11 +169,21 @@ def scaling(batches: int, repeat: int) -> list[str]:
              f"multi-process, weak recovery log without fsync: batches/s (best of {repeat})"]
     for label, r in (("1 machine  (SP1-SP4)", b1), ("2 machines (SP1-2 | SP3-4)", b2)):
         share = ", ".join(f"{b / r.wall_s:.0%}" for b in r.partition_busy_s)
-        lines.append(f"   {label:<27} {r.throughput_bps:7,.1f}   partitions busy {share}, "
-                     f"p50 {r.latency_p50_ms:.0f} ms")
+        cpu = ", ".join(f"{c / batches * 1e3:.2f}" for c in r.partition_cpu_s)
+        lines.append(f"   {label:<27} {r.throughput_bps:7,.1f}   partitions busy {share}; CPU ms per batch: "
+                     f"partitions {cpu}, driver {r.driver_cpu_s / batches * 1e3:.2f}")
     lines.append(f"   2 machines / 1 machine: {ratio:.2f}x  (target 1.6x on 2 cores; "
                  f"{'met' if ratio >= 1.6 else 'MISSED'})")
+    lines.append(f"   (what the CPU the processes spent allows on {min(2, os.cpu_count() or 1)} free cores: "
+                 f"{cpu_pace(b1, batches) / cpu_pace(b2, batches):.2f}x)")
     return lines
+
+
+def cpu_pace(r, batches: int, cores: int = 2) -> float:
+    """Seconds per batch that the run's CPU use allows on `cores` free cores: the busiest
+    process, or all processes' CPU spread over the cores, whichever is slower."""
+    procs = list(r.partition_cpu_s) + [r.driver_cpu_s]
+    return max(max(procs), sum(procs) / min(cores, len(procs))) / batches
 
 
 SECTIONS = {"1": "voter", "2": "moves", "3": "logging", "4": "schedulers", "5": "scaling"}

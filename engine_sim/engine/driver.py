@@ -82,6 +82,7 @@ class Driver:
         self.violations: list[str] = []
         self.started_us = None
         self.last_done_us = None
+        self.cpu_s = 0.0  # CPU time of the driver's process while it ran (multi-process)
 
     # -- plumbing ---------------------------------------------------------------------------------
     @property

@@ -165,6 +165,12 @@ class Site:
             self.send_done()
         return did
 
+    def runnable(self) -> bool:
+        """Is there work the partition can start now (queued, and not held by a transaction
+        waiting for replies)?"""
+        p = self.partition
+        return bool(p.queue) and p.holder is None
+
     def on_idle(self) -> None:
         """Nothing to do: write the log group now, hand finished history to the driver."""
         if self.log.buffer or self.pending_acks:
