@@ -32,8 +32,21 @@ def _context():
     return ctx
 
 
+def _own_cpu_share() -> None:
+    """Run this partition in a session of its own. Linux shares the CPU fairly between
+    sessions (autogroup), not between processes: left in the driver's session, every partition
+    of a run would split one session's share on a busy host, so a design on more machines
+    could not get more CPU, as separate machines would. Off the terminal's session, a Ctrl-C
+    reaches only the driver, which stops its partitions."""
+    try:
+        os.setsid()
+    except OSError:  # already a session leader
+        pass
+
+
 def site_main(node: int, args: dict) -> None:
     """A partition process: build the plan, serve messages until told to stop."""
+    _own_cpu_share()
     from engine_sim.engine.plan import build_plan
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site

@@ -72,7 +72,7 @@ class Lane:
                 o.create(self, batch, inputs, restarts, recovering, age)
                 self.last_restart = batch
             elif self.invoc and self.invoc[0][0] <= self.last_started + 1:
-                if any(e < self.epoch for e in self.live.values()):
+                if self.epoch and any(e < self.epoch for e in self.live.values()):
                     return  # transactions created before an abort are still being purged
                 if self.invoc[0][2] is _SKIP and self.live:
                     return  # skip a given-up batch only once every earlier one committed
