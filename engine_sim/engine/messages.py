@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine_sim.engine.wire import pickle_by_fields
+
 
 # -- transaction execution (partition to partition, scheduler to partition) ---------------------
 @dataclass(slots=True)
@@ -241,3 +243,9 @@ class Bundle:
     clock: int
     epoch: int
     messages: list = field(default_factory=list)
+
+
+
+for _cls in [v for v in list(globals().values())
+             if isinstance(v, type) and v.__module__ == __name__ and hasattr(v, "__dataclass_fields__")]:
+    pickle_by_fields(_cls)
