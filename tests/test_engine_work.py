@@ -200,3 +200,36 @@ def test_an_idle_partition_process_does_not_spin():
     work_s = 60 * 40 * 100e-6
     assert r.partition_cpu_s[0] >= work_s
     assert r.partition_cpu_s[1] < 0.3 * work_s, r.partition_cpu_s
+
+
+def test_a_window_halving_is_judged_on_the_batches_it_admitted():
+    """Closed loop at a 1 s bound: 64 batches in flight take 2 s each, so the window halves;
+    the batches already in flight then complete as slowly, but they were admitted under the
+    old window and do not halve it again (before, the window fell to 1 on them)."""
+    from engine_sim.engine.driver import Driver, DriverConfig
+
+    w = chain([0.0, 0.0], 100.0)
+    plan = build_plan(w, Design("work", 1, 1, {"SP0": 0, "SP1": 0}, {"T0": 0, "T1": 0}))
+
+    class Clocked(Driver):
+        now = 0
+
+        def now_us(self) -> int:
+            return self.now
+
+    class Nowhere:
+        def send(self, dst, msg):
+            pass
+
+    d = Clocked(plan, DriverConfig(batches=1000, run_dir="unused", window=64, latency_bound_s=1.0), Nowhere())
+    d.poll()
+    assert len(d.outstanding) == 64
+    d.now = 2_000_000
+    for b in range(64):  # every batch of the first window: 2 s
+        d.sink_done(b, "SP1", False)
+    assert d.window == 32 and d.window_history == [64, 32]
+    d.poll()  # admits 32 under the new window
+    d.now += 500_000
+    for b in sorted(d.outstanding):
+        d.sink_done(b, "SP1", False)  # 0.5 s each: within the bound
+    assert d.window == 32
