@@ -12,7 +12,8 @@ from typing import Any
 
 from advisor.atomic import read_user_text
 from advisor.errors import SpecError
-from advisor.workload import (Access, Cluster, InputSpec, Procedure, Stream, Table, Workload)
+from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
+                              Workload)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
 
@@ -93,7 +94,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         raise r.fail("top level", "description must be a string")
 
     inp = r.table(doc.get("input", {}), "[input]")
-    r.unknown(inp, {"batch_size", "rate", "fields"}, "[input]")
+    r.unknown(inp, {"batch_size", "rate", "fields", "cost_unit_us"}, "[input]")
     fields = inp.get("fields", [])
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise r.fail("[input]", "fields must be an array of strings")
@@ -101,6 +102,8 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True),
         rate=r.number(inp, "rate", "[input]", None, positive=True),
         fields=tuple(fields),
+        cost_unit_us=float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US,
+                                    at_most=1_000_000)),
     )
 
     cl = r.table(doc.get("cluster", {}), "[cluster]")

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from advisor.atomic import atomic_write_text
-from advisor.workload import Access, Workload
+from advisor.workload import DEFAULT_COST_UNIT_US, Access, Workload
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
             "\r": "\\r"}
@@ -70,6 +70,8 @@ def workload_to_toml(workload: Workload) -> str:
         lines.append(f"rate = {toml_number(w.input.rate)}")
     if w.input.fields:
         lines.append(f"fields = {_value(list(w.input.fields))}")
+    if w.input.cost_unit_us != DEFAULT_COST_UNIT_US:
+        lines.append(f"cost_unit_us = {toml_number(w.input.cost_unit_us)}")
     c = w.cluster
     lines += ["", "[cluster]", f"machines = {c.machines}",
               f"partitions_per_machine = {c.partitions_per_machine}"]

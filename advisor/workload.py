@@ -76,11 +76,15 @@ class Cluster:
         return self.machines * self.partitions_per_machine
 
 
+DEFAULT_COST_UNIT_US = 100.0  # CPU time the engine spends per unit of declared SP cost
+
+
 @dataclass(frozen=True)
 class InputSpec:
     batch_size: int = 10
     rate: float | None = None  # input batches per second, if fixed
     fields: tuple[str, ...] = ()
+    cost_unit_us: float = DEFAULT_COST_UNIT_US  # engine CPU microseconds per unit of SP cost, per batch
 
 
 @dataclass(frozen=True)

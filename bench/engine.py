@@ -10,9 +10,13 @@ baseline measured in the same run; absolute numbers depend on the machine and it
    1-, 4- and 16-SP chains on one partition: batches/s; and the time to recover a crash
    from the command log (no snapshot), in the multi-process engine.
 4. Distributed localized scheduling vs a central scheduler on the 32-SP chain.
+5. Partitions, not the driver, set the pace: a chain of four CPU-heavy SPs (1.5 ms of work
+   each) on 2 machines (2 SPs and their tables on each) against 1 machine, multi-process:
+   the throughput ratio (target: at least 1.6x on 2 cores).
 
     python bench/engine.py            # all of it, best of 3 runs each (a few minutes)
     python bench/engine.py --quick    # smaller runs, once each
+    python bench/engine.py --only 5   # one section
 """
 from __future__ import annotations
 
@@ -33,23 +37,25 @@ from engine_sim.engine.designs import round_robin_design, single_partition_desig
 
 def chain(n: int) -> Workload:
     """The PE-trigger micro-benchmark's shape: n SPs in series, each updating one row of its
-    own table per batch and passing the batch on (dissertation 3.4.2/3.4.4)."""
+    own table per batch and passing the batch on (dissertation 3.4.2/3.4.4). It measures the
+    engine's own costs, so its SPs do no declared CPU work (cost_unit_us 0)."""
     tables = tuple(Table(f"T{i}", 1000, 64, "id") for i in range(1, n + 1))
     procs = tuple(Procedure(f"SP{i}", 1.0, (Access(f"T{i}", "write", 1, "input:id"),))
                   for i in range(1, n + 1))
     streams = tuple(Stream(f"SP{i}", f"SP{i + 1}", 1, 16) for i in range(1, n))
-    return Workload(f"chain-{n}sp", tables, procs, streams, input=InputSpec(1, None, ("id",)),
+    return Workload(f"chain-{n}sp", tables, procs, streams, input=InputSpec(1, None, ("id",), 0.0),
                     cluster=Cluster(1, 1))
 
 
 def move_micro(size: int) -> Workload:
     """The MOVE micro-benchmark as the dissertation describes it (4.6.3): SP1 and SP2 each do
-    a write to their own partition, on two machines; the batch of `size` tuples moves between."""
+    a write to their own partition, on two machines; the batch of `size` tuples moves between.
+    No declared CPU work (cost_unit_us 0): the MOVE is what is measured."""
     tables = (Table("T1", 10000, 64, "tuple_id"), Table("T2", 10000, 64, "tuple_id"))
     procs = (Procedure("SP1", 1.0, (Access("T1", "write", 1, "uniform"),)),
              Procedure("SP2", 1.0, (Access("T2", "write", 1, "uniform"),)))
     return Workload(f"move-micro-{size}", tables, procs, (Stream("SP1", "SP2", size, 64),),
-                    input=InputSpec(size, None, ("tuple_id", "value")), cluster=Cluster(2, 1))
+                    input=InputSpec(size, None, ("tuple_id", "value"), 0.0), cluster=Cluster(2, 1))
 
 
 def best(repeat: int, **kwargs):
@@ -127,19 +133,82 @@ def schedulers(batches: int, repeat: int) -> list[str]:
     return lines
 
 
+HEAVY_COST = 15.0  # x the default cost unit (100 us): 1.5 ms of CPU per SP and batch
+
+
+def heavy_chain(cost: float = HEAVY_COST) -> Workload:
+    """Four SPs in series, each doing `cost` units of CPU work per batch and one write to its
+    own table. 1.5 ms per SP is about ten times what the engine itself spends on a transaction
+    (scheduling, locking, logging, messages), so the SPs' work - what a design spreads over
+    machines - is what sets the pace when nothing else does."""
+    tables = tuple(Table(f"T{i}", 1000, 64, "id") for i in range(1, 5))
+    procs = tuple(Procedure(f"SP{i}", cost, (Access(f"T{i}", "write", 1, "input:id"),))
+                  for i in range(1, 5))
+    streams = tuple(Stream(f"SP{i}", f"SP{i + 1}", 1, 16) for i in range(1, 4))
+    return Workload("heavy-chain-4", tables, procs, streams, input=InputSpec(1, None, ("id",)),
+                    cluster=Cluster(2, 1))
+
+
+def scaling(batches: int, repeat: int) -> list[str]:
+    """1 machine vs 2 (one partition each), best of `repeat` runs each, interleaved so that a
+    change in the host's load hits both alike. The command log is kept (weak recovery) but not
+    forced to disk, as in calibration: the disk is the host's, not a partition's."""
+    w = heavy_chain()
+    one = Design(w.name, 1, 1, {p.name: 0 for p in w.procedures}, {t.name: 0 for t in w.tables})
+    two = Design(w.name, 2, 1, {"SP1": 0, "SP2": 0, "SP3": 1, "SP4": 1},
+                 {"T1": 0, "T2": 0, "T3": 1, "T4": 1})
+    runs: dict[str, list] = {"1": [], "2": []}
+    for _ in range(repeat):
+        for key, d in (("1", one), ("2", two)):
+            r = run_workload(w, d, batches=batches, recovery="weak", fsync=False)
+            assert r.history_check == "ok", r.history_check
+            runs[key].append(r)
+    b1, b2 = (max(runs[k], key=lambda r: r.throughput_bps) for k in ("1", "2"))
+    ratio = b2.throughput_bps / b1.throughput_bps
+    lines = [f"5. Four CPU-heavy SPs ({HEAVY_COST:g} cost units = {HEAVY_COST * 0.1:g} ms each) in a chain, "
+             f"multi-process, weak recovery log without fsync: batches/s (best of {repeat})"]
+    for label, r in (("1 machine  (SP1-SP4)", b1), ("2 machines (SP1-2 | SP3-4)", b2)):
+        share = ", ".join(f"{b / r.wall_s:.0%}" for b in r.partition_busy_s)
+        cpu = ", ".join(f"{c / batches * 1e3:.2f}" for c in r.partition_cpu_s)
+        lines.append(f"   {label:<27} {r.throughput_bps:7,.1f}   partitions busy {share}; CPU ms per batch: "
+                     f"partitions {cpu}, driver {r.driver_cpu_s / batches * 1e3:.2f}")
+    lines.append(f"   2 machines / 1 machine: {ratio:.2f}x  (target 1.6x on 2 cores; "
+                 f"{'met' if ratio >= 1.6 else 'MISSED'})")
+    lines.append(f"   (what the CPU the processes spent allows on {min(2, os.cpu_count() or 1)} free cores: "
+                 f"{cpu_pace(b1, batches) / cpu_pace(b2, batches):.2f}x)")
+    return lines
+
+
+def cpu_pace(r, batches: int, cores: int = 2) -> float:
+    """Seconds per batch that the run's CPU use allows on `cores` free cores: the busiest
+    process, or all processes' CPU spread over the cores, whichever is slower."""
+    procs = list(r.partition_cpu_s) + [r.driver_cpu_s]
+    return max(max(procs), sum(procs) / min(cores, len(procs))) / batches
+
+
+SECTIONS = {"1": "voter", "2": "moves", "3": "logging", "4": "schedulers", "5": "scaling"}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller runs, no repetition")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (the best counts)")
+    ap.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run only this section")
     args = ap.parse_args(argv)
     q = args.quick
     rep = 1 if q else max(1, args.repeat)
     started = time.perf_counter()
     print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start)", flush=True)
-    for part in (voter(2000 if q else 6000, rep), moves(1000 if q else 4000, rep),
-                 logging(300 if q else 1000, 200 if q else 600, rep),
-                 schedulers(150 if q else 400, rep)):
-        print("\n".join(part), flush=True)
+    sections = {
+        "1": lambda: voter(2000 if q else 6000, rep),
+        "2": lambda: moves(1000 if q else 4000, rep),
+        "3": lambda: logging(300 if q else 1000, 200 if q else 600, rep),
+        "4": lambda: schedulers(150 if q else 400, rep),
+        "5": lambda: scaling(200 if q else 500, rep),
+    }
+    for key in sorted(args.only or sections):
+        print("\n".join(sections[key]()), flush=True)
+    print(f"(load average {os.getloadavg()[0]:.1f} at the end)", flush=True)
     print(f"(measured in {time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 from engine_sim.sim.calibfile import Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit, observe
-from engine_sim.sim.probes import Probe, probes, throughput_checks
+from engine_sim.sim.probes import Probe, cost_scaling, probes, throughput_checks
 
 
 def _engine():
@@ -82,6 +82,10 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
         f"({'in-process' if in_process else 'multi-process'}, {batches} batches each)")
     measured = measure(plist, batches=batches, in_process=in_process, seed=seed,
                        repeats=1 if quick else 3, progress=progress)
+    scaling = cost_scaling(measured)
+    if scaling is not None and scaling["ratio"] is not None:
+        say(f"declared cost is CPU work: the 4x-cost probe's work measured {scaling['ratio']:.2f}x the "
+            f"1x probe's ({scaling['work_4x_s'] * 1e6:.0f} vs {scaling['work_1x_s'] * 1e6:.0f} us per batch)")
     y = [measured[p.key] for p in plist]
     bad = [p.key for p, v in zip(plist, y) if not v > 0]
     if bad:
@@ -103,5 +107,6 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
     machine["engine_mode"] = "in-process" if in_process else "multi-process"
     fit_info = {"factors_vs_reference": result.factors, "probes": result.residuals,
                 "median_relative_error": result.median_error, "throughput_checks": check_rows,
-                "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS}
+                "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS,
+                "cost_scaling": scaling}
     return Calibration.from_params(params, measured, machine=machine, source="measured", fit=fit_info)

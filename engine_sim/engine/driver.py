@@ -4,7 +4,9 @@ collects the history, kills a partition when told to and coordinates recovery, a
 gathers the state digest."""
 from __future__ import annotations
 
+import pickle
 import time
+from collections import deque
 from dataclasses import dataclass
 
 from engine_sim.engine import messages as m
@@ -12,7 +14,7 @@ from engine_sim.engine.crash import Recovery
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.recovery import write_manifest
-from engine_sim.engine.scheduler import UnitScheduler
+from engine_sim.engine.scheduler import UnitScheduler, entry_members, injected
 from engine_sim.engine.txn import Batch, Txn, make_txn_id
 
 
@@ -42,9 +44,12 @@ class Driver:
         self.schedulers: dict[str, UnitScheduler] = {}
         if plan.scheduler == "central":
             self.schedulers = {u: UnitScheduler(self, u) for u, unit in plan.units.items() if not unit.oltp}
-        self.entry = {u: tuple(mb for mb in plan.units[u].members
-                               if not any(s.target == mb for s in plan.workload.streams))
-                      for u in plan.borders}
+        self.entry = {u: entry_members(plan, u) for u in plan.borders}
+        self.inject_units: dict[int, tuple] = {}  # scheduler node -> border units it schedules
+        for u in plan.borders:
+            node = plan.scheduler_node(u)
+            self.inject_units[node] = self.inject_units.get(node, ()) + (u,)
+        self.injections: dict[int, list] = {}  # scheduler node -> batch ids not sent yet
         self.window = max(1, cfg.window)
         self.window_history: list[int] = [self.window]
         self.next_batch = 0
@@ -54,7 +59,10 @@ class Driver:
         self.done_us: dict[int, int] = {}
         self.failed: set[int] = set()
         self.oltp_pending: dict[tuple[str, int], Txn] = {}
-        self.records: list = []  # surviving history
+        self._records: list = []  # surviving history (decoded)
+        self._packed: list[bytes] = []  # history shipped pickled, decoded when first read
+        self.recent: deque = deque(maxlen=32)  # latencies (us) of the last completed batches
+        self.window_from = 0  # first batch submitted under the current window
         self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
         self.busy: dict[int, float] = {}
         self.busy_before: dict[int, float] = {}
@@ -74,8 +82,24 @@ class Driver:
         self.violations: list[str] = []
         self.started_us = None
         self.last_done_us = None
+        self.cpu_s = 0.0  # CPU time of the driver's process while it ran (multi-process)
 
     # -- plumbing ---------------------------------------------------------------------------------
+    @property
+    def records(self) -> list:
+        """The surviving history. Multi-process sites ship it pickled; it is decoded here only
+        when read (after the run, or at a crash), so the driver spends nothing on it per batch."""
+        if self._packed:
+            packed, self._packed = self._packed, []
+            for blob in packed:
+                self._records.extend(pickle.loads(blob))
+        return self._records
+
+    @records.setter
+    def records(self, records: list) -> None:
+        self._packed = []
+        self._records = records
+
     def now_us(self) -> int:
         return (time.monotonic_ns() - self.cfg.t0_ns) // 1000
 
@@ -106,10 +130,10 @@ class Driver:
         return input_batch(self.plan, b)
 
     def submit(self, b: int, resubmit: bool = False) -> None:
-        batch = self.input_batch(b)
-        for u in self.plan.borders:
-            items = tuple((None, mb, batch) for mb in self.entry[u])
-            self.send(self.plan.scheduler_node(u), m.Invoke(u, b, None, items))
+        """Submit input batch b: queued for the border units' schedulers and sent in groups
+        (`send_injections`), one Inject per scheduler node for all batches of a loop turn."""
+        for node in self.inject_units:
+            self.injections.setdefault(node, []).append(b)
         if not resubmit:
             for proc in self.plan.oltp_units:
                 self.submit_oltp(proc, b, 0)
@@ -127,9 +151,19 @@ class Driver:
         self.send(txn.base, m.TxnRequest(txn))
 
     # -- the loop ----------------------------------------------------------------------------------
+    def send_injections(self) -> None:
+        injections, self.injections = self.injections, {}
+        for node, batches in injections.items():
+            self.send(node, m.Inject(self.inject_units[node], tuple(batches)))
+
     def poll(self) -> bool:
-        if self.phase != "run":
-            return False
+        did = self._poll_run() if self.phase == "run" else False
+        if self.injections:
+            self.send_injections()
+            did = True
+        return did
+
+    def _poll_run(self) -> bool:
         did = False
         while self.next_batch < self.cfg.batches and len(self.outstanding) < self.window:
             self.submit(self.next_batch)
@@ -160,6 +194,13 @@ class Driver:
         t = type(msg)
         if t is m.History:
             self.on_history(msg)
+        elif t is m.BatchesDone:
+            failed = msg.failed
+            for b in msg.batches:
+                self.sink_done(b, msg.unit, b in failed)
+        elif t is m.Inject:  # central scheduler
+            for inv in injected(self.plan, msg.units, msg.batches):
+                self.schedulers[inv.unit].on_invoke(inv)
         elif t is m.BatchDone:
             if msg.recovering:
                 if self.recovery is not None:
@@ -197,7 +238,10 @@ class Driver:
             raise TypeError(f"driver: unexpected message {t.__name__}")
 
     def on_history(self, msg: m.History) -> None:
-        self.records.extend(msg.records)
+        if isinstance(msg.records, bytes):
+            self._packed.append(msg.records)
+        elif msg.records:
+            self.records.extend(msg.records)
         self.busy[msg.node] = msg.busy_s
         self.commits[msg.node] = msg.commits
         if msg.snapshot is not None and msg.snapshot in self.snap_markers:
@@ -211,35 +255,49 @@ class Driver:
             self.recovery.start()
 
     def on_batch_done(self, msg: m.BatchDone) -> None:
-        b = msg.batch
+        self.sink_done(msg.batch, msg.unit, msg.failed)
+
+    def sink_done(self, b: int, unit: str, failed: bool) -> None:
         if b not in self.outstanding:
             return
         reports = self.sink_reports.setdefault(b, set())
-        reports.add(msg.unit)
-        if msg.failed:
+        reports.add(unit)
+        if failed:
             self.failed.add(b)
-        if len(reports) >= len(self.plan.sinks) and not any(k[1] == b for k in self.oltp_pending):
+        if len(reports) >= len(self.plan.sinks) and not self._oltp_waiting(b):
             self.finish_batch(b)
+
+    def batch_done(self, unit: str, batch: int, failed: bool) -> None:
+        """A sink unit's scheduler here (central) finished a batch."""
+        self.sink_done(batch, unit, failed)
+
+    def _oltp_waiting(self, b: int) -> bool:
+        return any((proc, b) in self.oltp_pending for proc in self.plan.oltp_units)
 
     def finish_batch(self, b: int) -> None:
         self.outstanding.discard(b)
         now = self.now_us()
         if b not in self.done_us:
             self.done_us[b] = now
+            if b >= self.window_from:
+                self.recent.append(now - self.submit_us[b])
             self.completed_count += 1
             self._adapt_window()
         self.last_done_us = now
 
     def _adapt_window(self) -> None:
         """Closed loop at a latency bound: halve the window while the mean end-to-end latency
-        of the last batches exceeds the bound."""
-        recent = sorted(self.done_us, key=self.done_us.get)[-32:]
+        of the last batches exceeds the bound. Only batches submitted under the current window
+        count: a halving is judged on what it did, not on the batches queued before it."""
+        recent = self.recent
         if len(recent) < 8 or self.window <= 1:
             return
-        mean_s = sum(self.done_us[b] - self.submit_us[b] for b in recent) / len(recent) / 1e6
+        mean_s = sum(recent) / len(recent) / 1e6
         if mean_s > self.cfg.latency_bound_s:
             self.window = max(1, self.window // 2)
             self.window_history.append(self.window)
+            self.recent.clear()
+            self.window_from = self.next_batch
 
     def on_oltp(self, audit: m.Audit) -> None:
         txn = audit.txn
@@ -251,7 +309,7 @@ class Driver:
             del self.oltp_pending[key]
             b = txn.batch
             if b in self.outstanding and len(self.sink_reports.get(b, ())) >= len(self.plan.sinks) \
-                    and not any(k[1] == b for k in self.oltp_pending):
+                    and not self._oltp_waiting(b):
                 self.finish_batch(b)
         else:
             self.submit_oltp(txn.unit, txn.batch, txn.restarts + 1, txn.age)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine_sim.engine.wire import pickle_by_fields
+
 
 # -- transaction execution (partition to partition, scheduler to partition) ---------------------
 @dataclass(slots=True)
@@ -97,11 +99,31 @@ class Skip:
 
 
 @dataclass(slots=True)
+class Inject:
+    """The client's input, injected at a border unit's scheduler in groups: the scheduler's
+    site builds each batch itself (input batches are a pure function of the seed and the
+    batch id), so one small message carries many batches' invocations."""
+
+    units: tuple  # border units whose scheduler lives at the receiver
+    batches: tuple  # batch ids, in order
+
+
+@dataclass(slots=True)
 class BatchDone:
     batch: int
     unit: str
     failed: bool = False
     recovering: bool = False
+
+
+@dataclass(slots=True)
+class BatchesDone:
+    """Completions acknowledged in groups: a sink unit committed these batches (`failed`:
+    those it skipped, given up upstream)."""
+
+    unit: str
+    batches: tuple
+    failed: tuple = ()
 
 
 # -- driver control ----------------------------------------------------------------------------
@@ -115,7 +137,7 @@ class Ready:
 @dataclass(slots=True)
 class History:
     node: int
-    records: list
+    records: list | bytes  # TxnRecords, or (multi-process) the pickled list, decoded when read
     busy_s: float
     commits: int  # commits this partition coordinated (crash_after counts them)
     snapshot: int | None = None  # every record of txns before snapshot `snapshot` is shipped
@@ -205,6 +227,7 @@ class FinalReport:
     log_records: int = 0
     log_flushes: int = 0
     sent: int = 0  # messages this site sent (multi-process)
+    cpu_s: float = 0.0  # CPU time of this site's process (multi-process)
 
 
 @dataclass(slots=True)
@@ -220,3 +243,9 @@ class Bundle:
     clock: int
     epoch: int
     messages: list = field(default_factory=list)
+
+
+
+for _cls in [v for v in list(globals().values())
+             if isinstance(v, type) and v.__module__ == __name__ and hasattr(v, "__dataclass_fields__")]:
+    pickle_by_fields(_cls)

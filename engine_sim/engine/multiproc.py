@@ -21,6 +21,7 @@ from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
 from engine_sim.engine.transport import Net
 
+IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
             "advisor.design", "numpy"]
 
@@ -31,8 +32,21 @@ def _context():
     return ctx
 
 
+def _own_cpu_share() -> None:
+    """Run this partition in a session of its own. Linux shares the CPU fairly between
+    sessions (autogroup), not between processes: left in the driver's session, every partition
+    of a run would split one session's share on a busy host, so a design on more machines
+    could not get more CPU, as separate machines would. Off the terminal's session, a Ctrl-C
+    reaches only the driver, which stops its partitions."""
+    try:
+        os.setsid()
+    except OSError:  # already a session leader
+        pass
+
+
 def site_main(node: int, args: dict) -> None:
     """A partition process: build the plan, serve messages until told to stop."""
+    _own_cpu_share()
     from engine_sim.engine.plan import build_plan
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site
@@ -75,8 +89,13 @@ def site_main(node: int, args: dict) -> None:
         did = site.poll()
         if not got and not did:
             site.on_idle()
+            did = site.runnable()  # the log group it wrote may have released work here
         net.flush(site.clock, site.epoch)
-        busy_wait = 0.0 if (did or got or net.has_output()) else 0.002
+        # after work, look once more without waiting; otherwise sleep in the poll until a
+        # message comes: never spin on a core the other partitions need. An idle turn has
+        # written the log group and sent acknowledgements and history (on_idle), so no timer
+        # is due; output a full socket holds back is retried shortly.
+        busy_wait = 0.0 if (did or got) else (0.0005 if net.has_output() else IDLE_WAIT_S)
 
 
 def _drain(net: Net, seconds: float = 0.5) -> None:
@@ -142,7 +161,9 @@ class MultiProcessRuntime:
                             ready.add(msg.node)
                 self._check(started, deadline_s, "starting partitions")
             d.t_started = time.perf_counter()
+            cpu_started = time.process_time()
             idle = 0.0
+            checked = 0.0
             while not d.finished:
                 due = self.net.next_due()
                 timeout = idle if due is None else min(idle, max(0.0, due - time.perf_counter()))
@@ -156,8 +177,12 @@ class MultiProcessRuntime:
                         got = True
                 did = d.poll()
                 self.net.flush(d.clock, d.epoch)
-                idle = 0.0 if (got or did or self.net.has_output()) else 0.001
-                self._check(started, deadline_s, d.phase)
+                idle = 0.0 if (got or did) else (0.0005 if self.net.has_output() else IDLE_WAIT_S)
+                now = time.perf_counter()
+                if now - checked > 0.1:  # the processes' health, 10 times a second: not per message
+                    checked = now
+                    self._check(started, deadline_s, d.phase)
+            d.cpu_s = time.process_time() - cpu_started
             self.messages = self.net.sent + sum(r.sent for r in d.finals.values())
             return d
         finally:

@@ -58,10 +58,15 @@ class Partition:
         return self.holder is None and not self.queue
 
     # -- serving the queue -------------------------------------------------------------------
-    def poll(self) -> bool:
-        """Serve queued work while free; True if anything happened."""
+    def poll(self, budget_s: float | None = None) -> bool:
+        """Serve queued work while free; True if anything happened. With a budget, return
+        once that much time went on it, so the site can send what it produced meanwhile
+        (a pipeline's next partition starts on a batch while this one serves the next)."""
         did = False
+        stop = None if budget_s is None else time.perf_counter() + budget_s
         while self.queue and self.holder is None:
+            if stop is not None and did and time.perf_counter() >= stop:
+                break
             _, txn_id, kind, item = heapq.heappop(self.queue)
             did = True
             t0 = time.perf_counter()

@@ -37,6 +37,7 @@ class ProcPlan:
     pk_index: int | None  # input field index of the data-parallel key
     outputs: list[Stream]  # streams leaving this SP
     tables: tuple[str, ...]  # tables it declares (for partition sets of real code)
+    work_us: float = 0.0  # CPU work per declared batch: cost x cost_unit_us (declared SPs only)
 
 
 @dataclass
@@ -162,7 +163,8 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
             accesses=accesses, code=code, oltp=p.oltp,
             pk_index=field_index.get(p.partition_key) if p.name in dp_procs else None,
             outputs=[s for s in workload.streams if s.source == p.name],
-            tables=tuple(dict.fromkeys(a.table for a in p.accesses)))
+            tables=tuple(dict.fromkeys(a.table for a in p.accesses)),
+            work_us=0.0 if p.code else float(p.cost) * workload.input.cost_unit_us)
 
     units: dict[str, Unit] = {}
     order: list[str] = []

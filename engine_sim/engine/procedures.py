@@ -5,10 +5,14 @@ partition holding the row (locked for this transaction), so the same body runs s
 or distributed, in-process or across processes.
 
 Declared procedures (no code) run their spec accesses for real: keys from the declared
-distribution, rows read and written; bundled benchmarks bring their own code
-(engine_sim.workloads) written against `Ctx`.
+distribution, rows read and written - and their declared `cost` as CPU work, `cost x
+cost_unit_us` microseconds of this thread's CPU time per batch (`burn_cpu`); bundled
+benchmarks bring their own code (engine_sim.workloads) written against `Ctx`, whose real
+work is the truth and gets no added loop.
 """
 from __future__ import annotations
+
+import time
 
 from engine_sim.engine.keys import MASK, Rng, mix64, stable_seed
 from engine_sim.engine.txn import Batch
@@ -56,6 +60,33 @@ class Ctx:
         return [(p, ("delwhere", self.child, table, index, value)) for p in parts]
 
 
+_THREAD_CLOCK = getattr(time, "thread_time_ns", None)
+_CHUNK = 8  # arithmetic steps between clock reads (a few microseconds)
+
+
+def burn_cpu(us: float) -> int:
+    """Spend `us` microseconds of this thread's CPU time in an arithmetic loop: real work that
+    takes a core (it is not a sleep), and as much CPU whatever else the host runs (the clock
+    is the thread's CPU time, so a preempted loop does not end early). Returns the loop's value
+    so that nothing can optimise it away."""
+    if us <= 0:
+        return 0
+    clock = _THREAD_CLOCK or time.perf_counter_ns  # no thread clock: wall time
+    end = clock() + int(us * 1000)
+    x = 1
+    while clock() < end:
+        for _ in range(_CHUNK):
+            x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+    return x
+
+
+def work_us(plan, proc, tuples: int) -> float:
+    """A declared SP's CPU work for one batch: `cost x cost_unit_us` per declared batch,
+    scaled with the batch size like its rows (a data-parallel sub-batch does its share)."""
+    share = tuples / plan.batch_size if proc.pk_index is not None else 1.0
+    return proc.work_us * plan.scale * share
+
+
 def is_write(op: tuple) -> bool:
     return op[0] not in READ_KINDS
 
@@ -92,6 +123,7 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
             else:
                 ops.append((part, ("w", child, a.table, key, (tag_base + ai * 131 + i) & MASK)))
     results = yield ops
+    burn_cpu(work_us(plan, proc, len(tuples)))  # the SP's declared work, holding its partitions
     carry = batch.carry
     for v in results:
         if v is not None:

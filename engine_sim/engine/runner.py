@@ -220,4 +220,6 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         crashed=driver.crashed, recovery_s=driver.recovery_s, replayed=driver.replayed,
         move_txns=sum(1 for r in heads if r.kind == "move"),
         log_records=sum(a for a, _ in log_stats), log_flushes=sum(b for _, b in log_stats),
-        messages=messages, violations=violations[:20], state=state)
+        messages=messages, violations=violations[:20], state=state,
+        partition_cpu_s=[finals[k].cpu_s for k in range(n) if k in finals] if mode != "in-process" else [],
+        driver_cpu_s=driver.cpu_s)

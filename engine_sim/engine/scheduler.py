@@ -13,12 +13,29 @@ from __future__ import annotations
 
 import heapq
 
+from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.messages import BatchDone, Invoke, Skip, TxnRequest
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.procedures import merge_batches
 from engine_sim.engine.txn import Batch, Txn
 
 _SKIP = "skip"
+
+
+def entry_members(plan, unit: str) -> tuple:
+    """The members of a border unit that take the client's input (no stream feeds them)."""
+    return tuple(mb for mb in plan.units[unit].members
+                 if not any(s.target == mb for s in plan.workload.streams))
+
+
+def injected(plan, units, batches) -> list:
+    """The invocations an Inject stands for, in batch order: each input batch built here."""
+    out = []
+    for b in batches:
+        batch = input_batch(plan, b)
+        for u in units:
+            out.append(Invoke(u, b, None, tuple((None, mb, batch) for mb in entry_members(plan, u))))
+    return out
 
 
 class Lane:
@@ -55,7 +72,7 @@ class Lane:
                 o.create(self, batch, inputs, restarts, recovering, age)
                 self.last_restart = batch
             elif self.invoc and self.invoc[0][0] <= self.last_started + 1:
-                if any(e < self.epoch for e in self.live.values()):
+                if self.epoch and any(e < self.epoch for e in self.live.values()):
                     return  # transactions created before an abort are still being purged
                 if self.invoc[0][2] is _SKIP and self.live:
                     return  # skip a given-up batch only once every earlier one committed
@@ -207,7 +224,7 @@ class UnitScheduler:
             for to_unit, items in per_unit.items():
                 self._send_downstream(to_unit, batch, _merge_items(items))
         if self.unit.sink:
-            self.host.send(DRIVER, BatchDone(batch, self.unit.name, failed))
+            self.host.batch_done(self.unit.name, batch, failed)
         if recovering:
             self.host.send(DRIVER, BatchDone(batch, self.unit.name, failed, recovering=True))
 

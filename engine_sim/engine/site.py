@@ -5,6 +5,7 @@ through `send`.
 """
 from __future__ import annotations
 
+import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from engine_sim.engine import messages as m
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.recovery import CommandLog, snapshot_path, write_atomic
-from engine_sim.engine.scheduler import UnitScheduler
+from engine_sim.engine.scheduler import UnitScheduler, injected
 from engine_sim.engine.store import Store
 from engine_sim.engine.txn import Txn, make_txn_id
 
@@ -28,6 +29,8 @@ class SiteConfig:
     use_time: bool = False  # time-based flushing and shipping (multi-process only)
     ship_size: int = 256
     ship_interval_s: float = 0.02
+    serve_budget_s: float = 0.002  # multi-process: serve this long, then send what it produced
+    ack_interval_s: float = 0.002  # multi-process: sink completions go to the driver this often
     t0_ns: int = 0
 
 
@@ -68,6 +71,8 @@ class Site:
                 if unit.base == pid and not unit.oltp:
                     self.schedulers[name] = UnitScheduler(self, name)
         self.pending_acks: list = []
+        self.done: dict[str, tuple[list, list]] = {}  # sink unit -> (batches, failed) to acknowledge
+        self.done_since = 0.0
         self.history: list = []
         self.shipped_at = time.perf_counter()
         self.snapshot_marker: int | None = None
@@ -114,6 +119,9 @@ class Site:
             self._scheduler(msg.txn.unit, msg, "on_audit")
         elif t is m.Invoke:
             self._scheduler(msg.unit, msg, "on_invoke")
+        elif t is m.Inject:
+            for inv in injected(self.plan, msg.units, msg.batches):
+                self._scheduler(inv.unit, inv, "on_invoke")
         elif t is m.Skip:
             self._scheduler(msg.unit, msg, "on_skip")
         elif t is m.SnapshotReq:
@@ -146,13 +154,22 @@ class Site:
 
     # -- work -------------------------------------------------------------------------------------
     def poll(self) -> bool:
-        did = self.partition.poll()
+        did = self.partition.poll(self.cfg.serve_budget_s if self.cfg.use_time else None)
         if self.log.due():
             self.flush()
         if self.history and (len(self.history) >= self.cfg.ship_size or (
                 self.cfg.use_time and time.perf_counter() - self.shipped_at > self.cfg.ship_interval_s)):
             self.ship()
+        if self.done and (not self.cfg.use_time
+                          or time.perf_counter() - self.done_since > self.cfg.ack_interval_s):
+            self.send_done()
         return did
+
+    def runnable(self) -> bool:
+        """Is there work the partition can start now (queued, and not held by a transaction
+        waiting for replies)?"""
+        p = self.partition
+        return bool(p.queue) and p.holder is None
 
     def on_idle(self) -> None:
         """Nothing to do: write the log group now, hand finished history to the driver."""
@@ -160,6 +177,24 @@ class Site:
             self.flush()
         if self.history or self.snapshot_marker is not None:
             self.ship()
+        if self.done:
+            self.send_done()
+
+    def batch_done(self, unit: str, batch: int, failed: bool) -> None:
+        """A sink unit finished a batch: acknowledged to the driver in groups (every loop turn
+        in-process; multi-process when idle or every `ack_interval_s`), so the driver handles
+        one message per group, not one per batch."""
+        if not self.done:
+            self.done_since = time.perf_counter()
+        batches, failures = self.done.setdefault(unit, ([], []))
+        batches.append(batch)
+        if failed:
+            failures.append(batch)
+
+    def send_done(self) -> None:
+        done, self.done = self.done, {}
+        for unit, (batches, failed) in done.items():
+            self.transport.send(DRIVER, m.BatchesDone(unit, tuple(batches), tuple(failed)))
 
     def flush(self) -> None:
         self.log.force()
@@ -169,6 +204,8 @@ class Site:
 
     def ship(self) -> None:
         records, self.history = self.history, []
+        if self.cfg.use_time:  # multi-process: pickled once here, decoded only when the driver reads it
+            records = pickle.dumps(records, protocol=pickle.HIGHEST_PROTOCOL)
         self.shipped_at = time.perf_counter()
         marker, self.snapshot_marker = self.snapshot_marker, None
         self.transport.send(DRIVER, m.History(self.node, records, self.partition.busy_s,
@@ -219,6 +256,8 @@ class Site:
     def finish(self, want_state: bool) -> None:
         self.flush()
         self.ship()
+        if self.done:
+            self.send_done()
         store = self.partition.store
         placement = self.plan.placement
         digests, replicas = {}, {}
@@ -237,4 +276,5 @@ class Site:
         self.transport.send(DRIVER, m.FinalReport(self.node, digests, replicas, state,
                                                   self.partition.busy_s, self.log.records,
                                                   self.log.flushes,
-                                                  getattr(self.transport, "sent", 0)))
+                                                  getattr(self.transport, "sent", 0),
+                                                  time.process_time()))

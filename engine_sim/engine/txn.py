@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from engine_sim.engine.wire import pickle_by_fields
+
 
 @dataclass(slots=True, frozen=True)
 class Batch:
@@ -87,3 +89,7 @@ class LogRecord:
     inputs: tuple
     base: int
     move: tuple | None = None
+
+
+for _cls in (Batch, Txn, TxnRecord, LogRecord):
+    pickle_by_fields(_cls)

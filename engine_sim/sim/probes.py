@@ -3,6 +3,11 @@ of the engine (a single-sited transaction and its parts, a scheduler hop inside 
 across machines, bytes moved, 2PC over 2 and 4 partitions, a MOVE as a transaction, the
 central scheduler). Measured on the engine, predicted by the simulator, fitted in `fit.py`.
 
+A declared SP's `cost` is real CPU work in the engine (`cost x cost_unit_us`, 100 us per unit
+by default), so `txn_cost` (cost 4) does four times the work of `txn` (cost 1) and `txn_nocost`
+(cost 0) none: the differences of their busy times are the cost-driven parts, and
+`cost_scaling` reads their ratio off a calibration's measurements (about 4).
+
 Every probe runs one batch at a time (a closed loop with a window of 1), so nothing queues
 and what it measures is a plain sum of the step costs: the end-to-end latency, or the busy
 time of one partition per transaction.
@@ -64,6 +69,7 @@ def probes() -> list[Probe]:
     # a single-sited transaction and what it is made of
     single("txn", 1.0, _reads("T1", 10), ["T1"])
     single("txn_cost", 4.0, _reads("T1", 10), ["T1"])
+    single("txn_nocost", 0.0, _reads("T1", 10), ["T1"])
     single("txn_reads", 1.0, _reads("T1", 100), ["T1"])
     single("txn_writes", 1.0, (Access("T1", "write", 100, "input:k"),), ["T1"])
     single("txn_empty", 1.0, (), ["T1"])
@@ -110,6 +116,19 @@ def probes() -> list[Probe]:
 LOADED = ("txn", "txn_reads", "chain8", "hop_local", "hop_remote", "hop_remote_bytes", "2pc_2",
           "2pc_4", "move_txn")
 CHECKED = ("hop_central", "2pc_local", "txn_writes")
+
+
+def cost_scaling(measured: dict[str, float]) -> dict[str, float] | None:
+    """The cost-driven part of the 1x and the 4x-cost probe (busy seconds per batch above the
+    cost-0 probe) and their ratio (None if the 1x probe measured no work), from measurements keyed like `Probe.key`; None when the
+    three were not measured."""
+    keys = ("txn:busy@p0", "txn_cost:busy@p0", "txn_nocost:busy@p0")
+    if not all(k in measured for k in keys):
+        return None
+    one, four, zero = (measured[k] for k in keys)
+    work1, work4 = one - zero, four - zero
+    return {"work_1x_s": work1, "work_4x_s": work4,
+            "ratio": work4 / work1 if work1 > 0 else None}
 
 
 def throughput_checks() -> list[Probe]:
