@@ -29,7 +29,7 @@ from advisor.workload import Workload
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
 MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
-EVENT_BUDGET = 500_000  # simulated events (and run overheads) for the whole pick: 1-2 s here
+EVENT_BUDGET = 400_000  # simulated events (and run overheads) for the whole pick: ~1-2 s here
 RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
 PILOT_BATCHES = 20
 SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.5
