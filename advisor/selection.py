@@ -68,6 +68,7 @@ class Selection:
     sim_s: float = 0.0
     calibration: str = ""
     enumerated: int = 0  # distinct designs from enumerating every assignment to machines
+    distinct: int = 0  # distinct designs among the options (up to relabelling)
 
     def provenance(self) -> dict:
         out = {"objective": self.objective, "picked": self.chosen.label,
@@ -348,7 +349,8 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     def done(**kw) -> Selection:
         _share_predictions(options, unique, graph)
         kw.setdefault("chosen", unique[0])
-        return Selection(objective, options=options, enumerated=enumerated, **kw)
+        return Selection(objective, options=options, enumerated=enumerated,
+                         distinct=len(unique), **kw)
 
     if objective == "cost":
         return done(objective="cost")

@@ -105,9 +105,9 @@ def objective_lines(sel) -> list[str]:
         return [head]
     c = sel.chosen
     lines = [f"objective: throughput: picked {c.label!r}, predicted {c.predicted_tps:,.0f} tuples/s "
-             f"(simulator, {sel.calibration}; {sel.simulated} distinct candidates simulated in "
-             f"{sel.sim_s:.1f} s"
-             + (f", {sel.enumerated} of the candidates from trying every assignment to machines"
+             f"(simulator, {sel.calibration}; {sel.simulated} of {sel.distinct} distinct candidates "
+             f"simulated in {sel.sim_s:.1f} s"
+             + (f"; {sel.enumerated} of them from trying every assignment to machines"
                 if sel.enumerated else "") + ")"]
     if sel.note:
         lines.append(f"note: {sel.note}")
