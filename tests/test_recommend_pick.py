@@ -175,3 +175,20 @@ def test_restricted_growth_lists_each_assignment_once(n, k):
     assert len(rows) == count_assignments(n, k, True)
     assert len({r.tobytes() for r in rows}) == len(rows)
     assert all(r[0] == 0 and r.max() < k for r in rows)
+
+
+def test_the_search_pool_is_what_the_pick_weighs_for_the_search():
+    from advisor.search import Candidate, DesignSearch
+
+    graph = WorkloadGraph.from_workload(load_workload("online-bidding").with_cluster(2, 1))
+    weights = Weights()
+    search = DesignSearch(weights=weights).fit(graph)
+    zeros_p, zeros_s = np.zeros(graph.n_proc, dtype=np.int64), np.zeros(graph.n_state, dtype=np.int64)
+    from costmodel import score
+
+    search.pool_ = [Candidate("best", search.proc_part_, search.state_part_, search.cost_),
+                    Candidate("together", zeros_p, zeros_s, score(graph.cost, zeros_p, zeros_s, weights))]
+    options = selection.search_options(search, graph, weights)
+    assert [o.label for o in options] == ["search: best", "search: together"]
+    assert all(o.source == "search" for o in options)
+    assert options[1].cost.total == pytest.approx(search.pool_[1].cost.total)
