@@ -127,16 +127,29 @@ class Recommendation:
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}
 
+    def predicted_tps(self) -> dict[str, float | None]:
+        """Tuples/s the simulator predicted for the recommendation and each baseline during the
+        pick (None where nothing was simulated)."""
+        sel = self.selection
+        if sel is None:
+            return {name: None for name in self.all_designs()}
+        by_label = {o.label: o.predicted_tps for o in sel.options if o.source == "baseline"}
+        return {"recommended": sel.chosen.predicted_tps,
+                **{name: by_label.get(name) for name in self.baselines}}
+
     def to_frame(self):
-        """Cost breakdown of the recommendation and every baseline, one row each."""
+        """Cost breakdown and predicted throughput of the recommendation and every baseline,
+        one row each."""
         import pandas as pd
 
         rows = []
+        predicted = self.predicted_tps()
         for name, d in self.all_designs().items():
             c = d.cost
             rows.append({"design": name, "state_colocation": c.state_colocation,
                          "processing_colocation": c.processing_colocation,
-                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible})
+                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible,
+                         "predicted_tps": predicted.get(name)})
         return pd.DataFrame(rows).set_index("design")
 
     def plot(self, ax=None):

@@ -192,3 +192,11 @@ def test_the_search_pool_is_what_the_pick_weighs_for_the_search():
     assert [o.label for o in options] == ["search: best", "search: together"]
     assert all(o.source == "search" for o in options)
     assert options[1].cost.total == pytest.approx(search.pool_[1].cost.total)
+
+
+def test_the_notebook_frame_has_the_predicted_throughput_of_each_design():
+    rec = recommend("voter-leaderboard", machines=2)
+    frame = rec.to_frame()
+    assert list(frame.index) == list(rec.all_designs())
+    assert frame.loc["recommended", "predicted_tps"] == rec.selection.chosen.predicted_tps
+    assert frame["predicted_tps"].max() <= frame.loc["recommended", "predicted_tps"] * (1 + selection.TIE_TOLERANCE)

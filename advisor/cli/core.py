@@ -124,9 +124,8 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None]]:
         if o.source == "search" and o.label not in seen:
             seen.add(o.label)
             rows.append((o.label, o.cost, o.predicted_tps))
-    rows += [(name, d.cost, next((o.predicted_tps for o in sel.options
-                                  if o.source == "baseline" and o.label == name), None))
-             for name, d in rec.baselines.items()]
+    predicted = rec.predicted_tps()
+    rows += [(name, d.cost, predicted[name]) for name, d in rec.baselines.items()]
     enumerated = [o for o in sel.options if o.source == "enumeration" and o.predicted_tps is not None]
     if enumerated:
         best = max(enumerated, key=lambda o: o.predicted_tps)
