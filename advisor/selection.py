@@ -29,9 +29,10 @@ from advisor.workload import Workload
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
 MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
+MAX_SIM_BATCH_WORK = 1_000  # SPs + edges above which nothing is simulated (per-batch work)
 EVENT_BUDGET = 400_000  # simulated events (and run overheads) for the whole pick: ~1-2 s here
 RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
-PILOT_BATCHES = 20
+PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this share
 SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.5
 FINAL_BATCHES, FINAL_PROBES = 300, 7
 MIN_BATCHES = 40
@@ -203,11 +204,12 @@ def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str |
             or set(graph.state_names) != set(workload.table_names)):
         return "the graph's state items are not the spec's tables, so the simulator cannot run it"
     c = graph.cost
-    size = (graph.n_nodes + c.ps_weight.size + c.pp_weight.size) * c.machines
-    if size > MAX_SIM_SIZE:
+    edges = c.ps_weight.size + c.pp_weight.size
+    per_batch = graph.n_proc + edges  # what the simulator steps through for every batch
+    if per_batch > MAX_SIM_BATCH_WORK or (graph.n_nodes + edges) * c.machines > MAX_SIM_SIZE:
         return (f"the graph is too large to simulate quickly ({graph.n_nodes:,} nodes and "
-                f"{c.ps_weight.size + c.pp_weight.size:,} edges on {c.machines:,} machines; "
-                f"limit {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
+                f"{edges:,} edges on {c.machines:,} machines; limits: {MAX_SIM_BATCH_WORK:,} "
+                f"SPs + edges, {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
     return None
 
 
@@ -266,7 +268,7 @@ class ThroughputJudge:
         per_batch: dict[int, float] = {}
         spent = 0.0
         for o in options:
-            if o.source == "enumeration":
+            if o.source == "enumeration" or (per_batch and spent > PILOT_SHARE * self.event_budget):
                 continue
             try:
                 r = run_once(self.workload, designs[id(o)], window=8, batches=PILOT_BATCHES,
@@ -277,8 +279,9 @@ class ThroughputJudge:
             per_batch[id(o)] = max(r.events / PILOT_BATCHES, 1.0)
             spent += r.events + RUN_OVERHEAD_EVENTS
         worst = max(per_batch.values(), default=1.0)
+        stopped = spent > PILOT_SHARE * self.event_budget
         for o in options:
-            if o.source == "enumeration":
+            if o.source == "enumeration" and not stopped:
                 per_batch[id(o)] = worst
         return per_batch, spent
 
