@@ -206,7 +206,8 @@ def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str |
     c = graph.cost
     edges = c.ps_weight.size + c.pp_weight.size
     per_batch = graph.n_proc + edges  # what the simulator steps through for every batch
-    if per_batch > MAX_SIM_BATCH_WORK or (graph.n_nodes + edges) * c.machines > MAX_SIM_SIZE:
+    usable = min(c.machines, graph.n_nodes)  # no design uses more machines than nodes
+    if per_batch > MAX_SIM_BATCH_WORK or (graph.n_nodes + edges) * usable > MAX_SIM_SIZE:
         return (f"the graph is too large to simulate quickly ({graph.n_nodes:,} nodes and "
                 f"{edges:,} edges on {c.machines:,} machines; limits: {MAX_SIM_BATCH_WORK:,} "
                 f"SPs + edges, {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
