@@ -14,8 +14,8 @@ from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
-from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options, option,
-                                search_options, select)
+from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
+                                one_machine_option, option, search_options, select)
 from advisor.spec import load_workload
 from advisor.workload import Workload
 
@@ -201,7 +201,8 @@ def recommend(source: Source, machines: int | None = None,
                 scored_baselines[name] = option(graph, weights, name, "baseline", *result)
     options += list(scored_baselines.values())
     if objective == "throughput" and spec is not None:
-        options += enumerated_options(graph, weights, seed)
+        together = one_machine_option(graph, weights, seed)
+        options += ([together] if together is not None else []) + enumerated_options(graph, weights, seed)
     selection = select(options, objective, spec, graph, weights, sim_calibration, seed)
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,

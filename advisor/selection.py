@@ -30,7 +30,7 @@ OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
 MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
 MAX_SIM_BATCH_WORK = 1_000  # SPs + edges above which nothing is simulated (per-batch work)
-EVENT_BUDGET = 400_000  # simulated events (and run overheads) for the whole pick: ~1-2 s here
+EVENT_BUDGET = 300_000  # simulated events (and run overheads) for the whole pick: ~1 s here, quiet
 RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
 PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this share
 SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.5
@@ -126,6 +126,19 @@ def enumerated_options(graph: WorkloadGraph, weights: Weights, seed: int = 0,
         proc, state = within_machines(c, row[:graph.n_proc], row[graph.n_proc:], weights, seed)
         out.append(option(graph, weights, f"enumerated #{i}", "enumeration", proc, state))
     return out
+
+
+def one_machine_option(graph: WorkloadGraph, weights: Weights, seed: int = 0) -> Option | None:
+    """Everything on one machine, spread over its partitions by the search: no distributed
+    transaction, no MOVE between machines, and still the machine's parallelism. None when a
+    machine has one partition (the single-machine baseline is that design)."""
+    c = graph.cost
+    if c.partitions_per_machine == 1 or c.machines < 2:
+        return None
+    zeros_p = np.zeros(graph.n_proc, dtype=np.int64)
+    zeros_s = np.zeros(graph.n_state, dtype=np.int64)
+    proc, state = within_machines(c, zeros_p, zeros_s, weights, seed)
+    return option(graph, weights, "search: one machine, its partitions", "search", proc, state)
 
 
 def within_machines(c, machine_of_proc: np.ndarray, machine_of_state: np.ndarray,

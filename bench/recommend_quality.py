@@ -184,7 +184,7 @@ def main() -> None:
                     help="this host's calibration, for the engine part's 'for this host' pick")
     ap.add_argument("--no-predicted", action="store_true", help="skip the predicted table")
     args = ap.parse_args()
-    sim_batches = 300 if args.quick else 1000
+    sim_batches = 300 if args.quick else 600
     started = time.perf_counter()
     if not args.no_predicted:
         predicted_rows(args.machines, sim_batches)
