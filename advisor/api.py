@@ -15,7 +15,8 @@ from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
 from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
-                                one_machine_option, option, search_options, select)
+                                one_machine_option, option, search_options, select,
+                                simulation_blocker)
 from advisor.spec import load_workload
 from advisor.workload import Workload
 
@@ -193,14 +194,15 @@ def recommend(source: Source, machines: int | None = None,
     search.fit(graph)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     options = search_options(search, graph, weights)
+    simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
     scored_baselines: dict[str, Option] = {}
-    if baselines or objective == "throughput":
+    if baselines or simulate:
         for name, fn in BASELINE_FUNCTIONS.items():
             result = fn(graph, weights, seed)
             if result is not None:
                 scored_baselines[name] = option(graph, weights, name, "baseline", *result)
     options += list(scored_baselines.values())
-    if objective == "throughput" and spec is not None:
+    if simulate:
         together = one_machine_option(graph, weights, seed)
         options += ([together] if together is not None else []) + enumerated_options(graph, weights, seed)
     selection = select(options, objective, spec, graph, weights, sim_calibration, seed)

@@ -360,32 +360,29 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     """The recommendation among `options` (the search's best first, then by priority)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    unique = distinct(options, graph)
-    enumerated = sum(o.source == "enumeration" for o in unique)
-
-    def done(**kw) -> Selection:
-        _share_predictions(options, unique, graph)
-        kw.setdefault("chosen", unique[0])
-        return Selection(objective, options=options, enumerated=enumerated,
-                         distinct=len(unique), **kw)
-
+    by_cost = dict(chosen=options[0], options=options, objective="cost")
     if objective == "cost":
-        return done(objective="cost")
+        return Selection(objective, **by_cost)
     blocker = simulation_blocker(workload, graph)
-    if blocker is None and len(unique) < 2:
-        blocker = "only one candidate design"
     if blocker is not None:
-        return done(objective="cost", note=f"picked by cost: {blocker}")
+        return Selection(objective, **by_cost, note=f"picked by cost: {blocker}")
+    unique = distinct(options, graph)
+    counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
+    if len(unique) < 2:
+        return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
     judge = ThroughputJudge(workload, graph, weights, calibration, seed)
     started = time.perf_counter()
     judged = judge.judge(unique)
     sim_s = time.perf_counter() - started
+    _share_predictions(options, unique, graph)
     label = _calibration_label(judge._calibration())
     if not judged:
         note = judge.note_ or "the simulation budget cannot cover two candidates"
-        return done(objective="cost", sim_s=sim_s, calibration=label, note=f"picked by cost: {note}")
-    return done(objective="throughput", chosen=pick_by_throughput(judged), note=judge.note_,
-                simulated=judge.simulated_, sim_s=sim_s, calibration=label)
+        return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration=label,
+                         note=f"picked by cost: {note}")
+    return Selection(objective, objective="throughput", chosen=pick_by_throughput(judged),
+                     options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
+                     calibration=label, **counts)
 
 
 def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:
