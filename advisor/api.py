@@ -14,6 +14,9 @@ from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
+from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
+                                one_machine_option, option, search_options, select,
+                                simulation_blocker)
 from advisor.spec import load_workload
 from advisor.workload import Workload
 
@@ -108,13 +111,15 @@ def find_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
 
 @dataclass
 class Recommendation:
-    """The recommended design, the graph it was searched on, and every baseline."""
+    """The recommended design, the graph it was searched on, every baseline, and the final
+    pick (`selection`: each candidate with its cost and predicted throughput)."""
 
     design: Design
     graph: WorkloadGraph
     baselines: dict[str, Design] = field(default_factory=dict)
     workload: Workload | None = None
     search: DesignSearch | None = None
+    selection: Selection | None = None
 
     @property
     def bottleneck(self) -> Bottleneck:
@@ -123,16 +128,29 @@ class Recommendation:
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}
 
+    def predicted_tps(self) -> dict[str, float | None]:
+        """Tuples/s the simulator predicted for the recommendation and each baseline during the
+        pick (None where nothing was simulated)."""
+        sel = self.selection
+        if sel is None:
+            return {name: None for name in self.all_designs()}
+        by_label = {o.label: o.predicted_tps for o in sel.options if o.source == "baseline"}
+        return {"recommended": sel.chosen.predicted_tps,
+                **{name: by_label.get(name) for name in self.baselines}}
+
     def to_frame(self):
-        """Cost breakdown of the recommendation and every baseline, one row each."""
+        """Cost breakdown and predicted throughput of the recommendation and every baseline,
+        one row each."""
         import pandas as pd
 
         rows = []
+        predicted = self.predicted_tps()
         for name, d in self.all_designs().items():
             c = d.cost
             rows.append({"design": name, "state_colocation": c.state_colocation,
                          "processing_colocation": c.processing_colocation,
-                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible})
+                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible,
+                         "predicted_tps": predicted.get(name)})
         return pd.DataFrame(rows).set_index("design")
 
     def plot(self, ax=None):
@@ -152,27 +170,53 @@ class Recommendation:
 def recommend(source: Source, machines: int | None = None,
               partitions_per_machine: int | None = None, weights: Weights | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
-              search: DesignSearch | None = None) -> Recommendation:
-    """Search the cheapest design for `source` on the cluster, and score the baselines."""
-    workload, graph = load_source(source)
+              search: DesignSearch | None = None, objective: str = "throughput",
+              workload: Workload | None = None, sim_calibration=None) -> Recommendation:
+    """The design for `source` on the cluster: the candidate (the search's good designs, the
+    baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
+    (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
+
+    `workload` is a spec to simulate when the source is a graph or statistics whose state items
+    are the spec's tables; `sim_calibration` (a Calibration or SimParams) is what the simulator
+    predicts with (default: the reference cluster). Where the simulator cannot judge, the pick
+    falls back to cost and `selection.note` says why.
+    """
+    if objective not in OBJECTIVES:
+        raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    loaded, graph = load_source(source)
     graph = _on_cluster(graph, machines, partitions_per_machine)
+    spec = loaded or workload
+    if spec is not None:
+        spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
     weights = weights or DEFAULT_WEIGHTS
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     search.fit(graph)
-    provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__,
-                  "search": search.best_label_, "candidates": len(search.candidates_)}
-    design = Design.from_arrays(graph, search.proc_part_, search.state_part_, weights,
-                                method="advisor", provenance=provenance)
-    out = Recommendation(design, graph, workload=workload, search=search)
-    if baselines:
+    base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
+    options = search_options(search, graph, weights)
+    simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
+    scored_baselines: dict[str, Option] = {}
+    if baselines or simulate:
         for name, fn in BASELINE_FUNCTIONS.items():
             result = fn(graph, weights, seed)
-            if result is None:
-                continue
-            out.baselines[name] = Design.from_arrays(
-                graph, result[0], result[1], weights, method=name,
-                provenance={"seed": seed, "input_sha256": graph.source_sha256, "version": __version__})
+            if result is not None:
+                scored_baselines[name] = option(graph, weights, name, "baseline", *result)
+    options += list(scored_baselines.values())
+    if simulate:
+        together = one_machine_option(graph, weights, seed)
+        options += ([together] if together is not None else []) + enumerated_options(graph, weights, seed)
+    selection = select(options, objective, spec, graph, weights, sim_calibration, seed)
+    chosen = selection.chosen
+    provenance = {**base_provenance, "search": search.best_label_,
+                  "candidates": len(search.candidates_), **selection.provenance()}
+    design = Design.from_arrays(graph, chosen.proc_part, chosen.state_part, weights,
+                                method="advisor", provenance=provenance)
+    out = Recommendation(design, graph, workload=loaded or workload,
+                         search=search, selection=selection)
+    if baselines:
+        for name, o in scored_baselines.items():
+            out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,
+                                                     method=name, provenance=dict(base_provenance))
     return out
 
 

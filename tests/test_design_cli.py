@@ -18,6 +18,9 @@ def test_design_json_round_trips_and_names_machines(tmp_path):
     for name, place in data["procedures"].items():
         assert place["machine"] == place["partition"] // 1
     assert data["provenance"]["seed"] == 3 and len(data["provenance"]["input_sha256"]) == 64
+    # the provenance says how the design was picked, and what the simulator predicted for it
+    assert data["provenance"]["objective"] == "throughput"
+    assert data["provenance"]["predicted_tuples_per_s"] > 0
     back = Design.load(path)
     assert back.procedures == d.procedures and back.state == d.state
     assert back.cost.total == pytest.approx(d.cost.total)

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.format import cost_table, design_table
+from advisor.cli.format import candidate_table, design_table
 
 
 def weights_option(alpha: Optional[float], beta: Optional[float], gamma: Optional[float],
@@ -55,6 +55,9 @@ def recommend(
     calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate`: measured weights"),
     seed: int = typer.Option(0, help="seed of the search (same seed, same design)"),
     replicate: bool = typer.Option(False, "--replicate", help="replicate read-mostly state where it pays"),
+    objective: str = typer.Option("throughput", "--objective",
+                                  help="throughput: of the candidates, the one the simulator predicts "
+                                       "fastest; cost: the cheapest by the cost model (no simulation)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
     as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
 ) -> None:
@@ -62,8 +65,14 @@ def recommend(
     from advisor.api import recommend as run
 
     weights = weights_option(alpha, beta, gamma, calibration)
+    sim_calibration = None
+    if calibration is not None and objective == "throughput":
+        from engine_sim.sim import Calibration
+
+        sim_calibration = Calibration.load(calibration)
     rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
-              weights=weights, seed=seed, replicate=replicate)
+              weights=weights, seed=seed, replicate=replicate, objective=objective,
+              sim_calibration=sim_calibration)
     if out is not None:
         rec.design.save(out)
     if as_json:
@@ -72,10 +81,12 @@ def recommend(
     d = rec.design
     typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
+    for line in objective_lines(rec.selection):
+        typer.echo(line)
     typer.echo("")
     typer.echo(design_table(d, rec.graph))
     typer.echo("")
-    typer.echo(cost_table(rec.all_designs()))
+    typer.echo(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
     typer.echo("")
     for line in rec.bottleneck.describe():
         typer.echo(line)
@@ -83,6 +94,43 @@ def recommend(
         typer.echo(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
     if out is not None:
         typer.echo(f"\nwrote {out}")
+
+
+def objective_lines(sel) -> list[str]:
+    """How the recommendation was picked, in a line or two (a fallback says why)."""
+    if sel.objective == "cost":
+        head = "objective: cost (the cheapest design by the cost model; nothing simulated)"
+        if sel.requested != "cost":
+            head = f"objective: throughput requested, FELL BACK to cost: {sel.note.removeprefix('picked by cost: ')}"
+        return [head]
+    c = sel.chosen
+    lines = [f"objective: throughput: picked {c.label!r}, predicted {c.predicted_tps:,.0f} tuples/s "
+             f"(simulator, {sel.calibration}; {sel.simulated} of {sel.distinct} distinct candidates "
+             f"simulated in {sel.sim_s:.1f} s"
+             + (f"; {sel.enumerated} of them from trying every assignment to machines"
+                if sel.enumerated else "") + ")"]
+    if sel.note:
+        lines.append(f"note: {sel.note}")
+    return lines
+
+
+def candidate_rows(rec) -> list[tuple[str, object, float | None]]:
+    """The recommendation, the search's distinct candidates, the baselines, and the best of
+    the enumerated designs (one row for all of them)."""
+    sel = rec.selection
+    rows = [("recommended", rec.design.cost, sel.chosen.predicted_tps)]
+    seen = set()
+    for o in sel.options:
+        if o.source == "search" and o.label not in seen:
+            seen.add(o.label)
+            rows.append((o.label, o.cost, o.predicted_tps))
+    predicted = rec.predicted_tps()
+    rows += [(name, d.cost, predicted[name]) for name, d in rec.baselines.items()]
+    enumerated = [o for o in sel.options if o.source == "enumeration" and o.predicted_tps is not None]
+    if enumerated:
+        best = max(enumerated, key=lambda o: o.predicted_tps)
+        rows.append((f"enumerated: best of {len(enumerated)}", best.cost, best.predicted_tps))
+    return rows
 
 
 @app.command()

@@ -5,13 +5,29 @@ from advisor.design import Design
 from advisor.graph import WorkloadGraph
 
 
-def cost_table(designs: dict[str, Design]) -> str:
-    head = f"{'design':<20} {'state':>8} {'process':>8} {'balance':>8} {'total':>8}  feasible"
+def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | None = None) -> str:
+    """One row per design: its weighted cost terms and, when given, its predicted throughput."""
+    return candidate_table([(name, d.cost, (predicted or {}).get(name)) for name, d in designs.items()],
+                           show_predicted=predicted is not None)
+
+
+def candidate_table(rows: list[tuple[str, object, float | None]], show_predicted: bool = True) -> str:
+    """Rows of (name, CostBreakdown, predicted tuples/s or None)."""
+    width = max([20] + [len(r[0]) for r in rows])
+    head = f"{'design':<{width}} {'state':>8} {'process':>8} {'balance':>8} {'total':>8}  feasible"
+    if show_predicted:
+        head += f" {'predicted tuples/s':>19} {'vs best':>8}"
+    best = max((r[2] for r in rows if r[2] is not None), default=None)
     lines = [head, "-" * len(head)]
-    for name, d in designs.items():
-        c = d.cost
-        lines.append(f"{name:<20} {c.state_colocation:>8.4f} {c.processing_colocation:>8.4f} "
-                     f"{c.load_balance:>8.4f} {c.total:>8.4f}  {'yes' if c.feasible else 'NO'}")
+    for name, c, tps in rows:
+        line = (f"{name:<{width}} {c.state_colocation:>8.4f} {c.processing_colocation:>8.4f} "
+                f"{c.load_balance:>8.4f} {c.total:>8.4f}  {'yes' if c.feasible else 'NO':<8}")
+        if show_predicted:
+            if tps is None:
+                line += f" {'-':>19} {'-':>8}"
+            else:
+                line += f" {tps:>19,.0f} {tps / best if best else 0.0:>7.2f}x"
+        lines.append(line.rstrip())
     return "\n".join(lines)
 
 

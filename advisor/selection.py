@@ -1,0 +1,402 @@
+"""The final pick: of a bounded set of good candidate designs, the one the simulator predicts
+fastest (ties, within 2 %, go to the lower cost).
+
+Why: the cost model is what METIS optimises at scale, but it is not the verdict. A cheap
+design by the weights can still be slow (a nested group split across machines commits with
+2PC on every batch). So the candidates the search keeps, the baselines and, on graphs small
+enough, every assignment to machines are simulated, and the fastest one is recommended.
+
+The simulation is budgeted in simulated events, not in seconds, so the same input gives the
+same design on any host: a cheap pilot run measures each candidate's events per batch, a
+screening round simulates every candidate with few batches, and a final round re-simulates
+the contenders (within 25 % of the best) with more. Where the graph is too large, there is no
+spec to simulate, or the budget cannot cover two candidates, the pick falls back to cost and
+the selection says why (`note`).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodel import REPLICATED, CostBreakdown, Weights, score
+from advisor.design import Design
+from advisor.exhaustive import count_assignments
+from advisor.graph import WorkloadGraph
+from advisor.workload import Workload
+
+OBJECTIVES = ("throughput", "cost")
+TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
+MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
+MAX_SIM_BATCH_WORK = 1_000  # SPs + edges above which nothing is simulated (per-batch work)
+EVENT_BUDGET = 300_000  # simulated events (and run overheads) for the whole pick: ~1 s here, quiet
+RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
+PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this share
+SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.5
+FINAL_BATCHES, FINAL_PROBES = 300, 7
+MIN_BATCHES = 40
+CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
+ENUMERATE_LIMIT = 64  # enumerate every machine assignment when there are at most this many
+WALL_CAP_S = 15.0  # safety net only: a pick that hits it says so
+
+
+@dataclass
+class Option:
+    """One candidate design of the final pick (global partition arrays)."""
+
+    label: str
+    source: str  # "search", "baseline" or "enumeration"
+    proc_part: np.ndarray
+    state_part: np.ndarray
+    cost: CostBreakdown
+    predicted_tps: float | None = None  # tuples/s the simulator predicts
+    batches: int = 0  # batches per simulation behind predicted_tps
+    split_groups: int = 0  # nested groups whose SPs sit on more than one machine
+
+
+@dataclass
+class Selection:
+    """The pick and everything it weighed. `objective` is the one actually used (a throughput
+    request that fell back says "cost", and `note` says why)."""
+
+    requested: str
+    objective: str
+    chosen: Option
+    options: list[Option]
+    note: str = ""
+    simulated: int = 0
+    sim_s: float = 0.0
+    calibration: str = ""
+    enumerated: int = 0  # distinct designs from enumerating every assignment to machines
+    distinct: int = 0  # distinct designs among the options (up to relabelling)
+
+    def provenance(self) -> dict:
+        out = {"objective": self.objective, "picked": self.chosen.label,
+               "predicted_tuples_per_s": (None if self.chosen.predicted_tps is None
+                                          else round(self.chosen.predicted_tps, 1))}
+        if self.requested != self.objective:
+            out["objective_requested"] = self.requested
+        if self.note:
+            out["selection_note"] = self.note
+        if self.objective == "throughput":
+            out["simulator"] = {"calibration": self.calibration, "batches": self.chosen.batches,
+                                "candidates_simulated": self.simulated}
+        return out
+
+
+def option(graph: WorkloadGraph, weights: Weights, label: str, source: str, proc_part,
+           state_part) -> Option:
+    proc_part = np.asarray(proc_part, dtype=np.int64)
+    state_part = np.asarray(state_part, dtype=np.int64)
+    return Option(label, source, proc_part, state_part,
+                  score(graph.cost, proc_part, state_part, weights),
+                  split_groups=split_nested_groups(graph, proc_part))
+
+
+def split_nested_groups(graph: WorkloadGraph, proc_part: np.ndarray) -> int:
+    """How many nested groups have SPs on more than one machine."""
+    ppm = graph.cost.partitions_per_machine
+    return sum(len({int(proc_part[graph.proc_index(p)]) // ppm for p in group}) > 1
+               for group in graph.nested)
+
+
+def search_options(search, graph: WorkloadGraph, weights: Weights) -> list[Option]:
+    """The search's pool of good designs, sorted by cost (its best first)."""
+    pool = getattr(search, "pool_", None)  # TODO(lead): remove when pool_ lands
+    if pool is None:  # TODO(lead): remove when pool_ lands (fallback: the single best design)
+        return [option(graph, weights, f"search: {search.best_label_}", "search",
+                       search.proc_part_, search.state_part_)]
+    return [option(graph, weights, f"search: {c.label}", "search", c.proc_part, c.state_part)
+            for c in pool]
+
+
+def enumerated_options(graph: WorkloadGraph, weights: Weights, seed: int = 0,
+                       limit: int = ENUMERATE_LIMIT) -> list[Option]:
+    """Every assignment of SPs and state to machines up to relabelling (identical machines
+    only), with each machine's partitions placed as the search places them; [] when there are
+    more than `limit`."""
+    c = graph.cost
+    n_nodes = graph.n_nodes
+    if (c.machines < 2 or n_nodes == 0 or not np.allclose(c.capacity, c.capacity[0])
+            or count_assignments(n_nodes, c.machines, True) > limit):
+        return []
+    out = []
+    for i, row in enumerate(restricted_growth(n_nodes, c.machines)):
+        proc, state = within_machines(c, row[:graph.n_proc], row[graph.n_proc:], weights, seed)
+        out.append(option(graph, weights, f"enumerated #{i}", "enumeration", proc, state))
+    return out
+
+
+def one_machine_option(graph: WorkloadGraph, weights: Weights, seed: int = 0) -> Option | None:
+    """Everything on one machine, spread over its partitions by the search: no distributed
+    transaction, no MOVE between machines, and still the machine's parallelism. None when a
+    machine has one partition (the single-machine baseline is that design)."""
+    c = graph.cost
+    if c.partitions_per_machine == 1 or c.machines < 2:
+        return None
+    zeros_p = np.zeros(graph.n_proc, dtype=np.int64)
+    zeros_s = np.zeros(graph.n_state, dtype=np.int64)
+    proc, state = within_machines(c, zeros_p, zeros_s, weights, seed)
+    return option(graph, weights, "search: one machine, its partitions", "search", proc, state)
+
+
+def within_machines(c, machine_of_proc: np.ndarray, machine_of_state: np.ndarray,
+                    weights: Weights, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Global partitions for a machine assignment: each machine's SPs and state spread over
+    its partitions by the search (state on a machine without SPs goes to its first one)."""
+    from advisor.graph import subgraph
+    from advisor.search import DesignSearch
+
+    ppm = c.partitions_per_machine
+    proc, state = machine_of_proc * ppm, machine_of_state * ppm
+    if ppm == 1:
+        return proc, state
+    for m in range(c.machines):
+        procs = np.flatnonzero(machine_of_proc == m)
+        states = np.flatnonzero(machine_of_state == m)
+        if procs.size == 0:
+            continue
+        local = DesignSearch(weights=weights, seed=seed).fit(subgraph(c, procs, states, ppm))
+        proc[procs] += local.proc_part_
+        state[states] += local.state_part_
+    return proc, state
+
+
+def restricted_growth(n: int, k: int) -> list[np.ndarray]:
+    """Assignments of n nodes to at most k interchangeable blocks, each once: node 0 in block
+    0, and a node opens block b only after blocks 0..b-1 are open."""
+    rows: list[list[int]] = [[0]]
+    for _ in range(1, n):
+        rows = [r + [b] for r in rows for b in range(min(max(r) + 2, k))]
+    return [np.array(r, dtype=np.int64) for r in rows]
+
+
+def canonical_key(o: Option, graph: WorkloadGraph) -> bytes:
+    """Equal for designs that differ only by naming identical machines (and partitions
+    within a machine) differently."""
+    c = graph.cost
+    ppm = c.partitions_per_machine
+    parts = np.concatenate([o.proc_part, o.state_part])
+    if not np.allclose(c.capacity, c.capacity[0]):
+        return parts.tobytes()
+    out = parts.copy()
+    placed = parts != REPLICATED
+    uniq, first = np.unique(parts[placed], return_index=True)  # partitions used, first seen
+    machine = uniq // ppm
+    m_uniq, m_first = np.unique(machine, return_index=True)
+    m_first = np.minimum.reduceat(first, m_first) if m_uniq.size else m_first
+    m_rank = np.empty(m_uniq.size, dtype=np.int64)
+    m_rank[np.argsort(m_first, kind="stable")] = np.arange(m_uniq.size)
+    new_machine = m_rank[np.searchsorted(m_uniq, machine)]
+    order = np.lexsort((first, new_machine))  # by new machine, then first appearance
+    starts = np.searchsorted(new_machine[order], new_machine[order], side="left")
+    local = np.empty(uniq.size, dtype=np.int64)
+    local[order] = np.arange(uniq.size) - starts
+    out[placed] = (new_machine * ppm + local)[np.searchsorted(uniq, parts[placed])]
+    return out.tobytes()
+
+
+def distinct(options: list[Option], graph: WorkloadGraph) -> list[Option]:
+    """The options with duplicates (up to relabelling) dropped, first occurrence kept."""
+    seen: set[bytes] = set()
+    out = []
+    for o in options:
+        key = canonical_key(o, graph)
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return out
+
+
+def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
+    """Why the simulator cannot judge these designs quickly, or None when it can."""
+    if workload is None:
+        return "no workload spec behind this source, so the simulator cannot run it"
+    if (set(graph.proc_names) != set(workload.procedure_names)
+            or set(graph.state_names) != set(workload.table_names)):
+        return "the graph's state items are not the spec's tables, so the simulator cannot run it"
+    c = graph.cost
+    edges = c.ps_weight.size + c.pp_weight.size
+    per_batch = graph.n_proc + edges  # what the simulator steps through for every batch
+    usable = min(c.machines, graph.n_nodes)  # no design uses more machines than nodes
+    if per_batch > MAX_SIM_BATCH_WORK or (graph.n_nodes + edges) * usable > MAX_SIM_SIZE:
+        return (f"the graph is too large to simulate quickly ({graph.n_nodes:,} nodes and "
+                f"{edges:,} edges on {c.machines:,} machines; limits: {MAX_SIM_BATCH_WORK:,} "
+                f"SPs + edges, {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
+    return None
+
+
+def pick_by_cost(options: list[Option]) -> Option:
+    """Feasible first, then the lowest total cost; the earliest on a tie."""
+    return min(options, key=lambda o: (not o.cost.feasible,
+                                       o.cost.worst_overflow_mb if not o.cost.feasible else 0.0,
+                                       o.cost.total))
+
+
+def pick_by_throughput(options: list[Option], tolerance: float = TIE_TOLERANCE) -> Option:
+    """The fastest predicted (feasible ones first); within `tolerance` of it, one that keeps
+    every nested group on one machine, then the cheapest.
+
+    Why the nested groups: the simulator runs a group's control code where its first SP is, so
+    it cannot see where the group's other SPs were put; on a tie, the design that does not rely
+    on that is the safer answer."""
+    judged = [o for o in options if o.predicted_tps is not None]
+    feasible = [o for o in judged if o.cost.feasible] or judged
+    best = max(o.predicted_tps for o in feasible)
+    near = [o for o in feasible if o.predicted_tps >= best * (1 - tolerance)]
+    fewest = min(o.split_groups for o in near)
+    return pick_by_cost([o for o in near if o.split_groups == fewest])
+
+
+@dataclass
+class ThroughputJudge:
+    """Predicts each option's maximum throughput with the simulator, within a budget of
+    simulated events (deterministic, unlike seconds); `wall_cap_s` is only a safety net."""
+
+    workload: Workload
+    graph: WorkloadGraph
+    weights: Weights
+    calibration: object = None  # engine_sim Calibration or SimParams; None: reference cluster
+    seed: int = 0
+    event_budget: int = EVENT_BUDGET
+    wall_cap_s: float = WALL_CAP_S
+    simulated_: int = field(default=0, init=False)
+    note_: str = field(default="", init=False)
+
+    def _design(self, o: Option) -> Design:
+        return Design.from_arrays(self.graph, o.proc_part, o.state_part, self.weights, method=o.label)
+
+    def _calibration(self):
+        if self.calibration is not None:
+            return self.calibration
+        from engine_sim.sim import Calibration
+
+        return Calibration.reference()
+
+    def _pilot(self, options: list[Option], designs: dict, cal) -> tuple[dict[int, float], float]:
+        """Events per simulated batch of each option, from a short closed-loop run. The
+        enumerated designs (many, tiny) share the worst figure of the others instead."""
+        from engine_sim.sim import SimError, run_once
+
+        per_batch: dict[int, float] = {}
+        spent = 0.0
+        for o in options:
+            if o.source == "enumeration" or (per_batch and spent > PILOT_SHARE * self.event_budget):
+                continue
+            try:
+                r = run_once(self.workload, designs[id(o)], window=8, batches=PILOT_BATCHES,
+                             calibration=cal, seed=self.seed)
+            except SimError as exc:
+                self.note_ = f"the simulator could not run {o.label}: {exc}"
+                continue
+            per_batch[id(o)] = max(r.events / PILOT_BATCHES, 1.0)
+            spent += r.events + RUN_OVERHEAD_EVENTS
+        worst = max(per_batch.values(), default=1.0)
+        stopped = spent > PILOT_SHARE * self.event_budget
+        for o in options:
+            if o.source == "enumeration" and not stopped:
+                per_batch[id(o)] = worst
+        return per_batch, spent
+
+    def judge(self, options: list[Option]) -> list[Option]:
+        """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
+        from engine_sim.sim import SimError, max_throughput
+
+        cal = self._calibration()
+        started = time.perf_counter()
+        designs = {id(o): self._design(o) for o in options}
+        per_batch, spent = self._pilot(options, designs, cal)
+        budget = self.event_budget - spent
+
+        def batches_for(group: list[Option], cap: int, probes: int, share: float) -> int:
+            per_run = sum(per_batch[id(o)] for o in group)
+            left = share * budget / probes - RUN_OVERHEAD_EVENTS * len(group)
+            return int(min(cap, left / max(per_run, 1.0)))
+
+        affordable = [o for o in options if id(o) in per_batch]
+        while len(affordable) > 1 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
+                                                  SCREEN_SHARE) < MIN_BATCHES:
+            affordable.pop()  # the lowest priority ones go first
+        if len(affordable) < len(options):
+            self.note_ = (f"simulated {len(affordable)} of {len(options)} distinct candidates "
+                          "(the rest did not fit the simulation budget)")
+        b1 = batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES, SCREEN_SHARE)
+        if len(affordable) < 2 or b1 < MIN_BATCHES:
+            return []
+
+        def run(group: list[Option], batches: int, tolerance: float) -> list[Option]:
+            done = []
+            for o in group:
+                if done and time.perf_counter() - started > self.wall_cap_s:
+                    self.note_ = (f"simulation stopped after {self.wall_cap_s:g} s (safety net); "
+                                  f"{len(group) - len(done)} candidates not simulated")
+                    break
+                try:
+                    r = max_throughput(self.workload, designs[id(o)], calibration=cal,
+                                       batches=batches, seed=self.seed, tolerance=tolerance)
+                except SimError as exc:
+                    self.note_ = f"the simulator could not run {o.label}: {exc}"
+                    continue
+                o.predicted_tps, o.batches = float(r.throughput_tps), batches
+                done.append(o)
+            return done
+
+        screened = run(affordable, b1, SCREEN_TOLERANCE)
+        self.simulated_ = len(screened)
+        if not screened:
+            return []
+        feasible = [o for o in screened if o.cost.feasible] or screened
+        top = max(o.predicted_tps for o in feasible)
+        contenders = [o for o in feasible if o.predicted_tps >= (1 - CONTENDER_MARGIN) * top]
+        b2 = batches_for(contenders, FINAL_BATCHES, FINAL_PROBES, 1.0 - SCREEN_SHARE)
+        if len(contenders) > 1 and b2 > b1 and not self.note_.startswith("simulation stopped"):
+            run(contenders, b2, TIE_TOLERANCE / 2)
+        return screened
+
+
+def select(options: list[Option], objective: str, workload: Workload | None,
+           graph: WorkloadGraph, weights: Weights, calibration=None, seed: int = 0) -> Selection:
+    """The recommendation among `options` (the search's best first, then by priority)."""
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    by_cost = dict(chosen=options[0], options=options, objective="cost")
+    if objective == "cost":
+        return Selection(objective, **by_cost)
+    blocker = simulation_blocker(workload, graph)
+    if blocker is not None:
+        return Selection(objective, **by_cost, note=f"picked by cost: {blocker}")
+    unique = distinct(options, graph)
+    counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
+    if len(unique) < 2:
+        return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
+    judge = ThroughputJudge(workload, graph, weights, calibration, seed)
+    started = time.perf_counter()
+    judged = judge.judge(unique)
+    sim_s = time.perf_counter() - started
+    _share_predictions(options, unique, graph)
+    label = _calibration_label(judge._calibration())
+    if not judged:
+        note = judge.note_ or "the simulation budget cannot cover two candidates"
+        return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration=label,
+                         note=f"picked by cost: {note}")
+    return Selection(objective, objective="throughput", chosen=pick_by_throughput(judged),
+                     options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
+                     calibration=label, **counts)
+
+
+def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:
+    """A duplicate design gets the prediction of the one that was simulated in its place."""
+    judged = {canonical_key(o, graph): o for o in unique}
+    for o in options:
+        rep = judged[canonical_key(o, graph)]
+        o.predicted_tps, o.batches = rep.predicted_tps, rep.batches
+
+
+def _calibration_label(cal) -> str:
+    source = getattr(cal, "source", None)
+    if source == "reference":
+        return "reference cluster"
+    if source is not None:
+        return f"calibrated on {getattr(cal, 'machine', {}).get('hostname', '?')}"
+    return "given simulator parameters"

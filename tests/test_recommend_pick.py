@@ -1,0 +1,202 @@
+"""The final pick: the recommendation is the candidate the simulator predicts fastest
+(`--objective throughput`, the default), or the cheapest by the cost model (`cost`)."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from costmodel import Weights
+from advisor import selection
+from advisor.api import recommend
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.exhaustive import count_assignments, exhaustive_optimum
+from advisor.graph import WorkloadGraph
+from advisor.spec import bundled_workloads, load_workload
+from engine_sim.sim import Calibration, max_throughput
+
+
+def predicted(rec, design: Design, batches: int = 300) -> float:
+    """An independent prediction, the same way for every design (not the pick's own figure)."""
+    w = rec.workload.with_cluster(design.machines, design.partitions_per_machine)
+    return max_throughput(w, design, calibration=Calibration.reference(),
+                          batches=batches).throughput_tps
+
+
+def machines_of(design: Design, names) -> set[int]:
+    return {design.procedure_machine(n) for n in names}
+
+
+def test_voter_keeps_its_nested_group_together_or_shows_the_split_is_faster():
+    rec = recommend("voter-leaderboard", machines=2)
+    group = rec.workload.nested[0]
+    sel = rec.selection
+    assert sel.objective == "throughput"
+    if len(machines_of(rec.design, group)) > 1:
+        together = [o.predicted_tps for o in sel.options
+                    if o.split_groups == 0 and o.predicted_tps is not None]
+        assert together and sel.chosen.predicted_tps > max(together) * (1 + selection.TIE_TOLERANCE)
+    # either way, the pick is at least as fast as the cost model's own favourite
+    search_best = next(o for o in sel.options if o.source == "search")
+    assert sel.chosen.predicted_tps >= search_best.predicted_tps
+
+
+FAST = ("voter-leaderboard", "streaming-ledger", "online-bidding", "linear-road")
+
+
+def _no_slower_than_single_machine(name: str, machines: int) -> None:
+    rec = recommend(name, machines=machines)
+    single = rec.baselines["single-machine"]
+    mine, one = predicted(rec, rec.design), predicted(rec, single)
+    assert mine >= one * (1 - selection.TIE_TOLERANCE), (name, mine, one)
+
+
+@pytest.mark.parametrize("name", FAST)
+def test_recommendation_is_predicted_no_slower_than_single_machine(name):
+    _no_slower_than_single_machine(name, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in bundled_workloads() if n not in FAST])
+@pytest.mark.parametrize("machines", [2, 4])
+def test_every_bundled_recommendation_is_no_slower_than_single_machine(name, machines):
+    _no_slower_than_single_machine(name, machines)
+
+
+def test_objective_cost_gives_the_cost_cheapest_design(capsys):
+    assert run_app(["recommend", "online-bidding", "--machines", "2", "--objective", "cost",
+                    "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["provenance"]["objective"] == "cost"
+    rec = recommend("online-bidding", machines=2, objective="cost")
+    optimum = exhaustive_optimum(rec.graph.cost, rec.design.weights)
+    assert data["cost"]["total"] == pytest.approx(optimum[2], abs=1e-9)
+    for name, base in rec.baselines.items():
+        assert data["cost"]["total"] <= base.cost.total + 1e-12, name
+    # the throughput pick is never predicted slower than the cheapest design
+    fast = recommend("online-bidding", machines=2)
+    assert fast.design.provenance["objective"] == "throughput"
+    assert predicted(fast, fast.design) >= predicted(rec, rec.design) * (1 - selection.TIE_TOLERANCE)
+
+
+def test_a_source_without_a_spec_falls_back_to_cost_and_says_so():
+    graph = WorkloadGraph.from_workload(load_workload("online-bidding").with_cluster(2, 1))
+    rec = recommend(graph)
+    sel = rec.selection
+    assert (sel.requested, sel.objective) == ("throughput", "cost")
+    assert "no workload spec" in sel.note
+    assert rec.design.provenance["objective"] == "cost"
+    assert rec.design.provenance["objective_requested"] == "throughput"
+    assert rec.design.cost.total == pytest.approx(rec.search.cost_.total)
+    # given the spec, the same graph is simulated
+    judged = recommend(graph, workload=load_workload("online-bidding"))
+    assert judged.selection.objective == "throughput"
+
+
+def test_a_graph_too_large_to_simulate_falls_back_in_the_cli_output(monkeypatch, capsys):
+    monkeypatch.setattr(selection, "MAX_SIM_SIZE", 10)
+    assert run_app(["recommend", "streaming-ledger", "--machines", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "FELL BACK to cost" in out and "too large to simulate" in out
+    assert "predicted tuples/s" not in out
+
+
+def test_cli_table_shows_cost_and_predicted_throughput_per_candidate(tmp_path, capsys):
+    out_path = tmp_path / "d.json"
+    assert run_app(["recommend", "streaming-ledger", "--machines", "2", "-o", str(out_path)]) == 0
+    text = capsys.readouterr().out
+    assert "objective: throughput" in text
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(yes|NO)\s+([\d,]+)\s+([\d.]+)x$", line)
+        if m:
+            rows[m.group(1)] = (float(m.group(5)), float(m.group(7).replace(",", "")))
+    for name in ("recommended", "single-machine", "round-robin", "hash-by-table", "state-only"):
+        assert name in rows, (name, text)
+    data = json.loads(out_path.read_text())
+    total, tps = rows["recommended"]
+    assert total == pytest.approx(data["cost"]["total"], abs=1e-4)
+    assert tps == pytest.approx(data["provenance"]["predicted_tuples_per_s"], abs=1)
+    assert tps >= max(v[1] for v in rows.values()) * (1 - selection.TIE_TOLERANCE)
+
+
+def test_same_seed_same_pick():
+    a = recommend("online-bidding", machines=2, seed=4)
+    b = recommend("online-bidding", machines=2, seed=4)
+    assert a.design.procedures == b.design.procedures and a.design.state == b.design.state
+    assert a.design.provenance == b.design.provenance
+
+
+def test_bad_objective_is_one_line(capsys):
+    assert run_app(["recommend", "tpcdi-trade", "--objective", "speed"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "objective" in err and err.count("\n") == 1
+
+
+def _brute_canonical(parts: np.ndarray, ppm: int) -> tuple:
+    machines, local, out = {}, {}, []
+    for p in parts.tolist():
+        if p < 0:
+            out.append(p)
+            continue
+        m = machines.setdefault(p // ppm, len(machines))
+        slot = local.setdefault((m, p % ppm), sum(1 for k in local if k[0] == m))
+        out.append(m * ppm + slot)
+    return tuple(out)
+
+
+def test_designs_equal_up_to_relabelling_share_one_key():
+    g = WorkloadGraph.from_workload(load_workload("tpcdi-trade").with_cluster(3, 2))
+    rng = np.random.default_rng(1)
+    seen = {}
+    for _ in range(300):
+        proc = rng.integers(0, 6, g.n_proc)
+        state = rng.integers(-1, 6, g.n_state)
+        o = selection.option(g, Weights(), "x", "t",
+                             proc, state)
+        key = selection.canonical_key(o, g)
+        brute = _brute_canonical(np.concatenate([proc, state]), 2)
+        assert seen.setdefault(brute, key) == key
+        assert len({k for k in seen.values()}) == len(seen)
+    # swapping machines 0 and 2 and the partitions inside machine 1 keeps the key
+    proc = np.array([0, 2, 3, 5])
+    state = np.array([0, 0, 2, 3, 4, 5, -1])
+    swap = np.array([4, 5, 3, 2, 0, 1])  # machine 0 <-> 2, partitions 2 <-> 3
+    a = selection.option(g, Weights(), "a", "t", proc, state)
+    b = selection.option(g, Weights(), "b", "t", swap[proc],
+                         np.where(state < 0, -1, swap[np.maximum(state, 0)]))
+    assert selection.canonical_key(a, g) == selection.canonical_key(b, g)
+
+
+@pytest.mark.parametrize("n, k", [(1, 2), (5, 2), (7, 2), (5, 4), (6, 3)])
+def test_restricted_growth_lists_each_assignment_once(n, k):
+    rows = selection.restricted_growth(n, k)
+    assert len(rows) == count_assignments(n, k, True)
+    assert len({r.tobytes() for r in rows}) == len(rows)
+    assert all(r[0] == 0 and r.max() < k for r in rows)
+
+
+def test_the_search_pool_is_what_the_pick_weighs_for_the_search():
+    from advisor.search import Candidate, DesignSearch
+
+    graph = WorkloadGraph.from_workload(load_workload("online-bidding").with_cluster(2, 1))
+    weights = Weights()
+    search = DesignSearch(weights=weights).fit(graph)
+    zeros_p, zeros_s = np.zeros(graph.n_proc, dtype=np.int64), np.zeros(graph.n_state, dtype=np.int64)
+    from costmodel import score
+
+    search.pool_ = [Candidate("best", search.proc_part_, search.state_part_, search.cost_),
+                    Candidate("together", zeros_p, zeros_s, score(graph.cost, zeros_p, zeros_s, weights))]
+    options = selection.search_options(search, graph, weights)
+    assert [o.label for o in options] == ["search: best", "search: together"]
+    assert all(o.source == "search" for o in options)
+    assert options[1].cost.total == pytest.approx(search.pool_[1].cost.total)
+
+
+def test_the_notebook_frame_has_the_predicted_throughput_of_each_design():
+    rec = recommend("voter-leaderboard", machines=2)
+    frame = rec.to_frame()
+    assert list(frame.index) == list(rec.all_designs())
+    assert frame.loc["recommended", "predicted_tps"] == rec.selection.chosen.predicted_tps
+    assert frame["predicted_tps"].max() <= frame.loc["recommended", "predicted_tps"] * (1 + selection.TIE_TOLERANCE)
