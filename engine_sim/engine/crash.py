@@ -148,9 +148,14 @@ class Recovery:
     # -- rebuild and resume ----------------------------------------------------------------------
     def _reset_bookkeeping(self, committed: dict) -> None:
         d = self.d
+        before = set(d.outstanding)
         d.outstanding = {b for b in range(d.next_batch) if not batch_finished(d.plan, committed, b)}
         for b in d.outstanding:
-            d.sink_reports[b] = set()
+            # a sink that committed b in the recovered state will not report b again: count it
+            # now (without this a batch one sink finished before the crash never completed)
+            d.sink_reports[b] = {u for u in d.plan.sinks if min(committed[u].values()) >= b}
+        for b in sorted(before - d.outstanding):
+            d.finish_batch(b)  # finished in the recovered state; its report died with the crash
 
     def _restore_schedulers(self, committed: dict, pending: dict) -> None:
         d = self.d
