@@ -6,17 +6,21 @@ and the driver recovers them all from the snapshot and the command logs on disk.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
-from engine_sim.engine.errors import EngineError
+from engine_sim.engine.crash import start_recovery
+from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
 from engine_sim.engine.transport import Net
@@ -37,9 +41,11 @@ def site_main(node: int, args: dict) -> None:
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site
 
+    _die_with_parent(args["driver_pid"])
     plan = build_plan(args["workload"], args["design"], **args["plan"])
     plan.abort_rate = args["abort_rate"]
     plan.restart_limit = args["restart_limit"]
+    plan.crash_at = args["crash_at"]
     cfg: SiteConfig = args["site_cfg"]
     net = Net(node, args["sock_dir"], plan.machine, args["delay_s"])
     store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync)
@@ -79,6 +85,43 @@ def site_main(node: int, args: dict) -> None:
         busy_wait = 0.0 if (did or got or net.has_output()) else 0.002
 
 
+PR_SET_PDEATHSIG = 1
+WATCH_INTERVAL_S = 0.2
+
+
+def _die_with_parent(driver_pid: int) -> None:
+    """A partition must not outlive its driver. Its parent is the forkserver, which exits when
+    the driver does; on Linux the kernel then sends SIGKILL (PR_SET_PDEATHSIG). Everywhere, a
+    watchdog thread exits the process once its parent changed or the driver is gone."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still works
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(WATCH_INTERVAL_S)
+            if os.getppid() != parent or not _alive(driver_pid):
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _drain(net: Net, seconds: float = 0.5) -> None:
     end = time.perf_counter() + seconds
     while net.has_output() and time.perf_counter() < end:
@@ -97,10 +140,13 @@ class MultiProcessRuntime:
                                              "data_parallel")}
         self.args = dict(workload=workload, design=design, plan=plan_opts,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
-                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0)
+                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
+                         crash_at=options.get("crash_at"), driver_pid=os.getpid())
         self.driver = Driver(plan, driver_cfg, self)
         self.procs: dict[int, mp.Process] = {}
         self.pids: list[int] = []  # every partition process this run started
+        self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
+        self.deadline: float | None = None  # perf_counter time the run must end by
         self.messages = 0
         self.log_stats: list = []
         self.finals_log = {}
@@ -119,8 +165,15 @@ class MultiProcessRuntime:
     def crash(self, node: int, epoch: int, clock: int) -> None:
         """Kill the partition's process (SIGKILL: no goodbye), reset the others, restart it."""
         proc = self.procs[node]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.join(10)
+        self.killed.add(proc.pid)
+        if proc.exitcode is None:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it killed itself (a crash point)
+        proc.join(self._left(10.0))
+        if proc.exitcode is None:
+            raise EngineFailure(f"partition {node} process {proc.pid} did not die after SIGKILL")
         self.net.drop(node)
         for k in self.procs:
             if k != node:
@@ -131,6 +184,7 @@ class MultiProcessRuntime:
     def run(self, deadline_s: float | None = None) -> Driver:
         d = self.driver
         started = time.perf_counter()
+        self.deadline = None if deadline_s is None else started + deadline_s
         try:
             for k in range(self.plan.n_partitions):
                 self._spawn(k, 0, 0)
@@ -163,14 +217,32 @@ class MultiProcessRuntime:
         finally:
             self._stop()
 
-    def _check(self, started: float, deadline_s, what: str) -> None:
-        for k, p in self.procs.items():
-            if not p.is_alive() and p.exitcode not in (None, -signal.SIGKILL):
-                raise EngineError(f"partition {k} process died (exit code {p.exitcode}) while {what}")
-        if deadline_s is not None and time.perf_counter() - started > deadline_s:
-            raise EngineError(f"engine run exceeded {deadline_s:.0f} s while {what}")
+    def _left(self, most: float) -> float:
+        """Seconds a blocking step may take: at most `most`, never past the run's deadline."""
+        if self.deadline is None:
+            return most
+        return max(0.0, min(most, self.deadline - time.perf_counter()))
 
-    def _stop(self) -> None:
+    def _check(self, started: float, deadline_s, what: str) -> None:
+        """Every turn of every wait: a partition process that died unasked ends the run (or,
+        when a crash point was asked for, starts recovery); so does the deadline."""
+        for k, p in list(self.procs.items()):
+            if p.is_alive() or p.pid in self.killed:
+                continue
+            d = self.driver
+            if (p.exitcode == -signal.SIGKILL and self.args["crash_at"] is not None and not d.crashed
+                    and d.phase == "run"):
+                start_recovery(d, k)  # a crash point fired: the partition killed itself
+                continue
+            how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
+                f"exited with status {p.exitcode}"
+            raise EngineFailure(f"partition {k} process {how} while {what}")
+        if deadline_s is not None and time.perf_counter() - started > deadline_s:
+            raise EngineFailure(f"engine run exceeded its {deadline_s:.0f} s deadline while {what} "
+                                f"(timeout_s)")
+
+    def _stop(self, grace_s: float = 5.0) -> None:
+        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest."""
         for k in self.procs:
             self.net.send(k, m.Stop())
         try:
@@ -178,12 +250,14 @@ class MultiProcessRuntime:
             _drain(self.net)
         except Exception:  # noqa: BLE001 - shutting down anyway
             pass
+        end = time.perf_counter() + grace_s
         for p in self.procs.values():
-            p.join(5)
+            p.join(max(0.0, end - time.perf_counter()))
         for p in self.procs.values():
             if p.is_alive():
                 p.kill()
-                p.join(5)
+        for p in self.procs.values():
+            p.join(1.0)
         self.net.close()
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         self.log_stats = [(r.log_records, r.log_flushes) for r in self.driver.finals.values()]
