@@ -11,6 +11,7 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -23,7 +24,7 @@ from engine_sim.engine.crash import start_recovery
 from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
-from engine_sim.engine.transport import Net
+from engine_sim.engine.transport import Net, socket_path
 
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
             "advisor.design", "numpy"]
@@ -41,7 +42,7 @@ def site_main(node: int, args: dict) -> None:
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site
 
-    _die_with_parent(args["driver_pid"])
+    _die_with_parent(args["sock_dir"])
     plan = build_plan(args["workload"], args["design"], **args["plan"])
     plan.abort_rate = args["abort_rate"]
     plan.restart_limit = args["restart_limit"]
@@ -89,10 +90,12 @@ PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL_S = 0.2
 
 
-def _die_with_parent(driver_pid: int) -> None:
-    """A partition must not outlive its driver. Its parent is the forkserver, which exits when
-    the driver does; on Linux the kernel then sends SIGKILL (PR_SET_PDEATHSIG). Everywhere, a
-    watchdog thread exits the process once its parent changed or the driver is gone."""
+def _die_with_parent(sock_dir: str) -> None:
+    """A partition must not outlive its driver. On Linux the kernel kills it when its parent
+    (the forkserver) dies (PR_SET_PDEATHSIG); but the forkserver outlives the driver while any
+    partition lives, so a watchdog thread also holds a connection to the driver's socket: the
+    driver's death closes it (EOF), and the partition exits at once. The watchdog also exits
+    when the parent changed (portable, where prctl is missing)."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         try:
@@ -102,24 +105,26 @@ def _die_with_parent(driver_pid: int) -> None:
             pass  # the watchdog below still works
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(socket_path(sock_dir, DRIVER))
+    except OSError:
+        os._exit(1)  # no driver to serve
+    sock.settimeout(WATCH_INTERVAL_S)
 
     def watch() -> None:
         while True:
-            time.sleep(WATCH_INTERVAL_S)
-            if os.getppid() != parent or not _alive(driver_pid):
+            try:
+                if not sock.recv(1):
+                    os._exit(1)  # EOF: the driver is gone
+            except socket.timeout:
+                pass
+            except OSError:
+                os._exit(1)
+            if os.getppid() != parent:
                 os._exit(1)
 
-    threading.Thread(target=watch, name="parent-watchdog", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    threading.Thread(target=watch, name="driver-watchdog", daemon=True).start()
 
 
 def _drain(net: Net, seconds: float = 0.5) -> None:
@@ -141,7 +146,7 @@ class MultiProcessRuntime:
         self.args = dict(workload=workload, design=design, plan=plan_opts,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
                          site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
-                         crash_at=options.get("crash_at"), driver_pid=os.getpid())
+                         crash_at=options.get("crash_at"))
         self.driver = Driver(plan, driver_cfg, self)
         self.procs: dict[int, mp.Process] = {}
         self.pids: list[int] = []  # every partition process this run started
