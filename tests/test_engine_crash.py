@@ -65,6 +65,20 @@ def test_an_in_doubt_transaction_commits_only_with_its_coordinators_commit_recor
     assert voted.state_digest == decided.state_digest == clean.state_digest
 
 
+@pytest.mark.parametrize("recovery", ["strong", "weak"])
+def test_a_data_parallel_batch_some_lanes_committed_before_the_crash_completes(recovery):
+    """An early crash leaves batches that some lanes of a data-parallel SP committed durably
+    and others did not: the committed lanes count as finished (their outputs are in their
+    stream tables), else the batch waited forever for them."""
+    w = load_workload("linear-road")
+    from engine_sim.engine.designs import round_robin_design
+
+    r = run_workload(w, round_robin_design(w), batches=40, in_process=True, recovery=recovery,
+                     data_parallel=True, crash_at=("participant", "after_vote", 7))
+    assert r.crashed and r.history_check == "ok", r.history_check
+    assert r.serial_digest == r.state_digest
+
+
 @pytest.mark.slow
 def test_the_reported_streaming_ledger_hang_is_gone():
     """The issue's command: 2-machine design, 1500 batches, strong recovery, crash after 700
