@@ -166,6 +166,15 @@ def test_a_run_past_its_deadline_ends_in_one_error_and_leaves_no_process():
     assert not running(set(_partition_children()) - before)
 
 
+def test_the_cli_reports_a_passed_deadline_in_one_line(tmp_path, capsys):
+    w = load_workload("tpcdi-trade")
+    single_partition_design(w).save(tmp_path / "one.json")
+    code = run_app(["run", "tpcdi-trade", "--design", str(tmp_path / "one.json"), "--batches", "1000000",
+                    "--in-process", "--timeout", "0.5"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and err[0].startswith("error:") and "deadline" in err[0]
+
+
 def test_the_default_deadline_scales_with_the_run():
     from engine_sim.engine.plan import build_plan
     from engine_sim.engine.runner import default_timeout_s
