@@ -105,6 +105,19 @@ def test_a_partition_process_killing_itself_in_2pc_recovers(role, step, recovery
     _processes_case(role, step, recovery)
 
 
+def test_participants_dying_together_are_one_crash():
+    """A snapshot is a distributed transaction over every partition: with the crash point at
+    the first participant's vote, the three participants die at once (unless the driver's Reset
+    reaches one first); the driver restarts every one of them and recovers once."""
+    from engine_sim.engine.designs import round_robin_design
+
+    w = load_workload("chain-32")
+    r = run_workload(w, round_robin_design(w, 2, 2), batches=40, recovery="strong", window=4,
+                     crash_at=("participant", "after_vote", 1))
+    assert r.crashed and r.history_check == "ok" and r.serial_digest == r.state_digest
+    assert 5 <= len(r.pids) <= 7 and not running(r.pids)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("recovery", ["strong", "weak"])
 @pytest.mark.parametrize("step", STEPS)

@@ -235,9 +235,16 @@ class MultiProcessRuntime:
             if p.is_alive() or p.pid in self.killed:
                 continue
             d = self.driver
-            if (p.exitcode == -signal.SIGKILL and self.args["crash_at"] is not None and not d.crashed
-                    and d.phase == "run"):
+            point = p.exitcode == -signal.SIGKILL and self.args["crash_at"] is not None
+            if point and not d.crashed and d.phase == "run":
                 start_recovery(d, k)  # a crash point fired: the partition killed itself
+                continue
+            if point and d.recovery is not None and d.recovery.step == "ready":
+                # a second partition reached the crash point before the Reset reached it: it is
+                # part of the same crash, restart it too
+                self.killed.add(p.pid)
+                self.net.drop(k)
+                self._spawn(k, d.epoch, d.clock)
                 continue
             how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
                 f"exited with status {p.exitcode}"
