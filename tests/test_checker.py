@@ -106,3 +106,46 @@ def test_every_lane_of_a_data_parallel_sp_must_commit(lanes):
            for k in range(lanes - 1)]
     r = check_history(tes, Dataflow(["P"], [], lanes={"P": lanes}), range(2))
     assert not r.ok and "never committed batch 0" in str(r)
+
+
+# -- the serial order the checker returns ---------------------------------------------------------
+
+def test_the_serial_order_is_the_executed_one_for_every_legal_schedule():
+    """On one row every legal schedule has exactly one equivalent serial order: the one run."""
+    tes = [("T1", 0), ("T1", 1), ("T2", 0), ("T2", 1)]
+    for order in permutations(tes):
+        hist = serial(order)
+        r = check_history(hist, FLOW, range(2))
+        if r.ok:
+            assert [(hist[i].procedure, hist[i].batch) for i in r.order] == list(order)
+        else:
+            assert r.order == []
+
+
+def test_the_serial_order_keeps_every_edge_and_each_group_together():
+    flow = Dataflow(["A", "B", "C"], [("A", "B")], nested=[("A", "B")])
+    tes = []
+    for b in range(3):
+        g = f"g{b}"
+        tes.append(TE(id=("A", b), procedure="A", batch=b, group=g, positions={0: (0, 3 * b, 0)},
+                      accesses=[(0, "t", b, "write")], ts=10 * b + 5))
+        tes.append(TE(id=("B", b), procedure="B", batch=b, group=g, positions={0: (0, 3 * b, 1)},
+                      accesses=[(0, "t", 0, "write")], ts=10 * b + 5))
+        tes.append(TE(id=("C", b), procedure="C", batch=b, positions={0: (0, 3 * b + 1, 0)},
+                      accesses=[(0, "t", 0, "read")], ts=10 * b + 6))
+    r = check_history(tes, flow, range(3))
+    assert r.ok and sorted(r.order) == list(range(len(tes)))
+    where = {i: k for k, i in enumerate(r.order)}
+    from engine_sim.engine.checker import _edges
+    for a, b in _edges(tes, flow):
+        assert where[a] < where[b]
+    for b in range(3):  # A and B of one batch stand next to each other
+        assert abs(where[3 * b] - where[3 * b + 1]) == 1
+
+
+def test_unordered_transactions_follow_their_commit_timestamps():
+    flow = Dataflow(["X", "Y"], [])
+    tes = [TE(id=("X", 0), procedure="X", batch=0, positions={0: (0, 1)}, accesses=[(0, "a", 1, "write")], ts=9),
+           TE(id=("Y", 0), procedure="Y", batch=0, positions={1: (0, 1)}, accesses=[(1, "b", 1, "write")], ts=3)]
+    r = check_history(tes, flow, range(1))
+    assert r.ok and r.order == [1, 0]

@@ -29,6 +29,12 @@ def run(
                                        help="split batches of SPs with a partition_key into sub-batches"),
     group_commit: bool = typer.Option(True, "--group-commit/--no-group-commit", help="batch log writes"),
     latency_bound: float = typer.Option(1.0, "--latency-bound", help="seconds of mean batch latency"),
+    crash_at: Optional[str] = typer.Option(None, "--crash-at",
+                                           help="ROLE,STEP[,N]: the coordinator or participant of the N-th "
+                                                "distributed txn dies before_vote, after_vote or "
+                                                "after_decision of 2PC, then the cluster recovers"),
+    timeout: Optional[float] = typer.Option(None, "--timeout",
+                                            help="seconds before the run fails (default: scales with the run)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
@@ -45,11 +51,12 @@ def run(
                           recovery=recovery, crash_after=crash_after, in_process=in_process,
                           seed=seed, trace_out=trace_out, batch_size=batch_size,
                           latency_bound_s=latency_bound, group_commit=group_commit,
-                          data_parallel=data_parallel)
+                          data_parallel=data_parallel, crash_at=crash_at, timeout_s=timeout)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         for line in result.describe():
             typer.echo(line)
-    if result.history_check != "ok":
+    if result.history_check != "ok":  # includes a state that differs from the serial re-execution
+        typer.echo(f"error: run failed its correctness check: {result.history_check}", err=True)
         raise typer.Exit(1)

@@ -1,8 +1,8 @@
 """The bundled partitioned engine: runs a workload spec under a design with S-Store's
 guarantees (ACID, batch and dataflow order, exactly-once), measures it, checks its history,
 and writes its trace. See docs/engine.md."""
-from engine_sim.engine.errors import EngineError
+from engine_sim.engine.errors import EngineError, EngineFailure
 from engine_sim.engine.metrics import RunResult
 from engine_sim.engine.runner import check_design, run_workload
 
-__all__ = ["EngineError", "RunResult", "check_design", "run_workload"]
+__all__ = ["EngineError", "EngineFailure", "RunResult", "check_design", "run_workload"]

@@ -26,6 +26,7 @@ class TE:
     group: object | None = None  # nested group instance
     positions: dict = field(default_factory=dict)  # partition -> sortable position
     accesses: list = field(default_factory=list)  # (partition, table, key, mode)
+    ts: int = 0  # commit timestamp: breaks ties in the serial order (the real order, if legal)
 
     def label(self) -> str:
         lane = f"/{self.lane}" if self.lane else ""
@@ -57,6 +58,7 @@ class CheckResult:
     violations: list[str]
     nodes: int = 0
     edges: int = 0
+    order: list[int] = field(default_factory=list)  # a serial order (indices into the TEs)
 
     def __str__(self) -> str:
         return "ok" if self.ok else self.violations[0]
@@ -68,9 +70,55 @@ def check_history(tes: list[TE], flow: Dataflow, batches: range | None = None) -
     _nesting(tes, flow, violations)
     edges = _edges(tes, flow)
     cycle = _find_cycle(tes, edges)
+    order: list[int] = []
     if cycle:
         violations.append("serialization graph has a cycle: " + cycle)
-    return CheckResult(not violations, violations, len(tes), len(edges))
+    else:
+        order = serial_order(tes, edges)
+        if order is None:
+            violations.append("nested group not serializable: no serial order runs its SPs together")
+            order = []
+    return CheckResult(not violations, violations, len(tes), len(edges), order)
+
+
+def serial_order(tes: list[TE], edges) -> list[int] | None:
+    """A topological order of the serialization graph in which each nested group's SPs stand
+    together (the group is one transaction): the serial schedule the history is equivalent
+    to. Among transactions the graph leaves unordered the earliest commit timestamp goes
+    first, so the order is the real commit order wherever that is legal. None when merging
+    the groups closes a cycle."""
+    import heapq
+
+    node_of: list[int] = []
+    members: list[list[int]] = []
+    index: dict = {}
+    for i, te in enumerate(tes):
+        key = ("g", te.group) if te.group is not None else ("t", i)
+        n = index.get(key)
+        if n is None:
+            n = index[key] = len(members)
+            members.append([])
+        members[n].append(i)
+        node_of.append(n)
+    succ: list[set] = [set() for _ in members]
+    indeg = [0] * len(members)
+    for a, b in edges:
+        na, nb = node_of[a], node_of[b]
+        if na != nb and nb not in succ[na]:
+            succ[na].add(nb)
+            indeg[nb] += 1
+    prio = [(min(tes[i].ts for i in ms), ms[0]) for ms in members]
+    ready = [(prio[n], n) for n in range(len(members)) if indeg[n] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        _, n = heapq.heappop(ready)
+        order.extend(members[n])
+        for nb in succ[n]:
+            indeg[nb] -= 1
+            if indeg[nb] == 0:
+                heapq.heappush(ready, (prio[nb], nb))
+    return order if len(order) == len(tes) else None
 
 
 # -- exactly once ------------------------------------------------------------------------------

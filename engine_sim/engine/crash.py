@@ -148,9 +148,14 @@ class Recovery:
     # -- rebuild and resume ----------------------------------------------------------------------
     def _reset_bookkeeping(self, committed: dict) -> None:
         d = self.d
+        before = set(d.outstanding)
         d.outstanding = {b for b in range(d.next_batch) if not batch_finished(d.plan, committed, b)}
         for b in d.outstanding:
-            d.sink_reports[b] = set()
+            # a sink that committed b in the recovered state will not report b again: count it
+            # now (without this a batch one sink finished before the crash never completed)
+            d.sink_reports[b] = {u for u in d.plan.sinks if min(committed[u].values()) >= b}
+        for b in sorted(before - d.outstanding):
+            d.finish_batch(b)  # finished in the recovered state; its report died with the crash
 
     def _restore_schedulers(self, committed: dict, pending: dict) -> None:
         d = self.d
@@ -180,3 +185,87 @@ class Recovery:
         d.recovery_s = time.perf_counter() - self.t0
         d.phase = "run"
         self.step = "done"
+
+
+def start_recovery(driver, node: int) -> None:
+    """A partition died where a crash point was asked for (it killed itself, or in-process
+    threw its memory away): recover the cluster as after a requested crash."""
+    driver.crashed = True
+    driver.cfg.crash_partition = node
+    driver.recovery = Recovery(driver)
+    driver.recovery.start()
+
+
+# -- crash points: a partition dies at a chosen step of two-phase commit ------------------------
+
+ROLES = ("coordinator", "participant")
+STEPS = ("before_vote", "after_vote", "after_decision")
+
+
+class CrashPoint(BaseException):
+    """In-process: a partition reached its crash point; the runtime discards the cluster's
+    memory and recovers. A BaseException so that no transaction's error handling (which
+    turns exceptions into aborts) can swallow it."""
+
+    def __init__(self, node: int):
+        super().__init__(f"crash point reached on partition {node}")
+        self.node = node
+
+
+def parse_crash_at(spec) -> tuple | None:
+    """(role, step[, n]) -> (role, step, n): crash at the n-th distributed transaction (default
+    the first) that reaches `step` on a partition playing `role` in it."""
+    if spec is None:
+        return None
+    from engine_sim.engine.errors import EngineError
+
+    if isinstance(spec, str):
+        spec = tuple(spec.replace(":", ",").split(","))
+    if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
+        raise EngineError(f"crash_at must be (role, step[, n]), got {spec!r}")
+    role, step = spec[0], spec[1]
+    n = spec[2] if len(spec) == 3 else 1
+    if role not in ROLES:
+        raise EngineError(f"crash_at role must be one of {', '.join(ROLES)}, got {role!r}")
+    if step not in STEPS:
+        raise EngineError(f"crash_at step must be one of {', '.join(STEPS)}, got {step!r}")
+    try:
+        n = int(n)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1:
+        raise EngineError(f"crash_at count must be an integer >= 1, got {spec[2]!r}")
+    return (role, step, n)
+
+
+def crash_point(partition, role: str, step: str) -> None:
+    """Called by a partition at each step of 2PC; dies there when the run asked for it. Only
+    before the first recovery (epoch 0): a crash point fires once per run."""
+    spec = getattr(partition.plan, "crash_at", None)
+    if spec is None or spec[0] != role or spec[1] != step:
+        return
+    site = partition.site
+    if site.epoch != 0:
+        return
+    partition.crash_seen = getattr(partition, "crash_seen", 0) + 1
+    if partition.crash_seen < spec[2]:
+        return
+    die(site)
+
+
+def die(site) -> None:
+    """Multi-process: send what this step already sent, then SIGKILL ourselves (no goodbye).
+    In-process: raise CrashPoint to the runtime."""
+    import os
+    import signal
+
+    net = site.transport
+    if hasattr(net, "has_output") and hasattr(net, "flush"):
+        end = time.perf_counter() + 1.0
+        net.flush(site.clock, site.epoch)
+        while net.has_output() and time.perf_counter() < end:
+            time.sleep(0.001)
+            net.flush(site.clock, site.epoch)
+        os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(10)  # never reached
+    raise CrashPoint(site.node)

@@ -13,11 +13,12 @@ def executions(records) -> list[TE]:
             continue
         out.append(TE(id=(r.txn_id, r.child), procedure=r.procedure, batch=r.batch, lane=r.lane,
                       kind=r.kind, group=r.group, positions=dict(r.positions),
-                      accesses=[(p, t, k, mo) for p, t, k, mo, _n in r.accesses]))
+                      accesses=[(p, t, k, mo) for p, t, k, mo, _n in r.accesses], ts=r.commit_ts))
     return out
 
 
-def check_records(records, plan, batches: int) -> CheckResult:
+def check_records(records, plan, batches: int, tes: list[TE] | None = None) -> CheckResult:
+    """The checker's verdict; its `order` indexes `tes` (default: `executions(records)`)."""
     lanes = {u.members[0]: len(u.lanes) for u in plan.units.values() if u.dp}
     flow = Dataflow.from_workload(plan.workload, lanes)
-    return check_history(executions(records), flow, range(batches))
+    return check_history(executions(records) if tes is None else tes, flow, range(batches))

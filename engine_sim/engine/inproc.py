@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from collections import deque
 
+from engine_sim.engine.crash import CrashPoint, start_recovery
 from engine_sim.engine.driver import Driver, DriverConfig
-from engine_sim.engine.errors import EngineError
+from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.messages import Ready
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import Site, SiteConfig
@@ -71,8 +72,15 @@ class InProcessRuntime:
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, deadline_s: float | None = None) -> Driver:
-        driver, sites = self.driver, self.sites
         started = time.perf_counter()
+        while True:
+            try:
+                return self._run(started, deadline_s)
+            except CrashPoint as point:  # a partition reached its crash point: recover
+                start_recovery(self.driver, point.node)
+
+    def _run(self, started: float, deadline_s: float | None) -> Driver:
+        driver, sites = self.driver, self.sites
         driver.poll()
         while not driver.finished:
             progressed = False
@@ -96,9 +104,10 @@ class InProcessRuntime:
                     if self.delayed:
                         time.sleep(max(0.0, self.delayed[0][0] - time.perf_counter()))
                         continue
-                    raise EngineError(f"engine stalled: {self.describe()}")
+                    raise EngineFailure(f"engine stalled: {self.describe()}")
             if deadline_s is not None and time.perf_counter() - started > deadline_s:
-                raise EngineError(f"engine run exceeded {deadline_s:.0f} s: {self.describe()}")
+                raise EngineFailure(f"engine run exceeded its {deadline_s:.0f} s deadline (timeout_s): "
+                                    f"{self.describe()}")
         return driver
 
     def _release_delayed(self) -> bool:

@@ -50,6 +50,9 @@ class RunResult:
     violations: list[str] = field(default_factory=list)
     trace_dir: str | None = None
     state: dict | None = None  # final rows per table (return_state=True)
+    # the state a serial re-execution of the committed transactions reaches, in the checker's
+    # serialization order ("" when the history check failed before it could run)
+    serial_digest: str = ""
 
     def to_dict(self) -> dict:
         def clean(v):
@@ -80,7 +83,10 @@ class RunResult:
         if self.crashed:
             rows.append(("recovery", f"crashed, recovered in {self.recovery_s:.3f} s "
                                      f"({self.replayed} replayed)"))
-        rows += [("history check", self.history_check), ("state digest", self.state_digest)]
+        rows += [("history check", self.history_check), ("state digest", self.state_digest),
+                 ("serial digest", (self.serial_digest or "not computed") +
+                  ("  (equal)" if self.serial_digest == self.state_digest else "  (DIFFERS)"
+                   if self.serial_digest else ""))]
         if self.trace_dir:
             rows.append(("trace", self.trace_dir))
         width = max(len(k) for k, _ in rows)

@@ -6,20 +6,25 @@ and the driver recovers them all from the snapshot and the command logs on disk.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import shutil
 import signal
+import socket
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
-from engine_sim.engine.errors import EngineError
+from engine_sim.engine.crash import start_recovery
+from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
-from engine_sim.engine.transport import Net
+from engine_sim.engine.transport import Net, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
@@ -51,9 +56,11 @@ def site_main(node: int, args: dict) -> None:
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site
 
+    _die_with_parent(args["sock_dir"])
     plan = build_plan(args["workload"], args["design"], **args["plan"])
     plan.abort_rate = args["abort_rate"]
     plan.restart_limit = args["restart_limit"]
+    plan.crash_at = args["crash_at"]
     cfg: SiteConfig = args["site_cfg"]
     net = Net(node, args["sock_dir"], plan.machine, args["delay_s"])
     store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync)
@@ -98,6 +105,47 @@ def site_main(node: int, args: dict) -> None:
         busy_wait = 0.0 if (did or got) else (0.0005 if net.has_output() else IDLE_WAIT_S)
 
 
+PR_SET_PDEATHSIG = 1
+WATCH_INTERVAL_S = 0.2
+
+
+def _die_with_parent(sock_dir: str) -> None:
+    """A partition must not outlive its driver. On Linux the kernel kills it when its parent
+    (the forkserver) dies (PR_SET_PDEATHSIG); but the forkserver outlives the driver while any
+    partition lives, so a watchdog thread also holds a connection to the driver's socket: the
+    driver's death closes it (EOF), and the partition exits at once. The watchdog also exits
+    when the parent changed (portable, where prctl is missing)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still works
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(socket_path(sock_dir, DRIVER))
+    except OSError:
+        os._exit(1)  # no driver to serve
+    sock.settimeout(WATCH_INTERVAL_S)
+
+    def watch() -> None:
+        while True:
+            try:
+                if not sock.recv(1):
+                    os._exit(1)  # EOF: the driver is gone
+            except socket.timeout:
+                pass
+            except OSError:
+                os._exit(1)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="driver-watchdog", daemon=True).start()
+
+
 def _drain(net: Net, seconds: float = 0.5) -> None:
     end = time.perf_counter() + seconds
     while net.has_output() and time.perf_counter() < end:
@@ -116,10 +164,13 @@ class MultiProcessRuntime:
                                              "data_parallel")}
         self.args = dict(workload=workload, design=design, plan=plan_opts,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
-                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0)
+                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
+                         crash_at=options.get("crash_at"))
         self.driver = Driver(plan, driver_cfg, self)
         self.procs: dict[int, mp.Process] = {}
         self.pids: list[int] = []  # every partition process this run started
+        self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
+        self.deadline: float | None = None  # perf_counter time the run must end by
         self.messages = 0
         self.log_stats: list = []
         self.finals_log = {}
@@ -138,8 +189,15 @@ class MultiProcessRuntime:
     def crash(self, node: int, epoch: int, clock: int) -> None:
         """Kill the partition's process (SIGKILL: no goodbye), reset the others, restart it."""
         proc = self.procs[node]
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.join(10)
+        self.killed.add(proc.pid)
+        if proc.exitcode is None:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass  # it killed itself (a crash point)
+        proc.join(self._left(10.0))
+        if proc.exitcode is None:
+            raise EngineFailure(f"partition {node} process {proc.pid} did not die after SIGKILL")
         self.net.drop(node)
         for k in self.procs:
             if k != node:
@@ -150,6 +208,7 @@ class MultiProcessRuntime:
     def run(self, deadline_s: float | None = None) -> Driver:
         d = self.driver
         started = time.perf_counter()
+        self.deadline = None if deadline_s is None else started + deadline_s
         try:
             for k in range(self.plan.n_partitions):
                 self._spawn(k, 0, 0)
@@ -188,14 +247,39 @@ class MultiProcessRuntime:
         finally:
             self._stop()
 
-    def _check(self, started: float, deadline_s, what: str) -> None:
-        for k, p in self.procs.items():
-            if not p.is_alive() and p.exitcode not in (None, -signal.SIGKILL):
-                raise EngineError(f"partition {k} process died (exit code {p.exitcode}) while {what}")
-        if deadline_s is not None and time.perf_counter() - started > deadline_s:
-            raise EngineError(f"engine run exceeded {deadline_s:.0f} s while {what}")
+    def _left(self, most: float) -> float:
+        """Seconds a blocking step may take: at most `most`, never past the run's deadline."""
+        if self.deadline is None:
+            return most
+        return max(0.0, min(most, self.deadline - time.perf_counter()))
 
-    def _stop(self) -> None:
+    def _check(self, started: float, deadline_s, what: str) -> None:
+        """Every turn of every wait: a partition process that died unasked ends the run (or,
+        when a crash point was asked for, starts recovery); so does the deadline."""
+        for k, p in list(self.procs.items()):
+            if p.is_alive() or p.pid in self.killed:
+                continue
+            d = self.driver
+            point = p.exitcode == -signal.SIGKILL and self.args["crash_at"] is not None
+            if point and not d.crashed and d.phase == "run":
+                start_recovery(d, k)  # a crash point fired: the partition killed itself
+                continue
+            if point and d.recovery is not None and d.recovery.step == "ready":
+                # a second partition reached the crash point before the Reset reached it: it is
+                # part of the same crash, restart it too
+                self.killed.add(p.pid)
+                self.net.drop(k)
+                self._spawn(k, d.epoch, d.clock)
+                continue
+            how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
+                f"exited with status {p.exitcode}"
+            raise EngineFailure(f"partition {k} process {how} while {what}")
+        if deadline_s is not None and time.perf_counter() - started > deadline_s:
+            raise EngineFailure(f"engine run exceeded its {deadline_s:.0f} s deadline while {what} "
+                                f"(timeout_s)")
+
+    def _stop(self, grace_s: float = 5.0) -> None:
+        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest."""
         for k in self.procs:
             self.net.send(k, m.Stop())
         try:
@@ -203,12 +287,14 @@ class MultiProcessRuntime:
             _drain(self.net)
         except Exception:  # noqa: BLE001 - shutting down anyway
             pass
+        end = time.perf_counter() + grace_s
         for p in self.procs.values():
-            p.join(5)
+            p.join(max(0.0, end - time.perf_counter()))
         for p in self.procs.values():
             if p.is_alive():
                 p.kill()
-                p.join(5)
+        for p in self.procs.values():
+            p.join(1.0)
         self.net.close()
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         self.log_stats = [(r.log_records, r.log_flushes) for r in self.driver.finals.values()]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import heapq
 import time
 
+from engine_sim.engine.crash import crash_point
 from engine_sim.engine.messages import Audit, Decide, Frag, FragReply, LockReply, LockReq, Prepare, Vote
 from engine_sim.engine.twophase import SELF, Abort, Outcome, coordinate
 from engine_sim.engine.txn import LogRecord, TxnRecord
@@ -118,12 +119,14 @@ class Partition:
         if self.holder != msg.txn_id or self.part_txn is None:
             self.site.send(src, Vote(msg.txn_id, self.pid, False, 0, [], ()))
             return
+        crash_point(self, "participant", "before_vote")
         if msg.logged:
             self.site.log.append(("prepare", msg.txn_id))
             self.site.flush()  # 2PC: a participant's log (and all before it) is durable first
         _, _, position = self.part_txn
         self.site.send(src, Vote(msg.txn_id, self.pid, True, self.site.clock,
                                  list(self.store.accesses), position))
+        crash_point(self, "participant", "after_vote")
 
     def on_decide(self, msg: Decide) -> None:
         if self.holder == msg.txn_id and self.part_txn is not None:
@@ -134,6 +137,7 @@ class Partition:
                 self.store.rollback()
             self.holder = None
             self.part_txn = None
+            crash_point(self, "participant", "after_decision")
         elif not msg.commit:
             self.cancelled.add(msg.txn_id)  # not granted yet: drop the request when served
 
@@ -219,6 +223,8 @@ class Partition:
                 forced = True
         for q in out.locked:
             self.site.send(q, Decide(txn.id, True, out.commit_ts))
+        if out.locked:
+            crash_point(self, "coordinator", "after_decision")
         local = self.store.commit()
         self._release(c)
         self.commits += 1

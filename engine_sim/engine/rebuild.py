@@ -7,8 +7,22 @@ get their input again from the client, OLTP requests not applied are sent again.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from engine_sim.engine.messages import Invoke, Retrigger
 from engine_sim.engine.procedures import merge_batches
+
+
+@dataclass(slots=True)
+class LaneDone:
+    """After a crash: lane `lane` of a data-parallel unit committed `batch` before it (its
+    outputs are in its stream table) while other lanes did not; the scheduler counts it as
+    finished, else the batch would wait forever for a lane that will not run it again."""
+
+    unit: str
+    batch: int
+    lane: int
+    outputs: dict  # to unit -> [(from SP, to SP, Batch)]
 
 
 def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
@@ -34,6 +48,8 @@ def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
             by_target.setdefault(plan.procs[dst].unit, set()).add(b)
     pending: dict[str, list] = {}
     for name, unit in plan.units.items():
+        if unit.dp:
+            pending[name] = _lanes_done(name, unit, committed[name], streams)
         if unit.border or unit.oltp or not unit.upstream:
             continue
         low = min(committed[name].values())
@@ -62,6 +78,23 @@ def rebuild(plan, reports: list) -> tuple[dict, dict, set]:
                         continue
                 pending.setdefault(name, []).append(Invoke(name, b, up, tuple(items)))
     return committed, pending, oltp_done
+
+
+def _lanes_done(name: str, unit, committed: dict, streams: dict) -> list:
+    """LaneDone for every lane ahead of the unit's slowest lane, batch by batch."""
+    out = []
+    low, high = min(committed.values()), max(committed.values())
+    for b in range(low + 1, high + 1):
+        for k, last in sorted(committed.items()):
+            if last < b:
+                continue
+            outputs: dict = {}
+            for src, dst, to_unit in unit.outputs:
+                batch = streams.get((src, dst, b, k))
+                if batch is not None:
+                    outputs.setdefault(to_unit, []).append((src, dst, batch))
+            out.append(LaneDone(name, b, k, outputs))
+    return out
 
 
 def batch_finished(plan, committed: dict, batch: int) -> bool:

@@ -2,7 +2,6 @@
 per partition), check the history, measure, and write the trace."""
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tempfile
 import time
@@ -13,11 +12,13 @@ from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
 from advisor.workload import Workload
 from engine_sim.engine.driver import DriverConfig
-from engine_sim.engine.errors import EngineError
-from engine_sim.engine.history import check_records
+from engine_sim.engine.crash import parse_crash_at
+from engine_sim.engine.errors import EngineError, EngineFailure
+from engine_sim.engine.history import check_records, executions
 from engine_sim.engine.metrics import RunResult, latency_stats
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.recovery import FileLogStore, MemoryLogStore
+from engine_sim.engine.serial import SerialError, serial_digest, state_digest
 from engine_sim.engine.site import SiteConfig
 
 MAX_PROCESSES = 64
@@ -79,7 +80,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                  abort_rate: float = 0.0, restart_limit: int = 100, fsync: bool | None = None,
                  log_dir: str | Path | None = None, log_to_disk: bool | None = None,
                  machine_delay_ms: float = 0.0, return_state: bool = False,
-                 timeout_s: float = 600.0) -> RunResult:
+                 timeout_s: float | None = None, crash_at=None) -> RunResult:
     """Run `batches` input batches of `workload` under `design` and prove the history.
 
     Extra options: `window` batches in flight (halved while the mean latency exceeds the
@@ -87,7 +88,11 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     run when recovery is on), `crash_partition` (default: the first border SP's partition),
     `abort_rate` injected aborts, `restart_limit`, `fsync`/`log_to_disk`/`log_dir` for the
     command log (default: on disk with fsync for multi-process runs, in memory in-process),
-    `machine_delay_ms` added to every message between machines, `return_state` (final rows).
+    `machine_delay_ms` added to every message between machines, `return_state` (final rows),
+    `timeout_s` (default: `default_timeout_s` of the run; past it the run fails with one
+    error), `crash_at` = (role, step[, n]): the partition playing `role` ("coordinator" or
+    "participant") in the n-th distributed transaction dies at `step` of 2PC ("before_vote",
+    "after_vote", "after_decision"), then the cluster recovers.
     """
     if not isinstance(workload, Workload):
         raise EngineError(f"expected a Workload, got {type(workload).__name__}")
@@ -101,12 +106,27 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                       move=move, recovery=recovery, data_parallel=data_parallel)
     plan.abort_rate = float(abort_rate)
     plan.restart_limit = int(restart_limit)
+    crash_at = parse_crash_at(crash_at)
+    if crash_at is not None and recovery == "off":
+        raise EngineError("a crash point needs recovery (strong or weak), not recovery off")
+    if crash_at is not None and crash_after is not None:
+        raise EngineError("ask for one crash: crash_after or crash_at, not both")
+    plan.crash_at = crash_at
     if crash_partition is None:
         crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
     if not 0 <= crash_partition < plan.n_partitions:
         raise EngineError(f"crash partition {crash_partition} is outside 0..{plan.n_partitions - 1}")
     if snapshot_every is None:
         snapshot_every = max(1, batches // 4) if recovery != "off" else 0
+    if crash_after is not None:
+        most = most_commits(plan, batches, crash_partition, snapshot_every)
+        if crash_after > most:
+            raise EngineError(f"--crash-after {crash_after} cannot happen: partition {crash_partition} "
+                              f"commits at most {most} transactions in {batches} batches")
+    if timeout_s is None:
+        timeout_s = default_timeout_s(plan, batches)
+    elif not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise EngineError(f"timeout must be > 0 seconds, got {timeout_s!r}")
     on_disk = (not in_process) if log_to_disk is None else bool(log_to_disk)
     if log_dir is not None:
         on_disk = True
@@ -144,13 +164,19 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                                           options=dict(seed=seed, batch_size=batch_size,
                                                        scheduler=scheduler, move=move,
                                                        recovery=recovery, data_parallel=data_parallel,
-                                                       abort_rate=abort_rate, restart_limit=restart_limit))
+                                                       abort_rate=abort_rate, restart_limit=restart_limit,
+                                                       crash_at=crash_at))
             driver = runtime.run(timeout_s)
             messages = runtime.messages
             log_stats = runtime.log_stats
             pids = list(runtime.pids)
         if in_process:
             pids = []
+        if (crash_after is not None or crash_at is not None) and not driver.crashed:
+            asked = f"after {crash_after} commits of partition {crash_partition}" if crash_at is None \
+                else f"at {crash_at[0]} {crash_at[1]} of distributed transaction {crash_at[2]}"
+            raise EngineFailure(f"the crash asked for ({asked}) never happened: the run ended first "
+                                f"(partition commits: {dict(sorted(driver.commits.items()))})")
         wall_total = time.perf_counter() - started
         result = _result(plan, driver, batches, wall_total, messages, log_stats,
                          "in-process" if in_process else "multi-process", latency_bound_s, return_state)
@@ -172,7 +198,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state) -> RunResult:
     records = driver.records
-    check = check_records(records, plan, batches)
+    tes = executions(records)
+    check = check_records(records, plan, batches, tes)
     violations = list(driver.violations) + list(check.violations)
     finals = driver.finals
     per_table: dict[str, int] = {}
@@ -185,8 +212,17 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
     for table, ds in sorted(replicas.items()):
         if len(ds) > 1:
             violations.append(f"replicas of {table} diverged")
-    digest = hashlib.sha256("".join(f"{t}:{d:032x}\n" for t, d in sorted(per_table.items()))
-                            .encode()).hexdigest()
+    digest = state_digest(per_table)
+    serial = ""
+    if check.ok:
+        try:
+            serial = serial_digest(plan, tes, check.order)
+        except SerialError as exc:
+            violations.append(f"serial re-execution failed: {exc}")
+        if serial and serial != digest:
+            violations.append(f"state digest {digest[:12]}... differs from the serial re-execution's "
+                              f"{serial[:12]}... (serial_digest): the final state is not the one a "
+                              f"serial execution of the committed transactions reaches")
     state = None
     if want_state:
         state = {}
@@ -209,7 +245,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         distributed_txns=sum(1 for r in heads if len(r.partitions) > 1 and r.kind in ("stream", "oltp", "move")),
         moves=sum(1 for r in committed for o in r.outputs if o[3]),
         history_check="ok" if not violations else violations[0],
-        state_digest=digest, committed=len(committed),
+        state_digest=digest, serial_digest=serial, committed=len(committed),
         aborts=sum(1 for r in records if r.status == "abort" and r.child == 0),
         restarts=sum(r.restarts for r in heads if r.kind == "stream"),
         partition_busy_s=busy, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
@@ -223,3 +259,24 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         messages=messages, violations=violations[:20], state=state,
         partition_cpu_s=[finals[k].cpu_s for k in range(n) if k in finals] if mode != "in-process" else [],
         driver_cpu_s=driver.cpu_s)
+
+
+def default_timeout_s(plan, batches: int) -> float:
+    """A deadline no healthy run comes near: a minute, plus 40 ms per transaction the run
+    executes (every lane of every unit, every batch; a healthy one takes well under 1 ms,
+    a crash's replay runs some of them twice)."""
+    per_batch = sum(len(u.lanes) for u in plan.units.values())
+    return 60.0 + 0.04 * batches * per_batch
+
+
+def most_commits(plan, batches: int, partition: int, snapshot_every: int) -> int:
+    """An upper bound on the transactions `partition` coordinates in a run (its lanes' and
+    OLTP procedures' batches, MOVEs it sends, snapshots): a crash after more never comes."""
+    per_batch = 0
+    for u in plan.units.values():
+        lanes = sum(1 for base in (u.lanes or (u.base,)) if base == partition)
+        per_batch += lanes
+        if plan.move == "txn" and u.base == partition:
+            per_batch += len(u.outputs)
+    snapshots = (batches // snapshot_every + 1) if (snapshot_every and partition == 0) else 0
+    return batches * per_batch + snapshots

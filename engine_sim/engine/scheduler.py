@@ -137,6 +137,8 @@ class UnitScheduler:
         for msg in pending:
             if isinstance(msg, Invoke):
                 self.on_invoke(msg)
+            elif hasattr(msg, "lane"):  # rebuild.LaneDone: a lane committed it before the crash
+                self.lane_finished(self.lanes[msg.lane], msg.batch, msg.outputs)
             else:  # Retrigger
                 self._send_downstream(msg.to_unit, msg.batch, list(msg.items))
 

@@ -15,6 +15,7 @@ with None or {partition: reply} once every reply is in.
 """
 from __future__ import annotations
 
+from engine_sim.engine.crash import crash_point
 from engine_sim.engine.messages import Decide, Frag, LockReq, Prepare
 from engine_sim.engine.procedures import body_for, is_write, merge_batches, txn_rng
 from engine_sim.engine.txn import Batch
@@ -83,12 +84,14 @@ def coordinate(p, txn, out: Outcome):
                     raise Abort("injected abort")
         clock = 0
         if out.locked:
+            crash_point(p, "coordinator", "before_vote")
             votes = yield {q: Prepare(txn.id, txn.log) for q in out.locked}
             for q, v in votes.items():
                 if not v.ok:
                     raise Abort(f"partition {q} voted no")
                 clock = max(clock, v.clock)
                 out.remote[q] = (v.accesses, v.position)
+            crash_point(p, "coordinator", "after_vote")
         out.commit_ts = p.site.commit_ts(clock)
     except Abort:
         _undo(p, txn, sent, holding)

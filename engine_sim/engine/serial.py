@@ -1,0 +1,192 @@
+"""The oracle of every run: re-execute the committed transactions one at a time, in one
+process, in the serialization order the history checker found, and digest the state reached.
+
+A correct run's final state equals this serial execution's (that is what serializability
+means), so `serial_digest != state_digest` is a failed run whatever the workload, shared
+state included. Nothing is taken from the run but the history (which SP ran which batch and
+lane, and the order): inputs are derived again - border units get the client's batch
+(`input_batch(plan, b)`, seeded per batch), interior units the outputs their upstream
+produced earlier in the serial order - and keys are drawn again from the generators seeded
+per (SP, batch, lane). Each partition of the design keeps its own store here too, so
+operations resolve exactly as in the engine, and the digest (a sum of row hashes) does not
+depend on where rows live.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from engine_sim.engine.inputs import input_batch
+from engine_sim.engine.procedures import body_for, is_write, merge_batches
+from engine_sim.engine.txn import Batch
+
+
+@dataclass
+class SerialStep:
+    """One committed transaction of the serial order."""
+
+    kind: str  # stream | oltp
+    unit: str  # scheduling unit (SP or nested group) or OLTP procedure
+    batch: int
+    lane: int = 0
+
+
+class SerialError(Exception):
+    """The history cannot be re-executed (an input that no earlier transaction produced)."""
+
+
+def steps_from(tes: list, order: list[int], plan) -> list[SerialStep]:
+    """The checker's executions in its serial order, one step per transaction (a nested
+    group's SPs are one transaction: the order keeps them together)."""
+    steps, seen = [], set()
+    for i in order:
+        te = tes[i]
+        key = ("g", te.group) if te.group is not None else ("t", i)
+        if key in seen:
+            continue
+        seen.add(key)
+        unit = te.procedure if te.kind == "oltp" else plan.procs[te.procedure].unit
+        steps.append(SerialStep(te.kind, unit, te.batch, te.lane))
+    return steps
+
+
+class SerialExecution:
+    """Stores of every partition, in this process, and the outputs produced so far."""
+
+    def __init__(self, plan):
+        from engine_sim.engine.site import build_store
+
+        self.plan = plan
+        self.stores = {k: build_store(plan, k) for k in range(plan.n_partitions)}
+        self.outputs: dict[tuple, dict] = {}  # (unit, batch, lane) -> {to unit: [(src, dst, Batch)]}
+        self.entry = {u: tuple(mb for mb in plan.units[u].members
+                               if not any(s.target == mb for s in plan.workload.streams))
+                      for u in plan.borders}
+
+    def run(self, steps: list[SerialStep]) -> "SerialExecution":
+        for step in steps:
+            self.execute(step)
+        return self
+
+    # -- inputs ----------------------------------------------------------------------------------
+    def _items(self, step: SerialStep) -> tuple:
+        """What the unit's scheduler would hand this lane's transaction."""
+        plan = self.plan
+        unit = plan.units[step.unit]
+        if unit.border or not unit.upstream:
+            batch = input_batch(plan, step.batch)
+            items = tuple((None, mb, batch) for mb in self.entry.get(step.unit, ()))
+        else:
+            got = []
+            for up in unit.upstream:
+                upu = plan.units[up]
+                per_lane = []
+                for k in range(len(upu.lanes)):
+                    produced = self.outputs.get((up, step.batch, k))
+                    if produced is None:
+                        raise SerialError(f"{step.unit} batch {step.batch} runs before {up} produced it")
+                    per_lane.extend(produced.get(step.unit, ()))
+                got.extend(_merge_items(per_lane))
+            items = tuple(got)
+        if not unit.dp:
+            return items
+        n = len(unit.lanes)
+        pk = plan.procs[unit.members[0]].pk_index
+        merged: dict = {}
+        for _src, dst, b in items:
+            merged.setdefault(dst, []).append(b)
+        subs = []
+        for dst, batches in merged.items():
+            whole = merge_batches(batches)
+            subs.append((None, dst, Batch(tuple(t for t in whole.tuples if t[pk] % n == step.lane),
+                                          whole.carry)))
+        return tuple(subs)
+
+    # -- one transaction ---------------------------------------------------------------------------
+    def execute(self, step: SerialStep) -> None:
+        plan = self.plan
+        unit = plan.units[step.unit]
+        members = unit.members
+        base = unit.lanes[step.lane] if unit.lanes else unit.base
+        parts = set(unit.partitions_of(step.lane)) | {base}
+        items = self._items(step) if step.kind == "stream" else ()
+        for s in self.stores.values():
+            s.begin()
+        ext_unit = {(f, t): u for f, t, u in unit.outputs}
+        inputs: dict[str, list] = {mb: [] for mb in members}
+        for _src, dst, batch in items:
+            if batch is not None and dst in inputs:
+                inputs[dst].append(batch)
+        outputs: dict[str, list] = {}
+        for child, mb in enumerate(members):
+            body = body_for(plan, plan.procs[mb], child, step.batch, step.lane, merge_batches(inputs[mb]))
+            produced = self._drive(body, base, parts)
+            for f, t in ext_unit:
+                if f == mb and t not in produced:
+                    produced[t] = Batch()
+            for to_sp, batch in produced.items():
+                if to_sp in inputs:
+                    inputs[to_sp].append(batch)
+                else:
+                    u = ext_unit.get((mb, to_sp))
+                    if u is not None:
+                        outputs.setdefault(u, []).append((mb, to_sp, batch))
+        for s in self.stores.values():
+            s.commit()
+        if step.kind == "stream":
+            self.outputs[(step.unit, step.batch, step.lane)] = outputs
+
+    def _drive(self, body, base: int, parts: set) -> dict:
+        value = None
+        while True:
+            try:
+                request = body.send(value)
+            except StopIteration as stop:
+                return stop.value or {}
+            single = isinstance(request, tuple)
+            pairs = [request] if single else list(request)
+            results = [self._apply(part, op, base, parts) for part, op in pairs]
+            value = results[0] if single else results
+
+    def _apply(self, part, op, base: int, parts: set):
+        if part is not None:
+            return self.stores[part].apply(op)
+        if not is_write(op):
+            return self.stores[base].apply(op)  # a replicated row is read from the local copy
+        result = None
+        for q in sorted(parts):  # and written on every copy the transaction holds
+            r = self.stores[q].apply(op)
+            if q == base:
+                result = r
+        return result
+
+    # -- the digest --------------------------------------------------------------------------------
+    def digest(self) -> str:
+        per_table: dict[str, int] = {}
+        placement = self.plan.placement
+        for k, store in sorted(self.stores.items()):
+            for table in store.tables:
+                if placement.replicated(table) and k != 0:
+                    continue
+                per_table[table] = (per_table.get(table, 0) + store.table_digest(table)) % (1 << 128)
+        return state_digest(per_table)
+
+
+def state_digest(per_table: dict[str, int]) -> str:
+    """The run's digest of {table: sum of row hashes} (the engine's `state_digest` too)."""
+    return hashlib.sha256("".join(f"{t}:{d:032x}\n" for t, d in sorted(per_table.items()))
+                          .encode()).hexdigest()
+
+
+def serial_digest(plan, tes: list, order: list[int]) -> str:
+    """Digest of the state reached by re-executing `tes` one at a time in `order`."""
+    return SerialExecution(plan).run(steps_from(tes, order, plan)).digest()
+
+
+def _merge_items(items: list) -> list:
+    """Outputs of several lanes for one stream become one batch per (from SP, to SP), as the
+    scheduler merges them."""
+    by_edge: dict[tuple, list] = {}
+    for src, dst, batch in items:
+        by_edge.setdefault((src, dst), []).append(batch)
+    return [(src, dst, merge_batches(bs)) for (src, dst), bs in by_edge.items()]
