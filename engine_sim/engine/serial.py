@@ -14,7 +14,7 @@ depend on where rows live.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.procedures import body_for, is_write, merge_batches
@@ -57,6 +57,8 @@ class SerialExecution:
         from engine_sim.engine.site import build_store
 
         self.plan = plan
+        # the declared CPU work changes no state: the oracle skips it (it would only double the run)
+        self.procs = {name: replace(p, work_us=0.0) for name, p in plan.procs.items()}
         self.stores = {k: build_store(plan, k) for k in range(plan.n_partitions)}
         self.outputs: dict[tuple, dict] = {}  # (unit, batch, lane) -> {to unit: [(src, dst, Batch)]}
         self.entry = {u: tuple(mb for mb in plan.units[u].members
@@ -119,7 +121,7 @@ class SerialExecution:
                 inputs[dst].append(batch)
         outputs: dict[str, list] = {}
         for child, mb in enumerate(members):
-            body = body_for(plan, plan.procs[mb], child, step.batch, step.lane, merge_batches(inputs[mb]))
+            body = body_for(plan, self.procs[mb], child, step.batch, step.lane, merge_batches(inputs[mb]))
             produced = self._drive(body, base, parts)
             for f, t in ext_unit:
                 if f == mb and t not in produced:
