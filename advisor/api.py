@@ -10,6 +10,7 @@ import numpy as np
 from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
+from advisor.calibrated import default_weights
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
@@ -156,7 +157,7 @@ def recommend(source: Source, machines: int | None = None,
     """Search the cheapest design for `source` on the cluster, and score the baselines."""
     workload, graph = load_source(source)
     graph = _on_cluster(graph, machines, partitions_per_machine)
-    weights = weights or DEFAULT_WEIGHTS
+    weights = weights or default_weights(graph)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     search.fit(graph)

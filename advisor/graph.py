@@ -31,6 +31,10 @@ class WorkloadGraph:
     cost: CostGraph
     source_sha256: str = ""
     nested: tuple[tuple[str, ...], ...] = ()
+    # seconds of CPU per unit of processing load (None: the spec's cost units, priced by the
+    # calibration's cost_unit_s) and transactions per batch of each SP (None: one each)
+    load_unit_s: float | None = None
+    proc_txns: np.ndarray | None = None
     _proc_index: dict[str, int] = field(default=None, repr=False)
     _state_index: dict[str, int] = field(default=None, repr=False)
 
@@ -61,6 +65,7 @@ class WorkloadGraph:
             key = (p_index[s.source], p_index[s.target])
             pp[key] = pp.get(key, 0.0) + s.tuples
         cluster = workload.cluster
+        group = group_of(procs, workload.nested)
         cost = CostGraph(
             proc_load=[p.cost for p in workload.procedures],
             state_bytes=[t.bytes for t in workload.tables],
@@ -70,6 +75,7 @@ class WorkloadGraph:
             capacity=cluster.machine_capacity,
             memory_limit_bytes=None if cluster.machine_memory_mb is None
             else cluster.machine_memory_mb * 2**20,
+            proc_group=group,
         )
         return cls(workload.name, procs, tables, tables,
                    np.array([t.read_mostly for t in workload.tables], dtype=bool), cost,
@@ -80,7 +86,8 @@ class WorkloadGraph:
         cost = self.cost.with_cluster(machines, partitions_per_machine, capacity,
                                       memory_limit_bytes)
         return WorkloadGraph(self.name, self.proc_names, self.state_names, self.state_tables,
-                             self.state_read_mostly, cost, self.source_sha256, self.nested)
+                             self.state_read_mostly, cost, self.source_sha256, self.nested,
+                             self.load_unit_s, self.proc_txns)
 
     # -- lookups --------------------------------------------------------------------------
     @property
@@ -170,5 +177,14 @@ def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: i
         ps_proc=p_map[cost.ps_proc[ps]], ps_state=s_map[cost.ps_state[ps]],
         ps_weight=cost.ps_weight[ps], ps_write=cost.ps_write[ps],
         pp_src=p_map[cost.pp_src[pp]], pp_dst=p_map[cost.pp_dst[pp]], pp_weight=cost.pp_weight[pp],
-        machines=machines, partitions_per_machine=1,
+        machines=machines, partitions_per_machine=1, proc_group=cost.proc_group[procs],
     )
+
+
+def group_of(names: list[str], nested) -> np.ndarray:
+    """proc_group array of a graph: group index of each SP named in `nested`, else -1."""
+    index = {n: i for i, n in enumerate(names)}
+    group = np.full(len(names), -1, dtype=np.int64)
+    for g, members in enumerate(nested):
+        group[[index[m] for m in members]] = g
+    return group
