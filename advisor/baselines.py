@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from costmodel import Weights
+from costmodel import REPLICATED, Weights
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
-from advisor.graph import WorkloadGraph
+from advisor.graph import WorkloadGraph, drop_idle_machines
 from advisor.search import DesignSearch, contract_groups
 
 BASELINES = ("single-machine", "round-robin", "random", "hash-by-table", "state-only",
@@ -72,11 +72,14 @@ def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int
     search keeps them), then partitions as the search places them inside each machine."""
     c = graph.cost
     units, unit_of = contract_groups(c)
-    result = exhaustive_optimum(units.with_cluster(c.machines, 1, c.capacity, c.memory_limit_bytes),
-                                weights, limit)
+    top, kept = drop_idle_machines(units.with_cluster(c.machines, 1, c.capacity,
+                                                      c.memory_limit_bytes, c.idle_capacity))
+    result = exhaustive_optimum(top, weights, limit)
     if result is None:
         return None
-    return DesignSearch(weights=weights, seed=seed).place_in_machines(c, result[0][unit_of], result[1])
+    state = np.where(result[1] == REPLICATED, REPLICATED, kept[np.maximum(result[1], 0)])
+    return DesignSearch(weights=weights, seed=seed).place_in_machines(
+        c, kept[result[0]][unit_of], state)
 
 
 BASELINE_FUNCTIONS = {

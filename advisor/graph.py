@@ -6,6 +6,7 @@ input is built as CSR straight from the edge arrays (no per-edge Python objects)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -188,3 +189,27 @@ def group_of(names: list[str], nested) -> np.ndarray:
     for g, members in enumerate(nested):
         group[[index[m] for m in members]] = g
     return group
+
+
+def useful_machines(cost: CostGraph) -> int:
+    """Machines a design can use to any benefit: one per SP (state carries no load), plus
+    enough to hold all state under a memory limit."""
+    m = cost.n_proc
+    if cost.memory_limit_bytes is not None and cost.memory_limit_bytes > 0:
+        m += math.ceil(float(cost.state_bytes.sum()) / cost.memory_limit_bytes)
+    return max(1, min(cost.machines, m))
+
+
+def drop_idle_machines(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
+    """The graph on only the machines a design can use (the fastest ones), the others kept
+    as idle capacity so the cost is unchanged; and which machines were kept. Keeps a search
+    linear in nodes plus machines however large the cluster."""
+    used = useful_machines(cost)
+    if used == cost.machines:
+        return cost, np.arange(cost.machines)
+    kept = np.sort(np.argsort(-cost.capacity, kind="stable")[:used])
+    idle = np.ones(cost.machines, dtype=bool)
+    idle[kept] = False
+    return cost.with_cluster(used, cost.partitions_per_machine, cost.capacity[kept],
+                             cost.memory_limit_bytes,
+                             np.concatenate([cost.idle_capacity, cost.capacity[idle]])), kept

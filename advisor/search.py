@@ -22,7 +22,6 @@ a machine's SPs spread over its single-threaded partitions with their state besi
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
@@ -31,7 +30,7 @@ import numpy as np
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
 from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
-from advisor.graph import WorkloadGraph, adjacency, subgraph
+from advisor.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
 from advisor.placement import place_state, refine_processing, repair_memory, replicate_read_mostly
 
@@ -87,15 +86,6 @@ def contract_groups(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
     return units, unit
 
 
-def useful_machines(cost: CostGraph) -> int:
-    """Machines a design can use to any benefit: one per placement unit (state carries no
-    load), plus enough to hold all state under a memory limit."""
-    m = cost.n_proc
-    if cost.memory_limit_bytes is not None and cost.memory_limit_bytes > 0:
-        m += math.ceil(float(cost.state_bytes.sum()) / cost.memory_limit_bytes)
-    return max(1, min(cost.machines, m))
-
-
 def canonical_key(proc_part: np.ndarray, state_part: np.ndarray, relabel: bool) -> bytes:
     """Identity of a machine-level design, up to renaming machines when they are alike."""
     both = np.concatenate([proc_part, state_part]).astype(np.int64)
@@ -125,6 +115,7 @@ class DesignSearch:
     replicate: bool = False
     extra_starts: bool = True  # also refine simple starts (everything together, round-robin)
     exact_limit: int = 100_000  # also enumerate every assignment when there are at most this many
+    machine_sweep: bool = True  # also cut into n/2, n/4, ... 2 machines
     local_search: bool = True  # tabu search from the best distinct candidates
     local_search_starts: int = 4
     local_search_restarts: int = 4
@@ -141,12 +132,8 @@ class DesignSearch:
         read_mostly = (graph.state_read_mostly if isinstance(graph, WorkloadGraph)
                        else np.zeros(cost.n_state, dtype=bool))
         units, unit_of = contract_groups(cost)
-        used = useful_machines(units)
-        # the machines kept are the fastest ones; the others stay idle
-        kept = np.sort(np.argsort(-cost.capacity, kind="stable")[:used])
-        idle = np.setdiff1d(np.arange(cost.machines), kept)
-        top = units.with_cluster(used, 1, cost.capacity[kept], cost.memory_limit_bytes,
-                                 np.concatenate([cost.idle_capacity, cost.capacity[idle]]))
+        top, kept = drop_idle_machines(units.with_cluster(
+            cost.machines, 1, cost.capacity, cost.memory_limit_bytes, cost.idle_capacity))
         tried = self._search(top, read_mostly, self.replicate)
         self.candidates_ = [(c.label, c.cost.total, c.cost.feasible) for c in tried]
         ranked = self._distinct(sorted(tried, key=Candidate.rank),
@@ -223,6 +210,19 @@ class DesignSearch:
                     continue
                 seen.add(key)
                 yield f"metis ufactor={ufactor} seed#{k}", parts[:g.n_proc], parts[g.n_proc:]
+        # fewer machines than the cluster has: cheaper cuts can beat the spread of load
+        # (alike machines only; halving the count down to 2, a low and a middle tolerance)
+        if self.machine_sweep and tpwgts is None:
+            k = n // 2
+            while k >= 2:
+                for ufactor in (self.ufactors[0], 30):
+                    parts = metis.kway(adj, vweights, k, ufactor=ufactor,
+                                       seed=int(rng.integers(0, 2**31 - 1)))
+                    key = parts.tobytes()
+                    if key not in seen:
+                        seen.add(key)
+                        yield f"metis {k} machines ufactor={ufactor}", parts[:g.n_proc], parts[g.n_proc:]
+                k //= 2
         if self.extra_starts and g.n_proc <= 2000:
             yield "start: all together", zeros_p, zeros_s
             yield "start: round-robin", np.arange(g.n_proc) % n, zeros_s
@@ -269,7 +269,7 @@ class DesignSearch:
         inner = DesignSearch(weights=self.weights, seed=self.seed, ufactors=self.ufactors,
                              seeds_per_ufactor=self.seeds_per_ufactor, refine=self.refine,
                              extra_starts=self.extra_starts, exact_limit=self.exact_limit,
-                             local_search=False, pool_size=1)
+                             machine_sweep=self.machine_sweep, local_search=False, pool_size=1)
         for m in np.unique(np.concatenate([machine_of_proc, machine_of_state[~replicated]])):
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)
