@@ -125,6 +125,25 @@ def default_weights(graph, calibration: str | Path | None = None) -> Weights:
     return weights_from_prices(graph, load_prices(calibration))
 
 
+def local_move_ratio(calibration: str | Path | None = None) -> float:
+    """Price of a MOVE between partitions of one machine relative to one between machines
+    (the calibration's local and remote message CPU costs; 1 when it has none)."""
+    path = Path(calibration) if calibration is not None else calibration_path()
+    sim = _read(path).get("simulator")
+    try:
+        ratio = float(sim["local_msg_cpu_s"]) / float(sim["msg_cpu_s"])
+    except (TypeError, KeyError, ValueError, ZeroDivisionError):
+        return 1.0
+    return float(np.clip(ratio, 0.0, 1.0)) if np.isfinite(ratio) else 1.0
+
+
+def partition_weights(weights: Weights, calibration: str | Path | None = None) -> Weights:
+    """Weights for placing SPs on the partitions inside one machine: a MOVE there is a local
+    message, so beta shrinks by `local_move_ratio`; a distributed transaction still runs
+    two-phase commit (alpha stays), and load balance over partitions is parallelism."""
+    return Weights(weights.alpha, weights.beta * local_move_ratio(calibration), weights.gamma)
+
+
 def weights_from_calibration(path: str | Path) -> Weights:
     """The fixed weights stored in a calibration file (workload-independent; the default is
     `default_weights`, which prices the workload's own costs and accesses)."""

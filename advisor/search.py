@@ -121,6 +121,8 @@ class DesignSearch:
     local_search_restarts: int = 4
     local_search_budget_s: float = 2.0  # safety net only: budgets are counted in steps
     pool_size: int = 12
+    # weights inside a machine (None: `weights` with MOVEs priced as local messages)
+    partition_weights: Weights | None = None
     candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False)
     pool_: list[Candidate] = field(default_factory=list, init=False)
     metis_s_: float = field(default=0.0, init=False)
@@ -266,7 +268,12 @@ class DesignSearch:
         if ppm == 1:
             return proc_part, state_part
         # the cost sees machines only, so no local search inside them (it would not change it)
-        inner = DesignSearch(weights=self.weights, seed=self.seed, ufactors=self.ufactors,
+        inner_weights = self.partition_weights
+        if inner_weights is None:
+            from advisor.calibrated import partition_weights
+
+            inner_weights = partition_weights(self.weights)
+        inner = DesignSearch(weights=inner_weights, seed=self.seed, ufactors=self.ufactors,
                              seeds_per_ufactor=self.seeds_per_ufactor, refine=self.refine,
                              extra_starts=self.extra_starts, exact_limit=self.exact_limit,
                              machine_sweep=self.machine_sweep, local_search=False, pool_size=1)
