@@ -24,6 +24,19 @@ from costmodel import CostGraph, Weights
 
 # Graphs whose SP-edges x machines matrix is larger than this are left to the greedy moves.
 MAX_MATRIX = 4_000_000
+# a restart moves 1/KICK_DIV of the SPs at random; a run stops after PATIENCE(n) steps
+# without a new best
+KICK_DIV = 4
+
+
+def PATIENCE(n: int) -> int:
+    return 4 * n + 20
+
+
+# SPs at most for the scan of every swap (an n x n matrix per step)
+MAX_SWAP_SCAN = 1500
+# weight of the tie-breaking terms in the choice of a move (far below any real cost change)
+TIE_SCALE = 1e-7
 
 
 def fits(graph: CostGraph) -> bool:
@@ -107,8 +120,10 @@ class _Evaluator:
         if self.m + int(self.idle) <= 1 or self.total_load <= 0:
             return 0.0
         rel = loads / self.rc
-        low = min(rel.min(), 0.0) if self.idle else rel.min()
-        return float(np.clip((rel.max() - low) / (self.total_load / self.lowest), 0.0, 1.0))
+        high, low = float(rel.max()), float(rel.min())
+        if self.idle:
+            low = min(low, 0.0)
+        return min(max((high - low) * self.lowest / self.total_load, 0.0), 1.0)
 
     def _total(self, cut_ps: float, cut_pp: float, balance: float) -> float:
         s = min(cut_ps / self.ps_total, 1.0) if self.ps_total > 0 else 0.0
@@ -128,17 +143,47 @@ class _Evaluator:
             new_max = np.maximum(np.maximum(best_other, Wa - w)[:, None], self.W[s] + w[:, None])
             gain = self.t1v[s][:, None] - new_max  # increase of the state cut
             gain[self.rows, a] = 0.0
-            np.add.at(d_ps, self.e_v, gain)
+            has = self.e_start[1:] > self.e_start[:-1]
+            d_ps[has] = np.add.reduceat(gain, self.e_start[:-1][has], axis=0)
         d_pp = np.zeros((n, m))
         if self.p_v.size:
             pu = part[self.p_u]
             now = (pu != part[self.p_v]) * self.p_w
             after = self.p_w[:, None] * (pu[:, None] != np.arange(m)[None, :])
-            np.add.at(d_pp, self.p_v, after - now[:, None])
-        bal = self._balance_all()
+            has = self.p_start[1:] > self.p_start[:-1]
+            d_pp[has] = np.add.reduceat(after - now[:, None], self.p_start[:-1][has], axis=0)
         s_term = ((self.state_cut() + d_ps) / self.ps_total).clip(max=1.0) if self.ps_total > 0 else 0.0
         p_term = ((self.cut_pp + d_pp) / self.pp_total).clip(max=1.0) if self.pp_total > 0 else 0.0
-        return self.w.alpha * s_term + self.w.beta * p_term + self.w.gamma * bal
+        self.cut_totals = self.w.alpha * s_term + self.w.beta * p_term + np.zeros((n, m))
+        return self.cut_totals + self.w.gamma * self._balance_all()
+
+    def swap_balance(self) -> np.ndarray:
+        """(n, n) load-balancing term after swapping the machines of SPs u and v (exact)."""
+        n, m, part = self.n, self.m, self.part
+        if m + int(self.idle) <= 1 or self.total_load <= 0:
+            return np.zeros((n, n))
+        rel = self.loads / self.rc
+        # extremes over machines other than a and b, for every pair of machines
+        order = np.argsort(rel, kind="stable")
+        cols = np.arange(m)
+        excl_max = np.full((m, m), -np.inf)
+        excl_min = np.full((m, m), np.inf)
+        for idx, out, pick in ((order[::-1][:3], excl_max, np.maximum),
+                               (order[:3], excl_min, np.minimum)):
+            done = np.zeros((m, m), dtype=bool)
+            for i in idx:
+                ok = ~done & (i != cols)[:, None] & (i != cols)[None, :]
+                out[ok] = rel[i]
+                done |= ok
+        a, b = part[:, None], part[None, :]
+        diff = self.load[None, :] - self.load[:, None]  # lv - lu
+        rel_a = rel[a] + diff / self.rc[a]
+        rel_b = rel[b] - diff / self.rc[b]
+        hi = np.maximum(np.maximum(excl_max[a, b], rel_a), rel_b)
+        lo = np.minimum(np.minimum(excl_min[a, b], rel_a), rel_b)
+        if self.idle:
+            lo = np.minimum(lo, 0.0)
+        return np.clip((hi - lo) / (self.total_load / self.lowest), 0.0, 1.0)
 
     def _balance_all(self) -> np.ndarray:
         """(n, m) load-balancing term after each move, in O(n m) (top-3 / bottom-3 trick)."""
@@ -175,6 +220,21 @@ class _Evaluator:
         out[np.arange(n), a] = self._balance(self.loads)
         return out
 
+    def spread_after(self) -> np.ndarray:
+        """(n, m) sum of squared relative machine loads after each move, in [0, 1]: a
+        tie-breaker towards evener loads."""
+        rel = self.loads / self.rc
+        a = self.part
+        lv = self.load
+        base = float((rel ** 2).sum())
+        ra = rel[a]
+        ra_after = ra - lv / self.rc[a]
+        rb_after = rel[None, :] + lv[:, None] / self.rc[None, :]
+        out = (base - ra ** 2 + ra_after ** 2)[:, None] - rel[None, :] ** 2 + rb_after ** 2
+        out[np.arange(self.n), a] = base
+        scale = (self.total_load / self.lowest) ** 2
+        return out / scale if scale > 0 else np.zeros_like(out)
+
     # -- applying a move ------------------------------------------------------------------
     def apply(self, v: int, b: int) -> None:
         a = int(self.part[v])
@@ -208,7 +268,7 @@ class TabuSearch:
     patience: int = 0  # steps without a new best before a run stops (0: 2n + 20)
     max_steps: int = 0  # steps of one run at most (0: 20n + 200)
     time_budget_s: float = 2.0
-    swap_candidates: int = 4
+    swap_candidates: int = 6
     results_: list = field(default_factory=list, init=False)
     steps_: int = field(default=0, init=False)
     timed_out_: bool = field(default=False, init=False)
@@ -230,7 +290,7 @@ class TabuSearch:
             if self.timed_out_:
                 break
             kicked = best_part.copy()
-            k = max(2, graph.n_proc // 8)
+            k = max(2, graph.n_proc // KICK_DIV)
             who = rng.choice(graph.n_proc, size=min(k, graph.n_proc), replace=False)
             kicked[who] = rng.integers(0, graph.machines, who.size)
             p, t = self._one_run(ev, kicked, rng, deadline)
@@ -243,7 +303,7 @@ class TabuSearch:
     def _one_run(self, ev: _Evaluator, start: np.ndarray, rng, deadline: float):
         n, m = ev.n, ev.m
         ev.reset(start)
-        patience = self.patience or 2 * n + 20
+        patience = self.patience or PATIENCE(n)
         max_steps = self.max_steps or 20 * n + 200
         tenure = max(3, min(n // 3, 12))
         tabu_until = np.zeros((n, m), dtype=np.int64)
@@ -258,7 +318,10 @@ class TabuSearch:
             totals[np.arange(n), ev.part] = np.inf
             allowed = (tabu_until <= step) | (totals < best_total - 1e-12)
             masked = np.where(allowed, totals, np.inf)
-            flat = int(np.argmin(masked))
+            # among moves of (nearly) equal cost, prefer evener loads, then chance: the
+            # max - min balance term is flat for most moves and ties would cycle
+            key = masked + TIE_SCALE * (ev.spread_after() + 0.01 * rng.random((n, m)))
+            flat = int(np.argmin(key))
             v, b = divmod(flat, m)
             move_total = masked[v, b]
             if not move_total < ev.total - 1e-12 and ev.total <= best_total + 1e-12:
@@ -289,13 +352,14 @@ class TabuSearch:
         """The best improving swap of two SPs on different machines, among the pairs whose
         two single moves look best together; None when none improves."""
         n = ev.n
-        if n < 2 or n > 2000 or self.swap_candidates <= 0:
+        if n < 2 or n > MAX_SWAP_SCAN or self.swap_candidates <= 0:
             return None
         part = ev.part
-        delta = np.where(np.isfinite(totals), totals - ev.total, np.inf)
-        # approx[u, v] = delta of u -> part[v] + delta of v -> part[u]
-        to_other = delta[:, part]  # (u, v): u moves to v's machine
-        approx = to_other + to_other.T
+        # cut terms of the two moves added (exact unless u and v share state or a stream),
+        # the balance of the swap exact
+        cut_now = ev.total - ev.w.gamma * ev._balance(ev.loads)
+        to_other = ev.cut_totals[:, part] - cut_now  # (u, v): u moves to v's machine
+        approx = cut_now + to_other + to_other.T + ev.w.gamma * ev.swap_balance()
         approx[part[:, None] == part[None, :]] = np.inf
         iu = np.triu_indices(n, 1)
         flat = approx[iu]

@@ -105,7 +105,8 @@ class DesignSearch:
     after `fit`: `proc_part_`, `state_part_` (global partitions), `cost_`, `best_label_`,
     `candidates_` (label, total cost, feasible) of the machine-level stage, `pool_` (up to
     `pool_size` distinct designs as `Candidate`s in global partitions, feasible first,
-    cheapest first), `machines_used_`, `elapsed_s_`, `metis_s_` (time inside METIS)."""
+    cheapest first), `machines_used_`, `local_search_steps_`, `local_search_timed_out_`
+    (the time budget cut the local search short), `elapsed_s_`, `metis_s_` (time inside METIS)."""
 
     weights: Weights = DEFAULT_WEIGHTS
     seed: int = 0
@@ -117,9 +118,9 @@ class DesignSearch:
     exact_limit: int = 100_000  # also enumerate every assignment when there are at most this many
     machine_sweep: bool = True  # also cut into n/2, n/4, ... 2 machines
     local_search: bool = True  # tabu search from the best distinct candidates
-    local_search_starts: int = 4
-    local_search_restarts: int = 4
-    local_search_budget_s: float = 2.0  # safety net only: budgets are counted in steps
+    local_search_starts: int = 2
+    local_search_restarts: int = 8
+    local_search_budget_s: float = 4.0  # safety net only: budgets are counted in steps
     pool_size: int = 12
     # weights inside a machine (None: `weights` with MOVEs priced as local messages)
     partition_weights: Weights | None = None
@@ -130,6 +131,7 @@ class DesignSearch:
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()
         self.metis_s_ = 0.0
+        self.local_search_steps_, self.local_search_timed_out_ = 0, False
         cost = graph.cost if isinstance(graph, WorkloadGraph) else graph
         read_mostly = (graph.state_read_mostly if isinstance(graph, WorkloadGraph)
                        else np.zeros(cost.n_state, dtype=bool))
@@ -179,6 +181,8 @@ class DesignSearch:
                               restarts=self.local_search_restarts,
                               time_budget_s=self.local_search_budget_s)
             tabu.run(g, [(c.label, c.proc_part) for c in ranked[:self.local_search_starts]])
+            self.local_search_steps_ += tabu.steps_
+            self.local_search_timed_out_ |= tabu.timed_out_
             zeros_s = np.zeros(g.n_state, dtype=np.int64)
             for label, part, _ in tabu.results_:
                 tried.append(self._finish(g, read_mostly, replicate, label, part, zeros_s))
