@@ -56,13 +56,15 @@ def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
 
 def state_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Schism-like: co-locate state accessed together and balance, ignoring streams."""
-    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed, local_search=False).fit(graph)
+    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed, local_search=False,
+                          pool_size=1).fit(graph)
     return search.proc_part_, search.state_part_
 
 
 def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Operator placement: cut streams and balance; state stays where hashing puts it."""
-    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed, local_search=False).fit(graph)
+    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed, local_search=False,
+                          pool_size=1).fit(graph)
     _, state = hash_by_table(graph, weights, seed)
     return search.proc_part_, state
 

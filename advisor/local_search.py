@@ -268,6 +268,7 @@ class TabuSearch:
     patience: int = 0  # steps without a new best before a run stops (0: 2n + 20)
     max_steps: int = 0  # steps of one run at most (0: 20n + 200)
     time_budget_s: float = 2.0
+    total_steps: int = 1200  # steps of all runs together at most
     swap_candidates: int = 6
     results_: list = field(default_factory=list, init=False)
     steps_: int = field(default=0, init=False)
@@ -287,7 +288,7 @@ class TabuSearch:
             if t < best_total - 1e-12:
                 best_part, best_total = p, t
         for r in range(self.restarts):
-            if self.timed_out_:
+            if self.timed_out_ or self.steps_ >= self.total_steps:
                 break
             kicked = best_part.copy()
             k = max(2, graph.n_proc // KICK_DIV)
@@ -310,6 +311,8 @@ class TabuSearch:
         best_part, best_total = ev.part.copy(), ev.total
         since_best = 0
         for step in range(1, max_steps + 1):
+            if self.steps_ >= self.total_steps:
+                break
             if time.perf_counter() > deadline:
                 self.timed_out_ = True
                 break

@@ -277,10 +277,11 @@ class DesignSearch:
             from advisor.calibrated import partition_weights
 
             inner_weights = partition_weights(self.weights)
-        inner = DesignSearch(weights=inner_weights, seed=self.seed, ufactors=self.ufactors,
-                             seeds_per_ufactor=self.seeds_per_ufactor, refine=self.refine,
+        # (a lighter sweep too: it runs once per machine used and pool design)
+        inner = DesignSearch(weights=inner_weights, seed=self.seed, ufactors=self.ufactors[::2],
+                             seeds_per_ufactor=1, refine=self.refine,
                              extra_starts=self.extra_starts, exact_limit=self.exact_limit,
-                             machine_sweep=self.machine_sweep, local_search=False, pool_size=1)
+                             machine_sweep=False, local_search=False, pool_size=1)
         for m in np.unique(np.concatenate([machine_of_proc, machine_of_state[~replicated]])):
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)

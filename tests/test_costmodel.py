@@ -154,7 +154,7 @@ def test_idle_machines_count_in_the_load_balance_and_machines_used():
 
 def test_a_nested_group_split_across_machines_cuts_all_its_accesses():
     grouped = tiny_graph(proc_group=[0, 0])
-    # the two SPs apart, each beside its own tables: no access is cut without the group
+    # the two SPs apart, each beside its own table: only the read of table 1 is cut, unless grouped
     assert score(tiny_graph(), [0, 1], [0, 1]).state_colocation == pytest.approx(1 / 7)
     assert score(grouped, [0, 1], [0, 1]).state_colocation == pytest.approx(1.0)
     assert score(grouped, [1, 1], [0, 1]).state_colocation == pytest.approx(4 / 7)
