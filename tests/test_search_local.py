@@ -75,7 +75,8 @@ def annealed_cost(g: CostGraph, weights: Weights, seed: int, steps: int = 6_000)
     return best
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
 def test_search_reaches_an_annealers_quality_on_a_20_sp_dataflow(seed):
     g = generated_dataflow(seed)
     for weights in (default_weights(g), Weights(0.3, 0.1, 0.6)):
