@@ -94,6 +94,7 @@ class _ProcessingMoves:
         self.load_total = graph.proc_load.sum()
         n = graph.n_partitions
         self.part_machine = np.arange(n) // graph.partitions_per_machine
+        self.balance = BalanceForTargets(graph, self.load_total)
 
     def improve(self, proc_part: np.ndarray, state_part: np.ndarray, max_passes: int = 20) -> int:
         """Greedy passes over all SPs; returns the number of moves made (in place)."""
@@ -128,8 +129,7 @@ class _ProcessingMoves:
                 after_pp = nb_w.sum() - np.bincount(nb_part, weights=nb_w, minlength=n)
                 # load balance for every target, in O(machines)
                 lv = g.proc_load[v]
-                bal = balance_for_targets(g, loads, lv, cur // g.partitions_per_machine,
-                                          self.load_total)[self.part_machine]
+                bal = self.balance(loads, lv, cur // g.partitions_per_machine)[self.part_machine]
                 st = _ratio(cut_ps - now_ps + after_ps, ps_total)
                 pp = _ratio(cut_pp - now_pp + after_pp, self.pp_total)
                 total = w.alpha * st + w.beta * pp + w.gamma * bal
@@ -148,34 +148,43 @@ class _ProcessingMoves:
         return moves
 
 
-def balance_for_targets(graph: CostGraph, loads: np.ndarray, load: float, current: int,
-                        total: float) -> np.ndarray:
-    """The load-balancing term after moving `load` from machine `current` to each machine
-    (current: unchanged), in O(machines): only the two highest and lowest others matter."""
-    m = loads.size
-    idle = graph.idle_capacity
-    if m + idle.size <= 1 or total <= 0:
-        return np.zeros(m)
-    mean = (graph.capacity.sum() + idle.sum()) / (m + idle.size)
-    rc = graph.capacity / mean
-    lowest = min(rc.min(), idle.min() / mean if idle.size else np.inf)
-    rel = loads / rc
-    rel[current] -= load / rc[current]  # the load leaves its machine
-    target = rel + load / rc  # ... and arrives on the target
-    if m >= 2:
-        hi = np.argpartition(-rel, 1)[:2]
-        hi = hi[np.argsort(-rel[hi], kind="stable")]
-        lo = np.argpartition(rel, 1)[:2]
-        lo = lo[np.argsort(rel[lo], kind="stable")]
-        top_other = np.where(np.arange(m) == hi[0], rel[hi[1]], rel[hi[0]])
-        low_other = np.where(np.arange(m) == lo[0], rel[lo[1]], rel[lo[0]])
-    else:
-        top_other, low_other = np.full(1, -np.inf), np.full(1, np.inf)
-    high = np.maximum(top_other, target)
-    low = np.minimum(low_other, target)
-    if idle.size:
-        low = np.minimum(low, 0.0)
-    return np.clip((high - low) / (total / lowest), 0.0, 1.0)
+class BalanceForTargets:
+    """The load-balancing term after moving some load from its machine to each machine
+    (its own: unchanged). Few machines: a small dense table; many: O(machines) per call,
+    since only the two highest and lowest other machines matter."""
+
+    DENSE_UP_TO = 64
+
+    def __init__(self, graph: CostGraph, total: float):
+        m, idle = graph.machines, graph.idle_capacity
+        self.m, self.total, self.idle = m, total, idle.size > 0
+        self.off = m + idle.size <= 1 or total <= 0
+        mean = (graph.capacity.sum() + idle.sum()) / (m + idle.size)
+        self.rc = graph.capacity / mean
+        self.lowest = min(self.rc.min(), idle.min() / mean if idle.size else np.inf)
+        self.diag = np.arange(m)
+
+    def __call__(self, loads: np.ndarray, load: float, current: int) -> np.ndarray:
+        m, rc = self.m, self.rc
+        if self.off:
+            return np.zeros(m)
+        rel = loads / rc
+        rel[current] -= load / rc[current]  # the load leaves its machine
+        target = rel + load / rc  # ... and arrives on the target
+        if m <= self.DENSE_UP_TO:
+            table = np.tile(rel, (m, 1))
+            table[self.diag, self.diag] = target
+            high, low = table.max(axis=1), table.min(axis=1)
+        else:
+            hi = np.argpartition(-rel, 1)[:2]
+            hi = hi[np.argsort(-rel[hi], kind="stable")]
+            lo = np.argpartition(rel, 1)[:2]
+            lo = lo[np.argsort(rel[lo], kind="stable")]
+            high = np.maximum(np.where(self.diag == hi[0], rel[hi[1]], rel[hi[0]]), target)
+            low = np.minimum(np.where(self.diag == lo[0], rel[lo[1]], rel[lo[0]]), target)
+        if self.idle:
+            low = np.minimum(low, 0.0)
+        return np.clip((high - low) * (self.lowest / self.total), 0.0, 1.0)
 
 
 def _ratio(cut, total):

@@ -139,3 +139,22 @@ def test_tabu_search_is_deterministic_and_never_worse_than_its_start():
     ev = _Evaluator(g, w)
     ev.reset(start)
     assert a.results_[0][2] <= ev.total + 1e-12
+
+
+@pytest.mark.parametrize("machines", [1, 2, 5, 70])  # 70: past the dense table
+@pytest.mark.parametrize("idle", [[], [1.0, 0.5]])
+def test_greedy_moves_price_the_balance_as_the_cost_model(machines, idle):
+    from advisor.placement import BalanceForTargets
+
+    rng = np.random.default_rng(machines)
+    g = CostGraph(rng.uniform(0.1, 3, 12), [], [], [], [], [], [], [], [], machines=machines,
+                  capacity=rng.uniform(0.5, 2, machines), idle_capacity=idle)
+    part = rng.integers(0, machines, 12)
+    loads = np.bincount(part, weights=g.proc_load, minlength=machines)
+    balance = BalanceForTargets(g, g.proc_load.sum())
+    for v in range(4):
+        got = balance(loads.copy(), g.proc_load[v], part[v])
+        for target in range(machines):
+            moved = part.copy()
+            moved[v] = target
+            assert got[target] == pytest.approx(score(g, moved, np.zeros(0, int)).load_balance, abs=1e-9)
