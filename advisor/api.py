@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
+from costmodel import CostBreakdown, Weights, machine_loads, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
+from advisor.calibrated import default_weights
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
@@ -188,7 +189,7 @@ def recommend(source: Source, machines: int | None = None,
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
-    weights = weights or DEFAULT_WEIGHTS
+    weights = weights or default_weights(graph)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     search.fit(graph)

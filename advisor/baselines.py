@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from costmodel import Weights
+from costmodel import REPLICATED, Weights
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
-from advisor.graph import WorkloadGraph
-from advisor.search import DesignSearch
+from advisor.graph import WorkloadGraph, drop_idle_machines
+from advisor.search import DesignSearch, contract_groups
 
 BASELINES = ("single-machine", "round-robin", "random", "hash-by-table", "state-only",
              "processing-only", "exhaustive-optimum")
@@ -56,26 +56,32 @@ def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
 
 def state_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Schism-like: co-locate state accessed together and balance, ignoring streams."""
-    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed).fit(graph)
+    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed, local_search=False,
+                          pool_size=1).fit(graph)
     return search.proc_part_, search.state_part_
 
 
 def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Operator placement: cut streams and balance; state stays where hashing puts it."""
-    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed).fit(graph)
+    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed, local_search=False,
+                          pool_size=1).fit(graph)
     _, state = hash_by_table(graph, weights, seed)
     return search.proc_part_, state
 
 
 def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int = DEFAULT_LIMIT):
-    """The exact optimum over machines (where small enough), then partitions as the search
-    places them inside each machine."""
+    """The exact optimum over machines (where small enough; nested groups kept whole, as the
+    search keeps them), then partitions as the search places them inside each machine."""
     c = graph.cost
-    result = exhaustive_optimum(c.with_cluster(c.machines, 1, c.capacity, c.memory_limit_bytes),
-                                weights, limit)
+    units, unit_of = contract_groups(c)
+    top, kept = drop_idle_machines(units.with_cluster(c.machines, 1, c.capacity,
+                                                      c.memory_limit_bytes, c.idle_capacity))
+    result = exhaustive_optimum(top, weights, limit)
     if result is None:
         return None
-    return DesignSearch(weights=weights, seed=seed)._place_in_machines(c, result[0], result[1])
+    state = np.where(result[1] == REPLICATED, REPLICATED, kept[np.maximum(result[1], 0)])
+    return DesignSearch(weights=weights, seed=seed).place_in_machines(
+        c, kept[result[0]][unit_of], state)
 
 
 BASELINE_FUNCTIONS = {

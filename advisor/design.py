@@ -162,7 +162,8 @@ class Design:
             breakdown = CostBreakdown(float(cost["state_colocation"]), float(cost["processing_colocation"]),
                                       float(cost["load_balance"]), float(cost["total"]), weights,
                                       tuple(cost.get("memory_overflow_mb", ())),
-                                      float(cost.get("partition_load_balance", 0.0)))
+                                      float(cost.get("partition_load_balance", 0.0)),
+                                      int(cost.get("machines_used", 0)))
         return cls(
             workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
             procedures={k: placement("procedures", k, v) for k, v in procs.items()},

@@ -6,6 +6,7 @@ input is built as CSR straight from the edge arrays (no per-edge Python objects)
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,6 +32,10 @@ class WorkloadGraph:
     cost: CostGraph
     source_sha256: str = ""
     nested: tuple[tuple[str, ...], ...] = ()
+    # seconds of CPU per unit of processing load (None: the spec's cost units, priced by the
+    # calibration's cost_unit_s) and transactions per batch of each SP (None: one each)
+    load_unit_s: float | None = None
+    proc_txns: np.ndarray | None = None
     _proc_index: dict[str, int] = field(default=None, repr=False)
     _state_index: dict[str, int] = field(default=None, repr=False)
 
@@ -61,6 +66,7 @@ class WorkloadGraph:
             key = (p_index[s.source], p_index[s.target])
             pp[key] = pp.get(key, 0.0) + s.tuples
         cluster = workload.cluster
+        group = group_of(procs, workload.nested)
         cost = CostGraph(
             proc_load=[p.cost for p in workload.procedures],
             state_bytes=[t.bytes for t in workload.tables],
@@ -70,6 +76,7 @@ class WorkloadGraph:
             capacity=cluster.machine_capacity,
             memory_limit_bytes=None if cluster.machine_memory_mb is None
             else cluster.machine_memory_mb * 2**20,
+            proc_group=group,
         )
         return cls(workload.name, procs, tables, tables,
                    np.array([t.read_mostly for t in workload.tables], dtype=bool), cost,
@@ -80,7 +87,8 @@ class WorkloadGraph:
         cost = self.cost.with_cluster(machines, partitions_per_machine, capacity,
                                       memory_limit_bytes)
         return WorkloadGraph(self.name, self.proc_names, self.state_names, self.state_tables,
-                             self.state_read_mostly, cost, self.source_sha256, self.nested)
+                             self.state_read_mostly, cost, self.source_sha256, self.nested,
+                             self.load_unit_s, self.proc_txns)
 
     # -- lookups --------------------------------------------------------------------------
     @property
@@ -170,5 +178,38 @@ def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: i
         ps_proc=p_map[cost.ps_proc[ps]], ps_state=s_map[cost.ps_state[ps]],
         ps_weight=cost.ps_weight[ps], ps_write=cost.ps_write[ps],
         pp_src=p_map[cost.pp_src[pp]], pp_dst=p_map[cost.pp_dst[pp]], pp_weight=cost.pp_weight[pp],
-        machines=machines, partitions_per_machine=1,
+        machines=machines, partitions_per_machine=1, proc_group=cost.proc_group[procs],
     )
+
+
+def group_of(names: list[str], nested) -> np.ndarray:
+    """proc_group array of a graph: group index of each SP named in `nested`, else -1."""
+    index = {n: i for i, n in enumerate(names)}
+    group = np.full(len(names), -1, dtype=np.int64)
+    for g, members in enumerate(nested):
+        group[[index[m] for m in members]] = g
+    return group
+
+
+def useful_machines(cost: CostGraph) -> int:
+    """Machines a design can use to any benefit: one per SP (state carries no load), plus
+    enough to hold all state under a memory limit."""
+    m = cost.n_proc
+    if cost.memory_limit_bytes is not None and cost.memory_limit_bytes > 0:
+        m += math.ceil(float(cost.state_bytes.sum()) / cost.memory_limit_bytes)
+    return max(1, min(cost.machines, m))
+
+
+def drop_idle_machines(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
+    """The graph on only the machines a design can use (the fastest ones), the others kept
+    as idle capacity so the cost is unchanged; and which machines were kept. Keeps a search
+    linear in nodes plus machines however large the cluster."""
+    used = useful_machines(cost)
+    if used == cost.machines:
+        return cost, np.arange(cost.machines)
+    kept = np.sort(np.argsort(-cost.capacity, kind="stable")[:used])
+    idle = np.ones(cost.machines, dtype=bool)
+    idle[kept] = False
+    return cost.with_cluster(used, cost.partitions_per_machine, cost.capacity[kept],
+                             cost.memory_limit_bytes,
+                             np.concatenate([cost.idle_capacity, cost.capacity[idle]])), kept

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodel import REPLICATED, CostGraph, Weights, load_balance_from_loads, machine_memory, score
+from costmodel import REPLICATED, CostGraph, Weights, machine_memory, score
 
 
 def _grouped(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,6 +94,7 @@ class _ProcessingMoves:
         self.load_total = graph.proc_load.sum()
         n = graph.n_partitions
         self.part_machine = np.arange(n) // graph.partitions_per_machine
+        self.balance = BalanceForTargets(graph, self.load_total)
 
     def improve(self, proc_part: np.ndarray, state_part: np.ndarray, max_passes: int = 20) -> int:
         """Greedy passes over all SPs; returns the number of moves made (in place)."""
@@ -107,7 +108,6 @@ class _ProcessingMoves:
         ps_total = _state_total(g, state_part)
         cut_pp = float((g.pp_weight * (proc_part[g.pp_src] != proc_part[g.pp_dst])).sum())
         moves = 0
-        eye = np.eye(g.machines)
         for _ in range(max_passes):
             moved = 0
             for v in range(g.n_proc):
@@ -127,13 +127,9 @@ class _ProcessingMoves:
                 nb_w = self.pp_w[a:b]
                 now_pp = float((nb_w * (nb_part != cur)).sum())
                 after_pp = nb_w.sum() - np.bincount(nb_part, weights=nb_w, minlength=n)
-                # machine loads for every target
+                # load balance for every target, in O(machines)
                 lv = g.proc_load[v]
-                m_cur = cur // g.partitions_per_machine
-                base = loads.copy()
-                base[m_cur] -= lv
-                cand_loads = base[None, :] + lv * eye[self.part_machine]
-                bal = load_balance_from_loads(cand_loads, g.capacity, self.load_total)
+                bal = self.balance(loads, lv, cur // g.partitions_per_machine)[self.part_machine]
                 st = _ratio(cut_ps - now_ps + after_ps, ps_total)
                 pp = _ratio(cut_pp - now_pp + after_pp, self.pp_total)
                 total = w.alpha * st + w.beta * pp + w.gamma * bal
@@ -141,7 +137,8 @@ class _ProcessingMoves:
                 if q != cur and total[q] < total[cur] - 1e-12:
                     proc_part[v] = q
                     state_part[s[follow]] = q
-                    loads = cand_loads[q]
+                    loads[cur // g.partitions_per_machine] -= lv
+                    loads[q // g.partitions_per_machine] += lv
                     cut_ps = cut_ps - now_ps + after_ps[q]
                     cut_pp = cut_pp - now_pp + after_pp[q]
                     moved += 1
@@ -149,6 +146,45 @@ class _ProcessingMoves:
             if not moved:
                 break
         return moves
+
+
+class BalanceForTargets:
+    """The load-balancing term after moving some load from its machine to each machine
+    (its own: unchanged). Few machines: a small dense table; many: O(machines) per call,
+    since only the two highest and lowest other machines matter."""
+
+    DENSE_UP_TO = 64
+
+    def __init__(self, graph: CostGraph, total: float):
+        m, idle = graph.machines, graph.idle_capacity
+        self.m, self.total, self.idle = m, total, idle.size > 0
+        self.off = m + idle.size <= 1 or total <= 0
+        mean = (graph.capacity.sum() + idle.sum()) / (m + idle.size)
+        self.rc = graph.capacity / mean
+        self.lowest = min(self.rc.min(), idle.min() / mean if idle.size else np.inf)
+        self.diag = np.arange(m)
+
+    def __call__(self, loads: np.ndarray, load: float, current: int) -> np.ndarray:
+        m, rc = self.m, self.rc
+        if self.off:
+            return np.zeros(m)
+        rel = loads / rc
+        rel[current] -= load / rc[current]  # the load leaves its machine
+        target = rel + load / rc  # ... and arrives on the target
+        if m <= self.DENSE_UP_TO:
+            table = np.tile(rel, (m, 1))
+            table[self.diag, self.diag] = target
+            high, low = table.max(axis=1), table.min(axis=1)
+        else:
+            hi = np.argpartition(-rel, 1)[:2]
+            hi = hi[np.argsort(-rel[hi], kind="stable")]
+            lo = np.argpartition(rel, 1)[:2]
+            lo = lo[np.argsort(rel[lo], kind="stable")]
+            high = np.maximum(np.where(self.diag == hi[0], rel[hi[1]], rel[hi[0]]), target)
+            low = np.minimum(np.where(self.diag == lo[0], rel[lo[1]], rel[lo[0]]), target)
+        if self.idle:
+            low = np.minimum(low, 0.0)
+        return np.clip((high - low) * (self.lowest / self.total), 0.0, 1.0)
 
 
 def _ratio(cut, total):
@@ -161,7 +197,7 @@ def _state_total(graph: CostGraph, state_part: np.ndarray) -> float:
     if graph.ps_weight.size == 0:
         return 0.0
     repl_write = (state_part[graph.ps_state] == REPLICATED) & graph.ps_write
-    factor = np.where(repl_write, max(graph.machines - 1, 1), 1.0)
+    factor = np.where(repl_write, max(graph.cluster_machines - 1, 1), 1.0)
     return float((graph.ps_weight * factor).sum())
 
 
@@ -172,7 +208,7 @@ def _state_cut(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) 
     sp = state_part[graph.ps_state]
     repl = sp == REPLICATED
     cut = ~repl & (proc_part[graph.ps_proc] != sp)
-    repl_cut = (repl & graph.ps_write) * max(graph.machines - 1, 0)
+    repl_cut = (repl & graph.ps_write) * max(graph.cluster_machines - 1, 0)
     return float((graph.ps_weight * (cut + repl_cut)).sum())
 
 

@@ -3,8 +3,18 @@
 METIS sees edge weights scaled so that its edge cut is alpha * state co-location +
 beta * processing co-location, and vertex weights = processing load; sweeping its balance
 tolerance (ufactor) and seed trades the cut against gamma * load balancing. Every candidate is
-scored exactly by costmodel, refined by single-SP moves, made to fit memory, and the cheapest
-feasible one wins.
+scored exactly by costmodel, refined by single-SP moves, made to fit memory; a tabu local
+search (moves, swaps, restarts; `advisor.local_search`) then starts from the best distinct
+ones, and the cheapest feasible design wins.
+
+Nested groups are placement units: each group's SPs are contracted into one node before the
+search (METIS, moves, enumeration all see one node) and expanded after, so a group is never
+split by the search (a split group would make every batch of it a distributed transaction;
+the cost model charges a split design that way when it is scored).
+
+Machines the workload cannot use (more machines than placement units) are left out of the
+search and counted as idle by the load-balancing term, so time and memory stay linear in
+nodes plus machines.
 
 Machines first, then partitions: the cost model cuts the graph into machines; then each
 machine's own subgraph is searched the same way with its partitions playing the machines, so
@@ -20,8 +30,13 @@ import numpy as np
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
 from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
-from advisor.graph import WorkloadGraph, adjacency, subgraph
+from advisor.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
+from advisor.local_search import TabuSearch, fits
 from advisor.placement import place_state, refine_processing, repair_memory, replicate_read_mostly
+
+# Above this many state edges the pool holds the best design only (each pool entry is
+# placed inside machines and scored on the whole graph).
+POOL_MAX_EDGES = 1_000_000
 
 
 @dataclass
@@ -41,13 +56,57 @@ class Candidate:
             return a.worst_overflow_mb < b.worst_overflow_mb - 1e-9
         return a.total < b.total - 1e-12
 
+    def rank(self) -> tuple:
+        c = self.cost
+        return (not c.feasible, c.worst_overflow_mb if not c.feasible else 0.0, c.total)
+
+
+def contract_groups(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
+    """The graph with each nested group as one node (loads and edges summed, edges inside a
+    group kept as loops so the totals stay the same), and the unit of every SP."""
+    group = cost.proc_group
+    if not cost.has_groups:
+        return cost, np.arange(cost.n_proc)
+    key = np.where(group >= 0, group, -1 - np.arange(cost.n_proc))
+    _, first, unit = np.unique(key, return_index=True, return_inverse=True)
+    # number units in order of their first SP, so results read like the original order
+    order = np.argsort(first, kind="stable")
+    rename = np.empty_like(order)
+    rename[order] = np.arange(order.size)
+    unit = rename[unit]
+    n_units = order.size
+    units = CostGraph(
+        proc_load=np.bincount(unit, weights=cost.proc_load, minlength=n_units),
+        state_bytes=cost.state_bytes, ps_proc=unit[cost.ps_proc], ps_state=cost.ps_state,
+        ps_weight=cost.ps_weight, ps_write=cost.ps_write, pp_src=unit[cost.pp_src],
+        pp_dst=unit[cost.pp_dst], pp_weight=cost.pp_weight, machines=cost.machines,
+        partitions_per_machine=cost.partitions_per_machine, capacity=cost.capacity,
+        memory_limit_bytes=cost.memory_limit_bytes, idle_capacity=cost.idle_capacity,
+    )
+    return units, unit
+
+
+def canonical_key(proc_part: np.ndarray, state_part: np.ndarray, relabel: bool) -> bytes:
+    """Identity of a machine-level design, up to renaming machines when they are alike."""
+    both = np.concatenate([proc_part, state_part]).astype(np.int64)
+    if relabel:
+        placed = both[both >= 0]
+        _, first = np.unique(placed, return_index=True)
+        names = placed[np.sort(first)]
+        rename = np.full(int(both.max(initial=0)) + 1, -1)
+        rename[names] = np.arange(names.size)
+        both = np.where(both >= 0, rename[np.maximum(both, 0)], both)
+    return both.tobytes()
+
 
 @dataclass
 class DesignSearch:
     """Search for the cheapest design of a graph. Parameters here; results as attributes
     after `fit`: `proc_part_`, `state_part_` (global partitions), `cost_`, `best_label_`,
-    `candidates_` (label, total cost, feasible) of the machine-level stage, `elapsed_s_`,
-    `metis_s_` (time inside METIS)."""
+    `candidates_` (label, total cost, feasible) of the machine-level stage, `pool_` (up to
+    `pool_size` distinct designs as `Candidate`s in global partitions, feasible first,
+    cheapest first), `machines_used_`, `local_search_steps_`, `local_search_timed_out_`
+    (the time budget cut the local search short), `elapsed_s_`, `metis_s_` (time inside METIS)."""
 
     weights: Weights = DEFAULT_WEIGHTS
     seed: int = 0
@@ -57,34 +116,81 @@ class DesignSearch:
     replicate: bool = False
     extra_starts: bool = True  # also refine simple starts (everything together, round-robin)
     exact_limit: int = 100_000  # also enumerate every assignment when there are at most this many
+    machine_sweep: bool = True  # also cut into n/2, n/4, ... 2 machines
+    local_search: bool = True  # tabu search from the best distinct candidates
+    local_search_starts: int = 2
+    local_search_restarts: int = 8
+    local_search_budget_s: float = 4.0  # safety net only: budgets are counted in steps
+    pool_size: int = 12
+    # weights inside a machine (None: `weights` with MOVEs priced as local messages)
+    partition_weights: Weights | None = None
     candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False)
+    pool_: list[Candidate] = field(default_factory=list, init=False)
     metis_s_: float = field(default=0.0, init=False)
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()
         self.metis_s_ = 0.0
+        self.local_search_steps_, self.local_search_timed_out_ = 0, False
         cost = graph.cost if isinstance(graph, WorkloadGraph) else graph
         read_mostly = (graph.state_read_mostly if isinstance(graph, WorkloadGraph)
                        else np.zeros(cost.n_state, dtype=bool))
-        top = cost.with_cluster(cost.machines, 1, cost.capacity, cost.memory_limit_bytes)
-        best, self.candidates_ = self._best_of(top, read_mostly, self.replicate)
-        proc_part, state_part = self._place_in_machines(cost, best.proc_part, best.state_part)
-        self.proc_part_, self.state_part_ = proc_part, state_part
-        self.cost_ = score(cost, proc_part, state_part, self.weights)
+        units, unit_of = contract_groups(cost)
+        top, kept = drop_idle_machines(units.with_cluster(
+            cost.machines, 1, cost.capacity, cost.memory_limit_bytes, cost.idle_capacity))
+        tried = self._search(top, read_mostly, self.replicate)
+        self.candidates_ = [(c.label, c.cost.total, c.cost.feasible) for c in tried]
+        ranked = self._distinct(sorted(tried, key=Candidate.rank),
+                                relabel=bool(np.allclose(top.capacity, top.capacity[0])))
+        if cost.ps_weight.size > POOL_MAX_EDGES:
+            ranked = ranked[:1]
+        self.pool_ = []
+        for cand in ranked[:max(self.pool_size, 1)]:
+            unit_part, state_part = self._place_in_machines(units, kept, cand.proc_part,
+                                                            cand.state_part)
+            proc_part = unit_part[unit_of]
+            self.pool_.append(Candidate(cand.label, proc_part, state_part,
+                                        score(cost, proc_part, state_part, self.weights)))
+        self.pool_.sort(key=Candidate.rank)
+        best = self.pool_[0]
+        self.proc_part_, self.state_part_, self.cost_ = best.proc_part, best.state_part, best.cost
         self.best_label_ = best.label
+        self.machines_used_ = self.cost_.machines_used
         self.elapsed_s_ = time.perf_counter() - started
         return self
 
+    @staticmethod
+    def _distinct(cands: list[Candidate], relabel: bool) -> list[Candidate]:
+        seen: set[bytes] = set()
+        out = []
+        for c in cands:
+            key = canonical_key(c.proc_part, c.state_part, relabel)
+            if key not in seen:
+                seen.add(key)
+                out.append(c)
+        return out
+
     # -- stage 1: machines ----------------------------------------------------------------
+    def _search(self, g: CostGraph, read_mostly: np.ndarray, replicate: bool) -> list[Candidate]:
+        """Every candidate tried on a graph cut into machines: starts, then local search."""
+        tried = [self._finish(g, read_mostly, replicate, label, proc_part, state_part)
+                 for label, proc_part, state_part in self._starts(g)]
+        if self.local_search and fits(g):
+            ranked = self._distinct(sorted(tried, key=Candidate.rank), relabel=False)
+            tabu = TabuSearch(self.weights, seed=self.seed, max_starts=self.local_search_starts,
+                              restarts=self.local_search_restarts,
+                              time_budget_s=self.local_search_budget_s)
+            tabu.run(g, [(c.label, c.proc_part) for c in ranked[:self.local_search_starts]])
+            self.local_search_steps_ += tabu.steps_
+            self.local_search_timed_out_ |= tabu.timed_out_
+            zeros_s = np.zeros(g.n_state, dtype=np.int64)
+            for label, part, _ in tabu.results_:
+                tried.append(self._finish(g, read_mostly, replicate, label, part, zeros_s))
+        return tried
+
     def _best_of(self, g: CostGraph, read_mostly: np.ndarray, replicate: bool):
-        best: Candidate | None = None
-        tried = []
-        for label, proc_part, state_part in self._starts(g):
-            cand = self._finish(g, read_mostly, replicate, label, proc_part, state_part)
-            tried.append((cand.label, cand.cost.total, cand.cost.feasible))
-            if cand.better_than(best):
-                best = cand
-        return best, tried
+        tried = self._search(g, read_mostly, replicate)
+        return min(tried, key=Candidate.rank), [(c.label, c.cost.total, c.cost.feasible) for c in tried]
 
     def _starts(self, g: CostGraph):
         n = g.machines
@@ -110,6 +216,19 @@ class DesignSearch:
                     continue
                 seen.add(key)
                 yield f"metis ufactor={ufactor} seed#{k}", parts[:g.n_proc], parts[g.n_proc:]
+        # fewer machines than the cluster has: cheaper cuts can beat the spread of load
+        # (alike machines only; halving the count down to 2, a low and a middle tolerance)
+        if self.machine_sweep and tpwgts is None:
+            k = n // 2
+            while k >= 2:
+                for ufactor in (self.ufactors[0], 30):
+                    parts = metis.kway(adj, vweights, k, ufactor=ufactor,
+                                       seed=int(rng.integers(0, 2**31 - 1)))
+                    key = parts.tobytes()
+                    if key not in seen:
+                        seen.add(key)
+                        yield f"metis {k} machines ufactor={ufactor}", parts[:g.n_proc], parts[g.n_proc:]
+                k //= 2
         if self.extra_starts and g.n_proc <= 2000:
             yield "start: all together", zeros_p, zeros_s
             yield "start: round-robin", np.arange(g.n_proc) % n, zeros_s
@@ -140,24 +259,47 @@ class DesignSearch:
         return Candidate(label, proc_part, state_part, score(g, proc_part, state_part, self.weights))
 
     # -- stage 2: partitions inside each machine -------------------------------------------
-    def _place_in_machines(self, cost: CostGraph, machine_of_proc: np.ndarray,
+    def _place_in_machines(self, cost: CostGraph, kept: np.ndarray, machine_of_proc: np.ndarray,
                            machine_of_state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Global partitions of a machine-level design: machine i of the search is machine
+        kept[i] of the cluster; inside each machine used, its partitions are searched."""
         ppm = cost.partitions_per_machine
-        proc_part = machine_of_proc * ppm
-        state_part = np.where(machine_of_state == REPLICATED, REPLICATED, machine_of_state * ppm)
+        machine_of_proc = np.asarray(machine_of_proc, dtype=np.int64)
+        machine_of_state = np.asarray(machine_of_state, dtype=np.int64)
+        proc_part = kept[machine_of_proc] * ppm
+        replicated = machine_of_state == REPLICATED
+        state_part = np.where(replicated, REPLICATED, kept[np.maximum(machine_of_state, 0)] * ppm)
         if ppm == 1:
             return proc_part, state_part
-        inner = DesignSearch(weights=self.weights, seed=self.seed, ufactors=self.ufactors,
-                             seeds_per_ufactor=self.seeds_per_ufactor, refine=self.refine,
-                             extra_starts=self.extra_starts, exact_limit=self.exact_limit)
-        for m in range(cost.machines):
+        # the cost sees machines only, so no local search inside them (it would not change it)
+        inner_weights = self.partition_weights
+        if inner_weights is None:
+            from advisor.calibrated import partition_weights
+
+            inner_weights = partition_weights(self.weights)
+        # (a lighter sweep too: it runs once per machine used and pool design)
+        inner = DesignSearch(weights=inner_weights, seed=self.seed, ufactors=self.ufactors[::2],
+                             seeds_per_ufactor=1, refine=self.refine,
+                             extra_starts=self.extra_starts, exact_limit=self.exact_limit,
+                             machine_sweep=False, local_search=False, pool_size=1)
+        for m in np.unique(np.concatenate([machine_of_proc, machine_of_state[~replicated]])):
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)
-            if procs.size + states.size == 0:
-                continue
             local = subgraph(cost, procs, states, machines=ppm)
             best, _ = inner._best_of(local, np.zeros(states.size, dtype=bool), replicate=False)
-            proc_part[procs] = m * ppm + best.proc_part
-            state_part[states] = m * ppm + best.state_part
+            proc_part[procs] += best.proc_part
+            state_part[states] += best.state_part
         self.metis_s_ += inner.metis_s_
         return proc_part, state_part
+
+    def place_in_machines(self, cost: CostGraph, machine_of_proc: np.ndarray,
+                          machine_of_state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Global partitions of a design given by machine (no nested group split)."""
+        units, unit_of = contract_groups(cost)
+        unit_machine = np.zeros(units.n_proc, dtype=np.int64)
+        unit_machine[unit_of] = machine_of_proc
+        if not np.array_equal(unit_machine[unit_of], machine_of_proc):
+            raise ValueError("a nested group is split across machines")
+        unit_part, state_part = self._place_in_machines(units, np.arange(cost.machines),
+                                                        unit_machine, machine_of_state)
+        return unit_part[unit_of], state_part

@@ -103,12 +103,8 @@ def split_nested_groups(graph: WorkloadGraph, proc_part: np.ndarray) -> int:
 
 def search_options(search, graph: WorkloadGraph, weights: Weights) -> list[Option]:
     """The search's pool of good designs, sorted by cost (its best first)."""
-    pool = getattr(search, "pool_", None)  # TODO(lead): remove when pool_ lands
-    if pool is None:  # TODO(lead): remove when pool_ lands (fallback: the single best design)
-        return [option(graph, weights, f"search: {search.best_label_}", "search",
-                       search.proc_part_, search.state_part_)]
     return [option(graph, weights, f"search: {c.label}", "search", c.proc_part, c.state_part)
-            for c in pool]
+            for c in search.pool_]
 
 
 def enumerated_options(graph: WorkloadGraph, weights: Weights, seed: int = 0,

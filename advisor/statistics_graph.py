@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from costmodel import CostGraph
 from advisor.errors import AdvisorError
-from advisor.graph import WorkloadGraph
+from advisor.graph import WorkloadGraph, group_of
 
 # Without a read_mostly flag in the trace manifest, a table is read-mostly when at most this
 # share of the rows accessed in it are writes.
@@ -83,23 +83,24 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
     if memory_limit_bytes is None and cluster.get("machine_memory_mb"):
         memory_limit_bytes = float(cluster["machine_memory_mb"]) * 2**20
 
+    names = proc_names.to_pylist()
+    known = set(names)
+    nested = tuple(tuple(g) for g in manifest.get("nested") or [] if set(g) <= known)
     try:
         cost = CostGraph(
             proc_load=proc_load, state_bytes=_np(state, "estimated_bytes"),
             ps_proc=edge_proc, ps_state=edge_state, ps_weight=edge_weight, ps_write=edge_write,
             pp_src=pp_src, pp_dst=pp_dst, pp_weight=pp_weight,
             machines=machines, partitions_per_machine=ppm, capacity=capacity,
-            memory_limit_bytes=memory_limit_bytes,
+            memory_limit_bytes=memory_limit_bytes, proc_group=group_of(names, nested),
         )
     except ValueError as exc:
         raise AdvisorError(f"{where}: {exc}") from None
-    names = proc_names.to_pylist()
-    known = set(names)
-    nested = tuple(tuple(g) for g in manifest.get("nested") or [] if set(g) <= known)
     return WorkloadGraph(
         str(manifest.get("workload") or Path(stats_dir).name), names, state_names.to_pylist(),
         state.column("table").to_pylist(), _read_mostly(state, manifest), cost,
-        str(manifest.get("sha256", "")), nested,
+        str(manifest.get("sha256", "")), nested, load_unit_s=1e-6,
+        proc_txns=_np(procs, "invocations") / batches,
     )
 
 

@@ -66,7 +66,8 @@ def main() -> None:
           f"{graph.cost.pp_src.size} stream edges, {args.machines} machines, locality {args.locality} "
           f"(built in {time.perf_counter() - started:.1f} s)")
 
-    search = DesignSearch(seed=args.seed, ufactors=(30,), seeds_per_ufactor=1, extra_starts=False)
+    search = DesignSearch(seed=args.seed, ufactors=(30,), seeds_per_ufactor=1, extra_starts=False,
+                          machine_sweep=False)
     adj = adjacency(graph.cost, *search._edge_scales(graph.cost))
     adj.data = metis.integer_weights(adj.data)
     vweights = metis.vertex_weights(np.concatenate([graph.cost.proc_load, np.zeros(graph.n_state)]))

@@ -28,11 +28,30 @@ def _ratio(cut: np.ndarray, total: np.ndarray | float) -> np.ndarray:
     return np.clip(out, 0.0, 1.0)
 
 
+def split_procedures(graph: CostGraph, proc_part: np.ndarray) -> np.ndarray:
+    """True for SPs of a nested group whose SPs sit on more than one machine, shape (..., P)."""
+    proc_part = np.asarray(proc_part)
+    out = np.zeros(proc_part.shape, dtype=bool)
+    if not graph.has_groups:
+        return out
+    members = np.flatnonzero(graph.proc_group >= 0)
+    members = members[np.argsort(graph.proc_group[members], kind="stable")]
+    groups = graph.proc_group[members]
+    starts = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    machine = proc_part[..., members] // graph.partitions_per_machine
+    split = (np.minimum.reduceat(machine, starts, axis=-1)
+             != np.maximum.reduceat(machine, starts, axis=-1))
+    sizes = np.diff(np.r_[starts, members.size])
+    out[..., members] = np.repeat(split, sizes, axis=-1)
+    return out
+
+
 def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray):
     """Cut processing-to-state weight / total processing-to-state weight.
 
     A replicated item is never cut for reads; each write to it is cut to the copies on the
-    other machines.
+    other machines. Every access of an SP whose nested group is split across machines is
+    cut: the group commits as one distributed transaction.
     """
     proc_part = np.asarray(proc_part)
     state_part = np.asarray(state_part)
@@ -43,10 +62,12 @@ def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: n
     s_raw = state_part[..., graph.ps_state]
     replicated = s_raw == REPLICATED
     s_side = np.where(replicated, REPLICATED, s_raw // ppm)
-    other_copies = max(graph.machines - 1, 0)
+    other_copies = max(graph.cluster_machines - 1, 0)
     w = graph.ps_weight
-    cut_plain = np.where(~replicated & (p_side != s_side), w, 0.0)
-    cut_repl = np.where(replicated & graph.ps_write, w * other_copies, 0.0)
+    split = split_procedures(graph, proc_part)[..., graph.ps_proc]
+    cut_plain = np.where(~replicated & ((p_side != s_side) | split), w, 0.0)
+    cut_repl = np.where(replicated & graph.ps_write, w * other_copies,
+                        np.where(replicated & split, w, 0.0))
     total = np.where(replicated & graph.ps_write, w * max(other_copies, 1), w)
     out = _ratio((cut_plain + cut_repl).sum(axis=-1), total.sum(axis=-1))
     return float(out) if out.ndim == 0 else out
@@ -81,19 +102,26 @@ def load_balance_cost(graph: CostGraph, proc_part: np.ndarray):
     denominator is the largest possible spread, so the term stays in [0, 1].
     """
     loads = machine_loads(graph, proc_part)
-    out = load_balance_from_loads(loads, graph.capacity, float(graph.proc_load.sum()))
+    out = load_balance_from_loads(loads, graph.capacity, float(graph.proc_load.sum()),
+                                  graph.idle_capacity)
     return float(out) if np.ndim(out) == 0 else out
 
 
-def load_balance_from_loads(loads: np.ndarray, capacity: np.ndarray, total: float):
-    """The load-balancing term from per-machine loads of shape (..., machines)."""
+def load_balance_from_loads(loads: np.ndarray, capacity: np.ndarray, total: float,
+                            idle_capacity: np.ndarray | None = None):
+    """The load-balancing term from per-machine loads of shape (..., machines); machines of
+    `idle_capacity` carry no load (so the least loaded machine has none)."""
     loads = np.asarray(loads, dtype=np.float64)
-    if loads.shape[-1] == 1 or total <= 0:
+    idle = np.zeros(0) if idle_capacity is None else np.asarray(idle_capacity, dtype=np.float64)
+    if loads.shape[-1] + idle.size == 1 or total <= 0:
         return np.zeros(loads.shape[:-1])
-    relative_capacity = capacity / capacity.mean()
+    mean = (capacity.sum() + idle.sum()) / (capacity.size + idle.size)
+    relative_capacity = capacity / mean
+    lowest = min(relative_capacity.min(), idle.min() / mean if idle.size else np.inf)
     rel = loads / relative_capacity
-    spread = rel.max(axis=-1) - rel.min(axis=-1)
-    return _ratio(spread, total / relative_capacity.min())
+    least = rel.min(axis=-1) if not idle.size else np.minimum(rel.min(axis=-1), 0.0)
+    spread = rel.max(axis=-1) - least
+    return _ratio(spread, total / lowest)
 
 
 def machine_memory(graph: CostGraph, state_part: np.ndarray) -> np.ndarray:
@@ -118,6 +146,8 @@ class CostBreakdown:
     memory_overflow_mb: tuple[float, ...] = field(default_factory=tuple)
     # informative, not in `total`: worst (max - min partition load) / machine load, over machines
     partition_load_balance: float = 0.0
+    # machines that hold at least one SP or state item (0: not computed)
+    machines_used: int = 0
 
     @property
     def feasible(self) -> bool:
@@ -135,6 +165,7 @@ class CostBreakdown:
             "total": round(self.total, 12),
             "feasible": self.feasible,
             "partition_load_balance": round(self.partition_load_balance, 12),
+            "machines_used": self.machines_used,
         }
         if not self.feasible:
             out["memory_overflow_mb"] = [round(x, 3) for x in self.memory_overflow_mb]
@@ -156,7 +187,18 @@ def score(graph: CostGraph, proc_part, state_part, weights: Weights = DEFAULT_WE
         overflow = tuple(float(max(x, 0.0)) for x in over)
     total = weights.alpha * s + weights.beta * p + weights.gamma * b
     return CostBreakdown(s, p, b, float(total), weights, overflow,
-                         partition_load_balance(graph, proc_part))
+                         partition_load_balance(graph, proc_part),
+                         machines_used(graph, proc_part, state_part))
+
+
+def machines_used(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> int:
+    """Machines holding at least one SP or state item (a replicated item is on all of them)."""
+    state_part = np.asarray(state_part)
+    if (state_part == REPLICATED).any():
+        return graph.cluster_machines
+    ppm = graph.partitions_per_machine
+    used = np.concatenate([np.asarray(proc_part) // ppm, state_part // ppm])
+    return int(np.unique(used).size)
 
 
 def partition_load_balance(graph: CostGraph, proc_part: np.ndarray) -> float:

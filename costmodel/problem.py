@@ -16,6 +16,11 @@ class CostGraph:
 
     ps_*: processing-to-state edges (weight = rows accessed per batch, or access probability);
     pp_*: processing-to-processing edges (weight = tuples passed per batch).
+    proc_group[i]: the nested transaction group of SP i (-1: none). A group is one
+    transaction per batch, so a group split across machines makes every access of its SPs
+    distributed (the cost model charges them all as cut).
+    idle_capacity: capacities of further machines of the cluster that hold nothing (the
+    search drops machines the workload cannot use; the load-balancing term still sees them).
     """
 
     proc_load: np.ndarray
@@ -31,6 +36,8 @@ class CostGraph:
     partitions_per_machine: int = 1
     capacity: np.ndarray = field(default=None)  # relative CPU capacity per machine
     memory_limit_bytes: float | None = None  # per machine
+    proc_group: np.ndarray = field(default=None)
+    idle_capacity: np.ndarray = field(default=None)
 
     def __post_init__(self) -> None:
         self.proc_load = _as(self.proc_load, np.float64)
@@ -53,6 +60,25 @@ class CostGraph:
             )
         if np.any(self.capacity <= 0):
             raise ValueError("machine capacities must be > 0")
+        if self.proc_group is None:
+            self.proc_group = np.full(self.proc_load.size, -1, dtype=np.int64)
+        self.proc_group = _as(self.proc_group, np.int64)
+        if self.proc_group.shape != self.proc_load.shape:
+            raise ValueError(f"proc_group has {self.proc_group.size} entries for "
+                             f"{self.proc_load.size} procedures")
+        self.idle_capacity = _as(np.zeros(0) if self.idle_capacity is None
+                                 else self.idle_capacity, np.float64)
+        if np.any(self.idle_capacity <= 0):
+            raise ValueError("machine capacities must be > 0")
+
+    @property
+    def has_groups(self) -> bool:
+        return bool(self.proc_group.size) and bool((self.proc_group >= 0).any())
+
+    @property
+    def cluster_machines(self) -> int:
+        """Machines of the whole cluster, the idle ones included."""
+        return self.machines + int(self.idle_capacity.size)
 
     @property
     def n_proc(self) -> int:
@@ -67,9 +93,10 @@ class CostGraph:
         return self.machines * self.partitions_per_machine
 
     def with_cluster(self, machines: int, partitions_per_machine: int,
-                     capacity=None, memory_limit_bytes=None) -> "CostGraph":
+                     capacity=None, memory_limit_bytes=None, idle_capacity=None) -> "CostGraph":
         return CostGraph(
             self.proc_load, self.state_bytes, self.ps_proc, self.ps_state, self.ps_weight,
             self.ps_write, self.pp_src, self.pp_dst, self.pp_weight, machines,
-            partitions_per_machine, capacity, memory_limit_bytes,
+            partitions_per_machine, capacity, memory_limit_bytes, self.proc_group,
+            idle_capacity,
         )

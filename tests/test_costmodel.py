@@ -138,3 +138,25 @@ def test_nothing_cut_means_zero_colocation_cost(case):
     everything_on = 0
     c = score(g, np.full(g.n_proc, everything_on), np.full(g.n_state, everything_on))
     assert c.state_colocation == 0.0 and c.processing_colocation == 0.0
+
+
+def test_idle_machines_count_in_the_load_balance_and_machines_used():
+    g = tiny_graph()
+    busy = score(g, [0, 1], [0, 1])
+    with_idle = score(tiny_graph(idle_capacity=[1.0, 1.0]), [0, 1], [0, 1])
+    # loads 2 and 1 of 3 on two machines: (2 - 1) / 3; with idle machines the least is 0
+    assert busy.load_balance == pytest.approx(1 / 3)
+    assert with_idle.load_balance == pytest.approx(2 / 3)
+    assert busy.machines_used == with_idle.machines_used == 2
+    assert score(g, [0, 0], [0, 0]).machines_used == 1
+    assert score(g, [0, 0], [0, REPLICATED]).machines_used == 2  # a copy on every machine
+
+
+def test_a_nested_group_split_across_machines_cuts_all_its_accesses():
+    grouped = tiny_graph(proc_group=[0, 0])
+    # the two SPs apart, each beside its own table: only the read of table 1 is cut, unless grouped
+    assert score(tiny_graph(), [0, 1], [0, 1]).state_colocation == pytest.approx(1 / 7)
+    assert score(grouped, [0, 1], [0, 1]).state_colocation == pytest.approx(1.0)
+    assert score(grouped, [1, 1], [0, 1]).state_colocation == pytest.approx(4 / 7)
+    with pytest.raises(ValueError, match="proc_group has 1 entries"):
+        tiny_graph(proc_group=[0])

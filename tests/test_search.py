@@ -6,10 +6,11 @@ from hypothesis import given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score
 from advisor import metis
-from advisor.api import recommend
+from advisor.api import load_graph, recommend
+from advisor.calibrated import default_weights
 from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph
-from advisor.search import DesignSearch
+from advisor.search import DesignSearch, canonical_key, contract_groups
 from advisor.spec import bundled_workloads, load_workload, parse_workload
 
 
@@ -26,30 +27,41 @@ def test_tpcdi_example_colocates_every_table_with_its_sp_and_balances():
 
 
 def small_enough_specs():
+    """Bundled specs and machine counts whose designs can all be enumerated (nested groups
+    count as one node: the search places them whole)."""
     for name in bundled_workloads():
         w = load_workload(name)
         for machines in range(1, 5):
             g = WorkloadGraph.from_workload(w.with_cluster(machines, 1))
-            if g.n_nodes <= 12:
+            units, _ = contract_groups(g.cost)
+            if units.n_proc + units.n_state <= 12:
                 yield name, machines
 
 
 SMALL = list(small_enough_specs())
+METIS_ONLY = dict(exact_limit=0, extra_starts=False)
+
+
+def unit_optimum(cost: CostGraph, weights: Weights) -> float:
+    """The exact optimum over designs that keep nested groups whole."""
+    units, _ = contract_groups(cost)
+    return exhaustive_optimum(units, weights)[2]
 
 
 def test_enough_bundled_specs_are_small_enough_to_enumerate():
     assert len({name for name, _ in SMALL}) >= 7
+    assert ("linear-road", 4) in SMALL and ("online-bidding", 4) in SMALL
 
 
+@pytest.mark.parametrize("priced", [True, False], ids=["priced weights", "fixed weights"])
 @pytest.mark.parametrize("name, machines", SMALL)
-def test_recommendation_equals_exhaustive_optimum(name, machines):
-    # the METIS path alone (no enumeration inside the search) must reach the optimum
-    heuristic = DesignSearch(exact_limit=0)
-    rec = recommend(name, machines=machines, partitions_per_machine=1, baselines=False, search=heuristic)
-    assert "exhaustive" not in rec.search.best_label_
-    optimum = exhaustive_optimum(rec.graph.cost, rec.design.weights)
-    assert optimum is not None
-    assert rec.design.cost.total == pytest.approx(optimum[2], abs=1e-9)
+def test_metis_path_alone_reaches_the_exhaustive_optimum(name, machines, priced):
+    # no enumeration inside the search and no simple starts: METIS, refinement, local search
+    graph = load_graph(name, machines, 1)
+    weights = default_weights(graph) if priced else Weights(0.3, 0.1, 0.6)
+    found = DesignSearch(weights=weights, **METIS_ONLY).fit(graph)
+    assert "exhaustive" not in found.best_label_ and "start:" not in found.best_label_
+    assert found.cost_.total == pytest.approx(unit_optimum(graph.cost, weights), abs=1e-9)
 
 
 def test_bundled_spec_recommendation_matches_the_optimum_baseline():
@@ -133,8 +145,9 @@ accesses = [ {{ table = "Shared", mode = "read", rows = 10 }}, {{ table = "Big2"
 
 def test_replication_of_read_mostly_state_removes_the_distributed_reads():
     w = parse_workload(TWO_READERS.format(mem=100), "two.toml")
-    plain = recommend(w, baselines=False).design
-    repl = recommend(w, replicate=True, baselines=False).design
+    balance_first = Weights(0.3, 0.1, 0.6)  # so that A and B go to different machines
+    plain = recommend(w, weights=balance_first, baselines=False).design
+    repl = recommend(w, weights=balance_first, replicate=True, baselines=False).design
     assert plain.cost.state_colocation > 0
     assert repl.state["Shared"] is None and repl.cost.state_colocation == 0.0
     assert repl.cost.total < plain.cost.total
@@ -203,21 +216,25 @@ def small_graphs(draw):
 
 @settings(max_examples=60, deadline=None)
 @given(small_graphs(), st.integers(0, 3))
-def test_search_is_never_worse_than_simple_designs_nor_better_than_the_optimum(g, seed):
-    found = DesignSearch(seed=seed, exact_limit=0).fit(g)
+def test_metis_path_alone_reaches_the_optimum_of_small_random_graphs(g, seed):
+    found = DesignSearch(seed=seed, **METIS_ONLY).fit(g)
     optimum = exhaustive_optimum(g, found.weights)
     assert optimum is not None
-    assert found.cost_.total >= optimum[2] - 1e-9
-    together = score(g, np.zeros(g.n_proc, dtype=int), np.zeros(g.n_state, dtype=int))
-    dealt = score(g, np.arange(g.n_proc) % g.machines, np.arange(g.n_state) % g.machines)
-    assert found.cost_.total <= min(together.total, dealt.total) + 1e-9
+    assert found.cost_.total == pytest.approx(optimum[2], abs=1e-9)
 
 
 @settings(max_examples=40, deadline=None)
-@given(small_graphs())
-def test_small_graphs_get_the_exact_optimum(g):
-    found = DesignSearch().fit(g)
-    assert found.cost_.total == pytest.approx(exhaustive_optimum(g, found.weights)[2], abs=1e-9)
+@given(small_graphs(), st.integers(0, 2**16))
+def test_every_pool_design_is_scored_as_the_cost_model_scores_it(g, seed):
+    found = DesignSearch(seed=seed, **METIS_ONLY).fit(g)
+    assert 1 <= len(found.pool_) <= found.pool_size
+    totals = [c.cost.total for c in found.pool_]
+    assert totals == sorted(totals) and found.cost_.total == totals[0]
+    for cand in found.pool_:
+        again = score(g, cand.proc_part, cand.state_part, found.weights)
+        assert again.total == pytest.approx(cand.cost.total, abs=1e-12)
+    keys = {canonical_key(c.proc_part, c.state_part, relabel=True) for c in found.pool_}
+    assert len(keys) == len(found.pool_)  # distinct up to renaming machines
 
 
 def test_exhaustive_declines_large_graphs_without_enumerating():

@@ -12,13 +12,20 @@ from advisor.cli.format import candidate_table, design_table
 
 
 def weights_option(alpha: Optional[float], beta: Optional[float], gamma: Optional[float],
-                   calibration: Optional[Path] = None):
-    """Weights from --alpha/--beta/--gamma, else from a calibration file, else the defaults."""
+                   calibration: Optional[Path] = None, graph=None):
+    """Weights from --alpha/--beta/--gamma, else priced from a calibration for `graph`
+    (None when nothing is given and there is no graph: the API prices the defaults)."""
     from costmodel import DEFAULT_WEIGHTS, Weights
     from advisor.errors import AdvisorError
 
     base = DEFAULT_WEIGHTS
-    if calibration is not None:
+    if graph is not None:
+        from advisor.calibrated import default_weights
+
+        base = default_weights(graph, calibration)
+    elif alpha is None and beta is None and gamma is None and calibration is None:
+        return None
+    elif calibration is not None:
         from advisor.calibrated import weights_from_calibration
 
         base = weights_from_calibration(calibration)
@@ -64,7 +71,12 @@ def recommend(
     """Recommend where every procedure and state item lives."""
     from advisor.api import recommend as run
 
-    weights = weights_option(alpha, beta, gamma, calibration)
+    graph = None
+    if calibration is not None or (alpha, beta, gamma).count(None) in (1, 2):
+        from advisor.api import load_graph
+
+        graph = load_graph(source, machines, partitions_per_machine)
+    weights = weights_option(alpha, beta, gamma, calibration, graph)
     sim_calibration = None
     if calibration is not None and objective == "throughput":
         from engine_sim.sim import Calibration
@@ -79,6 +91,7 @@ def recommend(
         typer.echo(rec.design.to_json(), nl=False)
         return
     d = rec.design
+    weights = d.weights
     typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     for line in objective_lines(rec.selection):

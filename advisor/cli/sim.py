@@ -100,7 +100,8 @@ def simulate(
 
 @app.command()
 def calibrate(
-    out: Path = typer.Option(Path("calibration.json"), "--out", "-o", help="where to write it"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write it (default: "
+                                       "the user's calibration, which the advisor then prices with)"),
     quick: bool = typer.Option(False, "--quick", help="fewer batches per micro-benchmark"),
     in_process: bool = typer.Option(False, "--in-process", help="measure the in-process engine "
                                     "(one thread) instead of one process per partition"),
@@ -109,6 +110,11 @@ def calibrate(
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
     from engine_sim.calibration import calibrate as run
 
+    if out is None:
+        from advisor.calibrated import user_calibration_path
+
+        out = user_calibration_path()
+        out.parent.mkdir(parents=True, exist_ok=True)
     cal = run(quick=quick, in_process=in_process,
               progress=None if as_json else (lambda msg: typer.echo(msg, err=True)))
     cal.save(out)

@@ -1,0 +1,385 @@
+"""Tabu local search on the exact design cost, for graphs cut into machines.
+
+The search works on SPs (or nested groups contracted to one node) only: with processing
+fixed, the state term is lowest when every state item sits where most of its access weight
+is (state carries no load), so a design's cost here is its cost with state placed that way,
+exactly as `placement.place_state` places it. Moving an SP therefore takes its private
+state along, and moves the shared state it tips over.
+
+Each step evaluates the exact cost of moving every SP to every machine at once (numpy, one
+matrix of SPs x machines); it takes the best move that is not tabu (moving an SP back to a
+machine it just left), or the best swap of two SPs when that improves and no single move
+does. Runs start from each given design, then restart from the best one seen with a random
+kick (multi-start). Budgets are counted in steps, so the same seed gives the same designs;
+`time_budget_s` is only a safety net (`timed_out_` says when it cut a run short).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodel import CostGraph, Weights
+
+# Graphs whose SP-edges x machines matrix is larger than this are left to the greedy moves.
+MAX_MATRIX = 4_000_000
+# a restart moves 1/KICK_DIV of the SPs at random; a run stops after PATIENCE(n) steps
+# without a new best
+KICK_DIV = 4
+
+
+def PATIENCE(n: int) -> int:
+    return 4 * n + 20
+
+
+# SPs at most for the scan of every swap (an n x n matrix per step)
+MAX_SWAP_SCAN = 1500
+# weight of the tie-breaking terms in the choice of a move (far below any real cost change)
+TIE_SCALE = 1e-7
+
+
+def fits(graph: CostGraph) -> bool:
+    """Whether the tabu search's dense per-step matrices stay small on this graph."""
+    m = graph.machines
+    edges = graph.ps_proc.size + 2 * graph.pp_src.size
+    return m > 1 and graph.n_proc > 1 and max(edges, graph.n_proc, graph.n_state) * m <= MAX_MATRIX
+
+
+class _Evaluator:
+    """Exact costs of a processing assignment and of every single move from it."""
+
+    def __init__(self, g: CostGraph, weights: Weights):
+        self.g, self.w = g, weights
+        n, m = g.n_proc, g.machines
+        self.n, self.m = n, m
+        # processing-to-state edges merged per (SP, state), sorted by SP
+        key = g.ps_proc * max(g.n_state, 1) + g.ps_state
+        uniq, inv = np.unique(key, return_inverse=True)
+        self.e_w = np.bincount(inv, weights=g.ps_weight) if uniq.size else np.zeros(0)
+        self.e_v = uniq // max(g.n_state, 1)
+        states, self.e_s = np.unique(uniq % max(g.n_state, 1), return_inverse=True)
+        self.n_s = states.size
+        self.ps_total = float(g.ps_weight.sum())
+        # stream edges in both directions, loops left out (never cut, but in the total)
+        loop = g.pp_src == g.pp_dst
+        src, dst, w = g.pp_src[~loop], g.pp_dst[~loop], g.pp_weight[~loop]
+        self.p_v = np.concatenate([src, dst])
+        self.p_u = np.concatenate([dst, src])
+        self.p_w = np.concatenate([w, w])
+        order = np.argsort(self.p_v, kind="stable")
+        self.p_v, self.p_u, self.p_w = self.p_v[order], self.p_u[order], self.p_w[order]
+        self.e_start = np.searchsorted(self.e_v, np.arange(n + 1))
+        self.p_start = np.searchsorted(self.p_v, np.arange(n + 1))
+        self.pp_total = float(g.pp_weight.sum())
+        self.load = g.proc_load
+        self.total_load = float(g.proc_load.sum())
+        idle = g.idle_capacity
+        mean = (g.capacity.sum() + idle.sum()) / (m + idle.size)
+        self.rc = g.capacity / mean
+        self.lowest = min(self.rc.min(), idle.min() / mean if idle.size else np.inf)
+        self.idle = idle.size > 0
+        self.rows = np.arange(self.e_v.size)
+
+    # -- state of one assignment ------------------------------------------------------------
+    def reset(self, part: np.ndarray) -> None:
+        self.part = part.astype(np.int64).copy()
+        self.W = np.zeros((self.n_s, self.m))
+        np.add.at(self.W, (self.e_s, self.part[self.e_v]), self.e_w)
+        self.loads = np.bincount(self.part, weights=self.load, minlength=self.m)
+        self.cut_pp = float((self.p_w * (self.part[self.p_v] != self.part[self.p_u])).sum()) / 2
+        self.loop_pp = 0.0
+        self._tops()
+        self.total = self._total(self.state_cut(), self.cut_pp, self._balance(self.loads))
+
+    def _tops(self, rows: np.ndarray | None = None) -> None:
+        """Largest and second largest weight of each state item over machines (of `rows`
+        only, after a move)."""
+        if rows is None:
+            rows = np.arange(self.n_s)
+            self.t1i = np.zeros(self.n_s, dtype=np.int64)
+            self.t1v = np.zeros(self.n_s)
+            self.t2v = np.full(self.n_s, -np.inf)
+        if rows.size == 0:
+            return
+        W = self.W[rows]
+        if self.m >= 2:
+            idx = np.argpartition(-W, 1, axis=1)[:, :2]
+            vals = np.take_along_axis(W, idx, axis=1)
+            swap = vals[:, 1] > vals[:, 0]
+            idx[swap] = idx[swap][:, ::-1]
+            vals[swap] = vals[swap][:, ::-1]
+            self.t1i[rows], self.t1v[rows], self.t2v[rows] = idx[:, 0], vals[:, 0], vals[:, 1]
+        else:
+            self.t1i[rows], self.t1v[rows] = 0, W[:, 0]
+
+    def state_cut(self) -> float:
+        return float(self.e_w.sum() - self.t1v.sum())
+
+    def _balance(self, loads: np.ndarray) -> float:
+        if self.m + int(self.idle) <= 1 or self.total_load <= 0:
+            return 0.0
+        rel = loads / self.rc
+        high, low = float(rel.max()), float(rel.min())
+        if self.idle:
+            low = min(low, 0.0)
+        return min(max((high - low) * self.lowest / self.total_load, 0.0), 1.0)
+
+    def _total(self, cut_ps: float, cut_pp: float, balance: float) -> float:
+        s = min(cut_ps / self.ps_total, 1.0) if self.ps_total > 0 else 0.0
+        p = min(cut_pp / self.pp_total, 1.0) if self.pp_total > 0 else 0.0
+        return self.w.alpha * s + self.w.beta * p + self.w.gamma * balance
+
+    # -- every move at once ---------------------------------------------------------------
+    def move_totals(self) -> np.ndarray:
+        """(n, m): the exact total after moving SP v to machine b (column part[v]: now)."""
+        n, m, part = self.n, self.m, self.part
+        d_ps = np.zeros((n, m))
+        if self.e_v.size:
+            a = part[self.e_v]
+            s, w = self.e_s, self.e_w
+            best_other = np.where(self.t1i[s] == a, self.t2v[s], self.t1v[s])
+            Wa = self.W[s, a]
+            new_max = np.maximum(np.maximum(best_other, Wa - w)[:, None], self.W[s] + w[:, None])
+            gain = self.t1v[s][:, None] - new_max  # increase of the state cut
+            gain[self.rows, a] = 0.0
+            has = self.e_start[1:] > self.e_start[:-1]
+            d_ps[has] = np.add.reduceat(gain, self.e_start[:-1][has], axis=0)
+        d_pp = np.zeros((n, m))
+        if self.p_v.size:
+            pu = part[self.p_u]
+            now = (pu != part[self.p_v]) * self.p_w
+            after = self.p_w[:, None] * (pu[:, None] != np.arange(m)[None, :])
+            has = self.p_start[1:] > self.p_start[:-1]
+            d_pp[has] = np.add.reduceat(after - now[:, None], self.p_start[:-1][has], axis=0)
+        s_term = ((self.state_cut() + d_ps) / self.ps_total).clip(max=1.0) if self.ps_total > 0 else 0.0
+        p_term = ((self.cut_pp + d_pp) / self.pp_total).clip(max=1.0) if self.pp_total > 0 else 0.0
+        self.cut_totals = self.w.alpha * s_term + self.w.beta * p_term + np.zeros((n, m))
+        return self.cut_totals + self.w.gamma * self._balance_all()
+
+    def swap_balance(self) -> np.ndarray:
+        """(n, n) load-balancing term after swapping the machines of SPs u and v (exact)."""
+        n, m, part = self.n, self.m, self.part
+        if m + int(self.idle) <= 1 or self.total_load <= 0:
+            return np.zeros((n, n))
+        rel = self.loads / self.rc
+        # extremes over machines other than a and b, for every pair of machines
+        order = np.argsort(rel, kind="stable")
+        cols = np.arange(m)
+        excl_max = np.full((m, m), -np.inf)
+        excl_min = np.full((m, m), np.inf)
+        for idx, out, pick in ((order[::-1][:3], excl_max, np.maximum),
+                               (order[:3], excl_min, np.minimum)):
+            done = np.zeros((m, m), dtype=bool)
+            for i in idx:
+                ok = ~done & (i != cols)[:, None] & (i != cols)[None, :]
+                out[ok] = rel[i]
+                done |= ok
+        a, b = part[:, None], part[None, :]
+        diff = self.load[None, :] - self.load[:, None]  # lv - lu
+        rel_a = rel[a] + diff / self.rc[a]
+        rel_b = rel[b] - diff / self.rc[b]
+        hi = np.maximum(np.maximum(excl_max[a, b], rel_a), rel_b)
+        lo = np.minimum(np.minimum(excl_min[a, b], rel_a), rel_b)
+        if self.idle:
+            lo = np.minimum(lo, 0.0)
+        return np.clip((hi - lo) / (self.total_load / self.lowest), 0.0, 1.0)
+
+    def _balance_all(self) -> np.ndarray:
+        """(n, m) load-balancing term after each move, in O(n m) (top-3 / bottom-3 trick)."""
+        n, m, part = self.n, self.m, self.part
+        if m + int(self.idle) <= 1 or self.total_load <= 0:
+            return np.zeros((n, m))
+        rel = self.loads / self.rc
+        k = min(3, m)
+        order = np.argsort(rel, kind="stable")
+        lo_i, hi_i = order[:k], order[::-1][:k]
+        a = part
+        cols = np.arange(m)[None, :]
+
+        def extreme_excluding(idx, fill):
+            # value at the first of idx (in order) not equal to a[v] nor b
+            out = np.full((n, m), fill)
+            done = np.zeros((n, m), dtype=bool)
+            for i in idx:
+                ok = ~done & (i != a)[:, None] & (i != cols)
+                out[ok] = rel[i]
+                done |= ok
+            return out
+
+        mx_other = extreme_excluding(hi_i, -np.inf)
+        mn_other = extreme_excluding(lo_i, np.inf)
+        lv = self.load
+        rel_a_after = rel[a] - lv / self.rc[a]  # the machine it leaves
+        rel_b_after = rel[None, :] + lv[:, None] / self.rc[None, :]
+        mx = np.maximum(np.maximum(mx_other, rel_a_after[:, None]), rel_b_after)
+        mn = np.minimum(np.minimum(mn_other, rel_a_after[:, None]), rel_b_after)
+        if self.idle:
+            mn = np.minimum(mn, 0.0)
+        out = np.clip((mx - mn) / (self.total_load / self.lowest), 0.0, 1.0)
+        out[np.arange(n), a] = self._balance(self.loads)
+        return out
+
+    def spread_after(self) -> np.ndarray:
+        """(n, m) sum of squared relative machine loads after each move, in [0, 1]: a
+        tie-breaker towards evener loads."""
+        rel = self.loads / self.rc
+        a = self.part
+        lv = self.load
+        base = float((rel ** 2).sum())
+        ra = rel[a]
+        ra_after = ra - lv / self.rc[a]
+        rb_after = rel[None, :] + lv[:, None] / self.rc[None, :]
+        out = (base - ra ** 2 + ra_after ** 2)[:, None] - rel[None, :] ** 2 + rb_after ** 2
+        out[np.arange(self.n), a] = base
+        scale = (self.total_load / self.lowest) ** 2
+        return out / scale if scale > 0 else np.zeros_like(out)
+
+    # -- applying a move ------------------------------------------------------------------
+    def apply(self, v: int, b: int) -> None:
+        a = int(self.part[v])
+        if a == b:
+            return
+        lo, hi = self.e_start[v], self.e_start[v + 1]
+        s, w = self.e_s[lo:hi], self.e_w[lo:hi]
+        self.W[s, a] -= w  # (SP, state) pairs are merged: no repeated s here
+        self.W[s, b] += w
+        lo, hi = self.p_start[v], self.p_start[v + 1]
+        if hi > lo:
+            pu = self.part[self.p_u[lo:hi]]
+            self.cut_pp += float((self.p_w[lo:hi] * ((pu != b).astype(float) - (pu != a))).sum())
+        self.loads[a] -= self.load[v]
+        self.loads[b] += self.load[v]
+        self.part[v] = b
+        self._tops(s)
+        self.total = self._total(self.state_cut(), self.cut_pp, self._balance(self.loads))
+
+
+@dataclass
+class TabuSearch:
+    """Tabu search with moves and swaps from several starts. Results after `run`: `results_`
+    (label, proc assignment, cost as this search counts it), best first; `steps_`,
+    `timed_out_`."""
+
+    weights: Weights
+    seed: int = 0
+    restarts: int = 4  # random kicks from the best design after the given starts
+    max_starts: int = 4  # given starts used (the first ones)
+    patience: int = 0  # steps without a new best before a run stops (0: 2n + 20)
+    max_steps: int = 0  # steps of one run at most (0: 20n + 200)
+    time_budget_s: float = 2.0
+    total_steps: int = 1200  # steps of all runs together at most
+    swap_candidates: int = 6
+    results_: list = field(default_factory=list, init=False)
+    steps_: int = field(default=0, init=False)
+    timed_out_: bool = field(default=False, init=False)
+
+    def run(self, graph: CostGraph, starts: list[tuple[str, np.ndarray]]) -> "TabuSearch":
+        self.results_, self.steps_, self.timed_out_ = [], 0, False
+        if not fits(graph) or not starts:
+            return self
+        deadline = time.perf_counter() + self.time_budget_s
+        ev = _Evaluator(graph, self.weights)
+        rng = np.random.default_rng(self.seed)
+        best_part, best_total = None, np.inf
+        for label, part in starts[:self.max_starts]:
+            p, t = self._one_run(ev, part, rng, deadline)
+            self.results_.append((f"tabu from {label}", p, t))
+            if t < best_total - 1e-12:
+                best_part, best_total = p, t
+        for r in range(self.restarts):
+            if self.timed_out_ or self.steps_ >= self.total_steps:
+                break
+            kicked = best_part.copy()
+            k = max(2, graph.n_proc // KICK_DIV)
+            who = rng.choice(graph.n_proc, size=min(k, graph.n_proc), replace=False)
+            kicked[who] = rng.integers(0, graph.machines, who.size)
+            p, t = self._one_run(ev, kicked, rng, deadline)
+            self.results_.append((f"tabu restart #{r + 1}", p, t))
+            if t < best_total - 1e-12:
+                best_part, best_total = p, t
+        self.results_.sort(key=lambda x: x[2])
+        return self
+
+    def _one_run(self, ev: _Evaluator, start: np.ndarray, rng, deadline: float):
+        n, m = ev.n, ev.m
+        ev.reset(start)
+        patience = self.patience or PATIENCE(n)
+        max_steps = self.max_steps or 20 * n + 200
+        tenure = max(3, min(n // 3, 12))
+        tabu_until = np.zeros((n, m), dtype=np.int64)
+        best_part, best_total = ev.part.copy(), ev.total
+        since_best = 0
+        for step in range(1, max_steps + 1):
+            if self.steps_ >= self.total_steps:
+                break
+            if time.perf_counter() > deadline:
+                self.timed_out_ = True
+                break
+            self.steps_ += 1
+            totals = ev.move_totals()
+            totals[np.arange(n), ev.part] = np.inf
+            allowed = (tabu_until <= step) | (totals < best_total - 1e-12)
+            masked = np.where(allowed, totals, np.inf)
+            # among moves of (nearly) equal cost, prefer evener loads, then chance: the
+            # max - min balance term is flat for most moves and ties would cycle
+            key = masked + TIE_SCALE * (ev.spread_after() + 0.01 * rng.random((n, m)))
+            flat = int(np.argmin(key))
+            v, b = divmod(flat, m)
+            move_total = masked[v, b]
+            if not move_total < ev.total - 1e-12 and ev.total <= best_total + 1e-12:
+                # at the best local optimum so far: a swap may improve where no move does
+                swapped = self._best_swap(ev, totals)
+                if swapped is not None:
+                    u, w_ = swapped
+                    for x in (u, w_):
+                        tabu_until[x, ev.part[x]] = step + tenure
+                    pu, pw = ev.part[u], ev.part[w_]
+                    ev.apply(u, pw)
+                    ev.apply(w_, pu)
+                    v = -1
+            if v >= 0:
+                if not np.isfinite(move_total):
+                    break
+                tabu_until[v, ev.part[v]] = step + tenure
+                ev.apply(v, b)
+            if ev.total < best_total - 1e-12:
+                best_part, best_total, since_best = ev.part.copy(), ev.total, 0
+            else:
+                since_best += 1
+                if since_best >= patience:
+                    break
+        return best_part, best_total
+
+    def _best_swap(self, ev: _Evaluator, totals: np.ndarray):
+        """The best improving swap of two SPs on different machines, among the pairs whose
+        two single moves look best together; None when none improves."""
+        n = ev.n
+        if n < 2 or n > MAX_SWAP_SCAN or self.swap_candidates <= 0:
+            return None
+        part = ev.part
+        # cut terms of the two moves added (exact unless u and v share state or a stream),
+        # the balance of the swap exact
+        cut_now = ev.total - ev.w.gamma * ev._balance(ev.loads)
+        to_other = ev.cut_totals[:, part] - cut_now  # (u, v): u moves to v's machine
+        approx = cut_now + to_other + to_other.T + ev.w.gamma * ev.swap_balance()
+        approx[part[:, None] == part[None, :]] = np.inf
+        iu = np.triu_indices(n, 1)
+        flat = approx[iu]
+        k = min(self.swap_candidates, int(np.isfinite(flat).sum()))
+        if k == 0:
+            return None
+        pick = np.argsort(flat, kind="stable")[:k]
+        base = ev.total
+        best, best_total = None, base - 1e-12
+        for i in pick:
+            u, v = int(iu[0][i]), int(iu[1][i])
+            pu, pv = int(part[u]), int(part[v])
+            ev.apply(u, pv)
+            ev.apply(v, pu)
+            t = ev.total
+            ev.apply(v, pv)
+            ev.apply(u, pu)
+            if t < best_total:
+                best, best_total = (u, v), t
+        return best
