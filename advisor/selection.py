@@ -30,6 +30,7 @@ OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
 MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
 MAX_SIM_BATCH_WORK = 1_000  # SPs + edges above which nothing is simulated (per-batch work)
+MAX_SIM_PARTITIONS = 1_024  # the simulator builds every partition of the cluster
 EVENT_BUDGET = 300_000  # simulated events (and run overheads) for the whole pick: ~1 s here, quiet
 RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
 PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this share
@@ -220,6 +221,10 @@ def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str |
         return (f"the graph is too large to simulate quickly ({graph.n_nodes:,} nodes and "
                 f"{edges:,} edges on {c.machines:,} machines; limits: {MAX_SIM_BATCH_WORK:,} "
                 f"SPs + edges, {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
+    partitions = c.machines * c.partitions_per_machine
+    if partitions > MAX_SIM_PARTITIONS:
+        return (f"the cluster is too large to simulate quickly ({partitions:,} partitions; "
+                f"limit {MAX_SIM_PARTITIONS:,})")
     return None
 
 

@@ -49,7 +49,7 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     curve = ScalingCurve()
     for m in machine_counts:
         w = workload.with_cluster(machines=m, partitions_per_machine=partitions_per_machine)
-        rec = recommend(w, weights=weights, seed=seed, baselines=False)
+        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective="cost")
         designs = {"advisor": rec.design}
         for name in baselines:
             placed = BASELINE_FUNCTIONS[name](rec.graph, weights, seed)

@@ -73,7 +73,12 @@ class Suggestions:
 
     @property
     def best(self) -> Suggestion | None:
-        return self.items[0] if self.items else None
+        """The change predicted to help most; None when the simulator predicts none helps
+        (without a simulator, the first by cost)."""
+        top = self.items[0] if self.items else None
+        if top is None or (top.gain is not None and top.gain <= 0):
+            return None
+        return top
 
     def to_frame(self):
         import pandas as pd

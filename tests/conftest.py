@@ -3,8 +3,14 @@ partitions, quiet logs, UI off, bound to 127.0.0.1), started only when a test as
 from __future__ import annotations
 
 import os
+import tempfile
 
 import pytest
+
+# The advisor prices its default weights with the user's calibration when there is one
+# (~/.config/sstore-advisor/calibration.json): tests see the shipped one only, wherever they run.
+os.environ.pop("ADVISOR_CALIBRATION", None)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,7 @@ def kernel(tmp_path, monkeypatch):
     return KERNEL
 
 
+@pytest.mark.slow  # about two minutes: several throughput picks, an engine run, a tuning study
 def test_tuning_notebook_runs_start_to_end(kernel, tmp_path):
     import nbformat
     from nbclient import NotebookClient

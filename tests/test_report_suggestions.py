@@ -94,7 +94,7 @@ def test_changes_to_unknown_names_are_user_errors(tpcdi):
 
 def test_suggestion_gain_is_the_simulated_gain_of_the_changed_spec(tpcdi):
     w = tpcdi.with_cluster(machines=8)
-    design = recommend(w, baselines=False).design
+    design = recommend(w, baselines=False, objective="cost").design  # leaves room to improve
     result = suggest(w, design)
     assert result.bottleneck.hot_procedure == "SecurityLookup"
     best = result.best
@@ -121,3 +121,12 @@ def test_statistics_only_suggestions_use_the_cost_model(tmp_path):
     assert ("replicate", "DimDate") in kinds
     s = next(s for s in result if s.target == "DimDate")
     assert s.gain is None and s.cost_after < s.cost_before
+
+
+def test_no_suggestion_is_best_when_every_change_is_predicted_slower(tpcdi):
+    w = tpcdi.with_cluster(machines=8)
+    result = suggest(w, recommend(w, baselines=False, objective="cost").design)
+    assert result.items and result.best is not None
+    for item in result.items:
+        item.tps_after = item.tps_before * 0.9
+    assert result.best is None

@@ -56,7 +56,8 @@ def this_machine() -> dict:
 
 
 def prices(params: SimParams, tuples: float = 10, tuple_bytes: float = 64) -> dict[str, float]:
-    """Partition-seconds of a distributed transaction, a MOVE and an idle machine."""
+    """Partition-seconds of a distributed transaction, a MOVE, an idle machine and one unit of
+    declared SP cost (what the advisor's default weights are priced in)."""
     single = params.single_site_txn_s(cost=1.0, rows_read=tuples, tuples_in=tuples, tuples_out=tuples)
     hold = params.two_pc_hold_s(single, remote_rounds=0, participants=2, same_machine=False,
                                 fragment_rows=tuples)
@@ -64,7 +65,7 @@ def prices(params: SimParams, tuples: float = 10, tuple_bytes: float = 64) -> di
     move = (2 * (params.msg_cpu_s + nbytes * params.ser_byte_s) + nbytes / params.bandwidth_Bps
             + tuples * params.tuple_out_s)
     return {"single_txn_s": single, "distributed_txn_s": max(2 * hold - single, 0.0),
-            "move_s": move, "idle_machine_s": single}
+            "move_s": move, "idle_machine_s": single, "cost_unit_s": params.cost_unit_s}
 
 
 def weights_from_prices(p: dict[str, float]) -> Weights:
