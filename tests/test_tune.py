@@ -46,7 +46,8 @@ def test_study_renders_as_a_notebook_object(study):
 
 def test_cli_tune_writes_each_round(tmp_path, capsys):
     out = tmp_path / "tuned"
-    assert run_app(["tune", "tpcdi-trade", "--machines", "8", "--rounds", "2", "--out", str(out)]) == 0
+    assert run_app(["tune", "tpcdi-trade", "--machines", "8", "--rounds", "2", "--out", str(out),
+                    "--alpha", "0.3", "--beta", "0.1", "--gamma", "0.6"]) == 0
     printed = capsys.readouterr().out
     assert "predicted tuples/s" in printed and "best: round" in printed
     specs = sorted(out.glob("round-*.toml"))
