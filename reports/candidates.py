@@ -31,7 +31,7 @@ def design_for(workload: Workload, machines: int, partitions_per_machine: int, w
                              procedures=tuple(_replace(p, accesses=tuple(a for a in p.accesses if a.table not in gone))
                                               for p in workload.procedures))
     rec = recommend(search_on, machines=machines, partitions_per_machine=partitions_per_machine,
-                    weights=weights, seed=seed, baselines=False, objective="cost")
+                    weights=weights, seed=seed, baselines=False)
     design = rec.design
     if not replicated:
         return design
