@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from costmodel import DEFAULT_WEIGHTS, Weights
+from costmodel import Weights
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.workload import Workload
@@ -52,7 +52,7 @@ class TuningStudy:
     source: object
     machines: int | None = None
     partitions_per_machine: int | None = None
-    weights: Weights = DEFAULT_WEIGHTS
+    weights: Weights | None = None  # None: priced from the calibration for each round's graph
     seed: int = 0
     options: PredictOptions = field(default_factory=PredictOptions)
     min_gain: float = 0.01  # a change must raise predicted throughput by at least this fraction
