@@ -32,3 +32,17 @@ def spark():
     }, app_name="advisor-tests")
     yield session
     session.stop()
+
+
+def running(pids) -> list[int]:
+    """Those of `pids` still running (zombies have exited): what a run left behind."""
+    import psutil
+
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass  # gone: not running
+    return out

@@ -13,6 +13,8 @@ import time
 import psutil
 import pytest
 
+from conftest import running
+
 from advisor.cli import run_app
 from advisor.design import Design
 from advisor.spec import load_workload
@@ -244,16 +246,6 @@ def test_a_killed_driver_takes_every_partition_process_down(tmp_path):
 
 # -- helpers -------------------------------------------------------------------------------------
 
-def running(pids):
-    """Those of `pids` still running (zombies have exited)."""
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def _cmd(p):

@@ -3,8 +3,9 @@ a partition process killed with SIGKILL and recovered. Same semantics as in-proc
 state digest, a correct history."""
 import os
 
-import psutil
 import pytest
+
+from conftest import running
 
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
@@ -13,16 +14,6 @@ from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter
 
 
-def running(pids):
-    """The partition processes of a run that still run (zombies have exited)."""
-    out = []
-    for pid in pids:
-        try:
-            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                out.append(pid)
-        except psutil.NoSuchProcess:
-            pass
-    return out
 
 
 def test_processes_reach_the_in_process_state_and_exit():
