@@ -13,7 +13,7 @@ from typing import Any
 from advisor.atomic import read_user_text
 from advisor.errors import SpecError
 from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
-                              Workload)
+                              Window, Workload)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
 
@@ -87,7 +87,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source}: not valid TOML: {exc}") from None
     r.unknown(doc, {"name", "description", "input", "cluster", "tables", "procedures",
-                    "streams", "nested"}, "top level")
+                    "streams", "nested", "windows"}, "top level")
     name = r.string(doc, "name", "top level")
     description = doc.get("description", "")
     if not isinstance(description, str):
@@ -128,12 +128,15 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     tables = [_table(r, t, i) for i, t in enumerate(r.array(doc, "tables", "top level"))]
     _unique(r, [t.name for t in tables], "tables")
     table_names = {t.name for t in tables}
-    procedures = [_procedure(r, p, i, table_names, set(input_spec.fields))
+    windows = [_window(r, w, i, table_names) for i, w in enumerate(r.array(doc, "windows", "top level"))]
+    _unique(r, [w.name for w in windows], "windows")
+    procedures = [_procedure(r, p, i, table_names | {w.name for w in windows}, set(input_spec.fields))
                   for i, p in enumerate(r.array(doc, "procedures", "top level"))]
     if not procedures:
         raise r.fail("top level", "a workload needs at least one [[procedures]] entry")
     _unique(r, [p.name for p in procedures], "procedures")
     proc_names = {p.name for p in procedures}
+    _check_window_owners(r, windows, procedures, input_spec)
     streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
     _check_acyclic(r, streams)
     nested = []
@@ -157,7 +160,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
 
     return Workload(
         name=name, tables=tuple(tables), procedures=tuple(procedures), streams=tuple(streams),
-        nested=tuple(nested), input=input_spec, cluster=cluster, description=description,
+        nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
         source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
 
@@ -190,7 +193,7 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
         r.unknown(a, {"table", "mode", "rows", "keys", "probability"}, aentry)
         table = r.string(a, "table", aentry)
         if table not in tables:
-            raise r.fail(aentry, f"unknown table {table!r}")
+            raise r.fail(aentry, f"unknown table or window {table!r}")
         mode = r.string(a, "mode", aentry)
         if mode not in ("read", "write"):
             raise r.fail(aentry, f"mode must be 'read' or 'write', got {mode!r}")
@@ -215,6 +218,58 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
         partition_key=partition_key, code=r.string(data, "code", entry, None),
         oltp=r.boolean(data, "oltp", entry),
     )
+
+
+def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
+    entry = f"windows[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"windows[{i}] {name!r}"
+    r.unknown(data, {"name", "procedure", "size", "slide", "kind", "tuple_bytes", "max_tuples"}, entry)
+    if name in tables:
+        raise r.fail(entry, f"window name {name!r} clashes with a table of the same name")
+    kind = r.string(data, "kind", entry, "tuple")
+    if kind not in ("tuple", "time"):
+        raise r.fail(entry, f"kind must be 'tuple' or 'time', got {kind!r}")
+    size = r.number(data, "size", entry, integer=kind == "tuple", positive=True)
+    slide = r.required(data, "slide", entry)
+    if isinstance(slide, (int, float)) and not isinstance(slide, bool) and math.isfinite(slide) \
+            and not (0 < slide <= size):
+        raise r.fail(entry, f"slide must be > 0 and <= size ({size:g}), got {slide:g}")
+    slide = r.number(data, "slide", entry, integer=kind == "tuple", positive=True)
+    max_tuples = r.number(data, "max_tuples", entry, None, integer=True, positive=True)
+    if max_tuples is not None and kind == "tuple":
+        raise r.fail(entry, "max_tuples is for time windows (a tuple window holds size tuples)")
+    return Window(
+        name=name, procedure=r.string(data, "procedure", entry), size=size, slide=slide, kind=kind,
+        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True),
+        max_tuples=max_tuples,
+    )
+
+
+def _check_window_owners(r: _Reader, windows: list[Window], procedures: list[Procedure],
+                         input_spec: InputSpec) -> None:
+    """A window's owner exists, is the only SP that names it, and names it only to read it;
+    a time window's memory can be sized."""
+    owner = {w.name: w.procedure for w in windows}
+    names = {p.name for p in procedures}
+    for i, w in enumerate(windows):
+        if w.procedure not in names:
+            raise r.fail(f"windows[{i}] {w.name!r}", f"unknown owner procedure {w.procedure!r}")
+        if w.kind == "time" and w.max_tuples is None and input_spec.rate is None:
+            raise r.fail(f"windows[{i}] {w.name!r}",
+                         "a time window needs max_tuples or an [input] rate to size its memory")
+    for i, p in enumerate(procedures):
+        for j, a in enumerate(p.accesses):
+            if a.table not in owner:
+                continue
+            entry = f"procedures[{i}] {p.name!r}.accesses[{j}]"
+            if owner[a.table] != p.name:
+                raise r.fail(entry, f"window {a.table!r} is private to its owner "
+                                    f"{owner[a.table]!r}; no other procedure may access it")
+            if a.mode != "read":
+                raise r.fail(entry, f"window {a.table!r}: its owner inserts each batch's tuples "
+                                    "itself; an access to it may only read")
 
 
 def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:

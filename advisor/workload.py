@@ -65,6 +65,26 @@ class Stream:
 
 
 @dataclass(frozen=True)
+class Window:
+    """A sliding window (dissertation 3.3.5): a finite, ordered part of a stream, private to
+    the SP that owns it. Each execution of the owner stages its input tuples; once `slide`
+    tuples (or seconds) are staged the window slides: the oldest tuples expire and the staged
+    ones become active. Only consecutive executions of the owner read or write it."""
+
+    name: str
+    procedure: str  # the owning SP
+    size: float  # tuples (kind "tuple") or seconds (kind "time")
+    slide: float  # 0 < slide <= size; slide == size is a tumbling window
+    kind: str = "tuple"  # "tuple" | "time"
+    tuple_bytes: int = 32
+    max_tuples: int | None = None  # memory estimate for a time window (else from [input] rate)
+
+    @property
+    def tumbling(self) -> bool:
+        return self.slide == self.size
+
+
+@dataclass(frozen=True)
 class Cluster:
     machines: int = 1
     partitions_per_machine: int = 1
@@ -94,6 +114,7 @@ class Workload:
     procedures: tuple[Procedure, ...]
     streams: tuple[Stream, ...] = ()
     nested: tuple[tuple[str, ...], ...] = ()
+    windows: tuple[Window, ...] = ()
     input: InputSpec = field(default_factory=InputSpec)
     cluster: Cluster = field(default_factory=Cluster)
     description: str = ""
@@ -112,6 +133,39 @@ class Workload:
             if p.name == name:
                 return p
         raise KeyError(name)
+
+    def window(self, name: str) -> Window:
+        for w in self.windows:
+            if w.name == name:
+                return w
+        raise KeyError(name)
+
+    def windows_of(self, procedure: str) -> tuple[Window, ...]:
+        """The windows an SP owns (declaration order)."""
+        return tuple(w for w in self.windows if w.procedure == procedure)
+
+    @property
+    def window_names(self) -> list[str]:
+        return [w.name for w in self.windows]
+
+    def input_tuples(self, procedure: str) -> float:
+        """Tuples an SP receives per batch: its input streams, or the input batch at a border."""
+        incoming = [s.tuples for s in self.streams if s.target == procedure]
+        return float(sum(incoming)) if incoming else float(self.input.batch_size)
+
+    def window_tuples(self, window: Window) -> float:
+        """Tuples a window holds when full: its size for a tuple window; for a time window
+        `max_tuples`, else size seconds x [input] rate x the owner's tuples per batch."""
+        if window.kind == "tuple":
+            return float(window.size)
+        if window.max_tuples is not None:
+            return float(window.max_tuples)
+        rate = self.input.rate or 0.0
+        return window.size * rate * self.input_tuples(window.procedure)
+
+    def window_bytes(self, window: Window) -> float:
+        """Memory of a full window (active tuples; staged ones are at most one slide more)."""
+        return self.window_tuples(window) * window.tuple_bytes
 
     @property
     def procedure_names(self) -> list[str]:

@@ -49,7 +49,7 @@ def test_good_spec_parses_with_defaults():
 
 
 @pytest.mark.parametrize("change, expected", [
-    (('table = "A"', 'table = "Nope"'), "procedures[0] 'P'.accesses[0]: unknown table 'Nope'"),
+    (('table = "A"', 'table = "Nope"'), "procedures[0] 'P'.accesses[0]: unknown table or window 'Nope'"),
     (('to = "Q"', 'to = "Z"'), "unknown procedure 'Z'"),
     (("rows = 10\n", "rows = -10\n"), "tables[0] 'A': rows must be >= 0, got -10"),
     (("cost = 2\n", 'cost = "two"\n'), "procedures[1] 'Q': cost must be a number, got 'two'"),
@@ -78,7 +78,7 @@ def test_cli_prints_one_line_and_exits_2(tmp_path, capsys):
     bad.write_text(GOOD.replace('table = "A"', 'table = "Nope"'))
     assert run_app(["recommend", str(bad), "--machines", "2"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "unknown table 'Nope'" in err and str(bad) in err
+    assert err.count("\n") == 0 and "unknown table or window 'Nope'" in err and str(bad) in err
     assert "Traceback" not in err
     assert run_app(["recommend", str(tmp_path / "missing.toml")]) == 2
     assert "no such file" in capsys.readouterr().err
