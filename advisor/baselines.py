@@ -1,5 +1,8 @@
 """Baseline designs, built and scored by the same code path as the recommendation, so the
-report can say what the advisor gains over what a user would do by hand."""
+report can say what the advisor gains over what a user would do by hand.
+
+Every baseline puts each window (state an SP owns) on its owner's partition: the system
+keeps a window with its owner, so no design that separates them is a real alternative."""
 from __future__ import annotations
 
 import zlib
@@ -10,6 +13,7 @@ import numpy as np
 from costmodel import REPLICATED, Weights
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
 from advisor.graph import WorkloadGraph, drop_idle_machines
+from advisor.placement import pin_owned_state
 from advisor.search import DesignSearch, contract_groups
 
 BASELINES = ("single-machine", "round-robin", "random", "hash-by-table", "state-only",
@@ -28,19 +32,21 @@ def single_machine(graph: WorkloadGraph, weights: Weights, seed: int = 0):
 def round_robin(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """SPs and state items dealt over partitions in declaration order."""
     n = graph.cost.n_partitions
-    return np.arange(graph.n_proc) % n, np.arange(graph.n_state) % n
+    proc = np.arange(graph.n_proc) % n
+    return proc, pin_owned_state(graph.cost, proc, np.arange(graph.n_state) % n)
 
 
 def random_placement(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Every node on a uniformly random partition (seeded)."""
     rng = np.random.default_rng(seed)
     n = graph.cost.n_partitions
-    return rng.integers(0, n, graph.n_proc), rng.integers(0, n, graph.n_state)
+    proc = rng.integers(0, n, graph.n_proc)
+    return proc, pin_owned_state(graph.cost, proc, rng.integers(0, n, graph.n_state))
 
 
 def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """H-Store-style default: each table hashed to a partition, each SP where its first
-    table is (or hashed by name when it touches none)."""
+    table is (or hashed by name when it touches none); windows beside their owners."""
     n = graph.cost.n_partitions
     state = np.array([_stable_hash(t, n) for t in graph.state_tables], dtype=np.int64)
     proc = np.array([_stable_hash(p, n) for p in graph.proc_names], dtype=np.int64)
@@ -48,10 +54,11 @@ def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     if c.ps_proc.size:
         first = np.full(graph.n_proc, -1)
         for e in range(c.ps_proc.size - 1, -1, -1):
-            first[c.ps_proc[e]] = c.ps_state[e]
+            if c.state_owner[c.ps_state[e]] < 0:
+                first[c.ps_proc[e]] = c.ps_state[e]
         has = first >= 0
         proc[has] = state[first[has]]
-    return proc, state
+    return proc, pin_owned_state(c, proc, state)
 
 
 def state_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
@@ -66,7 +73,7 @@ def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed, local_search=False,
                           pool_size=1).fit(graph)
     _, state = hash_by_table(graph, weights, seed)
-    return search.proc_part_, state
+    return search.proc_part_, pin_owned_state(graph.cost, search.proc_part_, state)
 
 
 def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int = DEFAULT_LIMIT):

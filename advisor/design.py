@@ -2,7 +2,9 @@
 
 JSON format `advisor.design/1`: `partition` is the global partition index and
 `machine = partition // partitions_per_machine`; a replicated state item is
-`{"replicated": true}`.
+`{"replicated": true}`. A window is placed like a table, and must be on its owner's
+partition: `arrays` (so evaluate, the engine and the simulator, which read a design through
+it) refuses a design that puts it elsewhere.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel import REPLICATED, CostBreakdown, Weights, score
+from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
 from advisor.atomic import atomic_write_text, read_user_text
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
@@ -62,7 +64,8 @@ class Design:
         )
 
     def arrays(self, graph: WorkloadGraph) -> tuple[np.ndarray, np.ndarray]:
-        """The assignment as arrays in the graph's node order; checks the names match."""
+        """The assignment as arrays in the graph's node order; checks the names match and
+        that every window sits on its owner's partition."""
         missing = [n for n in graph.proc_names if n not in self.procedures]
         missing += [n for n in graph.state_names if n not in self.state]
         if missing:
@@ -75,6 +78,14 @@ class Design:
         proc = np.array([self.procedures[n] for n in graph.proc_names], dtype=np.int64)
         state = np.array([REPLICATED if self.state[n] is None else self.state[n]
                           for n in graph.state_names], dtype=np.int64)
+        misplaced = misplaced_owned_state(graph.cost, proc, state)
+        if misplaced.size:
+            j = int(misplaced[0])
+            owner = int(graph.cost.state_owner[j])
+            where = "replicates it" if state[j] == REPLICATED else f"puts it on partition {state[j]}"
+            raise DesignError(
+                f"window {graph.state_names[j]!r} must be on the partition of its owner "
+                f"{graph.proc_names[owner]!r} ({proc[owner]}), but the design {where}")
         return proc, state
 
     def rescore(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:

@@ -3,6 +3,9 @@
 Identical machines are interchangeable, so with one partition per machine only
 restricted-growth assignments are enumerated (node 0 on machine 0, a new machine is opened
 only after all lower ones); otherwise node 0 is pinned to partition 0.
+
+Owned state (windows) is not enumerated: it goes where its owner goes, the only place a
+feasible design can put it.
 """
 from __future__ import annotations
 
@@ -54,8 +57,11 @@ def _pinned_product(n_nodes: int, n_parts: int) -> np.ndarray:
 def exhaustive_optimum(graph: CostGraph, weights: Weights, limit: int = DEFAULT_LIMIT
                        ) -> tuple[np.ndarray, np.ndarray, float] | None:
     """(proc_part, state_part, cost) of the cheapest memory-feasible design, or None when
-    there are more than `limit` assignments to try or none fits in memory."""
-    n_nodes = graph.n_proc + graph.n_state
+    there are more than `limit` assignments to try or none fits in memory. Windows follow
+    their owners (only SPs and free state are enumerated)."""
+    free = np.flatnonzero(graph.state_owner < 0)
+    owned = graph.owned_state
+    n_nodes = graph.n_proc + free.size
     n = graph.n_partitions
     symmetric = bool(np.allclose(graph.capacity, graph.capacity[0]))
     rgs = symmetric and graph.partitions_per_machine == 1
@@ -74,7 +80,10 @@ def exhaustive_optimum(graph: CostGraph, weights: Weights, limit: int = DEFAULT_
     best = (None, None, np.inf)
     for start in range(0, table.shape[0], 200_000):
         chunk = table[start:start + 200_000].astype(np.int64)
-        procs, states = chunk[:, :graph.n_proc], chunk[:, graph.n_proc:]
+        procs = chunk[:, :graph.n_proc]
+        states = np.empty((chunk.shape[0], graph.n_state), dtype=np.int64)
+        states[:, free] = chunk[:, graph.n_proc:]
+        states[:, owned] = procs[:, graph.state_owner[owned]]
         cost = score_many(graph, procs, states, weights)
         if graph.memory_limit_bytes is not None:
             mem = np.stack([machine_memory(graph, s) for s in states]) if states.shape[0] < 1000 \

@@ -47,11 +47,17 @@ class WorkloadGraph:
     # -- construction ---------------------------------------------------------------------
     @classmethod
     def from_workload(cls, workload: Workload) -> "WorkloadGraph":
-        """Table-granularity graph of a spec: edge weight = expected rows per batch."""
+        """Table-granularity graph of a spec: edge weight = expected rows per batch.
+
+        Each window is one more state node after the tables, owned by its SP: a write edge
+        for the tuples the owner inserts per batch (its input tuples), a read edge for the
+        rows it declares reading; its bytes are the full window's memory."""
         procs = workload.procedure_names
         tables = workload.table_names
+        windows = workload.window_names
+        states = tables + windows
         p_index = {n: i for i, n in enumerate(procs)}
-        t_index = {n: i for i, n in enumerate(tables)}
+        t_index = {n: i for i, n in enumerate(states)}
         ps_proc, ps_state, ps_weight, ps_write = [], [], [], []
         # merge repeated accesses of one SP to one table in one mode into a single edge
         merged: dict[tuple[int, int, bool], float] = {}
@@ -59,6 +65,9 @@ class WorkloadGraph:
             for a in p.accesses:
                 key = (p_index[p.name], t_index[a.table], a.mode == "write")
                 merged[key] = merged.get(key, 0.0) + a.expected_rows
+        for w in workload.windows:  # the owner inserts each batch's tuples into its window
+            key = (p_index[w.procedure], t_index[w.name], True)
+            merged[key] = merged.get(key, 0.0) + workload.input_tuples(w.procedure)
         for (pi, ti, w), weight in merged.items():
             ps_proc.append(pi); ps_state.append(ti); ps_write.append(w); ps_weight.append(weight)
         pp: dict[tuple[int, int], float] = {}
@@ -69,7 +78,8 @@ class WorkloadGraph:
         group = group_of(procs, workload.nested)
         cost = CostGraph(
             proc_load=[p.cost for p in workload.procedures],
-            state_bytes=[t.bytes for t in workload.tables],
+            state_bytes=[t.bytes for t in workload.tables]
+            + [workload.window_bytes(w) for w in workload.windows],
             ps_proc=ps_proc, ps_state=ps_state, ps_weight=ps_weight, ps_write=ps_write,
             pp_src=[k[0] for k in pp], pp_dst=[k[1] for k in pp], pp_weight=list(pp.values()),
             machines=cluster.machines, partitions_per_machine=cluster.partitions_per_machine,
@@ -77,9 +87,10 @@ class WorkloadGraph:
             memory_limit_bytes=None if cluster.machine_memory_mb is None
             else cluster.machine_memory_mb * 2**20,
             proc_group=group,
+            state_owner=[-1] * len(tables) + [p_index[w.procedure] for w in workload.windows],
         )
-        return cls(workload.name, procs, tables, tables,
-                   np.array([t.read_mostly for t in workload.tables], dtype=bool), cost,
+        read_mostly = [t.read_mostly for t in workload.tables] + [False] * len(windows)
+        return cls(workload.name, procs, states, states, np.array(read_mostly, dtype=bool), cost,
                    workload.sha256, workload.nested)
 
     def with_cluster(self, machines: int, partitions_per_machine: int,
@@ -109,6 +120,20 @@ class WorkloadGraph:
     def state_index(self, name: str) -> int:
         return self._state_index[name]
 
+    def is_window(self, j: int) -> bool:
+        """Whether state item j is owned by an SP (a window)."""
+        return bool(self.cost.state_owner[j] >= 0)
+
+    @property
+    def window_names(self) -> list[str]:
+        """The owned state items (windows), in state order."""
+        return [self.state_names[j] for j in self.cost.owned_state]
+
+    def owner_of(self, state: str) -> str | None:
+        """The SP that owns a state item (a window), or None for free state."""
+        owner = int(self.cost.state_owner[self._state_index[state]])
+        return self.proc_names[owner] if owner >= 0 else None
+
     # -- views ----------------------------------------------------------------------------
     def adjacency(self, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
         """Symmetric CSR over all nodes (processing first, then state); see `adjacency`."""
@@ -123,8 +148,11 @@ class WorkloadGraph:
         for i, n in enumerate(self.proc_names):
             g.add_node(n, kind="processing", load=float(c.proc_load[i]))
         for j, n in enumerate(self.state_names):
-            g.add_node(n, kind="state", bytes=float(c.state_bytes[j]), table=self.state_tables[j],
-                       read_mostly=bool(self.state_read_mostly[j]))
+            owner = int(c.state_owner[j])
+            extra = {"owner": self.proc_names[owner]} if owner >= 0 else {}
+            g.add_node(n, kind="window" if owner >= 0 else "state", bytes=float(c.state_bytes[j]),
+                       table=self.state_tables[j], read_mostly=bool(self.state_read_mostly[j]),
+                       **extra)
         for p, s, w, wr in zip(c.ps_proc, c.ps_state, c.ps_weight, c.ps_write):
             a, b = self.proc_names[p], self.state_names[s]
             if g.has_edge(a, b):
@@ -166,7 +194,8 @@ def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> 
 
 def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: int) -> CostGraph:
     """The part of a graph on some SPs and state items, as its own graph over `machines`
-    identical machines with no memory limit (edges leaving the part are dropped)."""
+    identical machines with no memory limit (edges leaving the part are dropped; an owned
+    item whose owner is outside the part becomes free)."""
     p_map = np.full(cost.n_proc, -1)
     p_map[procs] = np.arange(procs.size)
     s_map = np.full(cost.n_state, -1)
@@ -179,6 +208,8 @@ def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: i
         ps_weight=cost.ps_weight[ps], ps_write=cost.ps_write[ps],
         pp_src=p_map[cost.pp_src[pp]], pp_dst=p_map[cost.pp_dst[pp]], pp_weight=cost.pp_weight[pp],
         machines=machines, partitions_per_machine=1, proc_group=cost.proc_group[procs],
+        state_owner=np.where(cost.state_owner[states] >= 0,
+                             p_map[np.maximum(cost.state_owner[states], 0)], -1),
     )
 
 

@@ -9,7 +9,13 @@ partitions inside machines as a second stage, on each machine's subgraph.
 - `refine_processing`: move one SP at a time (taking the state only it touches along) while
   the exact cost falls.
 - `repair_memory`: move the cheapest state off machines over their memory limit.
+- `move_owners_for_memory`: when state an SP owns (a window) still overflows its machine,
+  move that SP, its windows with it, to the machine where the exact cost rises least.
 - `replicate_read_mostly`: copy read-mostly items to every partition where that lowers cost.
+
+Owned state (windows, `CostGraph.state_owner`) never moves alone: `pin_owned_state` puts it
+on its owner's partition, `place_state` does so on every call, moving an SP takes its windows
+along, and memory repair moves the owner rather than the window.
 """
 from __future__ import annotations
 
@@ -37,9 +43,24 @@ def single_accessor(graph: CostGraph) -> np.ndarray:
     return (highest >= 0) & (lowest == highest)
 
 
+def pin_owned_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
+    """The state assignment with every owned item (window) on its owner's partition."""
+    owned = graph.owned_state
+    if owned.size == 0:
+        return state_part
+    out = np.array(state_part, dtype=np.int64, copy=True)
+    out[owned] = np.asarray(proc_part)[graph.state_owner[owned]]
+    return out
+
+
 def place_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
     """Each non-replicated state item moves to the machine holding most of its edge weight;
-    ties keep the current one. Items with no edges stay put."""
+    ties keep the current one. Items with no edges stay put; owned items (windows) go to
+    their owner's partition whatever their edges."""
+    return pin_owned_state(graph, proc_part, _place_free_state(graph, proc_part, state_part))
+
+
+def _place_free_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> np.ndarray:
     out = state_part.copy()
     if graph.ps_state.size == 0:
         return out
@@ -89,7 +110,8 @@ class _ProcessingMoves:
         pw = np.concatenate([graph.pp_weight, graph.pp_weight])
         self.pp_order, self.pp_starts = _grouped(src, n_proc)
         self.pp_nbr, self.pp_w = dst[self.pp_order], pw[self.pp_order]
-        self.ps_private = single_accessor(graph)[self.ps_s]
+        # state only this SP touches, and the windows it owns, follow it when it moves
+        self.ps_private = (single_accessor(graph) | (graph.state_owner >= 0))[self.ps_s]
         self.pp_total = graph.pp_weight.sum()
         self.load_total = graph.proc_load.sum()
         n = graph.n_partitions
@@ -253,7 +275,9 @@ def repair_memory(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarra
     if graph.ps_state.size:
         np.add.at(affinity, (graph.ps_state, proc_part[graph.ps_proc] // ppm), graph.ps_weight)
     for m in np.flatnonzero(mem > limit):
-        on_m = np.flatnonzero((state_part != REPLICATED) & (state_part // ppm == m))
+        # owned items (windows) stay with their owner: `move_owners_for_memory` moves those
+        on_m = np.flatnonzero((state_part != REPLICATED) & (state_part // ppm == m)
+                              & (graph.state_owner < 0))
         # least affinity to its machine per byte moves first
         order = on_m[np.argsort(affinity[on_m, m] / np.maximum(graph.state_bytes[on_m], 1), kind="stable")]
         for j in order:
@@ -272,6 +296,47 @@ def repair_memory(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarra
     return state_part
 
 
+def move_owners_for_memory(graph: CostGraph, weights: Weights, proc_part: np.ndarray,
+                           state_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where a machine is still over its memory limit after `repair_memory` and holds state an
+    SP owns (a window cannot leave its owner), move such an owner with its windows to a
+    machine with room for them, the move whose exact cost is lowest; then repair the free
+    state again. Stops when every machine fits or no owner can move (the design stays
+    infeasible, its overflow reported as for tables). Works on a graph cut into machines."""
+    limit = graph.memory_limit_bytes
+    if limit is None or not graph.has_owned_state or graph.machines < 2:
+        return proc_part, state_part
+    proc_part, state_part = proc_part.copy(), state_part.copy()
+    owned = graph.owned_state
+    ppm = graph.partitions_per_machine
+    carried = np.bincount(graph.state_owner[owned], weights=graph.state_bytes[owned],
+                          minlength=graph.n_proc)
+    for _ in range(graph.n_proc):
+        mem = machine_memory(graph, state_part)
+        over = np.flatnonzero(mem > limit)
+        if over.size == 0:
+            break
+        best = None
+        for m in over:
+            for v in np.flatnonzero((proc_part // ppm == m) & (carried > 0)):
+                for t in np.flatnonzero(mem + carried[v] <= limit):
+                    trial_p = proc_part.copy()
+                    trial_p[v] = t * ppm
+                    trial_s = pin_owned_state(graph, trial_p, state_part)
+                    total = score(graph, trial_p, trial_s, weights).total
+                    if best is None or total < best[0] - 1e-12:
+                        best = (total, trial_p, trial_s)
+        if best is None:
+            break
+        proc_part = best[1]
+        state_part = repair_memory(graph, proc_part, best[2])
+        # the moved SP's other state may follow it where memory allows
+        placed = place_state(graph, proc_part, state_part)
+        if not (machine_memory(graph, placed) > limit).any():
+            state_part = placed
+    return proc_part, state_part
+
+
 def _best_partition_in_machine(graph: CostGraph, proc_part: np.ndarray, j: int, machine: int) -> int:
     ppm = graph.partitions_per_machine
     mask = graph.ps_state == j
@@ -287,7 +352,7 @@ def replicate_read_mostly(graph: CostGraph, weights: Weights, proc_part: np.ndar
     """Replicate each read-mostly item when that lowers the exact cost and fits memory."""
     best = state_part.copy()
     best_cost = score(graph, proc_part, best, weights)
-    for j in np.flatnonzero(read_mostly):
+    for j in np.flatnonzero(read_mostly & (graph.state_owner < 0)):  # a window has one copy
         trial = best.copy()
         trial[j] = REPLICATED
         cost = score(graph, proc_part, trial, weights)

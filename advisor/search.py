@@ -12,6 +12,14 @@ search (METIS, moves, enumeration all see one node) and expanded after, so a gro
 split by the search (a split group would make every batch of it a distributed transaction;
 the cost model charges a split design that way when it is scored).
 
+Windows (state an SP owns) are pinned, not contracted: METIS sees each as a state node of
+zero vertex weight joined to its owner only, and wherever it lands, `place_state` puts it on
+its owner's partition before a candidate is scored (its only accessor, so the cheapest place
+too); the local moves and the tabu search move an SP with its windows, and memory repair moves
+an owner with its windows. Pinning keeps the graph, METIS's input and every candidate's cost
+the same code path as for tables, where contracting would need the window's bytes carried by
+a processing node that no memory check sees.
+
 Machines the workload cannot use (more machines than placement units) are left out of the
 search and counted as idle by the load-balancing term, so time and memory stay linear in
 nodes plus machines.
@@ -32,7 +40,8 @@ from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
-from advisor.placement import place_state, refine_processing, repair_memory, replicate_read_mostly
+from advisor.placement import (move_owners_for_memory, place_state, refine_processing,
+                               repair_memory, replicate_read_mostly)
 
 # Above this many state edges the pool holds the best design only (each pool entry is
 # placed inside machines and scored on the whole graph).
@@ -82,6 +91,7 @@ def contract_groups(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
         pp_dst=unit[cost.pp_dst], pp_weight=cost.pp_weight, machines=cost.machines,
         partitions_per_machine=cost.partitions_per_machine, capacity=cost.capacity,
         memory_limit_bytes=cost.memory_limit_bytes, idle_capacity=cost.idle_capacity,
+        state_owner=np.where(cost.state_owner >= 0, unit[np.maximum(cost.state_owner, 0)], -1),
     )
     return units, unit
 
@@ -254,6 +264,7 @@ class DesignSearch:
         if self.refine:
             proc_part, state_part = refine_processing(g, self.weights, proc_part, state_part)
         state_part = repair_memory(g, proc_part, state_part)
+        proc_part, state_part = move_owners_for_memory(g, self.weights, proc_part, state_part)
         if replicate:
             state_part = replicate_read_mostly(g, self.weights, proc_part, state_part, read_mostly)
         return Candidate(label, proc_part, state_part, score(g, proc_part, state_part, self.weights))

@@ -112,15 +112,21 @@ def enumerated_options(graph: WorkloadGraph, weights: Weights, seed: int = 0,
                        limit: int = ENUMERATE_LIMIT) -> list[Option]:
     """Every assignment of SPs and state to machines up to relabelling (identical machines
     only), with each machine's partitions placed as the search places them; [] when there are
-    more than `limit`."""
+    more than `limit`. Windows are not enumerated: each goes with its owner."""
     c = graph.cost
-    n_nodes = graph.n_nodes
+    free = np.flatnonzero(c.state_owner < 0)
+    owned = c.owned_state
+    n_nodes = graph.n_proc + free.size
     if (c.machines < 2 or n_nodes == 0 or not np.allclose(c.capacity, c.capacity[0])
             or count_assignments(n_nodes, c.machines, True) > limit):
         return []
     out = []
     for i, row in enumerate(restricted_growth(n_nodes, c.machines)):
-        proc, state = within_machines(c, row[:graph.n_proc], row[graph.n_proc:], weights, seed)
+        machine_of_proc = row[:graph.n_proc]
+        machine_of_state = np.empty(graph.n_state, dtype=np.int64)
+        machine_of_state[free] = row[graph.n_proc:]
+        machine_of_state[owned] = machine_of_proc[c.state_owner[owned]]
+        proc, state = within_machines(c, machine_of_proc, machine_of_state, weights, seed)
         out.append(option(graph, weights, f"enumerated #{i}", "enumeration", proc, state))
     return out
 
@@ -211,8 +217,9 @@ def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str |
     if workload is None:
         return "no workload spec behind this source, so the simulator cannot run it"
     if (set(graph.proc_names) != set(workload.procedure_names)
-            or set(graph.state_names) != set(workload.table_names)):
-        return "the graph's state items are not the spec's tables, so the simulator cannot run it"
+            or set(graph.state_names) != set(workload.table_names) | set(workload.window_names)):
+        return ("the graph's state items are not the spec's tables and windows, so the "
+                "simulator cannot run it")
     c = graph.cost
     edges = c.ps_weight.size + c.pp_weight.size
     per_batch = graph.n_proc + edges  # what the simulator steps through for every batch

@@ -8,6 +8,11 @@ on different machines (a distributed transaction across the network, a MOVE betw
 and load is balanced between machines. How a machine's share is spread over its partitions is
 the search's second stage, not part of this cost. `state_part == REPLICATED` marks a state
 item copied to every machine. Assignments are global partition indices either way.
+
+Owned state (a window, `CostGraph.state_owner`) must sit on its owner's partition: there it
+is never cut (its accesses count in the state term's total like any other, as the formula
+sums every processing-to-state edge), and a design that puts it elsewhere is infeasible
+(`CostBreakdown.misplaced_state`), like one over memory.
 """
 from __future__ import annotations
 
@@ -44,6 +49,18 @@ def split_procedures(graph: CostGraph, proc_part: np.ndarray) -> np.ndarray:
     sizes = np.diff(np.r_[starts, members.size])
     out[..., members] = np.repeat(split, sizes, axis=-1)
     return out
+
+
+def misplaced_owned_state(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray
+                          ) -> np.ndarray:
+    """Indices of owned state items (windows) not on their owner's partition (replicated
+    counts as misplaced: a window has one copy, beside its owner)."""
+    owned = graph.owned_state
+    if owned.size == 0:
+        return owned
+    proc_part = np.asarray(proc_part)
+    state_part = np.asarray(state_part)
+    return owned[state_part[owned] != proc_part[graph.state_owner[owned]]]
 
 
 def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray):
@@ -136,7 +153,8 @@ def machine_memory(graph: CostGraph, state_part: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CostBreakdown:
-    """The design cost and its terms; `memory_overflow_mb[m]` > 0 makes a design infeasible."""
+    """The design cost and its terms; `memory_overflow_mb[m]` > 0 makes a design infeasible,
+    and so does any owned state item (window) away from its owner (`misplaced_state`)."""
 
     state_colocation: float
     processing_colocation: float
@@ -148,10 +166,12 @@ class CostBreakdown:
     partition_load_balance: float = 0.0
     # machines that hold at least one SP or state item (0: not computed)
     machines_used: int = 0
+    # owned state items (windows) not on their owner's partition: state indices
+    misplaced_state: tuple[int, ...] = ()
 
     @property
     def feasible(self) -> bool:
-        return not any(x > 0 for x in self.memory_overflow_mb)
+        return not any(x > 0 for x in self.memory_overflow_mb) and not self.misplaced_state
 
     @property
     def worst_overflow_mb(self) -> float:
@@ -167,8 +187,10 @@ class CostBreakdown:
             "partition_load_balance": round(self.partition_load_balance, 12),
             "machines_used": self.machines_used,
         }
-        if not self.feasible:
+        if any(x > 0 for x in self.memory_overflow_mb):
             out["memory_overflow_mb"] = [round(x, 3) for x in self.memory_overflow_mb]
+        if self.misplaced_state:
+            out["misplaced_state"] = list(self.misplaced_state)
         return out
 
 
@@ -188,7 +210,8 @@ def score(graph: CostGraph, proc_part, state_part, weights: Weights = DEFAULT_WE
     total = weights.alpha * s + weights.beta * p + weights.gamma * b
     return CostBreakdown(s, p, b, float(total), weights, overflow,
                          partition_load_balance(graph, proc_part),
-                         machines_used(graph, proc_part, state_part))
+                         machines_used(graph, proc_part, state_part),
+                         tuple(int(j) for j in misplaced_owned_state(graph, proc_part, state_part)))
 
 
 def machines_used(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> int:

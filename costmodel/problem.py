@@ -21,6 +21,8 @@ class CostGraph:
     distributed (the cost model charges them all as cut).
     idle_capacity: capacities of further machines of the cluster that hold nothing (the
     search drops machines the workload cannot use; the load-balancing term still sees them).
+    state_owner[j]: the SP that owns state item j (a window, private to that SP: it must sit
+    on its owner's partition), or -1 for free state (tables, fragments, tuples).
     """
 
     proc_load: np.ndarray
@@ -38,6 +40,7 @@ class CostGraph:
     memory_limit_bytes: float | None = None  # per machine
     proc_group: np.ndarray = field(default=None)
     idle_capacity: np.ndarray = field(default=None)
+    state_owner: np.ndarray = field(default=None)
 
     def __post_init__(self) -> None:
         self.proc_load = _as(self.proc_load, np.float64)
@@ -70,10 +73,29 @@ class CostGraph:
                                  else self.idle_capacity, np.float64)
         if np.any(self.idle_capacity <= 0):
             raise ValueError("machine capacities must be > 0")
+        if self.state_owner is None:
+            self.state_owner = np.full(self.state_bytes.size, -1, dtype=np.int64)
+        self.state_owner = _as(self.state_owner, np.int64)
+        if self.state_owner.shape != self.state_bytes.shape:
+            raise ValueError(f"state_owner has {self.state_owner.size} entries for "
+                             f"{self.state_bytes.size} state items")
+        if self.state_owner.size and (self.state_owner.min() < -1
+                                      or self.state_owner.max() >= self.proc_load.size):
+            raise ValueError(f"a state owner is outside procedures 0..{self.proc_load.size - 1} "
+                             "(-1: free state)")
 
     @property
     def has_groups(self) -> bool:
         return bool(self.proc_group.size) and bool((self.proc_group >= 0).any())
+
+    @property
+    def has_owned_state(self) -> bool:
+        return bool(self.state_owner.size) and bool((self.state_owner >= 0).any())
+
+    @property
+    def owned_state(self) -> np.ndarray:
+        """Indices of the state items an SP owns (windows)."""
+        return np.flatnonzero(self.state_owner >= 0)
 
     @property
     def cluster_machines(self) -> int:
@@ -98,5 +120,5 @@ class CostGraph:
             self.proc_load, self.state_bytes, self.ps_proc, self.ps_state, self.ps_weight,
             self.ps_write, self.pp_src, self.pp_dst, self.pp_weight, machines,
             partitions_per_machine, capacity, memory_limit_bytes, self.proc_group,
-            idle_capacity,
+            idle_capacity, self.state_owner,
         )
