@@ -102,7 +102,7 @@ def price_scales(graph, prices: Prices) -> tuple[float, float, float]:
     txns = np.ones(cost.n_proc) if txns is None else np.asarray(txns, dtype=np.float64)
     unit_s = getattr(graph, "load_unit_s", None) or prices.cost_unit_s
     with_state = np.zeros(cost.n_proc, dtype=bool)
-    with_state[cost.ps_proc[cost.ps_weight > 0]] = True
+    with_state[cost.ps_proc[cost.ps_cost_weight > 0]] = True  # a window is never distributed
     stream = (cost.pp_src != cost.pp_dst) & (cost.pp_weight > 0)
     state_s = float(txns[with_state].sum()) * prices.distributed_txn_s
     move_s = float(txns[cost.pp_src[stream]].sum()) * prices.move_s

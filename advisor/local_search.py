@@ -56,11 +56,12 @@ class _Evaluator:
         # processing-to-state edges merged per (SP, state), sorted by SP
         key = g.ps_proc * max(g.n_state, 1) + g.ps_state
         uniq, inv = np.unique(key, return_inverse=True)
-        self.e_w = np.bincount(inv, weights=g.ps_weight) if uniq.size else np.zeros(0)
+        # (accesses to windows weigh 0: never cut, not in the state term's total)
+        self.e_w = np.bincount(inv, weights=g.ps_cost_weight) if uniq.size else np.zeros(0)
         self.e_v = uniq // max(g.n_state, 1)
         states, self.e_s = np.unique(uniq % max(g.n_state, 1), return_inverse=True)
         self.n_s = states.size
-        self.ps_total = float(g.ps_weight.sum())
+        self.ps_total = float(self.e_w.sum())
         # stream edges in both directions, loops left out (never cut, but in the total)
         loop = g.pp_src == g.pp_dst
         src, dst, w = g.pp_src[~loop], g.pp_dst[~loop], g.pp_weight[~loop]

@@ -104,7 +104,7 @@ class _ProcessingMoves:
         n_proc = graph.n_proc
         order, self.ps_starts = _grouped(graph.ps_proc, n_proc)
         # edges sorted by SP once, so each SP's edges are one contiguous slice
-        self.ps_s, self.ps_w = graph.ps_state[order], graph.ps_weight[order]
+        self.ps_s, self.ps_w = graph.ps_state[order], graph.ps_cost_weight[order]
         src = np.concatenate([graph.pp_src, graph.pp_dst])
         dst = np.concatenate([graph.pp_dst, graph.pp_src])
         pw = np.concatenate([graph.pp_weight, graph.pp_weight])
@@ -220,7 +220,7 @@ def _state_total(graph: CostGraph, state_part: np.ndarray) -> float:
         return 0.0
     repl_write = (state_part[graph.ps_state] == REPLICATED) & graph.ps_write
     factor = np.where(repl_write, max(graph.cluster_machines - 1, 1), 1.0)
-    return float((graph.ps_weight * factor).sum())
+    return float((graph.ps_cost_weight * factor).sum())
 
 
 def _state_cut(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) -> float:
@@ -231,7 +231,7 @@ def _state_cut(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarray) 
     repl = sp == REPLICATED
     cut = ~repl & (proc_part[graph.ps_proc] != sp)
     repl_cut = (repl & graph.ps_write) * max(graph.cluster_machines - 1, 0)
-    return float((graph.ps_weight * (cut + repl_cut)).sum())
+    return float((graph.ps_cost_weight * (cut + repl_cut)).sum())
 
 
 def refine_processing(graph: CostGraph, weights: Weights, proc_part: np.ndarray,

@@ -253,7 +253,7 @@ class DesignSearch:
         A zero weight would hide a real edge from METIS, so a zero alpha or beta becomes a
         tiny positive one (integer_weights then keeps such edges at weight 1)."""
         tiny = 1e-6 * max(self.weights.alpha, self.weights.beta, 1e-9)
-        ps_total, pp_total = g.ps_weight.sum(), g.pp_weight.sum()
+        ps_total, pp_total = g.ps_cost_weight.sum(), g.pp_weight.sum()
         return (max(self.weights.alpha, tiny) / ps_total if ps_total > 0 else 0.0,
                 max(self.weights.beta, tiny) / pp_total if pp_total > 0 else 0.0)
 

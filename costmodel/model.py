@@ -9,10 +9,10 @@ and load is balanced between machines. How a machine's share is spread over its 
 the search's second stage, not part of this cost. `state_part == REPLICATED` marks a state
 item copied to every machine. Assignments are global partition indices either way.
 
-Owned state (a window, `CostGraph.state_owner`) must sit on its owner's partition: there it
-is never cut (its accesses count in the state term's total like any other, as the formula
-sums every processing-to-state edge), and a design that puts it elsewhere is infeasible
-(`CostBreakdown.misplaced_state`), like one over memory.
+Owned state (a window, `CostGraph.state_owner`) must sit on its owner's partition: its
+accesses can never be distributed, so the state term leaves them out (never cut, not in the
+total: `CostGraph.ps_cost_weight`), and a design that puts it elsewhere is infeasible
+(`CostBreakdown.misplaced_state`), like one over memory. Its bytes count on its machine.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def state_colocation_cost(graph: CostGraph, proc_part: np.ndarray, state_part: n
     replicated = s_raw == REPLICATED
     s_side = np.where(replicated, REPLICATED, s_raw // ppm)
     other_copies = max(graph.cluster_machines - 1, 0)
-    w = graph.ps_weight
+    w = graph.ps_cost_weight
     split = split_procedures(graph, proc_part)[..., graph.ps_proc]
     cut_plain = np.where(~replicated & ((p_side != s_side) | split), w, 0.0)
     cut_repl = np.where(replicated & graph.ps_write, w * other_copies,

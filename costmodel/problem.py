@@ -98,6 +98,15 @@ class CostGraph:
         return np.flatnonzero(self.state_owner >= 0)
 
     @property
+    def ps_cost_weight(self) -> np.ndarray:
+        """Processing-to-state edge weights as the state co-location term counts them: an
+        access to owned state (a window, always beside its owner) is never distributed, so it
+        is neither cut nor in the total (a window changes no design's co-location cost)."""
+        if not self.has_owned_state or self.ps_weight.size == 0:
+            return self.ps_weight
+        return np.where(self.state_owner[self.ps_state] < 0, self.ps_weight, 0.0)
+
+    @property
     def cluster_machines(self) -> int:
         """Machines of the whole cluster, the idle ones included."""
         return self.machines + int(self.idle_capacity.size)
