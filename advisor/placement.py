@@ -9,8 +9,8 @@ partitions inside machines as a second stage, on each machine's subgraph.
 - `refine_processing`: move one SP at a time (taking the state only it touches along) while
   the exact cost falls.
 - `repair_memory`: move the cheapest state off machines over their memory limit.
-- `move_owners_for_memory`: when state an SP owns (a window) still overflows its machine,
-  move that SP, its windows with it, to the machine where the exact cost rises least.
+- `fit_memory`: `repair_memory`, or, where windows (which cannot leave their owner) overflow
+  a machine, moving their owner with them, whichever costs least.
 - `replicate_read_mostly`: copy read-mostly items to every partition where that lowers cost.
 
 Owned state (windows, `CostGraph.state_owner`) never moves alone: `pin_owned_state` puts it
@@ -296,44 +296,50 @@ def repair_memory(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarra
     return state_part
 
 
-def move_owners_for_memory(graph: CostGraph, weights: Weights, proc_part: np.ndarray,
-                           state_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Where a machine is still over its memory limit after `repair_memory` and holds state an
-    SP owns (a window cannot leave its owner), move such an owner with its windows to a
-    machine with room for them, the move whose exact cost is lowest; then repair the free
-    state again. Stops when every machine fits or no owner can move (the design stays
-    infeasible, its overflow reported as for tables). Works on a graph cut into machines."""
+# owners tried per machine over its limit (the ones carrying the most window bytes)
+OWNERS_TRIED = 8
+
+
+def fit_memory(graph: CostGraph, weights: Weights, proc_part: np.ndarray,
+               state_part: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`repair_memory`, and where a machine over its limit holds windows (which cannot leave
+    their owner), also each way of moving one of their owners, windows along, to a machine
+    with room for them, its free state then placed and repaired again: the option with the
+    lowest exact cost among those that fit (else the smallest overflow) wins, round after
+    round, until every machine fits or moving an owner no longer helps. What still does not
+    fit is reported infeasible, as for tables. Works on a graph cut into machines."""
     limit = graph.memory_limit_bytes
     if limit is None or not graph.has_owned_state or graph.machines < 2:
-        return proc_part, state_part
-    proc_part, state_part = proc_part.copy(), state_part.copy()
+        return proc_part, repair_memory(graph, proc_part, state_part)
     owned = graph.owned_state
     ppm = graph.partitions_per_machine
     carried = np.bincount(graph.state_owner[owned], weights=graph.state_bytes[owned],
                           minlength=graph.n_proc)
+
+    def rank(p, s):
+        c = score(graph, p, s, weights)
+        return (not c.feasible, c.worst_overflow_mb, c.total)
+
     for _ in range(graph.n_proc):
         mem = machine_memory(graph, state_part)
-        over = np.flatnonzero(mem > limit)
-        if over.size == 0:
+        repaired = repair_memory(graph, proc_part, state_part)
+        best = (rank(proc_part, repaired), proc_part, repaired)
+        if not best[0][0] and not (mem > limit).any():
             break
-        best = None
-        for m in over:
-            for v in np.flatnonzero((proc_part // ppm == m) & (carried > 0)):
+        for m in np.flatnonzero(mem > limit):
+            owners = np.flatnonzero((proc_part // ppm == m) & (carried > 0))
+            owners = owners[np.argsort(-carried[owners], kind="stable")][:OWNERS_TRIED]
+            for v in owners:
                 for t in np.flatnonzero(mem + carried[v] <= limit):
                     trial_p = proc_part.copy()
                     trial_p[v] = t * ppm
-                    trial_s = pin_owned_state(graph, trial_p, state_part)
-                    total = score(graph, trial_p, trial_s, weights).total
-                    if best is None or total < best[0] - 1e-12:
-                        best = (total, trial_p, trial_s)
-        if best is None:
-            break
-        proc_part = best[1]
-        state_part = repair_memory(graph, proc_part, best[2])
-        # the moved SP's other state may follow it where memory allows
-        placed = place_state(graph, proc_part, state_part)
-        if not (machine_memory(graph, placed) > limit).any():
-            state_part = placed
+                    trial_s = repair_memory(graph, trial_p, place_state(graph, trial_p, state_part))
+                    key = rank(trial_p, trial_s)
+                    if key < best[0]:
+                        best = (key, trial_p, trial_s)
+        if best[1] is proc_part:  # no owner move beats repairing the free state alone
+            return proc_part, best[2]
+        proc_part, state_part = best[1], best[2]
     return proc_part, state_part
 
 

@@ -40,8 +40,7 @@ from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
-from advisor.placement import (move_owners_for_memory, place_state, refine_processing,
-                               repair_memory, replicate_read_mostly)
+from advisor.placement import fit_memory, place_state, refine_processing, replicate_read_mostly
 
 # Above this many state edges the pool holds the best design only (each pool entry is
 # placed inside machines and scored on the whole graph).
@@ -263,8 +262,7 @@ class DesignSearch:
         state_part = place_state(g, proc_part, np.asarray(state_part, dtype=np.int64).copy())
         if self.refine:
             proc_part, state_part = refine_processing(g, self.weights, proc_part, state_part)
-        state_part = repair_memory(g, proc_part, state_part)
-        proc_part, state_part = move_owners_for_memory(g, self.weights, proc_part, state_part)
+        proc_part, state_part = fit_memory(g, self.weights, proc_part, state_part)
         if replicate:
             state_part = replicate_read_mostly(g, self.weights, proc_part, state_part, read_mostly)
         return Candidate(label, proc_part, state_part, score(g, proc_part, state_part, self.weights))
