@@ -124,11 +124,13 @@ def _check_design(workload: Workload, design: Design) -> None:
     n = design.n_partitions
     missing = [p for p in workload.procedure_names if p not in design.procedures]
     missing += [t for t in workload.table_names if t not in design.state]
+    # a window need not be placed: it lives on its owner's partition whatever a design says
+    known = set(workload.table_names) | set(workload.window_names)
     if missing:
         raise SimError(f"design does not place {missing[0]!r} of workload {workload.name!r}"
                        + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
     extra = [p for p in design.procedures if p not in set(workload.procedure_names)]
-    extra += [t for t in design.state if t not in set(workload.table_names)]
+    extra += [t for t in design.state if t not in known]
     if extra:
         raise SimError(f"design places {extra[0]!r}, which workload {workload.name!r} does not have")
     for name, p in list(design.procedures.items()) + list(design.state.items()):
