@@ -82,11 +82,19 @@ class Design:
         if misplaced.size:
             j = int(misplaced[0])
             owner = int(graph.cost.state_owner[j])
-            where = "replicates it" if state[j] == REPLICATED else f"puts it on partition {state[j]}"
-            raise DesignError(
-                f"window {graph.state_names[j]!r} must be on the partition of its owner "
-                f"{graph.proc_names[owner]!r} ({proc[owner]}), but the design {where}")
+            raise _misplaced_window(graph.state_names[j], graph.proc_names[owner],
+                                    int(proc[owner]), None if state[j] == REPLICATED else int(state[j]))
         return proc, state
+
+    def check_windows(self, workload) -> None:
+        """Refuse (DesignError, one line) a design that puts a window of `workload` anywhere
+        but on its owner's partition; a window the design does not name sits there anyway.
+        For readers that do not go through `arrays` (the simulator)."""
+        for w in workload.windows:
+            if w.name in self.state and w.procedure in self.procedures:
+                part, owner_part = self.state[w.name], self.procedures[w.procedure]
+                if part != owner_part:
+                    raise _misplaced_window(w.name, w.procedure, owner_part, part)
 
     def rescore(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
         """The cost of this design on `graph` (whose cluster must match the design's)."""
@@ -235,3 +243,9 @@ class Design:
         return (f"<b>Design for {e(self.workload)}</b> ({self.machines} machines x "
                 f"{self.partitions_per_machine} partitions, {e(self.method)}): {cost}"
                 f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))
+
+
+def _misplaced_window(window: str, owner: str, owner_part: int, part: int | None) -> DesignError:
+    where = "replicates it" if part is None else f"puts it on partition {part}"
+    return DesignError(f"window {window!r} must be on the partition of its owner {owner!r} "
+                       f"({owner_part}), but the design {where}")

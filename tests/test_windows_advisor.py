@@ -338,6 +338,10 @@ def test_evaluate_refuses_a_design_that_moves_the_window(tmp_path, capsys, edit,
     assert "'RecentBids'" in err and "'Trend'" in err and where in err
     with pytest.raises(DesignError, match="window 'RecentBids'"):
         evaluate(bad, spec_path)
+    # the simulator reads the design without the graph: it refuses it too
+    assert run_app(["simulate", str(spec_path), "--design", str(bad), "--batches", "50"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'RecentBids'" in err and "'Trend'" in err
 
 
 def test_linear_road_has_its_segment_windows_and_keeps_them_with_their_owner():

@@ -40,6 +40,7 @@ def _params(calibration: Calibration | SimParams | None) -> SimParams:
 
 
 def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
+    design.check_windows(workload)  # a window away from its owner: refused, one line
     return compile_plan(workload, design, params=_params(calibration), scheduler=scheduler,
                         move=move, batches=batches, batch_size=batch_size, seed=seed)
 
