@@ -4,7 +4,9 @@ The search works on SPs (or nested groups contracted to one node) only: with pro
 fixed, the state term is lowest when every state item sits where most of its access weight
 is (state carries no load), so a design's cost here is its cost with state placed that way,
 exactly as `placement.place_state` places it. Moving an SP therefore takes its private
-state along, and moves the shared state it tips over.
+state along, and moves the shared state it tips over. Its windows go with it: they are never
+cut (their accesses weigh 0 here, as in the cost) and `place_state` pins them to it; a
+window is never moved alone.
 
 Each step evaluates the exact cost of moving every SP to every machine at once (numpy, one
 matrix of SPs x machines); it takes the best move that is not tabu (moving an SP back to a
