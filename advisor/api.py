@@ -51,20 +51,15 @@ def load_graph(source: Source, machines: int | None = None,
                partitions_per_machine: int | None = None) -> WorkloadGraph:
     """The graph of a source on a cluster (the spec's own unless overridden)."""
     _, graph = load_source(source)
-    return _on_cluster(graph, machines, partitions_per_machine)
+    check_cluster(machines, partitions_per_machine)
+    return graph.with_cluster(machines, partitions_per_machine)
 
 
-def _on_cluster(graph: WorkloadGraph, machines: int | None, ppm: int | None) -> WorkloadGraph:
-    for label, value in (("machines", machines), ("partitions per machine", ppm)):
-        if value is not None and (not isinstance(value, int) or value < 1):
+def check_cluster(machines: int | None, partitions_per_machine: int | None) -> None:
+    """A cluster a user asked for: each count None (the source's own) or an integer >= 1."""
+    for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
-    c = graph.cost
-    m = machines or c.machines
-    p = ppm or c.partitions_per_machine
-    if (m, p) == (c.machines, c.partitions_per_machine):
-        return graph
-    capacity = c.capacity if c.capacity.size == m else None
-    return graph.with_cluster(m, p, capacity, c.memory_limit_bytes)
 
 
 @dataclass
@@ -88,7 +83,7 @@ class Bottleneck:
 
 
 def find_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
-    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     proc, state = design.arrays(graph)
     c = graph.cost
     loads = machine_loads(c, proc)
@@ -185,7 +180,8 @@ def recommend(source: Source, machines: int | None = None,
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     loaded, graph = load_source(source)
-    graph = _on_cluster(graph, machines, partitions_per_machine)
+    check_cluster(machines, partitions_per_machine)
+    graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -231,6 +227,6 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
 
 
 def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:
-    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     _, state = design.arrays(graph)
     return machine_memory(graph.cost, state)

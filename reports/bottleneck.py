@@ -8,7 +8,6 @@ import numpy as np
 
 from costmodel import machine_loads
 from advisor.design import Design
-from reports.cluster import on_cluster
 
 
 @dataclass
@@ -48,8 +47,8 @@ def find_bottleneck(design: Design, graph, sim=None) -> Bottleneck:
     if sim is not None and sim.machine_utilisation:
         machine = sim.bottleneck_machine
         resource, peak = sim.bottleneck, float(sim.peak_utilisation)
-    proc, _ = design.arrays(on_cluster(graph, design))
-    c = on_cluster(graph, design).cost
+    proc, _ = design.arrays(graph.with_cluster(design.machines, design.partitions_per_machine))
+    c = graph.with_cluster(design.machines, design.partitions_per_machine).cost
     mach = proc // design.partitions_per_machine
     here = np.flatnonzero(mach == machine)
     hot = graph.proc_names[int(here[np.argmax(c.proc_load[here])])] if here.size else None

@@ -67,11 +67,7 @@ def _resolve(design, source, workload):
         design = Design.load(design)
     spec, graph = load_source(source)
     workload = workload if workload is not None else spec
-    c = graph.cost
-    if (c.machines, c.partitions_per_machine) != (design.machines, design.partitions_per_machine):
-        graph = graph.with_cluster(design.machines, design.partitions_per_machine,
-                                   c.capacity if c.capacity.size == design.machines else None,
-                                   c.memory_limit_bytes)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     if workload is not None and (workload.cluster.machines, workload.cluster.partitions_per_machine) != (
             design.machines, design.partitions_per_machine):
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
