@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel import CostBreakdown, Weights, machine_loads, machine_memory
+import costmodel
+from costmodel import CostBreakdown, Weights, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.calibrated import default_weights
@@ -63,14 +64,35 @@ def check_cluster(machines: int | None, partitions_per_machine: int | None) -> N
 
 
 @dataclass
-class Bottleneck:
-    """Where the design hurts most: the busiest machine, the heaviest cut stream edge
-    (MOVE) and the heaviest cut state edge (distributed transaction)."""
+class DesignBottleneck:
+    """The cost model's bottleneck of a design (`costmodel.Bottleneck`, in indices) with the
+    names of its graph: the busiest machine, the heaviest cut stream edge (MOVE) and the
+    heaviest cut state edge (distributed transaction)."""
 
-    machine: int
-    machine_load_share: float
-    move: tuple[str, str, float] | None
-    distributed_access: tuple[str, str, float] | None
+    cost: costmodel.Bottleneck
+    graph: WorkloadGraph
+
+    @property
+    def machine(self) -> int:
+        return self.cost.machine
+
+    @property
+    def machine_load_share(self) -> float:
+        return self.cost.machine_load_share
+
+    @property
+    def hot_procedure(self) -> str | None:
+        return None if self.cost.hot_proc is None else self.graph.proc_names[self.cost.hot_proc]
+
+    @property
+    def move(self) -> tuple[str, str, float] | None:
+        m = self.cost.move
+        return None if m is None else (self.graph.proc_names[m[0]], self.graph.proc_names[m[1]], m[2])
+
+    @property
+    def distributed_access(self) -> tuple[str, str, float] | None:
+        d = self.cost.distributed_access
+        return None if d is None else (self.graph.proc_names[d[0]], self.graph.state_names[d[1]], d[2])
 
     def describe(self) -> list[str]:
         out = [f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"]
@@ -82,27 +104,11 @@ class Bottleneck:
         return out
 
 
-def find_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
+def design_bottleneck(design: Design, graph: WorkloadGraph) -> DesignBottleneck:
+    """The cost model's bottleneck of `design` on `graph` (put on the design's cluster)."""
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     proc, state = design.arrays(graph)
-    c = graph.cost
-    loads = machine_loads(c, proc)
-    total = loads.sum()
-    m = int(np.argmax(loads / (c.capacity / c.capacity.mean())))
-    move = None
-    if c.pp_weight.size:
-        cut = proc[c.pp_src] != proc[c.pp_dst]
-        if cut.any():
-            e = int(np.flatnonzero(cut)[np.argmax(c.pp_weight[cut])])
-            move = (graph.proc_names[c.pp_src[e]], graph.proc_names[c.pp_dst[e]], float(c.pp_weight[e]))
-    dist = None
-    if c.ps_weight.size:
-        sp = state[c.ps_state]
-        cut = (sp >= 0) & (proc[c.ps_proc] != sp)
-        if cut.any():
-            e = int(np.flatnonzero(cut)[np.argmax(c.ps_weight[cut])])
-            dist = (graph.proc_names[c.ps_proc[e]], graph.state_names[c.ps_state[e]], float(c.ps_weight[e]))
-    return Bottleneck(m, float(loads[m] / total) if total > 0 else 0.0, move, dist)
+    return DesignBottleneck(costmodel.find_bottleneck(graph.cost, proc, state), graph)
 
 
 @dataclass
@@ -118,8 +124,8 @@ class Recommendation:
     selection: Selection | None = None
 
     @property
-    def bottleneck(self) -> Bottleneck:
-        return find_bottleneck(self.design, self.graph)
+    def bottleneck(self) -> DesignBottleneck:
+        return design_bottleneck(self.design, self.graph)
 
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}

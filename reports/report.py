@@ -148,7 +148,8 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
     context["verdict"] = _verdict(designs, sims)
     context.update(_machine_rows(design, graph, own_sim))
 
-    from reports.suggestions import find_bottleneck, suggest
+    from reports.bottleneck import simulated_bottleneck
+    from reports.suggestions import suggest
 
     if o.sensitivity:
         say("sensitivity sweep over alpha, beta, gamma")
@@ -175,7 +176,7 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
             "header": view.header, "rows": view.rows, "notes": view.notes,
         }
 
-    bottleneck = find_bottleneck(design, graph, own_sim)
+    bottleneck = simulated_bottleneck(design, graph, own_sim)
     context["bottleneck"] = bottleneck.describe()
     context["suggestions"], context["suggestions_note"] = [], "Not computed."
     if o.suggestions:

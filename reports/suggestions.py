@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 
 from advisor.design import Design
 from advisor.workload import Workload
-from reports.bottleneck import Bottleneck, find_bottleneck
+from reports.bottleneck import SimulatedBottleneck, simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
 
-__all__ = ["Bottleneck", "Suggestion", "Suggestions", "design_for", "find_bottleneck", "suggest"]
+__all__ = ["SimulatedBottleneck", "Suggestion", "Suggestions", "design_for", "simulated_bottleneck", "suggest"]
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Suggestion:
 
 @dataclass
 class Suggestions:
-    bottleneck: Bottleneck
+    bottleneck: SimulatedBottleneck
     items: list[Suggestion] = field(default_factory=list)
 
     def __iter__(self):
@@ -109,7 +109,7 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
     weights = weights or design.weights
     if sim is None:
         sim = predict(workload, design, options)
-    bottleneck = find_bottleneck(design, graph, sim)
+    bottleneck = simulated_bottleneck(design, graph, sim)
     result = Suggestions(bottleneck)
     cost_before = design.rescore(graph, weights).total
     tps_before = None if sim is None else float(sim.throughput_tps)
