@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from costmodel import REPLICATED, Weights
+from advisor.design import Design
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
 from advisor.graph import WorkloadGraph, drop_idle_machines
 from advisor.search import DesignSearch, contract_groups, place_within_machines
@@ -91,3 +92,13 @@ BASELINE_FUNCTIONS = {
     "processing-only": processing_only,
     "exhaustive-optimum": exhaustive,
 }
+
+
+def baseline_design(name: str, graph: WorkloadGraph, weights: Weights, seed: int = 0,
+                    provenance: dict | None = None) -> Design | None:
+    """Baseline `name` as a design scored on `graph` (None where it does not apply: the
+    exhaustive optimum of a graph too large to enumerate)."""
+    arrays = BASELINE_FUNCTIONS[name](graph, weights, seed)
+    if arrays is None:
+        return None
+    return Design.from_arrays(graph, arrays[0], arrays[1], weights, method=name, provenance=provenance)

@@ -13,6 +13,7 @@ from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.workload import Workload
 
+FORMAT = "advisor.validation/1"
 ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
                "distributed_txns", "moves", "history_check", "wall_s")
 
@@ -40,10 +41,15 @@ class ValidationResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"workload": self.workload, "design": self.design, "machines": self.machines,
+        """One design's entry of a validation file (`validation_document`)."""
+        return {"design": self.design, "machines": self.machines,
                 "partitions_per_machine": self.partitions_per_machine,
                 "predicted_cost": self.predicted_cost, "engine": self.engine,
                 "simulator": self.simulator, "bottleneck": self.bottleneck, "notes": self.notes}
+
+    def to_document(self) -> dict:
+        """This result as a validation file of one design."""
+        return validation_document(self.workload, [self])
 
     def describe(self) -> list[str]:
         lines = [f"validation of {self.design} for {self.workload} on {self.machines} machines x "
@@ -72,6 +78,14 @@ class ValidationResult:
                 lines.append(f"  {b[key]['text']}")
         lines += [f"note: {n}" for n in self.notes]
         return lines
+
+
+def validation_document(workload: str, results: list[ValidationResult], notes: list[str] = ()
+                        ) -> dict:
+    """The validation file (`advisor.validation/1`, README "Formats"): the workload, one entry
+    per design validated, and notes about the whole comparison."""
+    return {"format": FORMAT, "workload": workload, "designs": [r.to_dict() for r in results],
+            "notes": list(notes)}
 
 
 def static_hotspots(workload: Workload, design: Design) -> tuple[list[dict], list[dict]]:

@@ -23,7 +23,9 @@ def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
     for label in ("predicted cost", "engine", "simulator", "throughput (tuples/s)", "bottleneck:",
                   "most loaded machine", "most expensive MOVE", "engine history check: ok"):
         assert label in printed
-    data = json.loads(out.read_text())
+    written = json.loads(out.read_text())
+    assert written["format"] == "advisor.validation/1" and written["workload"] == "tpcdi-trade"
+    [data] = written["designs"]
     assert data["engine"]["history_check"] == "ok"
     assert data["engine"]["moves"] == data["simulator"]["moves"] == 3 * 60  # every stream crosses
     assert data["engine"]["distributed_txns"] == data["simulator"]["distributed_txns"] == 0
@@ -66,7 +68,7 @@ def test_a_design_too_big_for_this_machine_is_simulated_only(tmp_path, capsys):
     machines = engine_partition_limit() // 4 + 1
     path = S.chain_design(w, machines).save(tmp_path / "big.json")
     assert run_app(["validate", str(path), "chain-32", "--batches", "50", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    [data] = json.loads(capsys.readouterr().out)["designs"]
     assert data["engine"] is None and data["simulator"]["machines"] == machines
     assert any("engine skipped" in n for n in data["notes"])
 
