@@ -207,8 +207,9 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
 
     step("report: figures, sensitivity, scaling, suggestions")
     # the spec the statistics were traced from is what the report simulates
-    html = build_report(replace(rec, workload=workload), predictions=predictions, validation=validation, source=str(stats_dir),
-                        title=f"advisor demo: {WORKLOAD}", options=ReportOptions(seed=seed, predict=options))
+    html = build_report(replace(rec, workload=workload), predictions=predictions, validation=validation,
+                        source=str(stats_dir), title=f"advisor demo: {WORKLOAD}",
+                        options=ReportOptions(seed=seed, predict=options))
     write_report(result.report_path, html)
     result.seconds = time.perf_counter() - started
     atomic_write_text(out / MARKER, json.dumps(result.to_dict(), indent=2) + "\n")

@@ -3,8 +3,6 @@ predictions=None, validation=None)` uses what it is given and computes only what
 `report_recommendation` computes the same inputs from a design file and a source."""
 from __future__ import annotations
 
-import re
-
 import pytest
 
 from advisor.api import recommend
@@ -12,17 +10,6 @@ from reports.predict import PredictOptions, predict
 from reports.report import ReportOptions, build_report, report_recommendation
 
 QUICK = ReportOptions(sensitivity=False, scaling=False, suggestions=False)
-
-
-def predicted_column(html: str) -> dict[str, str]:
-    """design name -> the predicted tuples/s cell of the cost table."""
-    rows = re.findall(r"<tr[^>]*>\s*<td>(?:<b>)?([^<]+?)(?:</b>)?(?: \(chosen\))?</td>(.*?)</tr>", html, re.S)
-    out = {}
-    for name, cells in rows:
-        nums = re.findall(r'<td class="num">([\d,]+|n/a)</td>', cells)
-        if nums:
-            out[name.strip()] = nums[0]
-    return out
 
 
 @pytest.fixture(scope="module")
