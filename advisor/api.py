@@ -7,7 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from costmodel import CostBreakdown, Weights, machine_loads, machine_memory
+import costmodel
+from costmodel import CostBreakdown, Weights, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.calibrated import default_weights
@@ -51,31 +52,47 @@ def load_graph(source: Source, machines: int | None = None,
                partitions_per_machine: int | None = None) -> WorkloadGraph:
     """The graph of a source on a cluster (the spec's own unless overridden)."""
     _, graph = load_source(source)
-    return _on_cluster(graph, machines, partitions_per_machine)
+    check_cluster(machines, partitions_per_machine)
+    return graph.with_cluster(machines, partitions_per_machine)
 
 
-def _on_cluster(graph: WorkloadGraph, machines: int | None, ppm: int | None) -> WorkloadGraph:
-    for label, value in (("machines", machines), ("partitions per machine", ppm)):
-        if value is not None and (not isinstance(value, int) or value < 1):
+def check_cluster(machines: int | None, partitions_per_machine: int | None) -> None:
+    """A cluster a user asked for: each count None (the source's own) or an integer >= 1."""
+    for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
-    c = graph.cost
-    m = machines or c.machines
-    p = ppm or c.partitions_per_machine
-    if (m, p) == (c.machines, c.partitions_per_machine):
-        return graph
-    capacity = c.capacity if c.capacity.size == m else None
-    return graph.with_cluster(m, p, capacity, c.memory_limit_bytes)
 
 
 @dataclass
-class Bottleneck:
-    """Where the design hurts most: the busiest machine, the heaviest cut stream edge
-    (MOVE) and the heaviest cut state edge (distributed transaction)."""
+class DesignBottleneck:
+    """The cost model's bottleneck of a design (`costmodel.Bottleneck`, in indices) with the
+    names of its graph: the busiest machine, the heaviest cut stream edge (MOVE) and the
+    heaviest cut state edge (distributed transaction)."""
 
-    machine: int
-    machine_load_share: float
-    move: tuple[str, str, float] | None
-    distributed_access: tuple[str, str, float] | None
+    cost: costmodel.Bottleneck
+    graph: WorkloadGraph
+
+    @property
+    def machine(self) -> int:
+        return self.cost.machine
+
+    @property
+    def machine_load_share(self) -> float:
+        return self.cost.machine_load_share
+
+    @property
+    def hot_procedure(self) -> str | None:
+        return None if self.cost.hot_proc is None else self.graph.proc_names[self.cost.hot_proc]
+
+    @property
+    def move(self) -> tuple[str, str, float] | None:
+        m = self.cost.move
+        return None if m is None else (self.graph.proc_names[m[0]], self.graph.proc_names[m[1]], m[2])
+
+    @property
+    def distributed_access(self) -> tuple[str, str, float] | None:
+        d = self.cost.distributed_access
+        return None if d is None else (self.graph.proc_names[d[0]], self.graph.state_names[d[1]], d[2])
 
     def describe(self) -> list[str]:
         out = [f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"]
@@ -87,27 +104,11 @@ class Bottleneck:
         return out
 
 
-def find_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
-    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+def design_bottleneck(design: Design, graph: WorkloadGraph) -> DesignBottleneck:
+    """The cost model's bottleneck of `design` on `graph` (put on the design's cluster)."""
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     proc, state = design.arrays(graph)
-    c = graph.cost
-    loads = machine_loads(c, proc)
-    total = loads.sum()
-    m = int(np.argmax(loads / (c.capacity / c.capacity.mean())))
-    move = None
-    if c.pp_weight.size:
-        cut = proc[c.pp_src] != proc[c.pp_dst]
-        if cut.any():
-            e = int(np.flatnonzero(cut)[np.argmax(c.pp_weight[cut])])
-            move = (graph.proc_names[c.pp_src[e]], graph.proc_names[c.pp_dst[e]], float(c.pp_weight[e]))
-    dist = None
-    if c.ps_weight.size:
-        sp = state[c.ps_state]
-        cut = (sp >= 0) & (proc[c.ps_proc] != sp)
-        if cut.any():
-            e = int(np.flatnonzero(cut)[np.argmax(c.ps_weight[cut])])
-            dist = (graph.proc_names[c.ps_proc[e]], graph.state_names[c.ps_state[e]], float(c.ps_weight[e]))
-    return Bottleneck(m, float(loads[m] / total) if total > 0 else 0.0, move, dist)
+    return DesignBottleneck(costmodel.find_bottleneck(graph.cost, proc, state), graph)
 
 
 @dataclass
@@ -123,8 +124,8 @@ class Recommendation:
     selection: Selection | None = None
 
     @property
-    def bottleneck(self) -> Bottleneck:
-        return find_bottleneck(self.design, self.graph)
+    def bottleneck(self) -> DesignBottleneck:
+        return design_bottleneck(self.design, self.graph)
 
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}
@@ -185,7 +186,8 @@ def recommend(source: Source, machines: int | None = None,
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     loaded, graph = load_source(source)
-    graph = _on_cluster(graph, machines, partitions_per_machine)
+    check_cluster(machines, partitions_per_machine)
+    graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -231,6 +233,6 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
 
 
 def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:
-    graph = _on_cluster(graph, design.machines, design.partitions_per_machine)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     _, state = design.arrays(graph)
     return machine_memory(graph.cost, state)

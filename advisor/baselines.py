@@ -11,10 +11,11 @@ from dataclasses import replace
 import numpy as np
 
 from costmodel import REPLICATED, Weights
+from advisor.design import Design
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
 from advisor.graph import WorkloadGraph, drop_idle_machines
 from advisor.placement import pin_owned_state
-from advisor.search import DesignSearch, contract_groups
+from advisor.search import DesignSearch, contract_groups, place_within_machines
 
 BASELINES = ("single-machine", "round-robin", "random", "hash-by-table", "state-only",
              "processing-only", "exhaustive-optimum")
@@ -81,14 +82,12 @@ def exhaustive(graph: WorkloadGraph, weights: Weights, seed: int = 0, limit: int
     search keeps them), then partitions as the search places them inside each machine."""
     c = graph.cost
     units, unit_of = contract_groups(c)
-    top, kept = drop_idle_machines(units.with_cluster(c.machines, 1, c.capacity,
-                                                      c.memory_limit_bytes, c.idle_capacity))
+    top, kept = drop_idle_machines(units.with_cluster(c.machines, 1))
     result = exhaustive_optimum(top, weights, limit)
     if result is None:
         return None
     state = np.where(result[1] == REPLICATED, REPLICATED, kept[np.maximum(result[1], 0)])
-    return DesignSearch(weights=weights, seed=seed).place_in_machines(
-        c, kept[result[0]][unit_of], state)
+    return place_within_machines(c, kept[result[0]][unit_of], state, weights, seed)
 
 
 BASELINE_FUNCTIONS = {
@@ -100,3 +99,13 @@ BASELINE_FUNCTIONS = {
     "processing-only": processing_only,
     "exhaustive-optimum": exhaustive,
 }
+
+
+def baseline_design(name: str, graph: WorkloadGraph, weights: Weights, seed: int = 0,
+                    provenance: dict | None = None) -> Design | None:
+    """Baseline `name` as a design scored on `graph` (None where it does not apply: the
+    exhaustive optimum of a graph too large to enumerate)."""
+    arrays = BASELINE_FUNCTIONS[name](graph, weights, seed)
+    if arrays is None:
+        return None
+    return Design.from_arrays(graph, arrays[0], arrays[1], weights, method=name, provenance=provenance)

@@ -97,12 +97,8 @@ class Design:
                     raise _misplaced_window(w.name, w.procedure, owner_part, part)
 
     def rescore(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
-        """The cost of this design on `graph` (whose cluster must match the design's)."""
-        g = graph.cost
-        if (g.machines, g.partitions_per_machine) != (self.machines, self.partitions_per_machine):
-            graph = graph.with_cluster(self.machines, self.partitions_per_machine,
-                                       None if g.capacity.size != self.machines else g.capacity,
-                                       g.memory_limit_bytes)
+        """The cost of this design on `graph`, put on the design's cluster."""
+        graph = graph.with_cluster(self.machines, self.partitions_per_machine)
         proc, state = self.arrays(graph)
         return score(graph.cost, proc, state, weights or self.weights)
 

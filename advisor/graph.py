@@ -7,7 +7,7 @@ input is built as CSR straight from the edge arrays (no per-edge Python objects)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
@@ -93,13 +93,14 @@ class WorkloadGraph:
         return cls(workload.name, procs, states, states, np.array(read_mostly, dtype=bool), cost,
                    workload.sha256, workload.nested)
 
-    def with_cluster(self, machines: int, partitions_per_machine: int,
+    def with_cluster(self, machines: int | None, partitions_per_machine: int | None,
                      capacity=None, memory_limit_bytes=None) -> "WorkloadGraph":
+        """This graph on another cluster; keeps what still fits (`CostGraph.with_cluster`)."""
         cost = self.cost.with_cluster(machines, partitions_per_machine, capacity,
                                       memory_limit_bytes)
-        return WorkloadGraph(self.name, self.proc_names, self.state_names, self.state_tables,
-                             self.state_read_mostly, cost, self.source_sha256, self.nested,
-                             self.load_unit_s, self.proc_txns)
+        if cost is self.cost:
+            return self
+        return replace(self, cost=cost)
 
     # -- lookups --------------------------------------------------------------------------
     @property

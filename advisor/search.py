@@ -110,15 +110,19 @@ def canonical_key(proc_part: np.ndarray, state_part: np.ndarray, relabel: bool) 
 
 @dataclass
 class DesignSearch:
-    """Search for the cheapest design of a graph. Parameters here; results as attributes
-    after `fit`: `proc_part_`, `state_part_` (global partitions), `cost_`, `best_label_`,
-    `candidates_` (label, total cost, feasible) of the machine-level stage, `pool_` (up to
-    `pool_size` distinct designs as `Candidate`s in global partitions, feasible first,
-    cheapest first), `machines_used_`, `local_search_steps_`, `local_search_timed_out_`
-    (the time budget cut the local search short), `elapsed_s_`, `metis_s_` (time inside METIS)."""
+    """Search for the cheapest design of a graph. Parameters here (`machines`,
+    `partitions_per_machine`: the cluster to search for, None: the graph's own); results as
+    attributes after `fit`: `graph_` (the graph on the searched cluster), `proc_part_`,
+    `state_part_` (global partitions), `cost_`, `best_label_`, `candidates_` (label, total
+    cost, feasible) of the machine-level stage, `pool_` (up to `pool_size` distinct designs as
+    `Candidate`s in global partitions, feasible first, cheapest first), `machines_used_`,
+    `local_search_steps_`, `local_search_timed_out_` (the time budget cut the local search
+    short), `elapsed_s_`, `metis_s_` (time inside METIS)."""
 
     weights: Weights = DEFAULT_WEIGHTS
     seed: int = 0
+    machines: int | None = None
+    partitions_per_machine: int | None = None
     ufactors: tuple[int, ...] = (1, 10, 30, 100, 300, 1000)
     seeds_per_ufactor: int = 2
     refine: bool = True
@@ -141,12 +145,13 @@ class DesignSearch:
         started = time.perf_counter()
         self.metis_s_ = 0.0
         self.local_search_steps_, self.local_search_timed_out_ = 0, False
+        graph = graph.with_cluster(self.machines, self.partitions_per_machine)
+        self.graph_ = graph
         cost = graph.cost if isinstance(graph, WorkloadGraph) else graph
         read_mostly = (graph.state_read_mostly if isinstance(graph, WorkloadGraph)
                        else np.zeros(cost.n_state, dtype=bool))
         units, unit_of = contract_groups(cost)
-        top, kept = drop_idle_machines(units.with_cluster(
-            cost.machines, 1, cost.capacity, cost.memory_limit_bytes, cost.idle_capacity))
+        top, kept = drop_idle_machines(units.with_cluster(cost.machines, 1))
         tried = self._search(top, read_mostly, self.replicate)
         self.candidates_ = [(c.label, c.cost.total, c.cost.feasible) for c in tried]
         ranked = self._distinct(sorted(tried, key=Candidate.rank),
@@ -197,9 +202,13 @@ class DesignSearch:
                 tried.append(self._finish(g, read_mostly, replicate, label, part, zeros_s))
         return tried
 
-    def _best_of(self, g: CostGraph, read_mostly: np.ndarray, replicate: bool):
-        tried = self._search(g, read_mostly, replicate)
-        return min(tried, key=Candidate.rank), [(c.label, c.cost.total, c.cost.feasible) for c in tried]
+    def best_candidate(self, g: CostGraph, read_mostly: np.ndarray | None = None,
+                       replicate: bool = False) -> Candidate:
+        """The cheapest candidate on a graph cut into its machines (one partition each), in
+        machine indices: the machine-level stage alone, nothing placed inside machines."""
+        if read_mostly is None:
+            read_mostly = np.zeros(g.n_state, dtype=bool)
+        return min(self._search(g, read_mostly, replicate), key=Candidate.rank)
 
     def _starts(self, g: CostGraph):
         n = g.machines
@@ -295,20 +304,24 @@ class DesignSearch:
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)
             local = subgraph(cost, procs, states, machines=ppm)
-            best, _ = inner._best_of(local, np.zeros(states.size, dtype=bool), replicate=False)
+            best = inner.best_candidate(local)
             proc_part[procs] += best.proc_part
             state_part[states] += best.state_part
         self.metis_s_ += inner.metis_s_
         return proc_part, state_part
 
-    def place_in_machines(self, cost: CostGraph, machine_of_proc: np.ndarray,
-                          machine_of_state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Global partitions of a design given by machine (no nested group split)."""
-        units, unit_of = contract_groups(cost)
-        unit_machine = np.zeros(units.n_proc, dtype=np.int64)
-        unit_machine[unit_of] = machine_of_proc
-        if not np.array_equal(unit_machine[unit_of], machine_of_proc):
-            raise ValueError("a nested group is split across machines")
-        unit_part, state_part = self._place_in_machines(units, np.arange(cost.machines),
-                                                        unit_machine, machine_of_state)
-        return unit_part[unit_of], state_part
+
+def place_within_machines(cost: CostGraph, machine_of_proc: np.ndarray, machine_of_state: np.ndarray,
+                          weights: Weights = DEFAULT_WEIGHTS, seed: int = 0
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Global partitions of a design given by machine (no nested group split): inside each
+    machine, its partitions are searched as `DesignSearch` does for its own designs."""
+    units, unit_of = contract_groups(cost)
+    unit_machine = np.zeros(units.n_proc, dtype=np.int64)
+    unit_machine[unit_of] = machine_of_proc
+    if not np.array_equal(unit_machine[unit_of], machine_of_proc):
+        raise ValueError("a nested group is split across machines")
+    search = DesignSearch(weights=weights, seed=seed)
+    unit_part, state_part = search._place_in_machines(units, np.arange(cost.machines),
+                                                      unit_machine, machine_of_state)
+    return unit_part[unit_of], state_part

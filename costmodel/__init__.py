@@ -5,6 +5,7 @@ project, so the advisor, the engine and the reports all score designs the same w
 """
 from costmodel.weights import Weights, DEFAULT_WEIGHTS
 from costmodel.problem import CostGraph
+from costmodel.bottleneck import Bottleneck, find_bottleneck, hottest_procedure
 from costmodel.model import (
     REPLICATED,
     CostBreakdown,
@@ -23,10 +24,13 @@ from costmodel.model import (
 
 __all__ = [
     "REPLICATED",
+    "Bottleneck",
     "CostBreakdown",
     "CostGraph",
     "DEFAULT_WEIGHTS",
     "Weights",
+    "find_bottleneck",
+    "hottest_procedure",
     "load_balance_cost",
     "load_balance_from_loads",
     "machine_loads",

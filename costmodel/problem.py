@@ -1,7 +1,7 @@
 """The arrays a design is scored on: a graph of processing and state, without names."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -123,11 +123,26 @@ class CostGraph:
     def n_partitions(self) -> int:
         return self.machines * self.partitions_per_machine
 
-    def with_cluster(self, machines: int, partitions_per_machine: int,
+    def with_cluster(self, machines: int | None, partitions_per_machine: int | None,
                      capacity=None, memory_limit_bytes=None, idle_capacity=None) -> "CostGraph":
-        return CostGraph(
-            self.proc_load, self.state_bytes, self.ps_proc, self.ps_state, self.ps_weight,
-            self.ps_write, self.pp_src, self.pp_dst, self.pp_weight, machines,
-            partitions_per_machine, capacity, memory_limit_bytes, self.proc_group,
-            idle_capacity, self.state_owner,
-        )
+        """This graph on another cluster (None: its own count), keeping what still fits: the
+        capacities and the idle machines while the machine count is the same, the memory limit
+        per machine always. Pass any of them to override it. The same cluster gives this very
+        graph back."""
+        machines = self.machines if machines is None else machines
+        if partitions_per_machine is None:
+            partitions_per_machine = self.partitions_per_machine
+        same_count = machines == self.machines
+        if capacity is None and same_count:
+            capacity = self.capacity
+        if idle_capacity is None and same_count:
+            idle_capacity = self.idle_capacity
+        if memory_limit_bytes is None:
+            memory_limit_bytes = self.memory_limit_bytes
+        if (same_count and partitions_per_machine == self.partitions_per_machine
+                and capacity is self.capacity and idle_capacity is self.idle_capacity
+                and memory_limit_bytes == self.memory_limit_bytes):
+            return self
+        return replace(self, machines=machines, partitions_per_machine=partitions_per_machine,
+                       capacity=capacity, memory_limit_bytes=memory_limit_bytes,
+                       idle_capacity=idle_capacity)

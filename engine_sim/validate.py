@@ -8,10 +8,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from advisor.api import DesignBottleneck
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.workload import Workload
 
+FORMAT = "advisor.validation/1"
 ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
                "distributed_txns", "moves", "history_check", "wall_s")
 
@@ -39,10 +41,15 @@ class ValidationResult:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"workload": self.workload, "design": self.design, "machines": self.machines,
+        """One design's entry of a validation file (`validation_document`)."""
+        return {"design": self.design, "machines": self.machines,
                 "partitions_per_machine": self.partitions_per_machine,
                 "predicted_cost": self.predicted_cost, "engine": self.engine,
                 "simulator": self.simulator, "bottleneck": self.bottleneck, "notes": self.notes}
+
+    def to_document(self) -> dict:
+        """This result as a validation file of one design."""
+        return validation_document(self.workload, [self])
 
     def describe(self) -> list[str]:
         lines = [f"validation of {self.design} for {self.workload} on {self.machines} machines x "
@@ -73,6 +80,14 @@ class ValidationResult:
         return lines
 
 
+def validation_document(workload: str, results: list[ValidationResult], notes: list[str] = ()
+                        ) -> dict:
+    """The validation file (`advisor.validation/1`, README "Formats"): the workload, one entry
+    per design validated, and notes about the whole comparison."""
+    return {"format": FORMAT, "workload": workload, "designs": [r.to_dict() for r in results],
+            "notes": list(notes)}
+
+
 def static_hotspots(workload: Workload, design: Design) -> tuple[list[dict], list[dict]]:
     """Distributed SPs and cross-partition streams a design implies, from the spec alone:
     (SP, chance a batch runs distributed) and (stream, bytes per batch, crosses machine)."""
@@ -98,54 +113,83 @@ def static_hotspots(workload: Workload, design: Design) -> tuple[list[dict], lis
     return dist, moves
 
 
-def find_bottleneck(workload: Workload, design: Design, sim: dict | None, engine: dict | None) -> dict:
-    out: dict = {}
+@dataclass
+class MeasuredBottleneck:
+    """The cost model's bottleneck of a design (`base`) with what the simulator predicted and
+    the engine measured put in its place where they ran: each entry (`machine`, `move`,
+    `distributed_txn`) is the JSON the validation file carries, with a `text` line."""
+
+    base: DesignBottleneck
+    machine: dict | None = None
+    move: dict | None = None
+    distributed_txn: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in (("machine", self.machine), ("move", self.move),
+                                  ("distributed_txn", self.distributed_txn)) if v is not None}
+
+
+def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
+                        engine: dict | None) -> MeasuredBottleneck:
+    """The cost model's bottleneck, with the simulator's busiest machine, costliest MOVE and
+    most distributed SP, and the engine's busiest machine, where each ran."""
+    from advisor.api import design_bottleneck
+    from advisor.graph import WorkloadGraph
+
+    base = design_bottleneck(design, WorkloadGraph.from_workload(workload))
+    out = MeasuredBottleneck(base)
     ppm = design.partitions_per_machine
     if sim is not None:
         util = sim["machine_utilisation"]  # share of time its partitions are held
         busy = [sum(sim["partition_busy_s"][i * ppm:(i + 1) * ppm]) for i in range(len(util))]
         # partitions held together by a distributed transaction tie: the one working wins
         m = max(range(len(util)), key=lambda i: (round(util[i], 2), busy[i]))
-        out["machine"] = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
-                          "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
-                                  f"simulator; busiest resource overall: {sim['bottleneck']})"}
+        out.machine = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
+                       "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
+                               f"simulator; busiest resource overall: {sim['bottleneck']})"}
     if engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
         busy = engine["partition_busy_s"]
         per_machine = [sum(busy[i * ppm:(i + 1) * ppm]) / ppm / engine["wall_s"]
                        for i in range(design.machines)]
         m = max(range(len(per_machine)), key=per_machine.__getitem__)
         text = f"engine: machine {m} the busiest (its partitions {per_machine[m]:.0%} busy)"
-        if "machine" in out:
-            out["machine"]["engine"] = {"machine": m, "utilisation": per_machine[m]}
-            out["machine"]["text"] += f"; {text}"
+        if out.machine is not None:
+            out.machine["engine"] = {"machine": m, "utilisation": per_machine[m]}
+            out.machine["text"] += f"; {text}"
         else:
-            out["machine"] = {"machine": m, "utilisation": per_machine[m],
-                              "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
-    dist, moves = static_hotspots(workload, design)
+            out.machine = {"machine": m, "utilisation": per_machine[m],
+                           "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
+    if out.machine is None:
+        out.machine = {"machine": base.machine, "load_share": base.machine_load_share,
+                       "text": f"most loaded machine: {base.machine} ({base.machine_load_share:.0%} "
+                               "of all load, cost model)"}
     if sim is not None:
         streams = [(name, s) for name, s in sim["streams"].items() if s["moves"]]
         if streams:
             name, s = max(streams, key=lambda kv: (kv[1]["crosses_machine"], kv[1]["mean_move_ms"],
                                                    kv[1]["bytes_per_batch"]))
-            out["move"] = {"stream": name, **s, "text": (
+            out.move = {"stream": name, **s, "text": (
                 f"most expensive MOVE: {name} ({s['bytes_per_batch']:.0f} bytes per batch"
                 f"{', across machines' if s['crosses_machine'] else ', inside one machine'}"
                 + (f", {s['mean_move_ms']:.3f} ms each" if s["mean_move_ms"] else "") + ")")}
         procs = [(name, p) for name, p in sim["procedures"].items() if p["distributed"]]
         if procs:
             name, p = max(procs, key=lambda kv: kv[1]["distributed"])
-            out["distributed_txn"] = {"procedure": name, "count": p["distributed"], "text": (
+            out.distributed_txn = {"procedure": name, "count": p["distributed"], "text": (
                 f"most frequent distributed transaction: {name} ({p['distributed']} of "
                 f"{p['txns']} transactions)")}
-    else:
-        if moves:
-            mv = max(moves, key=lambda x: (x["crosses_machine"], x["bytes_per_batch"]))
-            out["move"] = {**mv, "text": f"most expensive MOVE: {mv['stream']} "
-                                         f"({mv['bytes_per_batch']:.0f} bytes per batch)"}
-        if dist:
-            d = max(dist, key=lambda x: x["per_batch"])
-            out["distributed_txn"] = {**d, "text": f"most frequent distributed transaction: "
-                                                   f"{d['procedure']} ({d['per_batch']:.0%} of batches)"}
+        return out
+    if base.move is not None:
+        a, b, tuples = base.move
+        crosses = design.procedure_machine(a) != design.procedure_machine(b)
+        out.move = {"stream": f"{a}->{b}", "tuples_per_batch": tuples, "crosses_machine": crosses,
+                    "text": f"most expensive MOVE: {a}->{b} ({tuples:g} tuples per batch"
+                            f"{', across machines' if crosses else ', inside one machine'}, cost model)"}
+    if base.distributed_access is not None:
+        proc, item, rows = base.distributed_access
+        out.distributed_txn = {"procedure": proc, "state": item, "rows_per_batch": rows,
+                               "text": f"most frequent distributed transaction: {proc} "
+                                       f"({rows:g} rows per batch of {item} elsewhere, cost model)"}
     return out
 
 
@@ -201,5 +245,5 @@ def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bo
                                 "maximum throughput; run `advisor calibrate` and pass --calibration "
                                 "to predict this machine's engine")
         result.simulator = r.to_dict()
-    result.bottleneck = find_bottleneck(workload, design, result.simulator, result.engine)
+    result.bottleneck = measured_bottleneck(workload, design, result.simulator, result.engine).to_dict()
     return result

@@ -1,28 +1,40 @@
-"""Where a design is limited: the busiest resource (simulator) or machine (cost model), the
-hottest SP there, every machine near the peak, the heaviest MOVE and distributed access."""
+"""Where a design is limited, as the report and the suggestions see it: the cost model's
+bottleneck (`advisor.api.design_bottleneck`), sharpened by the simulator's busiest resource
+when there is a simulation: the busiest machine, the hottest SP there, every machine near the
+peak, the heaviest MOVE and distributed access."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodel import machine_loads
+from costmodel import hottest_procedure, machine_loads
+from advisor.api import DesignBottleneck, design_bottleneck
 from advisor.design import Design
-from reports.cluster import on_cluster
+
+NEAR_PEAK_UTILISATION = 0.9  # a machine this close to the simulator's peak is saturated too
 
 
 @dataclass
-class Bottleneck:
-    """Where the current design is limited, in words and in numbers."""
+class SimulatedBottleneck:
+    """The cost model's bottleneck (`base`) and, where simulated, the simulator's view of it:
+    its busiest machine and resource replace the cost model's."""
 
+    base: DesignBottleneck
     machine: int
     hot_procedure: str | None
     machine_load_share: float
     resource: str  # the simulator's busiest resource, or the cost model's view
     peak_utilisation: float | None
-    move: tuple[str, str, float] | None
-    distributed_access: tuple[str, str, float] | None
     saturated: list[str] = field(default_factory=list)  # hottest SP of every near-peak machine
+
+    @property
+    def move(self) -> tuple[str, str, float] | None:
+        return self.base.move
+
+    @property
+    def distributed_access(self) -> tuple[str, str, float] | None:
+        return self.base.distributed_access
 
     def describe(self) -> list[str]:
         out = [f"busiest resource: {self.resource}"
@@ -37,36 +49,27 @@ class Bottleneck:
         return out
 
 
-def find_bottleneck(design: Design, graph, sim=None) -> Bottleneck:
+def simulated_bottleneck(design: Design, graph, sim=None) -> SimulatedBottleneck:
     """The cost model's bottleneck, sharpened by the simulator's busiest resource if given."""
-    from advisor.api import find_bottleneck as cost_bottleneck
-
-    base = cost_bottleneck(design, graph)
-    machine = base.machine
-    resource = f"machine {machine} (cost model: largest load relative to capacity)"
-    peak = None
-    if sim is not None and sim.machine_utilisation:
-        machine = sim.bottleneck_machine
-        resource, peak = sim.bottleneck, float(sim.peak_utilisation)
-    proc, _ = design.arrays(on_cluster(graph, design))
-    c = on_cluster(graph, design).cost
-    mach = proc // design.partitions_per_machine
-    here = np.flatnonzero(mach == machine)
-    hot = graph.proc_names[int(here[np.argmax(c.proc_load[here])])] if here.size else None
+    base = design_bottleneck(design, graph)
+    graph = base.graph  # on the design's cluster
+    c = graph.cost
+    proc, _ = design.arrays(graph)
+    names = graph.proc_names
+    simulated = sim is not None and bool(sim.machine_utilisation)
+    if not simulated:
+        saturated = [names[p] for p in (hottest_procedure(c, proc, m) for m in base.cost.near_peak)
+                     if p is not None]
+        return SimulatedBottleneck(base, base.machine, base.hot_procedure, base.machine_load_share,
+                                   f"machine {base.machine} (cost model: largest load relative to capacity)",
+                                   None, list(dict.fromkeys(saturated)))
+    machine = sim.bottleneck_machine
+    hot = hottest_procedure(c, proc, machine)
     loads = machine_loads(c, proc)
     share = float(loads[machine] / loads.sum()) if loads.sum() > 0 else 0.0
-    if sim is not None and sim.machine_utilisation:
-        busy = np.maximum(sim.machine_utilisation, sim.coordinator_utilisation or 0.0)
-        near = np.flatnonzero(busy >= 0.9 * busy.max())
-    else:
-        rel = loads / (c.capacity / c.capacity.mean())
-        near = np.flatnonzero(rel >= 0.95 * rel.max())
-    busy_of = busy if sim is not None and sim.machine_utilisation else rel
-    saturated = []  # the hottest SP of each near-peak machine, busiest machine first
-    for m in sorted(near, key=lambda m: -busy_of[m]):
-        on = np.flatnonzero(mach == m)
-        if on.size:
-            name = graph.proc_names[int(on[np.argmax(c.proc_load[on])])]
-            if name not in saturated:
-                saturated.append(name)
-    return Bottleneck(machine, hot, share, resource, peak, base.move, base.distributed_access, saturated)
+    busy = np.maximum(sim.machine_utilisation, sim.coordinator_utilisation or 0.0)
+    near = np.flatnonzero(busy >= NEAR_PEAK_UTILISATION * busy.max())
+    saturated = [names[p] for p in (hottest_procedure(c, proc, m) for m in sorted(near, key=lambda m: -busy[m]))
+                 if p is not None]
+    return SimulatedBottleneck(base, machine, None if hot is None else names[hot], share, sim.bottleneck,
+                               float(sim.peak_utilisation), list(dict.fromkeys(saturated)))

@@ -7,8 +7,7 @@ import numpy as np
 
 from advisor.design import Design
 from advisor.workload import Workload
-from reports.bottleneck import Bottleneck
-from reports.cluster import on_cluster
+from reports.bottleneck import SimulatedBottleneck
 from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedures, split_key,
                                 split_procedure)
 
@@ -60,13 +59,13 @@ def _split_copies(machines: int, ppm: int) -> list[int]:
     return sorted({c for c in (2, 3, 4, machines) if 2 <= c <= max(top, 2)})
 
 
-def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bottleneck,
+def candidate_changes(workload: Workload, design: Design, graph, bottleneck: SimulatedBottleneck,
                       replicated: tuple[str, ...] = ()) -> list[tuple[str, str, str, str, object]]:
     """(kind, target, text, reason, apply) for every change worth trying; `apply()` returns
     (workload or None, replicated tables)."""
     out = []
     procs = {p.name: p for p in workload.procedures}
-    c = on_cluster(graph, design).cost
+    c = graph.cost  # loads and edges: the same on any cluster
     heaviest = graph.proc_names[int(np.argmax(c.proc_load))] if c.proc_load.size else None
     hot = [n for n in dict.fromkeys([bottleneck.hot_procedure, heaviest]) if n in procs]
     for name in hot:
@@ -105,7 +104,7 @@ def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bot
                         f"split {', '.join(group)} into {copies} parallel copies each over their keys",
                         f"their machines are all near saturation ({size} SPs)", apply))
     read_mostly = {t.name for t in workload.tables if t.read_mostly}
-    proc, state = design.arrays(on_cluster(graph, design))
+    proc, state = design.arrays(graph)
     ppm = design.partitions_per_machine
     cut_rows: dict[str, float] = {}
     for p, s, w in zip(c.ps_proc, c.ps_state, c.ps_weight):

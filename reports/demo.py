@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -130,11 +130,12 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
              progress: Callable[[str], None] | None = print, spark=None) -> DemoResult:
     """Run the demo into `out`; `spark`: an existing session to reuse (tests)."""
     from advisor.api import load_graph, recommend
-    from advisor.baselines import BASELINE_FUNCTIONS
-    from advisor.design import Design
+    from advisor.baselines import baseline_design
+    from advisor.calibrated import default_weights
     from advisor.spec import load_workload
+    from engine_sim.validate import ValidationResult, validation_document
     from reports.predict import PredictOptions, predict
-    from reports.report import ReportOptions, write_report
+    from reports.report import ReportOptions, build_report, write_report
     from reports.sensitivity import design_signature
 
     if not isinstance(batches, int) or batches < 10:
@@ -153,9 +154,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     workload = load_workload(WORKLOAD)
     c = workload.cluster
     graph = load_graph(workload)
-    weights = recommend(graph, baselines=False).design.weights
-    naive_arrays = BASELINE_FUNCTIONS[NAIVE](graph, weights, seed)
-    naive = Design.from_arrays(graph, naive_arrays[0], naive_arrays[1], weights, method=NAIVE)
+    naive = baseline_design(NAIVE, graph, default_weights(graph), seed)
 
     step(f"engine: {WORKLOAD} ({len(workload.procedures)} SPs, {len(workload.tables)} tables) on "
          f"{c.machines} machines x {c.partitions_per_machine} partitions, naive {NAIVE} design, "
@@ -184,10 +183,11 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     options = PredictOptions(seed=seed)
     rec_run = run_workload(workload, rec.design, batches=batches, seed=seed, in_process=True)
     sim_rec, sim_naive = predict(workload, rec.design, options), predict(workload, naive, options)
-    validation = {"designs": [
-        {"design": f"naive ({NAIVE})", "engine": naive_run.to_dict(), "simulator": sim_naive.to_dict()},
-        {"design": "recommended", "engine": rec_run.to_dict(), "simulator": sim_rec.to_dict()},
-    ], "note": ENGINE_NOTE}
+    validation = validation_document(WORKLOAD, [
+        ValidationResult(WORKLOAD, label, d.machines, d.partitions_per_machine, d.cost.to_dict(),
+                         engine=ran.to_dict(), simulator=sim.to_dict())
+        for label, d, ran, sim in ((f"naive ({NAIVE})", naive, naive_run, sim_naive),
+                                   ("recommended", rec.design, rec_run, sim_rec))], notes=[ENGINE_NOTE])
     atomic_write_text(out / "validation.json", json.dumps(validation, indent=2) + "\n")
     step.done(f"engine (one process) {naive_run.throughput_tps:,.0f} -> {rec_run.throughput_tps:,.0f} tuples/s "
               f"measured; simulator (cluster) {sim_naive.throughput_tps:,.0f} -> {sim_rec.throughput_tps:,.0f} "
@@ -197,16 +197,20 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     result = DemoResult(out, design_path, out / "report.html", stats_dir,
                         engine_tps={NAIVE: naive_run.throughput_tps, "recommended": rec_run.throughput_tps})
     own = design_signature(rec.design)
-    result.predicted_tps["recommended"] = float(sim_rec.throughput_tps)
+    predictions = {"recommended": sim_rec}
     for name, d in rec.baselines.items():
-        result.predicted_tps[name] = float(predict(workload, d, options).throughput_tps)
+        predictions[name] = predict(workload, d, options)
         if design_signature(d) == own:
             result.same_as_recommended.append(name)
+    result.predicted_tps = {name: float(p.throughput_tps) for name, p in predictions.items()}
     step.done(f"{len(rec.baselines)} baselines")
 
     step("report: figures, sensitivity, scaling, suggestions")
-    write_report(rec.design, stats_dir, result.report_path, validation, workload=workload,
-                 title=f"advisor demo: {WORKLOAD}", options=ReportOptions(seed=seed, predict=options))
+    # the spec the statistics were traced from is what the report simulates
+    html = build_report(replace(rec, workload=workload), predictions=predictions, validation=validation,
+                        source=str(stats_dir), title=f"advisor demo: {WORKLOAD}",
+                        options=ReportOptions(seed=seed, predict=options))
+    write_report(result.report_path, html)
     result.seconds = time.perf_counter() - started
     atomic_write_text(out / MARKER, json.dumps(result.to_dict(), indent=2) + "\n")
     step.done(f"wrote {result.report_path}")

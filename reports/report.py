@@ -1,13 +1,14 @@
 """One self-contained HTML report of a design: what a team reads to decide a deployment.
 
-`build_report` gathers the numbers (cost of the design and of every baseline, machines,
-sensitivity, scaling, suggestions, validation), draws the figures as embedded PNGs and fills
-the Jinja2 template with autoescaping on, so a name from a spec is always shown as text.
-Nothing in the file refers to the network.
+`build_report` takes what was already computed (a `Recommendation`: the design, its graph,
+the spec, the baselines; the simulator's predictions; a validation), computes only the
+report's own analyses (sensitivity, scaling, suggestions), draws the figures as embedded PNGs
+and fills the Jinja2 template with autoescaping on, so a name from a spec is always shown as
+text. Nothing in the file refers to the network. `report_recommendation` computes the inputs
+when only a design file is given (`advisor report`).
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,11 +18,12 @@ from typing import Callable
 from costmodel import machine_loads, machine_memory
 from advisor.atomic import atomic_write_text
 from advisor.design import Design
-from advisor.errors import AdvisorError
 from reports.predict import PredictOptions, predict
 from reports.sensitivity import design_signature
 
 TEMPLATE = "report.html.j2"
+THIS_DESIGN = "this design"  # how the report names the design it is about
+CURRENT_SEARCH = "advisor (current search)"  # the search's own design, where it differs
 
 
 @dataclass
@@ -52,6 +54,11 @@ def _png(draw, figsize=(6.4, 3.6)) -> str:
     return figure_png_base64(fig)
 
 
+def _prediction_key(name: str) -> str:
+    """Predictions are keyed as `Recommendation.all_designs()`: the design is "recommended"."""
+    return "recommended" if name == THIS_DESIGN else name
+
+
 def _fmt(x, digits: int = 4) -> str:
     return "" if x is None else f"{x:.{digits}f}"
 
@@ -60,27 +67,36 @@ def _tps(x) -> str:
     return "n/a" if x is None else f"{x:,.0f}"
 
 
-def _resolve(design, source, workload):
-    from advisor.api import load_source
+def report_recommendation(design: Design | str | Path, source, *, workload=None, seed: int = 0,
+                          baselines: bool = True):
+    """What a report compares a design with, computed when only the design is given (`advisor
+    report`): the graph on the design's cluster, the spec to simulate (`workload`, when the
+    source is statistics), the current search's design where it differs, and every baseline.
+
+    `source` is what the design was made for (bundled name, spec path, Workload or statistics
+    dir). Returns a `Recommendation` whose `design` is the given one, scored on this source.
+    """
+    from advisor.api import Recommendation, load_source, recommend
+    from advisor.graph import WorkloadGraph
 
     if not isinstance(design, Design):
         design = Design.load(design)
     spec, graph = load_source(source)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     workload = workload if workload is not None else spec
-    c = graph.cost
-    if (c.machines, c.partitions_per_machine) != (design.machines, design.partitions_per_machine):
-        graph = graph.with_cluster(design.machines, design.partitions_per_machine,
-                                   c.capacity if c.capacity.size == design.machines else None,
-                                   c.memory_limit_bytes)
-    if workload is not None and (workload.cluster.machines, workload.cluster.partitions_per_machine) != (
-            design.machines, design.partitions_per_machine):
+    if workload is not None:
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
     design.arrays(graph)  # fails with a one-line DesignError if the names do not match
     if workload is not None and workload is not spec:
-        from advisor.graph import WorkloadGraph
-
         design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
-    return design, graph, workload
+    design = replace(design, cost=design.rescore(graph))  # the caller's object stays as it was
+    compared = {}
+    if baselines:
+        current = recommend(graph, weights=design.weights, seed=seed)
+        if design_signature(current.design) != design_signature(design):
+            compared[CURRENT_SEARCH] = current.design
+        compared.update(current.baselines)
+    return Recommendation(design, graph, compared, workload=workload)
 
 
 def _source_label(source) -> str:
@@ -91,14 +107,18 @@ def _source_label(source) -> str:
     return str(getattr(source, "name", source)) if not isinstance(source, (str, Path)) else str(source)
 
 
-def build_report(design: Design | str | Path, source, validation=None, *, workload=None,
-                 title: str | None = None, options: ReportOptions | None = None,
+def build_report(recommendation, *, predictions: dict | None = None, validation=None,
+                 source=None, title: str | None = None,
+                 options: ReportOptions | None = None,
                  progress: Callable[[str], None] | None = None) -> str:
-    """The report as an HTML string.
+    """The report of `recommendation.design` as an HTML string, from results already computed.
 
-    `source` is what the design was made for (bundled name, spec path, Workload or statistics
-    dir); `workload` is a spec to simulate when the source is statistics; `validation` is the
-    result of `advisor validate` (path, dict or object), shown when given.
+    The recommendation carries the graph (on the design's cluster), the spec to simulate (its
+    `workload`, None: the cost model only) and the designs to compare (`baselines`).
+    `predictions` maps "recommended" and baseline names to simulator results (`reports.predict`)
+    already made; only the missing ones are simulated. `validation` is a validation file, its
+    JSON or a `ValidationResult` (shown when given); `source` names what the design was made for
+    (a path, a name or a Workload; default: the spec or the graph).
     """
     from advisor import __version__
     from reports import figures as F
@@ -106,26 +126,25 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
 
     o = options or ReportOptions()
     say = progress or (lambda _msg: None)
-    design, graph, workload = _resolve(design, source, workload)
+    design, graph, workload = recommendation.design, recommendation.graph, recommendation.workload
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
+    if workload is not None:
+        workload = workload.with_cluster(design.machines, design.partitions_per_machine)
     weights = design.weights
-    cost = design.rescore(graph, weights)
-    design = replace(design, cost=cost)  # scored on this source; the caller's object stays as it was
-
-    say("scoring baselines")
-    designs = {"this design": design}
-    if o.baselines:
-        from advisor.api import recommend
-
-        rec = recommend(graph, weights=weights, seed=o.seed)
-        if design_signature(rec.design) != design_signature(design):
-            designs["advisor (current search)"] = rec.design
-        designs.update(rec.baselines)
+    if design.cost is None:
+        design = replace(design, cost=design.rescore(graph, weights))  # the caller's object stays
+    cost = design.cost
+    designs = {THIS_DESIGN: design, **(recommendation.baselines if o.baselines else {})}
+    known = dict(predictions or {})
     sims = {}
     if workload is not None:
-        say(f"simulating {len(designs)} designs")
+        missing = [n for n in designs if known.get(_prediction_key(n)) is None]
+        if missing:
+            say(f"simulating {len(missing)} designs")
         for name, d in designs.items():
-            sims[name] = predict(workload, d, o.predict)
-    own_sim = sims.get("this design")
+            given = known.get(_prediction_key(name))
+            sims[name] = given if given is not None else predict(workload, d, o.predict)
+    own_sim = sims.get(THIS_DESIGN)
 
     say("drawing figures")
     figures = {
@@ -140,7 +159,8 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
         "workload_name": graph.name, "machines": design.machines,
         "partitions_per_machine": design.partitions_per_machine,
         "weights": {k: f"{v:g}" for k, v in weights.to_dict().items()},
-        "method": design.method or "unknown", "source_label": _source_label(source),
+        "method": design.method or "unknown",
+        "source_label": _source_label(source if source is not None else workload or graph),
         "provenance": ", ".join(f"{k}={v}" for k, v in design.provenance.items() if k in ("seed", "search", "version")),
         "version": __version__, "figures": figures,
         "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
@@ -152,7 +172,8 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
     context["verdict"] = _verdict(designs, sims)
     context.update(_machine_rows(design, graph, own_sim))
 
-    from reports.suggestions import find_bottleneck, suggest
+    from reports.bottleneck import simulated_bottleneck
+    from reports.suggestions import suggest
 
     if o.sensitivity:
         say("sensitivity sweep over alpha, beta, gamma")
@@ -179,7 +200,7 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
             "header": view.header, "rows": view.rows, "notes": view.notes,
         }
 
-    bottleneck = find_bottleneck(design, graph, own_sim)
+    bottleneck = simulated_bottleneck(design, graph, own_sim)
     context["bottleneck"] = bottleneck.describe()
     context["suggestions"], context["suggestions_note"] = [], "Not computed."
     if o.suggestions:
@@ -193,10 +214,10 @@ def build_report(design: Design | str | Path, source, validation=None, *, worklo
     return _environment().get_template(TEMPLATE).render(**context)
 
 
-def write_report(design: Design | str | Path, source, path: str | Path, validation=None, **kw) -> Path:
-    """Build the report and write it atomically (a reader never sees half a file); readable by
-    everyone the umask allows, as a document to share (the temporary file was private)."""
-    out = atomic_write_text(path, build_report(design, source, validation, **kw))
+def write_report(path: str | Path, html: str) -> Path:
+    """Write a built report atomically (a reader never sees half a file); readable by everyone
+    the umask allows, as a document to share (the temporary file was private)."""
+    out = atomic_write_text(path, html)
     mask = os.umask(0)
     os.umask(mask)
     os.chmod(out, 0o666 & ~mask)
@@ -206,21 +227,21 @@ def write_report(design: Design | str | Path, source, path: str | Path, validati
 # -- context pieces --------------------------------------------------------------------------
 
 def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
-    own = designs["this design"]
+    own = designs[THIS_DESIGN]
     own_sig = design_signature(own)
-    own_tps = sims["this design"].throughput_tps if sims.get("this design") is not None else None
+    own_tps = sims[THIS_DESIGN].throughput_tps if sims.get(THIS_DESIGN) is not None else None
     rows = []
     for name, d in designs.items():
         c = d.cost
         sim = sims.get(name)
         tps = None if sim is None else float(sim.throughput_tps)
         rows.append({
-            "name": name, "chosen": name == "this design",
-            "same": name != "this design" and design_signature(d) == own_sig,
+            "name": name, "chosen": name == THIS_DESIGN,
+            "same": name != THIS_DESIGN and design_signature(d) == own_sig,
             "state": _fmt(c.state_colocation), "processing": _fmt(c.processing_colocation),
             "balance": _fmt(c.load_balance), "total": _fmt(c.total), "feasible": "yes" if c.feasible else "NO",
             "tps": _tps(tps),
-            "ratio": "" if tps is None or not own_tps or name == "this design" else f"{own_tps / tps:.2f}x" if tps > 0 else "inf",
+            "ratio": "" if tps is None or not own_tps or name == THIS_DESIGN else f"{own_tps / tps:.2f}x" if tps > 0 else "inf",
         })
     return {"cost_rows": rows, "has_throughput": bool(sims) and own_tps is not None}
 
@@ -228,13 +249,13 @@ def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
 def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
     """Does this design beat every baseline in predicted throughput (ties only with baselines
     that place everything exactly as it does)?"""
-    own = sims.get("this design")
+    own = sims.get(THIS_DESIGN)
     if own is None:
         return None
-    own_sig = design_signature(designs["this design"])
+    own_sig = design_signature(designs[THIS_DESIGN])
     beaten, same, losing = [], [], []
     for name, d in designs.items():
-        if name == "this design" or sims.get(name) is None:
+        if name == THIS_DESIGN or sims.get(name) is None:
             continue
         if design_signature(d) == own_sig:
             same.append(name)
@@ -292,14 +313,3 @@ def _assignment(design: Design, limit: int) -> dict:
     rows += [{"kind": "state", "name": n, "machine": "all (replicated)" if p is None else p // ppm,
               "partition": "" if p is None else p} for n, p in design.state.items()]
     return {"assignment": rows[:limit], "assignment_more": max(0, len(rows) - limit)}
-
-
-def load_validation(path: str | Path) -> dict:
-    """A validation result file (`advisor validate --out`), as a dict; one-line errors."""
-    path = Path(path)
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
-        raise AdvisorError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AdvisorError(f"{path}: not a readable validation result: {exc}") from None

@@ -17,13 +17,12 @@ from dataclasses import dataclass, field
 
 from advisor.design import Design
 from advisor.workload import Workload
-from reports.bottleneck import Bottleneck, find_bottleneck
+from reports.bottleneck import SimulatedBottleneck, simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
-from reports.cluster import on_cluster
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
 
-__all__ = ["Bottleneck", "Suggestion", "Suggestions", "design_for", "find_bottleneck", "suggest"]
+__all__ = ["SimulatedBottleneck", "Suggestion", "Suggestions", "design_for", "simulated_bottleneck", "suggest"]
 
 
 @dataclass
@@ -62,7 +61,7 @@ class Suggestion:
 
 @dataclass
 class Suggestions:
-    bottleneck: Bottleneck
+    bottleneck: SimulatedBottleneck
     items: list[Suggestion] = field(default_factory=list)
 
     def __iter__(self):
@@ -110,17 +109,17 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
     weights = weights or design.weights
     if sim is None:
         sim = predict(workload, design, options)
-    bottleneck = find_bottleneck(design, graph, sim)
+    bottleneck = simulated_bottleneck(design, graph, sim)
     result = Suggestions(bottleneck)
-    cost_before = design.rescore(on_cluster(graph, design), weights).total
+    cost_before = design.rescore(graph, weights).total
     tps_before = None if sim is None else float(sim.throughput_tps)
     if workload is None:
         # statistics only: the design-level change is all we can make, scored by the cost model
         for table in _cut_read_mostly(design, graph):
-            changed = replicate_design(design, on_cluster(graph, design), table)
+            changed = replicate_design(design, graph, table)
             result.items.append(Suggestion("replicate", table, f"replicate read-mostly table {table} on every machine",
                                            "it is read across machines", None, changed, (table,),
-                                           cost_before, changed.rescore(on_cluster(graph, design), weights).total))
+                                           cost_before, changed.rescore(graph, weights).total))
         result.items.sort(key=lambda s: s.cost_after - s.cost_before)
         result.items = result.items[:limit]
         return result
@@ -160,7 +159,7 @@ def _keep_best_split(result: Suggestions) -> None:
 
 
 def _cut_read_mostly(design: Design, graph) -> list[str]:
-    g = on_cluster(graph, design)
+    g = graph.with_cluster(design.machines, design.partitions_per_machine)
     proc, state = design.arrays(g)
     c, ppm = g.cost, design.partitions_per_machine
     tables = []

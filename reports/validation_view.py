@@ -1,46 +1,35 @@
 """A validation result (engine measured, simulator predicted) as a notebook object and as
 table rows for the report.
 
-The result comes from `advisor validate --out RESULT.json` or from the Python API; this view
-reads its dict form without importing the engine, so a report can be rebuilt anywhere from
-the JSON file. It accepts one design (`{"engine": {...}, "simulator": {...}}`) or several
-(`{"designs": [{"design": name, "engine": {...}, "simulator": {...}}, ...]}`).
+The result is a validation file (`advisor.validation/1`, README "Formats"), written by
+`advisor validate --out` and `advisor demo`, or a `ValidationResult` of the Python API. It is
+read exactly: another format or version, a missing or unknown field is one clear error, never
+a guess. This view reads the file without importing the engine, so a report can be rebuilt
+anywhere from the JSON file.
 """
 from __future__ import annotations
 
 import html
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from engine_sim.validate import FORMAT
 
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),
            ("latency_p99_ms", "latency p99 (ms)", "{:.2f}"),
            ("distributed_txns", "distributed txns", "{:,.0f}"),
            ("moves", "MOVEs", "{:,.0f}"))
-SIM_KEYS = ("simulator", "sim", "simulation")
-ENGINE_KEYS = ("engine", "measured")
+DOCUMENT_KEYS = {"format", "workload", "designs", "notes"}
+ENTRY_KEYS = {"design", "machines", "partitions_per_machine", "predicted_cost", "engine",
+              "simulator", "bottleneck", "notes"}
 
 
 class ValidationFormatError(AdvisorError):
     """A validation result this version cannot read."""
-
-
-def _as_dict(x):
-    if x is None or isinstance(x, dict):
-        return x
-    if hasattr(x, "to_dict"):
-        return x.to_dict()
-    raise ValidationFormatError(f"not a validation result: {type(x).__name__}")
-
-
-def _pick(entry: dict, keys) -> dict | None:
-    for k in keys:
-        if entry.get(k) is not None:
-            return _as_dict(entry[k])
-    return None
 
 
 @dataclass
@@ -48,6 +37,8 @@ class ValidationEntry:
     design: str
     engine: dict | None
     simulator: dict | None
+    bottleneck: dict = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     def value(self, side: str, metric: str) -> float | None:
         d = self.engine if side == "engine" else self.simulator
@@ -55,41 +46,91 @@ class ValidationEntry:
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _entry(e, where: str) -> ValidationEntry:
+    def fail(problem: str) -> ValidationFormatError:
+        return ValidationFormatError(f"{where}: {problem}")
+
+    if not isinstance(e, dict):
+        raise fail("must be an object")
+    unknown = sorted(set(e) - ENTRY_KEYS)
+    if unknown:
+        raise fail(f"unknown field {unknown[0]!r}")
+    missing = [k for k in ("design", "engine", "simulator") if k not in e]
+    if missing:
+        raise fail(f"missing field {missing[0]!r}")
+    if not isinstance(e["design"], str):
+        raise fail("\"design\" must be a string")
+    for side in ("engine", "simulator"):
+        if e[side] is not None and not isinstance(e[side], dict):
+            raise fail(f"\"{side}\" must be an object or null")
+    if e["engine"] is None and e["simulator"] is None:
+        raise fail("neither engine nor simulator results")
+    bottleneck, notes = e.get("bottleneck", {}), e.get("notes", [])
+    if not isinstance(bottleneck, dict):
+        raise fail("\"bottleneck\" must be an object")
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise fail("\"notes\" must be a list of strings")
+    return ValidationEntry(e["design"], e["engine"], e["simulator"], bottleneck, notes)
+
+
+def parse_validation(data, source: str = "validation result") -> "ValidationView":
+    """A validation file's JSON, read exactly (`advisor.validation/1`); one-line errors."""
+    if not isinstance(data, dict):
+        raise ValidationFormatError(f"{source}: not a validation result (a JSON object with "
+                                    f"\"format\": \"{FORMAT}\" expected)")
+    version = data.get("format")
+    if version != FORMAT:
+        found = "no \"format\"" if version is None else f"format {version!r}"
+        raise ValidationFormatError(f"{source}: {found}; this version reads \"format\": \"{FORMAT}\" "
+                                    "(write it again with `advisor validate --out`)")
+    unknown = sorted(set(data) - DOCUMENT_KEYS)
+    if unknown:
+        raise ValidationFormatError(f"{source}: unknown field {unknown[0]!r}")
+    designs = data.get("designs")
+    if not isinstance(designs, list) or not designs:
+        raise ValidationFormatError(f"{source}: \"designs\" must be a non-empty list")
+    notes = data.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise ValidationFormatError(f"{source}: \"notes\" must be a list of strings")
+    workload = data.get("workload", "")
+    if not isinstance(workload, str):
+        raise ValidationFormatError(f"{source}: \"workload\" must be a string")
+    entries = [_entry(e, f"{source}: designs[{i}]") for i, e in enumerate(designs)]
+    return ValidationView(entries, workload, notes)
+
+
+def read_validation(path: str | Path) -> "ValidationView":
+    """A validation file (`advisor validate --out`); one-line errors."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ValidationFormatError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValidationFormatError(f"{path}: not a readable validation result: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationFormatError(f"{path}: not valid JSON: {exc}") from None
+    return parse_validation(data, str(path))
+
+
 @dataclass
 class ValidationView:
     entries: list[ValidationEntry] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)  # everything else the result carried (bottleneck, ...)
+    workload: str = ""
+    document_notes: list[str] = field(default_factory=list)
 
     @classmethod
     def from_any(cls, result) -> "ValidationView":
+        """A view of a validation file (path), its JSON (dict) or a `ValidationResult`."""
         if isinstance(result, ValidationView):
             return result
         if isinstance(result, (str, Path)):
-            from reports.report import load_validation
-
-            result = load_validation(result)
-        data = _as_dict(result) if not isinstance(result, list) else {"designs": result}
-        if not isinstance(data, dict):
-            raise ValidationFormatError("a validation result must be a JSON object")
-        listed = data.get("designs") or data.get("results")
-        if isinstance(listed, dict):
-            listed = [{"design": k, **_as_dict(v)} for k, v in listed.items()]
-        entries = []
-        if isinstance(listed, list):
-            for i, e in enumerate(listed):
-                e = _as_dict(e)
-                entries.append(ValidationEntry(str(e.get("design") or e.get("name") or f"design {i}"),
-                                               _pick(e, ENGINE_KEYS), _pick(e, SIM_KEYS)))
-        else:
-            engine, sim = _pick(data, ENGINE_KEYS), _pick(data, SIM_KEYS)
-            if engine is None and sim is None:
-                raise ValidationFormatError("validation result has neither engine nor simulator results")
-            name = data.get("design")
-            if isinstance(name, dict):
-                name = name.get("method") or name.get("workload")
-            entries.append(ValidationEntry(str(name or "design"), engine, sim))
-        extra = {k: v for k, v in data.items() if k not in ("designs", "results", *ENGINE_KEYS, *SIM_KEYS)}
-        return cls(entries, extra)
+            return read_validation(result)
+        if hasattr(result, "to_document"):
+            return parse_validation(result.to_document())
+        return parse_validation(result)
 
     @property
     def has_both(self) -> bool:
@@ -115,16 +156,14 @@ class ValidationView:
 
     @property
     def notes(self) -> list[str]:
+        """Each design's bottleneck and notes, the notes about the whole comparison, and the
+        engine's history checks."""
         notes = []
-        for key in ("bottleneck", "note", "notes", "history_check"):
-            v = self.extra.get(key)
-            if isinstance(v, str):
-                notes.append(f"{key.replace('_', ' ')}: {v}")
-            elif isinstance(v, list):
-                notes += [str(x) for x in v]
-            elif isinstance(v, dict):  # engine_sim.validate: {"machine": {"text": ...}, ...}
-                texts = [x["text"] for x in v.values() if isinstance(x, dict) and x.get("text")]
-                notes += texts or [f"{key}: " + ", ".join(f"{k}={x}" for k, x in v.items())]
+        several = len(self.entries) > 1
+        for e in self.entries:
+            texts = [x["text"] for x in e.bottleneck.values() if isinstance(x, dict) and x.get("text")]
+            notes += [f"{e.design}: {t}" if several else t for t in texts + e.notes]
+        notes += [f"note: {n}" for n in self.document_notes]
         for e in self.entries:
             check = (e.engine or {}).get("history_check")
             if check is not None:

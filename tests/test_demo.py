@@ -52,6 +52,12 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
             assert tps > other, name
     # the engine ran both designs and the report shows them side by side
     assert set(summary["engine_tps"]) == {"single-machine", "recommended"}
+    from reports.validation_view import ValidationView  # the validation file reads exactly
+
+    view = ValidationView.from_any(out / "validation.json")
+    assert [e.design for e in view.entries] == ["naive (single-machine)", "recommended"]
+    assert view.entries[1].value("engine", "throughput_tps") == pytest.approx(summary["engine_tps"]["recommended"])
+    assert view.entries[1].value("simulator", "throughput_tps") == pytest.approx(tps)
     html = (out / "report.html").read_text()
     assert "beats every baseline in predicted throughput" in html and 'id="validation"' in html
     assert html.count('src="data:image/png;base64,') == 7  # validation has engine and simulator

@@ -14,7 +14,7 @@ from advisor.cli import run_app
 from advisor.spec import load_workload
 from advisor.spec_writer import write_workload
 from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
-from reports.report import ReportOptions, build_report
+from reports.report import ReportOptions, build_report, report_recommendation
 
 EVIL_TABLE = "<script>alert(1)</script>"
 EVIL_PROC = '"><img src=x onerror=alert(1)>'
@@ -54,7 +54,7 @@ def tpcdi_report():
 
     rec = recommend("tpcdi-trade")
     validation = validate(load_workload("tpcdi-trade"), rec.design, engine=False, sim=True, batches=200)
-    return rec, build_report(rec.design, "tpcdi-trade", validation.to_dict())
+    return rec, build_report(rec, validation=validation.to_document())
 
 
 def test_report_has_every_section_and_embedded_figures(tpcdi_report):
@@ -91,7 +91,7 @@ def test_report_compares_every_baseline_and_lists_every_placement(tpcdi_report):
 def test_names_from_the_spec_are_shown_as_text(tmp_path):
     w = evil_workload()
     rec = recommend(w)
-    html = build_report(rec.design, w, options=ReportOptions(sensitivity=False, scaling=False))
+    html = build_report(rec, options=ReportOptions(sensitivity=False, scaling=False))
     assert EVIL_TABLE not in html and EVIL_PROC not in html and EVIL_WORKLOAD not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in html
@@ -150,7 +150,7 @@ def test_validation_view_reads_the_validate_result(tpcdi_report):
     assert "<table>" in view._repr_html_()
     frame = view.to_frame()
     assert frame.loc[0, "sim_throughput_tps"] == result.simulator["throughput_tps"]
-    path = json.dumps(result.to_dict())
+    path = json.dumps(result.to_document())
     assert ValidationView.from_any(json.loads(path)).entries[0].design == result.design
 
 
@@ -164,7 +164,7 @@ def test_report_without_a_spec_uses_the_cost_model_only():
     d = rec.design
     d.state["DimDate"] = (d.procedures["DateTimeLookup"] + 1) % d.n_partitions  # read across machines
     d.cost = d.rescore(graph)
-    html = build_report(d, graph, options=ReportOptions(sensitivity=False))
+    html = build_report(report_recommendation(d, graph), options=ReportOptions(sensitivity=False))
     assert 'id="scaling"' not in html and "predicted throughput (tuples/s)" not in html
     assert "replicate read-mostly table DimDate" in html and "design cost" in html
     assert len([t for t, _ in parse(html) if t == "img"]) == 4

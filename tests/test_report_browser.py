@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from advisor.api import recommend
-from reports.report import ReportOptions, write_report
+from reports.report import ReportOptions, build_report, write_report
 from test_report import EVIL_PROC, EVIL_TABLE, evil_workload
 
 pytestmark = pytest.mark.browser
@@ -50,7 +50,7 @@ def severe(logs: list[dict]) -> list[dict]:
 
 def test_report_renders_with_every_figure_loaded(browser, tmp_path):
     rec = recommend("tpcdi-trade")
-    path = write_report(rec.design, "tpcdi-trade", tmp_path / "report.html")
+    path = write_report(tmp_path / "report.html", build_report(rec))
     browser.get(path.as_uri())
     assert severe(browser.get_log("browser")) == []
     images = figures_loaded(browser)
@@ -71,8 +71,8 @@ def test_markup_in_names_stays_text_in_the_browser(browser, tmp_path):
 
     w = evil_workload()
     rec = recommend(w)
-    path = write_report(rec.design, w, tmp_path / "evil.html",
-                        options=ReportOptions(sensitivity=False, scaling=False))
+    path = write_report(tmp_path / "evil.html",
+                        build_report(rec, options=ReportOptions(sensitivity=False, scaling=False)))
     browser.get(path.as_uri())
     with pytest.raises(NoAlertPresentException):
         browser.switch_to.alert.text

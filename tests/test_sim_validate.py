@@ -8,7 +8,7 @@ import pytest
 from advisor.cli import run_app
 from advisor.spec import load_workload
 from engine_sim.sim import scenarios as S
-from engine_sim.validate import engine_partition_limit, find_bottleneck, static_hotspots, validate
+from engine_sim.validate import engine_partition_limit, measured_bottleneck, static_hotspots, validate
 
 
 @pytest.fixture
@@ -23,7 +23,9 @@ def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
     for label in ("predicted cost", "engine", "simulator", "throughput (tuples/s)", "bottleneck:",
                   "most loaded machine", "most expensive MOVE", "engine history check: ok"):
         assert label in printed
-    data = json.loads(out.read_text())
+    written = json.loads(out.read_text())
+    assert written["format"] == "advisor.validation/1" and written["workload"] == "tpcdi-trade"
+    [data] = written["designs"]
     assert data["engine"]["history_check"] == "ok"
     assert data["engine"]["moves"] == data["simulator"]["moves"] == 3 * 60  # every stream crosses
     assert data["engine"]["distributed_txns"] == data["simulator"]["distributed_txns"] == 0
@@ -56,8 +58,9 @@ def test_static_hotspots_from_the_spec_alone():
     assert dist[0]["per_batch"] == pytest.approx(1 - (1 - 0.9) * (1 - 0.1))
     crossing = {m["stream"] for m in moves if m["crosses_machine"]}
     assert crossing == {"SP4->SP5", "SP5->SP6", "SP16->SP17"}
-    b = find_bottleneck(w, d, None, None)
+    b = measured_bottleneck(w, d, None, None).to_dict()  # no simulation: the cost model's view
     assert b["distributed_txn"]["procedure"] == "SP5" and b["move"]["crosses_machine"]
+    assert b["move"]["stream"] in crossing
 
 
 def test_a_design_too_big_for_this_machine_is_simulated_only(tmp_path, capsys):
@@ -65,7 +68,7 @@ def test_a_design_too_big_for_this_machine_is_simulated_only(tmp_path, capsys):
     machines = engine_partition_limit() // 4 + 1
     path = S.chain_design(w, machines).save(tmp_path / "big.json")
     assert run_app(["validate", str(path), "chain-32", "--batches", "50", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
+    [data] = json.loads(capsys.readouterr().out)["designs"]
     assert data["engine"] is None and data["simulator"]["machines"] == machines
     assert any("engine skipped" in n for n in data["notes"])
 

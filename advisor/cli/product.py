@@ -27,10 +27,11 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from advisor.design import Design
-    from reports.report import ReportOptions, load_validation, write_report
+    from reports.report import ReportOptions, build_report, report_recommendation, write_report
+    from reports.validation_view import read_validation
 
     d = Design.load(design)
-    result = load_validation(validation) if validation is not None else None
+    result = read_validation(validation) if validation is not None else None
     workload = None
     if spec is not None:
         from advisor.spec import load_workload
@@ -38,7 +39,11 @@ def report(
         workload = load_workload(spec)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)
     say = None if quiet else (lambda msg: typer.echo(f"report: {msg}", err=True))
-    write_report(d, source, out, result, workload=workload, title=title, options=options, progress=say)
+    if say:
+        say("scoring baselines")
+    rec = report_recommendation(d, source, workload=workload, seed=seed)
+    write_report(out, build_report(rec, validation=result, source=source, title=title,
+                                   options=options, progress=say))
     typer.echo(f"wrote {out}")
 
 

@@ -159,7 +159,7 @@ def validate(
     result = run(workload, Design.load(design), engine=engine or both, sim=sim or both,
                  calibration=None if calibration is None else _calibration(calibration),
                  batches=batches, seed=seed)
-    data = result.to_dict()
+    data = result.to_document()
     if out is not None:
         atomic_write_text(out, json.dumps(data, indent=2) + "\n")
     if as_json:

@@ -61,6 +61,4 @@ def as_array(x) -> np.ndarray:
 
 def graph_for(design, graph):
     """The graph on the design's cluster (the design may use another machine count)."""
-    from reports.cluster import on_cluster
-
-    return on_cluster(graph, design)
+    return graph.with_cluster(design.machines, design.partitions_per_machine)

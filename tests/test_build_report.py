@@ -1,0 +1,71 @@
+"""A report built from results already computed: `build_report(recommendation, *,
+predictions=None, validation=None)` uses what it is given and computes only what is missing;
+`report_recommendation` computes the same inputs from a design file and a source."""
+from __future__ import annotations
+
+import pytest
+
+from advisor.api import recommend
+from reports.predict import PredictOptions, predict
+from reports.report import ReportOptions, build_report, report_recommendation
+
+QUICK = ReportOptions(sensitivity=False, scaling=False, suggestions=False)
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return recommend("tpcdi-trade")
+
+
+def test_given_predictions_are_shown_and_only_the_missing_ones_simulated(rec):
+    fewer = PredictOptions(batches=60)  # not the report's options: a prediction made elsewhere
+    given = {"recommended": predict(rec.workload, rec.design, fewer),
+             "round-robin": predict(rec.workload, rec.baselines["round-robin"], fewer)}
+    fresh = {name: predict(rec.workload, d, QUICK.predict) for name, d in rec.all_designs().items()}
+    assert given["round-robin"].throughput_tps != fresh["round-robin"].throughput_tps
+    messages = []
+    html = build_report(rec, predictions=given, options=QUICK, progress=messages.append)
+    assert f"simulating {len(rec.all_designs()) - 2} designs" in messages
+    for name, expected in (("round-robin", given["round-robin"]), ("random", fresh["random"]),
+                           ("hash-by-table", fresh["hash-by-table"])):
+        assert f"{expected.throughput_tps:,.0f}" in html, name
+    assert f"{given['recommended'].throughput_tps:,.0f} tuples/s predicted" in html
+    # everything given: nothing is simulated again
+    messages.clear()
+    build_report(rec, predictions=fresh, options=QUICK, progress=messages.append)
+    assert not [m for m in messages if m.startswith("simulating")]
+
+
+def test_the_report_of_a_design_file_computes_the_same_inputs(rec, tmp_path):
+    from advisor.api import Recommendation
+
+    path = rec.design.save(tmp_path / "design.json")
+    computed = report_recommendation(path, "tpcdi-trade")
+    assert computed.design.procedures == rec.design.procedures
+    assert computed.design.cost.total == pytest.approx(rec.design.cost.total)
+    assert (computed.workload.cluster.machines, computed.graph.cost.machines) == (rec.design.machines,) * 2
+    for name, d in rec.baselines.items():
+        assert (computed.baselines[name].procedures, computed.baselines[name].state) == (d.procedures, d.state)
+    # the current search is the cost model's pick on the graph (no spec behind a design file's
+    # source graph), shown where it is not the design itself
+    current = recommend(computed.graph, weights=rec.design.weights, objective="cost", baselines=False).design
+    if current.procedures != rec.design.procedures or current.state != rec.design.state:
+        assert computed.baselines["advisor (current search)"].procedures == current.procedures
+    # the same inputs held in memory give the same report
+    in_memory = Recommendation(rec.design, rec.graph, computed.baselines, workload=rec.workload)
+    a = build_report(in_memory, source="tpcdi-trade", options=QUICK)
+    b = build_report(computed, source="tpcdi-trade", options=QUICK)
+    assert a == b
+
+
+def test_a_changed_design_is_compared_with_the_current_search(rec):
+    d = rec.design
+    moved = type(d).from_dict(d.to_dict())
+    sp = next(iter(moved.procedures))
+    moved.procedures[sp] = (moved.procedures[sp] + 1) % moved.n_partitions
+    computed = report_recommendation(moved, "tpcdi-trade")
+    assert "advisor (current search)" in computed.baselines
+    assert computed.design.cost.total > rec.design.cost.total  # rescored on the source
+    html = build_report(computed, options=QUICK)
+    assert "<td>advisor (current search)" in html
+    assert moved.cost.total == pytest.approx(rec.design.cost.total)  # the caller's object is as it was

@@ -1,0 +1,108 @@
+"""The validation file (`advisor.validation/1`): written by `advisor validate --out` and the
+demo, read exactly by the report (no guessed key aliases), refused in one line otherwise."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from advisor.cli import run_app
+from engine_sim.validate import FORMAT, ValidationResult, validation_document
+from reports.validation_view import ValidationFormatError, ValidationView, parse_validation
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE = {"throughput_tps": 1000.0, "latency_p50_ms": 2.0, "moves": 30, "history_check": "ok"}
+SIM = {"throughput_tps": 1200.0, "latency_p50_ms": 1.5, "moves": 30}
+
+
+def document(**entry) -> dict:
+    e = {"design": "recommended", "engine": ENGINE, "simulator": SIM, **entry}
+    return {"format": FORMAT, "workload": "tpcdi-trade", "designs": [e], "notes": ["a note"]}
+
+
+def test_the_writer_and_the_reader_agree():
+    results = [ValidationResult("w", "naive", 2, 1, {"total": 0.5}, engine=ENGINE, simulator=None,
+                                bottleneck={"machine": {"machine": 1, "text": "most loaded machine: 1"}},
+                                notes=["engine only"]),
+               ValidationResult("w", "advisor", 2, 1, {"total": 0.1}, engine=ENGINE, simulator=SIM)]
+    doc = validation_document("w", results, notes=["same host"])
+    assert doc["format"] == FORMAT == "advisor.validation/1"
+    view = ValidationView.from_any(json.loads(json.dumps(doc)))
+    assert [e.design for e in view.entries] == ["naive", "advisor"] and view.workload == "w"
+    assert view.entries[0].simulator is None and view.entries[1].simulator == SIM
+    assert view.has_both
+    assert view.notes[:3] == ["naive: most loaded machine: 1", "naive: engine only", "note: same host"]
+    assert "naive: engine history check ok" in view.notes
+    one = ValidationView.from_any(results[1])  # a ValidationResult object reads the same way
+    assert one.entries[0].engine == ENGINE and one.notes == ["advisor: engine history check ok"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.pop("format"), 'no "format"'),
+    (lambda d: d.update(format="advisor.validation/2"), "'advisor.validation/2'"),
+    (lambda d: d.update(format="advisor.design/1"), "'advisor.design/1'"),
+    (lambda d: d.update(results=d.pop("designs")), "unknown field 'results'"),
+    (lambda d: d.update(designs=[]), "non-empty list"),
+    (lambda d: d.update(notes="one note"), "list of strings"),
+    (lambda d: d["designs"][0].update(sim=d["designs"][0].pop("simulator")), "unknown field 'sim'"),
+    (lambda d: d["designs"][0].pop("engine"), "missing field 'engine'"),
+    (lambda d: d["designs"][0].update(engine=None, simulator=None), "neither engine nor simulator"),
+    (lambda d: d["designs"][0].update(design=3), '"design" must be a string'),
+    (lambda d: d["designs"][0].update(engine=[1, 2]), '"engine" must be an object or null'),
+])
+def test_anything_else_is_refused_with_one_line(change, message):
+    doc = document()
+    parse_validation(json.loads(json.dumps(doc)))  # the unchanged document reads
+    change(doc)
+    with pytest.raises(ValidationFormatError) as err:
+        parse_validation(doc, "v.json")
+    text = str(err.value)
+    assert message in text and text.startswith("v.json") and "\n" not in text
+
+
+def test_the_pre_format_shapes_are_refused_not_guessed():
+    for old in ({"engine": ENGINE, "simulation": SIM},
+                {"designs": [{"name": "x", "measured": ENGINE, "sim": SIM}], "note": "n"},
+                [{"design": "x", "engine": ENGINE}]):
+        with pytest.raises(ValidationFormatError, match="advisor.validation/1"):
+            ValidationView.from_any(old)
+
+
+def test_cli_report_refuses_an_unversioned_validation_in_one_line(tmp_path, capsys):
+    design = tmp_path / "design.json"
+    assert run_app(["recommend", "tpcdi-trade", "--out", str(design)]) == 0
+    capsys.readouterr()
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"engine": ENGINE, "simulator": SIM}))
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**document(), "format": "advisor.validation/9"}))
+    out = tmp_path / "r.html"
+    for path in (old, future, tmp_path / "missing.json"):
+        code = run_app(["report", str(design), "tpcdi-trade", "--out", str(out), "--validation", str(path), "-q"])
+        err = capsys.readouterr().err.strip()
+        assert code == 2, err
+        assert err.startswith(f"error: {path}") and "\n" not in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_validate_writes_the_versioned_format(tmp_path, capsys):
+    from advisor.spec import load_workload
+    from engine_sim.sim import scenarios as S
+
+    design = S.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
+    out = tmp_path / "v.json"
+    assert run_app(["validate", str(design), "tpcdi-trade", "--sim", "--batches", "30", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["format"] == FORMAT and data["workload"] == "tpcdi-trade"
+    [entry] = data["designs"]
+    assert entry["engine"] is None and entry["simulator"]["throughput_tps"] > 0
+    view = ValidationView.from_any(out)
+    assert view.entries[0].value("simulator", "throughput_tps") == entry["simulator"]["throughput_tps"]
+    assert any("most loaded machine" in n for n in view.notes)
+
+
+def test_the_readme_documents_the_format():
+    readme = (ROOT / "README.md").read_text()
+    formats = readme[readme.index("## Formats"):]
+    assert "### Validation (JSON)" in formats and f'"format": "{FORMAT}"' in formats
