@@ -55,10 +55,16 @@ class WorkloadGraph:
         ps_proc, ps_state, ps_weight, ps_write = [], [], [], []
         # merge repeated accesses of one SP to one table in one mode into a single edge
         merged: dict[tuple[int, int, bool], float] = {}
+        # windows: state nodes after the tables; the owner writes its input tuples into them
+        # and reads them through its declared read accesses
+        t_index.update({w.name: len(tables) + k for k, w in enumerate(workload.windows)})
         for p in workload.procedures:
             for a in p.accesses:
                 key = (p_index[p.name], t_index[a.table], a.mode == "write")
                 merged[key] = merged.get(key, 0.0) + a.expected_rows
+        for w in workload.windows:
+            merged[(p_index[w.procedure], t_index[w.name], True)] = \
+                workload.input_tuples(w.procedure)
         for (pi, ti, w), weight in merged.items():
             ps_proc.append(pi); ps_state.append(ti); ps_write.append(w); ps_weight.append(weight)
         pp: dict[tuple[int, int], float] = {}
@@ -69,7 +75,8 @@ class WorkloadGraph:
         group = group_of(procs, workload.nested)
         cost = CostGraph(
             proc_load=[p.cost for p in workload.procedures],
-            state_bytes=[t.bytes for t in workload.tables],
+            state_bytes=[t.bytes for t in workload.tables]
+            + [workload.window_bytes(w) for w in workload.windows],
             ps_proc=ps_proc, ps_state=ps_state, ps_weight=ps_weight, ps_write=ps_write,
             pp_src=[k[0] for k in pp], pp_dst=[k[1] for k in pp], pp_weight=list(pp.values()),
             machines=cluster.machines, partitions_per_machine=cluster.partitions_per_machine,
@@ -77,9 +84,12 @@ class WorkloadGraph:
             memory_limit_bytes=None if cluster.machine_memory_mb is None
             else cluster.machine_memory_mb * 2**20,
             proc_group=group,
+            state_owner=[-1] * len(tables) + [p_index[w.procedure] for w in workload.windows],
         )
-        return cls(workload.name, procs, tables, tables,
-                   np.array([t.read_mostly for t in workload.tables], dtype=bool), cost,
+        states = tables + workload.window_names
+        return cls(workload.name, procs, states, states,
+                   np.array([t.read_mostly for t in workload.tables]
+                            + [False] * len(workload.windows), dtype=bool), cost,
                    workload.sha256, workload.nested)
 
     def with_cluster(self, machines: int, partitions_per_machine: int,
@@ -102,6 +112,13 @@ class WorkloadGraph:
     @property
     def n_nodes(self) -> int:
         return self.n_proc + self.n_state
+
+    @property
+    def window_names(self) -> list[str]:
+        return [n for j, n in enumerate(self.state_names) if self.is_window(j)]
+
+    def is_window(self, j: int) -> bool:
+        return bool(self.cost.state_owner[j] >= 0)
 
     def proc_index(self, name: str) -> int:
         return self._proc_index[name]
@@ -179,6 +196,8 @@ def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: i
         ps_weight=cost.ps_weight[ps], ps_write=cost.ps_write[ps],
         pp_src=p_map[cost.pp_src[pp]], pp_dst=p_map[cost.pp_dst[pp]], pp_weight=cost.pp_weight[pp],
         machines=machines, partitions_per_machine=1, proc_group=cost.proc_group[procs],
+        state_owner=np.where(cost.state_owner[states] >= 0,
+                             p_map[np.maximum(cost.state_owner[states], 0)], -1),
     )
 
 

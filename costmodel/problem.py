@@ -38,6 +38,7 @@ class CostGraph:
     memory_limit_bytes: float | None = None  # per machine
     proc_group: np.ndarray = field(default=None)
     idle_capacity: np.ndarray = field(default=None)
+    state_owner: np.ndarray = field(default=None)  # owning SP of a state item (a window), else -1
 
     def __post_init__(self) -> None:
         self.proc_load = _as(self.proc_load, np.float64)
@@ -70,6 +71,8 @@ class CostGraph:
                                  else self.idle_capacity, np.float64)
         if np.any(self.idle_capacity <= 0):
             raise ValueError("machine capacities must be > 0")
+        self.state_owner = _as(np.full(self.state_bytes.size, -1) if self.state_owner is None
+                               else self.state_owner, np.int64)
 
     @property
     def has_groups(self) -> bool:
@@ -98,5 +101,5 @@ class CostGraph:
             self.proc_load, self.state_bytes, self.ps_proc, self.ps_state, self.ps_weight,
             self.ps_write, self.pp_src, self.pp_dst, self.pp_weight, machines,
             partitions_per_machine, capacity, memory_limit_bytes, self.proc_group,
-            idle_capacity,
+            idle_capacity, self.state_owner,
         )
