@@ -10,7 +10,9 @@ Weights, all per input batch (totals divided by the number of distinct batches):
 - processing-to-state edges: rows read per batch and rows written per batch, as two edges
   (`ps_write` false / true), exactly as `WorkloadGraph.from_workload` splits them;
 - processing-to-processing edges: tuples per batch;
-- state node weight: the estimated bytes of the item.
+- state node weight: the estimated bytes of the item;
+- a window item (state kind "window") gets `state_owner` = its owner (from the manifest's
+  `windows`), so every search keeps it with that SP.
 """
 from __future__ import annotations
 
