@@ -139,3 +139,17 @@ def test_window_costs_follow_the_row_costs_unless_set():
     assert cheap.windows["RecentBids"]["busy_s"] < run(w).windows["RecentBids"]["busy_s"]
     with pytest.raises(ValueError, match="window_slide_s"):
         SimParams(window_slide_s=-1.0)
+
+
+def test_simulate_prints_a_line_per_window(tmp_path, capsys):
+    from advisor.cli import run_app
+
+    spec = tmp_path / "w.toml"
+    spec.write_text(SPEC.replace("TUPLES", "4").replace("SIZE", "100").replace("SLIDE", "10"))
+    w = workload()
+    design = tmp_path / "d.json"
+    Design(w.name, 2, 1, {"Ingest": 0, "Trend": 1}, {"Bids": 0, "RecentBids": 1}).save(design)
+    assert run_app(["simulate", str(spec), "--design", str(design), "--rate", "100",
+                    "--batches", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "window RecentBids" in out and "on partition 1 with Trend: 40 slides" in out
