@@ -198,9 +198,20 @@ class Design:
         return cls.from_dict(data, str(path))
 
     # -- notebook display -----------------------------------------------------------------
-    def to_frame(self):
+    def to_frame(self, source=None):
+        """One row per SP and state item; with `source` (as for `plot`), windows are rows of
+        kind "window" with their owner, on the owner's partition."""
         import pandas as pd
 
+        if source is not None:
+            from reports.figures import assignment_rows
+
+            if not isinstance(source, WorkloadGraph):
+                from advisor.api import load_graph
+
+                source = load_graph(source, self.machines, self.partitions_per_machine)
+            cols = ["name", "kind", "partition", "machine", "replicated", "owner"]
+            return pd.DataFrame(assignment_rows(self, source), columns=cols)
         rows = [{"name": n, "kind": "procedure", "partition": p, "machine": p // self.partitions_per_machine,
                  "replicated": False} for n, p in self.procedures.items()]
         rows += [{"name": n, "kind": "state", "partition": p,

@@ -61,6 +61,9 @@ class WorkloadGraph:
         ps_proc, ps_state, ps_weight, ps_write = [], [], [], []
         # merge repeated accesses of one SP to one table in one mode into a single edge
         merged: dict[tuple[int, int, bool], float] = {}
+        # windows: state nodes after the tables; the owner writes its input tuples into them
+        # and reads them through its declared read accesses
+        t_index.update({w.name: len(tables) + k for k, w in enumerate(workload.windows)})
         for p in workload.procedures:
             for a in p.accesses:
                 key = (p_index[p.name], t_index[a.table], a.mode == "write")
@@ -114,6 +117,13 @@ class WorkloadGraph:
     @property
     def n_nodes(self) -> int:
         return self.n_proc + self.n_state
+
+    @property
+    def window_names(self) -> list[str]:
+        return [n for j, n in enumerate(self.state_names) if self.is_window(j)]
+
+    def is_window(self, j: int) -> bool:
+        return bool(self.cost.state_owner[j] >= 0)
 
     def proc_index(self, name: str) -> int:
         return self._proc_index[name]

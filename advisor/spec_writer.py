@@ -100,6 +100,13 @@ def workload_to_toml(workload: Workload) -> str:
                   f"tuples = {_value(s.tuples)}", f"tuple_bytes = {s.tuple_bytes}"]
     for group in w.nested:
         lines += ["", "[[nested]]", f"procedures = {_value(list(group))}"]
+    for win in w.windows:
+        lines += ["", "[[windows]]", f"name = {toml_string(win.name)}",
+                  f"procedure = {toml_string(win.procedure)}", f"size = {_value(win.size)}",
+                  f"slide = {_value(win.slide)}", f"kind = {toml_string(win.kind)}",
+                  f"tuple_bytes = {win.tuple_bytes}"]
+        if win.max_tuples is not None:
+            lines.append(f"max_tuples = {win.max_tuples}")
     return "\n".join(lines) + "\n"
 
 

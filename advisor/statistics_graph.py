@@ -10,7 +10,9 @@ Weights, all per input batch (totals divided by the number of distinct batches):
 - processing-to-state edges: rows read per batch and rows written per batch, as two edges
   (`ps_write` false / true), exactly as `WorkloadGraph.from_workload` splits them;
 - processing-to-processing edges: tuples per batch;
-- state node weight: the estimated bytes of the item.
+- state node weight: the estimated bytes of the item;
+- a window item (state kind "window") gets `state_owner` = its owner (from the manifest's
+  `windows`), so every search keeps it with that SP.
 """
 from __future__ import annotations
 
@@ -86,6 +88,7 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
     names = proc_names.to_pylist()
     known = set(names)
     nested = tuple(tuple(g) for g in manifest.get("nested") or [] if set(g) <= known)
+    owner = _window_owners(state, manifest, names, where)
     try:
         cost = CostGraph(
             proc_load=proc_load, state_bytes=_np(state, "estimated_bytes"),
@@ -93,15 +96,33 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
             pp_src=pp_src, pp_dst=pp_dst, pp_weight=pp_weight,
             machines=machines, partitions_per_machine=ppm, capacity=capacity,
             memory_limit_bytes=memory_limit_bytes, proc_group=group_of(names, nested),
+            state_owner=owner,
         )
     except ValueError as exc:
         raise AdvisorError(f"{where}: {exc}") from None
     return WorkloadGraph(
         str(manifest.get("workload") or Path(stats_dir).name), names, state_names.to_pylist(),
-        state.column("table").to_pylist(), _read_mostly(state, manifest), cost,
+        state.column("table").to_pylist(), _read_mostly(state, manifest) & (owner < 0), cost,
         str(manifest.get("sha256", "")), nested, load_unit_s=1e-6,
         proc_txns=_np(procs, "invocations") / batches,
     )
+
+
+def _window_owners(state: pa.Table, manifest: dict, procs: list[str], where: str) -> np.ndarray:
+    """state_owner: the owning SP of each window item (kind "window"), -1 for the rest."""
+    windows = manifest.get("windows") or {}
+    owner = np.full(state.num_rows, -1, dtype=np.int64)
+    index = {n: i for i, n in enumerate(procs)}
+    for j, (name, kind) in enumerate(zip(state.column("state").to_pylist(),
+                                         state.column("kind").to_pylist())):
+        if kind != "window":
+            continue
+        proc = (windows.get(name) or {}).get("procedure")
+        if proc not in index:
+            raise AdvisorError(f"{where}: window {name!r}: its owner {proc!r} is not among the "
+                               f"statistics' procedures")
+        owner[j] = index[proc]
+    return owner
 
 
 def _np(table: pa.Table, column: str) -> np.ndarray:

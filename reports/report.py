@@ -210,7 +210,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         if not result.items:
             context["suggestions_note"] = ("No change to try: no SP has a key to split on, no read-mostly table is "
                                            "accessed across machines, and no cut stream joins a mergeable pair.")
-    context.update(_assignment(design, o.max_assignment_rows))
+    context.update(_assignment(design, o.max_assignment_rows, graph))
     return _environment().get_template(TEMPLATE).render(**context)
 
 
@@ -273,7 +273,9 @@ def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
 
 
 def _machine_rows(design: Design, graph, sim) -> dict:
-    proc, state = design.arrays(graph)
+    from reports.figures._common import placement
+
+    proc, state = placement(design, graph)  # a window counts on its owner's machine
     c = graph.cost
     loads = machine_loads(c, proc)
     mem = machine_memory(c, state) / 2**20
@@ -307,9 +309,12 @@ def _sensitivity_context(graph, design: Design, o: ReportOptions) -> dict:
             "sensitivity_text": text, "sensitivity_designs": designs}
 
 
-def _assignment(design: Design, limit: int) -> dict:
-    ppm = design.partitions_per_machine
-    rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p} for n, p in design.procedures.items()]
-    rows += [{"kind": "state", "name": n, "machine": "all (replicated)" if p is None else p // ppm,
-              "partition": "" if p is None else p} for n, p in design.state.items()]
-    return {"assignment": rows[:limit], "assignment_more": max(0, len(rows) - limit)}
+def _assignment(design: Design, limit: int, graph=None) -> dict:
+    from reports.figures import assignment_rows
+
+    rows = [{**r, "machine": "all (replicated)" if r["replicated"] else r["machine"],
+             "partition": "" if r["partition"] is None else r["partition"],
+             "owner": r["owner"] or ""} for r in assignment_rows(design, graph)]
+    return {"assignment": rows[:limit], "assignment_more": max(0, len(rows) - limit),
+            "assignment_windows": any(r["kind"] == "window" for r in rows)}
+

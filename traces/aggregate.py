@@ -113,8 +113,13 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
     txns, flows, accesses = read("txns"), read("flows"), read("accesses")
     if info.key_type != "string":
         accesses = accesses.withColumn("key", F.col("key").cast("string"))
-    tables, procs = info.tables, info.procedures
+    # windows are state items of their own, whole at every granularity (codes 0..W-1)
+    windows = list(info.windows)
+    tables = [t for t in info.tables if t not in info.windows]
+    procs = info.procedures
     table_code = F.array_position(F.array(*[F.lit(t) for t in tables]), F.col("table")) - 1
+    window_code = (F.array_position(F.array(*[F.lit(w) for w in windows]), F.col("table")) - 1
+                   if windows else None)
     proc_code = F.array_position(F.array(*[F.lit(p) for p in procs]), F.col("procedure")) - 1
     parts: dict[str, pa.Table] = {}
 
@@ -138,7 +143,9 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
     if gran.kind == "tuple":
         try:
             parts["hot"] = guarded(f"the {gran.hot_tuples} hottest tuples",
-                                   lambda: _hot_tuples(F, accesses, gran.hot_tuples))()
+                                   lambda: _hot_tuples(F, accesses.filter(
+                                       ~F.col("table").isin(windows)) if windows else accesses,
+                                       gran.hot_tuples))()
         except Exception as exc:  # noqa: BLE001 - becomes one line
             raise _as_trace_error(exc, info) from None
         if parts["hot"].num_rows:
@@ -146,7 +153,10 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
                 "hot_index", pa.array(np.arange(parts["hot"].num_rows, dtype=np.int32)))
             base = accesses.join(F.broadcast(spark.createDataFrame(hot.to_pandas())),
                                  ["table", "key"], "left")
-    with_item = base.withColumn("item", _item_code(F, gran, table_code, len(tables)))
+    item = _item_code(F, gran, table_code, len(tables)) + F.lit(len(windows))
+    if windows:
+        item = F.when(window_code >= 0, window_code).otherwise(item)
+    with_item = base.withColumn("item", item.cast("int"))
 
     owners = txns.select("txn_id", proc_code.cast("int").alias("proc"))
     if info.rows["txns"] <= BROADCAST_OWNERS_MAX:
@@ -181,7 +191,7 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
         except BaseException as exc:
             spark.sparkContext.cancelJobGroup(group)
             raise _as_trace_error(exc, info) from None
-    return _decode(parts, gran, tables, procs)
+    return _decode(parts, gran, tables, procs, windows)
 
 
 def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]:
@@ -267,8 +277,9 @@ def _item_code(F, gran: Granularity, table_code, n_tables: int):
 
 
 def _decode(parts: dict[str, pa.Table], gran: Granularity, tables: list[str],
-            procs: list[str]) -> dict[str, pa.Table]:
-    """Integer codes back to names (on the small results only)."""
+            procs: list[str], windows: list[str] = ()) -> dict[str, pa.Table]:
+    """Integer codes back to names (on the small results only): the windows first, then the
+    tables' items."""
     n = gran.fragments or 1
     hot = parts.get("hot")
     hot_tables = hot.column("table").to_pylist() if hot is not None else []
@@ -280,6 +291,7 @@ def _decode(parts: dict[str, pa.Table], gran: Granularity, tables: list[str],
         item_tables = [t for t in tables for _ in range(n)]
         item_names += [tuple_name(t, k) for t, k in zip(hot_tables, hot_keys)]
         item_tables += hot_tables
+    item_names, item_tables = list(windows) + item_names, list(windows) + item_tables
     names, owner = np.array(item_names, dtype=object), np.array(item_tables, dtype=object)
     proc_names = np.array(procs + [None], dtype=object)
 

@@ -10,9 +10,10 @@ import pyarrow as pa
 
 from traces.granularity import Granularity, fragment_name, tuple_name
 from traces.statistics import DEFAULT_ROW_BYTES, TABLES, Statistics
+from traces.errors import TraceError
 from traces.validate import TraceInfo
 
-_KIND_ORDER = {"table": 0, "tuple": 1, "fragment": 2}
+_KIND_ORDER = {"table": 0, "tuple": 1, "fragment": 2, "window": 3}
 
 
 def tables_info(manifest: dict) -> dict[str, dict]:
@@ -63,12 +64,15 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
     ps["rows"] = ps["read_rows"] + ps["write_rows"]
     ps["probability"] = ps["txns"] / ps["procedure"].map(invocations)
 
-    known = tables_info(manifest)
-    table_order = _ordered(set(known) | set(ps["table"]), list(known))
+    windows = info.windows
+    _check_window_owners(ps, windows, info)
+    known = {t: v for t, v in tables_info(manifest).items() if t not in windows}
+    table_order = _ordered((set(known) | set(ps["table"])) - set(windows), list(known))
     hot = parts.get("hot")
     hot = hot.to_pandas() if hot is not None else pd.DataFrame(columns=["table", "key", "heat"])
-    state = _state_items(ps, gran, table_order, hot)
-    state["estimated_bytes"] = _estimated_bytes(state, gran, known, parts.get("distinct_keys"))
+    state = _state_items(ps, gran, table_order, hot, list(windows))
+    state["estimated_bytes"] = _estimated_bytes(state, gran, known, parts.get("distinct_keys"),
+                                                windows, ps)
 
     rank = {n: i for i, n in enumerate(state["state"])}
     p_rank = {n: i for i, n in enumerate(order)}
@@ -104,14 +108,26 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
         "default_row_bytes": DEFAULT_ROW_BYTES,
         "nested": manifest.get("nested") or [],
         "cluster": manifest.get("cluster") or {},
+        "windows": {n: w.to_manifest() for n, w in windows.items()},
         "key_type": info.key_type,
     }
     return Statistics(**frames, manifest=stats_manifest, path=None)
 
 
+def _check_window_owners(ps: pd.DataFrame, windows: dict, info: TraceInfo) -> None:
+    """A window is private to its owner (dissertation 3.1.1): any other procedure touching it
+    makes the trace inconsistent with its manifest."""
+    for name, w in windows.items():
+        others = sorted(set(ps.loc[ps["state"] == name, "procedure"]) - {w.procedure})
+        if others:
+            raise TraceError(f"{info.path}: window {name!r} is accessed by {others[0]!r}, but "
+                             f"only its owner {w.procedure!r} may touch it")
+
+
 def _state_items(ps: pd.DataFrame, gran: Granularity, table_order: list[str],
-                 hot: pd.DataFrame) -> pd.DataFrame:
-    """Every state item of the granularity (touched or not), with its access totals."""
+                 hot: pd.DataFrame, windows: list[str] = ()) -> pd.DataFrame:
+    """Every state item of the granularity (touched or not), with its access totals; each
+    window is one item (kind "window") after the tables, never fragmented."""
     if gran.kind == "table":
         items = pd.DataFrame({"state": table_order, "table": table_order, "kind": "table",
                               "fragment": -1, "key": None})
@@ -125,6 +141,11 @@ def _state_items(ps: pd.DataFrame, gran: Granularity, table_order: list[str],
              "table": hot["table"].astype(object), "kind": "tuple", "fragment": -1,
              "key": hot["key"].astype(object)})
         items = pd.concat([tuples, frags], ignore_index=True) if len(tuples) else frags
+    if windows:
+        whole = pd.DataFrame({"state": list(windows), "table": list(windows), "kind": "window",
+                              "fragment": -1, "key": None})
+        items = pd.concat([items, whole], ignore_index=True)
+        table_order = list(table_order) + list(windows)
     totals = ps.groupby("state")[["reads", "writes", "read_rows", "write_rows"]].sum()
     items = items.join(totals, on="state")
     for c in ("reads", "writes", "read_rows", "write_rows"):
@@ -139,10 +160,14 @@ def _state_items(ps: pd.DataFrame, gran: Granularity, table_order: list[str],
 
 
 def _estimated_bytes(state: pd.DataFrame, gran: Granularity, known: dict[str, dict],
-                     distinct_keys: pa.Table | None) -> np.ndarray:
+                     distinct_keys: pa.Table | None, windows: dict | None = None,
+                     ps: pd.DataFrame | None = None) -> np.ndarray:
     """Table size from the manifest (rows x row_bytes) split evenly over fragments (hashing
     spreads all keys, touched or not), a hot tuple is one row; without a row count, the
-    distinct keys seen in the trace x row_bytes."""
+    distinct keys seen in the trace x row_bytes. A window: its tuples when full x
+    tuple_bytes (a time window the manifest does not size: every tuple its owner inserted,
+    an upper bound)."""
+    windows = windows or {}
     dk = {}
     if distinct_keys is not None:
         d = distinct_keys.to_pandas()
@@ -153,7 +178,13 @@ def _estimated_bytes(state: pd.DataFrame, gran: Granularity, known: dict[str, di
         info = known.get(table, {})
         row_bytes = info.get("row_bytes") or DEFAULT_ROW_BYTES
         rows = info.get("rows")
-        if kind == "tuple":
+        if kind == "window":
+            w = windows[name]
+            full = w.full_tuples()
+            if full is None and ps is not None:
+                full = float(ps.loc[ps["state"] == name, "write_rows"].sum())
+            out[i] = (full or 0.0) * w.tuple_bytes
+        elif kind == "tuple":
             out[i] = row_bytes
         elif rows is None:
             out[i] = dk.get(name, 0) * row_bytes

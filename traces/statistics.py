@@ -67,7 +67,7 @@ STREAMS = pa.schema([
 STATE = pa.schema([
     ("state", pa.string()),
     ("table", pa.string()),
-    ("kind", pa.string()),  # table | fragment | tuple
+    ("kind", pa.string()),  # table | fragment | tuple | window (whole, private to its owner)
     ("fragment", pa.int64()),  # fragment index, -1 otherwise
     ("key", pa.string()),  # the hot tuple's key, null otherwise
     ("reads", pa.int64()),

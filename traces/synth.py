@@ -12,7 +12,11 @@ The spec comes in as plain data (the dict of `dataclasses.asdict(Workload)` plus
   access that runs across batches) or `input:field` (the field of input tuple j of the
   batch, the same value for every procedure that reads that field in that batch);
   repeated keys of one transaction on one table become one access row with `rows` > 1;
-- each stream moves `tuples` tuples per batch (fractional part Bernoulli), `tuple_bytes` each.
+- each stream moves `tuples` tuples per batch (fractional part Bernoulli), `tuple_bytes` each;
+- a window's owner inserts the tuples it receives in the batch (its streams' tuples of that
+  batch, or `batch_size` at a border) into the window, one write row (key = the first tuple's
+  sequence, rows = the tuples), and when the window slides reads the active window, one read
+  row (`traces.windows`); its declared reads of the window read the active window too.
 
 Generation is vectorized with numpy per chunk of batches (about `chunk_rows` access rows),
 each chunk with its own seeded generator, so the same seed gives the same trace.
@@ -31,6 +35,7 @@ import pyarrow.compute as pc
 
 from traces.errors import TraceError
 from traces.keys import ZipfSampler, parse_keys
+from traces.windows import WindowReplay, spec_windows
 from traces.writer import TraceWriter
 
 DEFAULT_CHUNK_ROWS = 1 << 20
@@ -80,10 +85,18 @@ class _Plan:
             self.streams = [(self.procs.index(s["source"]), self.procs.index(s["target"]),
                              float(s["tuples"]), int(s.get("tuple_bytes", 64)))
                             for s in spec.get("streams", [])]
+            self.windows = spec_windows(spec)
+            self.replays = [WindowReplay(w) for w in self.windows]
+            window_index = {w.name: k for k, w in enumerate(self.windows)}
+            self.window_reads: list[tuple[int, int, float, float]] = []  # window, proc, rows, p
             self.accesses: list[_AccessPlan] = []
             field_domain: dict[str, int] = {}
             for pi, p in enumerate(spec["procedures"]):
                 for a in p.get("accesses", []):
+                    if a["table"] in window_index:  # the owner reading its active window
+                        self.window_reads.append((window_index[a["table"]], pi, float(a["rows"]),
+                                                  float(a.get("probability", 1.0))))
+                        continue
                     kind, param = parse_keys(a.get("keys", "uniform"))
                     n = max(int(self.tables[a["table"]]["rows"]), 1)
                     plan = _AccessPlan(pi, a["table"], n, a["mode"], float(a["rows"]),
@@ -139,6 +152,7 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
                     for s, d, t, b in plan.streams],
         "nested": [list(g) for g in spec.get("nested", [])],
         "cluster": dict(spec.get("cluster") or {}),
+        "windows": {w.name: w.to_manifest() for w in plan.windows},
     }
     with TraceWriter(out, metadata) as writer:
         for chunk, b0 in enumerate(range(0, batches, chunk_batches)):
@@ -258,24 +272,16 @@ def _chunk(plan: _Plan, rng: np.random.Generator, b0: int, b1: int, interval_us:
             a_rows.append(rows[retried].astype(np.int64))
             a_table.append(np.full(int(retried.sum()), tables.index(acc.table)))
             a_mode.append(np.full(int(retried.sum()), acc.mode == "write"))
-    if a_txn:
-        accesses = pa.table({
-            "txn_id": np.concatenate(a_txn),
-            "table": _strings(tables, np.concatenate(a_table)),
-            "key": pc.cast(pa.array(np.concatenate(a_key)), pa.string()),
-            "mode": _strings(["read", "write"], np.concatenate(a_mode).astype(np.int8)),
-            "rows": np.concatenate(a_rows),
-        })
-    else:
-        accesses = {"txn_id": [], "table": [], "key": [], "mode": [], "rows": []}
 
     # stream flows
     f_batch, f_from, f_to, f_tuples, f_bytes = [], [], [], [], []
+    counts = []
     for src, dst, tuples, tuple_bytes in plan.streams:
         whole = math.floor(tuples)
         count = np.full(n_b, whole, dtype=np.int64)
         if tuples - whole > 0:
             count += rng.random(n_b) < tuples - whole
+        counts.append(count)
         moved = count > 0
         f_batch.append(batch[moved]); f_tuples.append(count[moved])
         f_bytes.append(count[moved] * tuple_bytes)
@@ -291,4 +297,61 @@ def _chunk(plan: _Plan, rng: np.random.Generator, b0: int, b1: int, interval_us:
     else:
         flows = {"batch_id": [], "from_procedure": [], "to_procedure": [], "tuples": [],
                  "bytes": []}
+
+    # window accesses (after the flows: an owner inserts the tuples it received)
+    received = {}
+    for (src, dst, _, _), count in zip(plan.streams, counts):
+        received[dst] = received.get(dst, 0) + count
+    names = tables + [w.name for w in plan.windows]
+    for k, (win, replay) in enumerate(zip(plan.windows, plan.replays)):
+        pi = plan.procs.index(win.procedure)
+        n_in = received.get(pi, np.full(n_b, plan.batch_size, dtype=np.int64))
+        declared = np.zeros(n_b, dtype=np.int64)
+        for wk, rpi, rows, probability in plan.window_reads:
+            if wk == k:
+                declared += _counts(rng, rows, probability, n_b)
+        starts = np.rint(batch * interval_us) / 1e6
+        keys, rows_, mode_ = [], [], []
+        txn_b = []
+        for i in range(n_b):
+            first, read = replay.step(float(starts[i]), int(n_in[i]))
+            if n_in[i]:
+                txn_b.append(i); keys.append(first); rows_.append(int(n_in[i])); mode_.append(True)
+            if read:
+                txn_b.append(i); keys.append(replay.active_from); rows_.append(read); mode_.append(False)
+            if declared[i] and replay.staged_from > replay.active_from:  # the newest ones
+                n = int(min(declared[i], replay.staged_from - replay.active_from))
+                txn_b.append(i); keys.append(replay.staged_from - n); rows_.append(n)
+                mode_.append(False)
+        if not txn_b:
+            continue
+        b_idx = np.asarray(txn_b, dtype=np.int64)
+        txn = 2 * ((b0 + b_idx) * n_p + pi) + 1
+        w_key, w_rows = np.asarray(keys, dtype=np.int64), np.asarray(rows_, dtype=np.int64)
+        w_mode = np.asarray(mode_, dtype=bool)
+        retried = aborted[pi, b_idx]
+        a_txn += [txn, txn[retried] - 1]; a_key += [w_key, w_key[retried]]
+        a_rows += [w_rows, w_rows[retried]]; a_mode += [w_mode, w_mode[retried]]
+        a_table += [np.full(txn.size, len(tables) + k), np.full(int(retried.sum()), len(tables) + k)]
+    if a_txn:
+        accesses = pa.table({
+            "txn_id": np.concatenate(a_txn),
+            "table": _strings(names, np.concatenate(a_table)),
+            "key": pc.cast(pa.array(np.concatenate(a_key)), pa.string()),
+            "mode": _strings(["read", "write"], np.concatenate(a_mode).astype(np.int8)),
+            "rows": np.concatenate(a_rows),
+        })
+    else:
+        accesses = {"txn_id": [], "table": [], "key": [], "mode": [], "rows": []}
     return txns, accesses, flows
+
+
+def _counts(rng: np.random.Generator, rows: float, probability: float, n: int) -> np.ndarray:
+    """Rows per batch of a declared access: the fractional part and the probability drawn."""
+    whole = math.floor(rows)
+    count = np.full(n, whole, dtype=np.int64)
+    if rows - whole > 0:
+        count += rng.random(n) < rows - whole
+    if probability < 1.0:
+        count[rng.random(n) >= probability] = 0
+    return count

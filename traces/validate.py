@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
+from traces.windows import WindowInfo, manifest_windows
 
 SCAN_BATCH_ROWS = 1 << 20
 
@@ -33,6 +34,7 @@ class TraceInfo:
     procedures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)  # every table the accesses name
     rows_bound: int | None = None  # >= the sum of accesses.rows (from Parquet statistics)
+    windows: dict[str, WindowInfo] = field(default_factory=dict)  # from the manifest
 
 
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
@@ -53,6 +55,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     if not path.is_dir():
         raise TraceError(f"{where}: not a directory (a trace is a directory of Parquet datasets)")
     manifest = _manifest(path)
+    windows = manifest_windows(manifest, f"{where}: {MANIFEST}")
     files = {}
     for name in DATASETS:
         files[name] = dataset_files(path, name)
@@ -77,7 +80,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
     return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables),
-                     _rows_bound(files["accesses"]))
+                     _rows_bound(files["accesses"]), windows)
 
 
 # -- manifest and schema --------------------------------------------------------------------------

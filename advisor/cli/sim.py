@@ -43,6 +43,9 @@ def sim_summary(r, calibration_label: str) -> list[str]:
         "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(r.machine_utilisation[:16]))
         + (" ..." if r.machines > 16 else ""),
     ]
+    lines += [f"  window {name:<12} on partition {w['partition']} with {w['owner']}: {w['slides']:,} "
+              f"slides, {w['inserted']:,.0f} tuples in, {w['busy_s'] * 1e3:,.1f} ms of maintenance"
+              for name, w in getattr(r, "windows", {}).items()]
     return lines
 
 

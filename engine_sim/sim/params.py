@@ -17,7 +17,9 @@ CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tupl
              "tuple_out_s", "fragment_s", "prepare_s", "commit_s", "txn_after_commit_s",
              "row_after_commit_s", "sched_s", "ack_s", "msg_cpu_s",
              "local_msg_cpu_s", "ser_byte_s", "client_s", "client_txn_s",
-             "client_row_s")
+             "client_row_s", "window_insert_s", "window_slide_s", "window_expire_s",
+             "window_read_s")
+WINDOW_COSTS = ("window_insert_s", "window_slide_s", "window_expire_s", "window_read_s")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,12 @@ class SimParams:
     commit_s: float = 10e-6  # a 2PC participant's commit
     txn_after_commit_s: float = 0.0  # partition work after the commit is reported (history, log)
     row_after_commit_s: float = 0.0  # ... per row the transaction accessed
+    # window maintenance at the owner, per tuple (dissertation 3.3.5); None = derived from the
+    # row costs above (see `window_costs`): the engine's window probes do not exist yet
+    window_insert_s: float | None = None  # a tuple of the input batch staged in the window
+    window_slide_s: float | None = None  # a staged tuple made active by a slide
+    window_expire_s: float | None = None  # an expired tuple removed by a slide
+    window_read_s: float | None = None  # a tuple of the active window read after a slide
     # -- work on a machine's transaction coordinator (one thread per machine) --------------
     sched_s: float = 3e-6  # a procedure scheduler creating and queueing one transaction
     ack_s: float = 1e-6  # handling one commit notification
@@ -71,7 +79,8 @@ class SimParams:
     def __post_init__(self) -> None:
         for f in fields(self):
             v = getattr(self, f.name)
-            if (f.name == "central_machine" and v == -1) or f.name == "site_per_partition":
+            if ((f.name == "central_machine" and v == -1) or f.name == "site_per_partition"
+                    or (f.name in WINDOW_COSTS and v is None)):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"simulator parameter {f.name} must be a finite number >= 0, got {v!r}")
@@ -94,7 +103,20 @@ class SimParams:
 
     def cpu_scaled(self, factor: float) -> "SimParams":
         """Every CPU cost stretched by `factor` (threads sharing fewer cores than they are)."""
-        return replace(self, **{name: getattr(self, name) * factor for name in CPU_COSTS})
+        return replace(self, **{name: getattr(self, name) * factor for name in CPU_COSTS
+                                if getattr(self, name) is not None})
+
+    def window_costs(self) -> tuple[float, float, float, float]:
+        """Seconds per tuple (insert, slide, expire, read) of window maintenance. Unset ones
+        follow the row costs, so a calibration prices them too: staging a tuple is a row
+        insert (`row_write_s`), a slide flips a staged tuple's flag and an expiry deletes a
+        row (`row_write_s` each), reading the active window reads rows (`row_read_s`)."""
+        def pick(v, default):
+            return default if v is None else v
+        return (pick(self.window_insert_s, self.row_write_s),
+                pick(self.window_slide_s, self.row_write_s),
+                pick(self.window_expire_s, self.row_write_s),
+                pick(self.window_read_s, self.row_read_s))
 
     # -- derived prices, used to explain designs and to derive cost-model weights ----------
     def latency(self, same_machine: bool) -> float:

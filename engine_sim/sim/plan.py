@@ -24,6 +24,7 @@ from advisor.design import Design
 from advisor.workload import Workload
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.params import SimParams
+from engine_sim.sim.windows import WindowWork, window_work
 
 SCHEDULERS = ("dls", "central")
 MOVES = ("rpc", "txn")
@@ -73,6 +74,7 @@ class Unit:
     service: list[float] = field(default_factory=list)  # per batch, when single-sited
     post: list[float] | None = None  # per batch: partition work after the commit is reported
     dist: list[DistSpec | None] | None = None  # per batch; None = never distributed
+    window_s: list[float] | None = None  # per batch: window maintenance (part of `service`)
 
 
 @dataclass
@@ -107,6 +109,7 @@ class Plan:
     nodes: int  # sites (machines, or partitions), plus the central scheduler's own node
     node_machine: list[int]  # machine of each node (-1: the central scheduler's own node)
     batch_rows: list[float]  # rows each batch accesses, over all SPs
+    windows: list[WindowWork] = field(default_factory=list)
 
     @property
     def n_partitions(self) -> int:
@@ -227,6 +230,8 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     # -- per-batch service times -----------------------------------------------------------
     n_all = design.n_partitions
     batch_rows = np.zeros(batches)
+    window_names = set(workload.window_names)
+    works: list[WindowWork] = []
     for ui, u in enumerate(units):
         rng = np.random.default_rng([seed, ui])
         procs = [workload.procedure(mname) for mname in u.members]
@@ -250,6 +255,9 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         # where each access goes: None = the base partition, else a tuple of partitions
         targets: list[tuple[int, ...] | None] = []
         for a, mi in zip(accesses, member_of):
+            if a.table in window_names:  # the owner's own window: always local
+                targets.append(None)
+                continue
             where = design.state[a.table]
             if where is None:
                 if a.mode == "write" or procs[mi].code is not None:
@@ -272,6 +280,13 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             if t is None or len(t) > 1:  # replicated writes also update the local copy
                 local_rows += present[k] * row_s[k]
             rows_touched += present[k] * (accesses[k].rows * scale)
+        unit_works = [window_work(workload, w, batches, scale, P)
+                      for m in u.members for w in workload.windows_of(m)]
+        if unit_works:
+            u.window_s = (sum(w.seconds for w in unit_works) * noise).tolist()
+            local_rows += sum(w.seconds for w in unit_works)
+            rows_touched += sum(w.rows for w in unit_works)
+            works += unit_works
         batch_rows += rows_touched
         service = (fixed + local_rows) * noise
         u.service = service.tolist()
@@ -298,7 +313,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             u.dist[b] = DistSpec(spec.base, spec.parts, u.service[b], spec.ship, spec.rounds)
     return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
                 sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine,
-                batch_rows.tolist())
+                batch_rows.tolist(), works)
 
 
 def _dist_spec(base: int, parts: tuple[int, ...], steps: list[tuple[int, tuple[int, ...], float]],

@@ -48,6 +48,9 @@ class SimResult:
     events: int = 0
     procedures: dict[str, dict] = field(default_factory=dict)
     streams: dict[str, dict] = field(default_factory=dict)
+    # per window: owner, partition, tuples inserted / expired / read, slides, and `busy_s`, the
+    # owner's partition time its maintenance took over the batches the run committed
+    windows: dict[str, dict] = field(default_factory=dict)
     search: list[dict] = field(default_factory=list)  # max_throughput's probes
     cpu_dilation: float = 1.0  # CPU costs stretched by host sharing (SimParams.host_cores)
 
@@ -134,6 +137,17 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
             "scheduler_utilisation": model.sched_busy[i] / makespan,
             "mean_service_ms": float(np.mean(u.service)) * 1e3,
         }
+    windows = {}
+    unit_of = {m: i for i, u in enumerate(plan.units) for m in u.members}
+    for work in plan.windows:
+        i = unit_of[work.owner]
+        share = work.seconds.sum() / max(sum(w.seconds.sum() for w in plan.windows
+                                             if unit_of[w.owner] == i), 1e-300)
+        committed = sum(s for s, ok in zip(plan.units[i].window_s, model.committed[i]) if ok)
+        windows[work.name] = {**work.to_dict(), "partition": plan.units[i].base,
+                              "busy_s": float(committed * share)}
+        procedures[plan.units[i].name]["window_busy_s"] = (
+            procedures[plan.units[i].name].get("window_busy_s", 0.0) + float(committed * share))
     streams = {}
     for i, e in enumerate(plan.edges):
         n = model.e_moves[i]
@@ -158,5 +172,5 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         kept_up=kept_up, latency_bound_s=latency_bound_s,
         within_bound=kept_up and mean <= latency_bound_s * 1e3,
         sim_time_s=makespan, wall_s=wall_s, events=model.env.events,
-        procedures=procedures, streams=streams,
+        procedures=procedures, streams=streams, windows=windows,
     )

@@ -7,6 +7,8 @@ import io
 import numpy as np
 
 REPLICATED_COLOUR = "#9e9e9e"
+WINDOW_MARKER = "D"  # a window: a diamond, next to its owner
+WINDOW_HATCH = "xx"  # a window's memory in the stacked bars
 
 
 def new_axes(ax=None, figsize=(6.4, 3.6)):
@@ -62,3 +64,28 @@ def as_array(x) -> np.ndarray:
 def graph_for(design, graph):
     """The graph on the design's cluster (the design may use another machine count)."""
     return graph.with_cluster(design.machines, design.partitions_per_machine)
+
+
+def placement(design, graph) -> tuple[np.ndarray, np.ndarray]:
+    """(partition of each SP, of each state item) as the figures show them: a window sits on
+    its owner's partition (where it lives, whatever a design says; a design may predate it)."""
+    import numpy as np
+
+    if all(n in design.state for n in graph.state_names):
+        proc, state = design.arrays(graph)
+    else:  # a design without the windows of the graph: place them below
+        proc = np.array([design.procedures[n] for n in graph.proc_names], dtype=np.int64)
+        state = np.array([-1 if design.state.get(n) is None else design.state[n]
+                          for n in graph.state_names], dtype=np.int64)
+    owner = getattr(graph.cost, "state_owner", None)
+    if owner is not None and (owner >= 0).any():
+        state = np.where(owner >= 0, proc[np.maximum(owner, 0)], state)
+    return proc, state
+
+
+def window_owners(graph) -> dict[str, str]:
+    """Window name -> its owner SP, from the graph's state_owner."""
+    owner = getattr(graph.cost, "state_owner", None)
+    if owner is None:
+        return {}
+    return {graph.state_names[j]: graph.proc_names[o] for j, o in enumerate(owner) if o >= 0}

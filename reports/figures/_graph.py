@@ -1,7 +1,8 @@
 """The state/processing graph of a design: nodes coloured by machine, cut edges marked.
 
 Small graphs are drawn node by node in one column per machine (a last column for replicated
-state), so a cut edge is any edge crossing columns. Past `max_nodes` the drawing would be
+state), so a cut edge is any edge crossing columns. A window is a diamond in its owner's
+column, right under it (it lives on its owner's partition: its edges are never cut). Past `max_nodes` the drawing would be
 unreadable, so it shows one node per machine and the cut weight between machines instead.
 """
 from __future__ import annotations
@@ -10,13 +11,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reports.figures._common import REPLICATED_COLOUR, graph_for, label, machine_colours, new_axes
+from reports.figures._common import (REPLICATED_COLOUR, WINDOW_MARKER, graph_for, label,
+                                     machine_colours, new_axes, placement, window_owners)
 
 
 @dataclass
 class _Node:
     name: str
-    kind: str  # processing | state | machine
+    kind: str  # processing | state | window | machine
     machine: int | None  # None: replicated
     x: float
     y: float
@@ -45,16 +47,21 @@ class _GraphInfo:
 
 def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     graph = graph_for(design, graph)
-    proc, state = design.arrays(graph)
+    proc, state = placement(design, graph)
     c = graph.cost
     ppm = design.partitions_per_machine
     info = _GraphInfo(machines=design.machines)
     if graph.n_nodes > max_nodes:
         return _aggregated_info(info, graph, proc // ppm, state, ppm)
+    owners = window_owners(graph)
     columns: dict[int | None, list[tuple[str, str]]] = {}
     for i, n in enumerate(graph.proc_names):
         columns.setdefault(int(proc[i] // ppm), []).append((n, "processing"))
+        for w in (w for w, o in owners.items() if o == n):  # its windows right under it
+            columns[int(proc[i] // ppm)].append((w, "window"))
     for j, n in enumerate(graph.state_names):
+        if n in owners:
+            continue
         m = None if state[j] < 0 else int(state[j] // ppm)
         columns.setdefault(m, []).append((n, "state"))
     index: dict[tuple[str, str], int] = {}
@@ -70,7 +77,7 @@ def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
             size = 1.0
             if kind == "processing" and load is not None:
                 size = 0.6 + 0.8 * load[graph.proc_index(n)]
-            index[(kind, n)] = len(info.nodes)
+            index[("processing" if kind == "processing" else "state", n)] = len(info.nodes)
             info.nodes.append(_Node(n, kind, m, float(x), -float(row), size))
     info.columns_height = max(len(v) for v in columns.values())
     pmach = proc // ppm
@@ -167,7 +174,7 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
                     ha="center", va="center", zorder=3)
     for n in info.nodes:
         colour = REPLICATED_COLOUR if n.machine is None else colours[n.machine]
-        marker = "s" if n.kind == "state" else "o"
+        marker = {"state": "s", "window": WINDOW_MARKER}.get(n.kind, "o")
         ax.scatter([n.x], [n.y], s=(170 if n.kind != "machine" else 500) * n.size, c=[colour],
                    marker=marker, edgecolors="black", linewidths=0.6, zorder=2)
         if n.kind == "machine":
@@ -195,17 +202,20 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
     for side in ax.spines.values():
         side.set_visible(False)
     legend = [Line2D([], [], marker="o", linestyle="", color="#777777", label="SP"),
-              Line2D([], [], marker="s", linestyle="", color="#777777", label="state"),
-              Line2D([], [], color="#d62728", linestyle="--", label="cut edge")]
-    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=7,
-              frameon=False)
+              Line2D([], [], marker="s", linestyle="", color="#777777", label="state")]
+    if any(n.kind == "window" for n in info.nodes):
+        legend.append(Line2D([], [], marker=WINDOW_MARKER, linestyle="", color="#777777",
+                             label="window (with its SP)"))
+    legend.append(Line2D([], [], color="#d62728", linestyle="--", label="cut edge"))
+    ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(legend),
+              fontsize=7, frameon=False)
     ax.set_title("state/processing graph" + (" (one node per machine)" if info.aggregated else ""),
                  fontsize=9)
 
 
 def _workload_info(workload) -> _GraphInfo:
     """A workload's dataflow before any design: SPs left to right in dataflow order, each
-    table under the first SP that touches it."""
+    window under its owner, each table under the first SP that touches it."""
     order = workload.topological_order()
     info = _GraphInfo(machines=1)
     index: dict[tuple[str, str], int] = {}
@@ -217,6 +227,13 @@ def _workload_info(workload) -> _GraphInfo:
         index[("processing", name)] = len(info.nodes)
         info.nodes.append(_Node(name, "processing", 0, float(x), 0.0, 0.6 + 0.8 * proc.cost / top))
         row = 1
+        for w in workload.windows_of(name):  # its windows right under it
+            placed.add(w.name)
+            index[("state", w.name)] = len(info.nodes)
+            info.nodes.append(_Node(w.name, "window", 0, float(x), -float(row), 1.0))
+            info.edges.append(_Edge(index[("processing", name)], index[("state", w.name)],
+                                    "processing-state", False, workload.input_tuples(name)))
+            row += 1
         for a in proc.accesses:
             if a.table not in placed:
                 placed.add(a.table)

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reports.figures._common import graph_for, label, machine_colours, new_axes
+from reports.figures._common import (WINDOW_HATCH, graph_for, label, machine_colours, new_axes,
+                                     placement, window_owners)
 
 
 @dataclass
@@ -19,6 +20,7 @@ class _StackInfo:
     unit: str
     title: str
     hard_limit: bool = False  # memory is a hard limit; the fair share of load is not
+    windows: frozenset[str] = frozenset()  # items drawn as windows (on their owner's machine)
 
 
 def _load_info(design, graph) -> _StackInfo:
@@ -35,7 +37,7 @@ def _load_info(design, graph) -> _StackInfo:
 
 def _memory_info(design, graph) -> _StackInfo:
     graph = graph_for(design, graph)
-    _, state = design.arrays(graph)
+    _, state = placement(design, graph)  # a window's bytes count on its owner's machine
     c = graph.cost
     ppm = design.partitions_per_machine
     mb = c.state_bytes / 2**20
@@ -52,7 +54,8 @@ def _memory_info(design, graph) -> _StackInfo:
     if c.memory_limit_bytes is not None:
         limit = np.full(design.machines, c.memory_limit_bytes / 2**20)
     return _StackInfo(design.machines, segments, totals, limit, "memory limit", "state (MB)",
-                      "memory per machine", hard_limit=True)
+                      "memory per machine", hard_limit=True,
+                      windows=frozenset(window_owners(graph)))
 
 
 def plot_machine_load(design, graph, ax=None):
@@ -63,7 +66,8 @@ def plot_machine_load(design, graph, ax=None):
 
 
 def plot_machine_memory(design, graph, ax=None):
-    """State size per machine, stacked by item (hatched = a replicated copy), against the limit."""
+    """State size per machine, stacked by item (hatched = a replicated copy, cross-hatched = a
+    window, on its owner's machine), against the limit."""
     ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
     _draw_stacks(_memory_info(design, graph), ax)
     return ax
@@ -76,10 +80,13 @@ def _draw_stacks(info: _StackInfo, ax) -> None:
     for m, name, amount, replicated in info.segments:
         if amount <= 0:
             continue
+        window = name in info.windows
         ax.bar(m, amount, bottom=bottom[m], color=colours[m], edgecolor="white", linewidth=0.8,
-               hatch="//" if replicated else None, alpha=0.55 if replicated else 0.9)
+               hatch="//" if replicated else WINDOW_HATCH if window else None,
+               alpha=0.55 if replicated else 0.9)
         if amount >= 0.08 * top and info.machines <= 16:
-            ax.text(m, bottom[m] + amount / 2, label(name, 14), ha="center", va="center", fontsize=6)
+            text = label(name, 14) + (" (window)" if window else "")
+            ax.text(m, bottom[m] + amount / 2, text, ha="center", va="center", fontsize=6)
         bottom[m] += amount
     if info.limit is not None:
         xs = np.arange(info.machines)
