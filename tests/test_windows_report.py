@@ -20,7 +20,7 @@ from advisor.spec_writer import workload_to_toml
 from reports import figures as F
 from reports.figures._graph import _graph_info, _workload_info
 from reports.figures._machines import _memory_info
-from reports.report import ReportOptions, build_report
+from reports.report import ReportOptions, build_report, report_recommendation
 
 SPEC = """
 name = "wreport"
@@ -71,18 +71,18 @@ def graph(workload):
     return WorkloadGraph.from_workload(workload)
 
 
-def design_with_window_on(machine: int) -> Design:
+def design_with_window_on(machine: int | None) -> Design:
     """Ingest alone on machine 0, Clean and Trend on machine 1; the design JSON puts the window
-    on `machine` (a design made before windows may have it anywhere)."""
-    return Design("wreport", 2, 1, {"Ingest": 0, "Clean": 1, "Trend": 1},
-                  {"Bids": 0, "RecentBids": machine})
+    on `machine`, or leaves it out (None: a design made before the window was declared)."""
+    state = {"Bids": 0} if machine is None else {"Bids": 0, "RecentBids": machine}
+    return Design("wreport", 2, 1, {"Ingest": 0, "Clean": 1, "Trend": 1}, state)
 
 
 def axes():
     return Figure().add_subplot()
 
 
-@pytest.mark.parametrize("where", [0, 1])
+@pytest.mark.parametrize("where", [None, 1])
 def test_the_graph_figure_draws_the_window_under_its_owner(graph, where):
     info = _graph_info(design_with_window_on(where), graph, max_nodes=80)
     node = {n.name: n for n in info.nodes}
@@ -104,7 +104,7 @@ def test_the_dataflow_figure_draws_windows_under_their_owner(workload):
     assert F.plot_workload(workload, ax=axes()).has_data()
 
 
-@pytest.mark.parametrize("where", [0, 1])
+@pytest.mark.parametrize("where", [None, 1])
 def test_the_memory_figure_counts_the_window_on_its_owners_machine(workload, graph, where):
     info = _memory_info(design_with_window_on(where), graph)
     window_mb = workload.window_bytes(workload.window("RecentBids")) / 2**20
@@ -118,7 +118,7 @@ def test_the_memory_figure_counts_the_window_on_its_owners_machine(workload, gra
 
 
 def test_the_assignment_lists_the_window_with_its_owner(graph):
-    d = design_with_window_on(0)
+    d = design_with_window_on(1)
     rows = {r["name"]: r for r in F.assignment_rows(d, graph)}
     assert rows["RecentBids"] == {"kind": "window", "name": "RecentBids", "machine": 1,
                                   "partition": 1, "replicated": False, "owner": "Trend"}
@@ -132,8 +132,8 @@ def test_the_assignment_lists_the_window_with_its_owner(graph):
 
 def test_the_rendered_report_shows_the_window(workload):
     d = design_with_window_on(1)
-    html = build_report(d, workload, options=ReportOptions(sensitivity=False, scaling=False,
-                                                            suggestions=False))
+    html = build_report(report_recommendation(d, workload),
+                        options=ReportOptions(sensitivity=False, scaling=False, suggestions=False))
     assert "<th>owner</th>" in html
     row = re.search(r'<tr class="window">(.*?)</tr>', html).group(1)
     assert re.findall(r"<td>(.*?)</td>", row) == ["window", "RecentBids", "1", "1", "Trend"]
@@ -148,8 +148,9 @@ def test_a_report_without_windows_has_no_owner_column():
     plain = parse_workload(SPEC.split("[[windows]]")[0].replace(
         '{ table = "RecentBids", mode = "read", rows = 5 }', ""), "plain.toml")
     d = Design("wreport", 2, 1, {"Ingest": 0, "Clean": 1, "Trend": 1}, {"Bids": 0})
-    html = build_report(d, plain, options=ReportOptions(sensitivity=False, scaling=False,
-                                                         suggestions=False, baselines=False))
+    html = build_report(report_recommendation(d, plain, baselines=False),
+                        options=ReportOptions(sensitivity=False, scaling=False,
+                                              suggestions=False, baselines=False))
     assert "<th>owner</th>" not in html and 'class="window"' not in html
 
 

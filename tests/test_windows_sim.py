@@ -6,6 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from advisor.errors import DesignError
+
 from advisor.design import Design
 from advisor.spec import parse_workload
 from engine_sim.sim import SimParams, run_once
@@ -58,8 +60,10 @@ def run(w, state=None, **kw):
 
 def test_a_window_runs_on_its_owners_partition_and_is_never_remote():
     w = workload()
-    # the design puts the window (wrongly) with Ingest: it still lives with its owner
-    r = run(w, {"Bids": 0, "RecentBids": 0})
+    # a design that puts the window away from its owner is refused, naming both
+    with pytest.raises(DesignError, match="window 'RecentBids' must be on the partition of its owner 'Trend'"):
+        run(w, {"Bids": 0, "RecentBids": 0})
+    r = run(w, {"Bids": 0, "RecentBids": 1})
     win = r.windows["RecentBids"]
     assert win["owner"] == "Trend" and win["partition"] == r.procedures["Trend"]["partition"] == 1
     assert r.distributed_txns == 0 and r.procedures["Trend"]["distributed"] == 0
