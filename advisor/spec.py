@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advisor.atomic import read_user_text
+from common.files import read_user_text
 from advisor.errors import SpecError
 from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
                               Window, Workload)

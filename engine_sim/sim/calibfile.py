@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.atomic import atomic_write_text
+from common.files import atomic_write_text
 from advisor.errors import AdvisorError
 from costmodel import Weights
 from engine_sim.sim.params import SimParams
