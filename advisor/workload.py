@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import heapq
 import html
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 
 from advisor.errors import SpecError
@@ -233,6 +233,14 @@ class Workload:
             f"{self.cluster.machines}x{self.cluster.partitions_per_machine}"
             f"<table><tr><th>procedure</th><th>cost</th><th>accesses</th></tr>{rows}</table>"
         )
+
+
+def workload_as_plain(workload: Workload) -> dict:
+    """The spec as plain data (dicts, lists, numbers) with its dataflow order: what
+    traces.synth reads, since traces must not import the advisor."""
+    spec = asdict(workload)
+    spec["topological_order"] = workload.topological_order()
+    return spec
 
 
 # -- dataflow order (graphlib) ----------------------------------------------------------------
