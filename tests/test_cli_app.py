@@ -67,3 +67,29 @@ def test_debug_lets_a_bug_through(monkeypatch):
     monkeypatch.setenv("ADVISOR_DEBUG", "1")
     with pytest.raises(KeyError):
         run_app(["act", "bug"], application())
+
+
+def test_version_is_the_installed_distribution_s(capsys):
+    from importlib.metadata import version
+
+    from advisor import __version__
+
+    assert run_app(["--version"]) == 0
+    assert capsys.readouterr().out == f"advisor {version('sstore-advisor')}\n"
+    assert __version__ == version("sstore-advisor")
+
+
+def test_version_from_the_installed_command():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("advisor")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("advisor ") and done.stderr == ""
+
+
+def test_no_arguments_show_the_help_without_an_empty_error_line(capsys):
+    assert run_app([]) == 2
+    captured = capsys.readouterr()
+    assert "Usage: " in captured.out and "recommend" in captured.out and captured.err == ""

@@ -17,6 +17,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from advisor import __version__
+
+        typer.echo(f"advisor {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                          is_eager=True, help="print the version and exit")) -> None:
+    pass
+
+
 def run_app(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
     """Run the CLI (`application`, default `app`) and return its exit status: a user error
     (`UserError`) or a usage error of the option parser is one line and its exit status;
@@ -39,7 +53,8 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
     except typer.TyperException as exc:  # a usage error: one line, with the command it concerns
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
-        typer.echo(f"error: {where}{exc.format_message()}", err=True)
+        if exc.format_message():  # (no arguments at all: the help was the answer)
+            typer.echo(f"error: {where}{exc.format_message()}", err=True)
         return exc.exit_code
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         if os.environ.get("ADVISOR_DEBUG"):
