@@ -123,6 +123,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     from advisor.baselines import BASELINE_FUNCTIONS
     from advisor.design import Design
     from advisor.spec import load_workload
+    from engine_sim.engine import run_workload
     from reports.predict import PredictOptions, predict
     from reports.report import ReportOptions, write_report
     from reports.sensitivity import design_signature
@@ -131,10 +132,6 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
         raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
     out = Path(out)
     check_replaceable(out, MARKER, "a previous demo")
-    try:
-        from engine_sim.engine import run_workload
-    except ImportError as exc:
-        raise AdvisorError(f"the demo needs the bundled engine (engine_sim.engine): {exc}") from None
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
     step = _Steps(say)
