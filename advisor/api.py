@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 
 import costmodel
-from costmodel import CostBreakdown, Weights, machine_memory
+from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
-from advisor.calibrated import default_weights
+from advisor.calibrated import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
@@ -236,3 +236,31 @@ def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     _, state = design.arrays(graph)
     return machine_memory(graph.cost, state)
+
+
+def resolve_weights(alpha: float | None = None, beta: float | None = None,
+                    gamma: float | None = None, *, calibration: str | Path | None = None,
+                    source: Source | None = None, machines: int | None = None,
+                    partitions_per_machine: int | None = None) -> Weights | None:
+    """The weights a user asked for: each of alpha/beta/gamma given wins; the others come from
+    the weights priced for `source`'s graph on the cluster (from `calibration`, else the
+    default calibration), or from the calibration's own weights (no source), or the fixed
+    defaults. None when nothing is given and there is no graph to price: `recommend` then
+    prices the defaults itself. A bad value is one AdvisorError line."""
+    given = (alpha, beta, gamma)
+    base = DEFAULT_WEIGHTS
+    if source is not None and (calibration is not None or given.count(None) in (1, 2)):
+        base = default_weights(load_graph(source, machines, partitions_per_machine), calibration)
+    elif given.count(None) == 3 and calibration is None:
+        return None
+    elif calibration is not None:
+        base = weights_from_calibration(calibration)
+    try:
+        weights = Weights(alpha=base.alpha if alpha is None else alpha,
+                          beta=base.beta if beta is None else beta,
+                          gamma=base.gamma if gamma is None else gamma)
+    except ValueError as exc:
+        raise AdvisorError(str(exc)) from None
+    if weights.alpha + weights.beta + weights.gamma <= 0:
+        raise AdvisorError("at least one of --alpha, --beta, --gamma must be positive")
+    return weights

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
-from advisor.atomic import atomic_write_text, read_user_text
+from common.files import atomic_write_text, read_user_text
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
 

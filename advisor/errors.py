@@ -1,10 +1,10 @@
-"""User-facing errors: the CLI prints them as one line and exits with `exit_code`."""
+"""User-facing errors of the advisor: the CLI prints them as one line and exits with
+`exit_code` (see common.errors.UserError)."""
+from common.errors import UserError
 
 
-class AdvisorError(ValueError):
-    """Any problem with what a user gave us (a file, a name, an option)."""
-
-    exit_code = 2
+class AdvisorError(UserError):
+    """Any problem with what a user gave the advisor (a file, a name, an option)."""
 
 
 class SpecError(AdvisorError):

@@ -10,10 +10,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from advisor.atomic import read_user_text
+from common.files import read_user_text
 from advisor.errors import SpecError
 from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
-                              Window, Workload)
+                              Window, Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
 
@@ -297,24 +297,9 @@ def _unique(r: _Reader, names: list[str], what: str) -> None:
 
 
 def _check_acyclic(r: _Reader, streams: list[Stream]) -> None:
-    succ: dict[str, list[str]] = {}
-    for s in streams:
-        succ.setdefault(s.source, []).append(s.target)
-    state: dict[str, int] = {}
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in succ.get(node, []):
-            if state.get(nxt) == 1:
-                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
-                raise r.fail("streams", f"cycle in the dataflow: {' -> '.join(cycle)}")
-            if nxt not in state:
-                visit(nxt, path + [nxt])
-        state[node] = 2
-
-    for node in list(succ):
-        if node not in state:
-            visit(node, [node])
+    cycle = dataflow_cycle([(s.source, s.target) for s in streams])
+    if cycle is not None:
+        raise r.fail("streams", f"cycle in the dataflow: {' -> '.join(cycle)}")
 
 
 # -- loading by name or path ---------------------------------------------------------------

@@ -4,8 +4,12 @@ Plain frozen records; `advisor.spec` reads them from TOML and checks them.
 """
 from __future__ import annotations
 
+import heapq
 import html
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
+from graphlib import CycleError, TopologicalSorter
+
+from advisor.errors import SpecError
 
 KEY_DISTRIBUTIONS = ("uniform", "zipf:<theta>", "sequential", "input:<field>")
 
@@ -177,22 +181,8 @@ class Workload:
 
     def topological_order(self) -> list[str]:
         """Procedures in dataflow order (ties broken by declaration order)."""
-        order = {p.name: i for i, p in enumerate(self.procedures)}
-        indegree = {p.name: 0 for p in self.procedures}
-        for s in self.streams:
-            indegree[s.target] += 1
-        ready = sorted((n for n, d in indegree.items() if d == 0), key=order.get)
-        out: list[str] = []
-        while ready:
-            node = ready.pop(0)
-            out.append(node)
-            for s in self.streams:
-                if s.source == node:
-                    indegree[s.target] -= 1
-                    if indegree[s.target] == 0:
-                        ready.append(s.target)
-                        ready.sort(key=order.get)
-        return out
+        return dataflow_order([p.name for p in self.procedures],
+                              [(s.source, s.target) for s in self.streams])
 
     def with_cluster(self, machines: int | None = None,
                      partitions_per_machine: int | None = None) -> "Workload":
@@ -243,3 +233,52 @@ class Workload:
             f"{self.cluster.machines}x{self.cluster.partitions_per_machine}"
             f"<table><tr><th>procedure</th><th>cost</th><th>accesses</th></tr>{rows}</table>"
         )
+
+
+def workload_as_plain(workload: Workload) -> dict:
+    """The spec as plain data (dicts, lists, numbers) with its dataflow order: what
+    traces.synth reads, since traces must not import the advisor."""
+    spec = asdict(workload)
+    spec["topological_order"] = workload.topological_order()
+    return spec
+
+
+# -- dataflow order (graphlib) ----------------------------------------------------------------
+
+def dataflow_cycle(edges: list[tuple[str, str]]) -> list[str] | None:
+    """A cycle among the (source, target) stream edges, as [a, b, ..., a], or None.
+
+    The search starts from the sources in the order they first appear and follows each
+    node's edges in declaration order, so the same spec always names the same cycle."""
+    sorter: TopologicalSorter = TopologicalSorter()
+    for source, _ in edges:
+        sorter.add(source)
+    for source, target in edges:
+        sorter.add(target, source)
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+def dataflow_order(names: list[str], edges: list[tuple[str, str]]) -> list[str]:
+    """`names` in an order where every edge's source comes before its target; of the names
+    ready at each step, the one declared first goes next. A cycle is a SpecError naming it."""
+    rank = {name: i for i, name in enumerate(names)}
+    sorter: TopologicalSorter = TopologicalSorter({name: () for name in names})
+    for source, target in edges:
+        sorter.add(target, source)
+    try:
+        sorter.prepare()
+    except CycleError as exc:
+        raise SpecError(f"cycle in the dataflow: {' -> '.join(exc.args[1])}") from None
+    ready: list[tuple[int, str]] = []
+    out: list[str] = []
+    while sorter.is_active():
+        for name in sorter.get_ready():
+            heapq.heappush(ready, (rank[name], name))
+        _, name = heapq.heappop(ready)
+        out.append(name)
+        sorter.done(name)
+    return out

@@ -13,6 +13,7 @@ best SP count per partitioning, RPC / txn MOVE per batch size, 4 machines / 1 no
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 from pathlib import Path
 
@@ -23,6 +24,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from common.files import atomic_write_bytes  # noqa: E402
 from engine_sim.sim import Calibration, SimParams  # noqa: E402
 from engine_sim.sim.params import REFERENCE_2016  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402
@@ -37,11 +39,10 @@ def _save(fig, name: str) -> Path | str:
         return "(figure not drawn)"
     FIGURES.mkdir(parents=True, exist_ok=True)
     path = FIGURES / name
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=110, bbox_inches="tight")
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
-    tmp.replace(path)
-    return path
+    return atomic_write_bytes(path, png.getvalue(), fsync=False)
 
 
 def chain(params, batches: int) -> None:

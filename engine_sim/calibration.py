@@ -18,17 +18,10 @@ from __future__ import annotations
 import os
 from typing import Callable
 
+from engine_sim.engine import run_workload
 from engine_sim.sim.calibfile import Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit, observe
 from engine_sim.sim.probes import Probe, cost_scaling, probes, throughput_checks
-
-
-def _engine():
-    try:
-        from engine_sim.engine import run_workload
-    except ImportError as exc:
-        raise CalibrationError(f"the engine is not available: {exc}") from None
-    return run_workload
 
 
 # The simulator models no disk: the engine writes its command log without forcing it to disk
@@ -51,7 +44,6 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
     """Run each distinct probe setup on the engine `repeats` times; return every probe's
     observable, the best of the repeats (the least disturbed by whatever else the host runs:
     the smallest time, the highest throughput)."""
-    run_workload = _engine()
     runs: dict[tuple, list] = {}
     out: dict[str, float] = {}
     for p in probe_list:

@@ -219,11 +219,8 @@ def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bo
             result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions, "
                                 f"more than this machine runs ({limit}); the simulator predicts it")
         else:
-            try:
-                from engine_sim.engine import run_workload
-            except ImportError as exc:
-                raise ValidationError(f"the engine is not available: {exc}") from None
             from engine_sim.calibration import ENGINE_OPTIONS
+            from engine_sim.engine import run_workload
 
             run = run_workload(workload, design, batches=batches, scheduler=scheduler, move=move,
                                seed=seed, latency_bound_s=latency_bound_s, window=window,

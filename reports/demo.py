@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from advisor.atomic import atomic_write_text
+from common.files import atomic_write_text, check_replaceable
 from advisor.errors import AdvisorError
 
 WORKLOAD = "tpcdi-trade"
@@ -103,16 +103,6 @@ class DemoResult:
                 "beats_every_baseline": self.beats_every_baseline, "seconds": round(self.seconds, 1)}
 
 
-def check_output_dir(out: Path) -> None:
-    if not out.exists():
-        return
-    if not out.is_dir():
-        raise AdvisorError(f"{out}: exists and is not a directory")
-    if any(out.iterdir()) and not (out / MARKER).is_file():
-        raise AdvisorError(f"{out}: exists, is not empty and is not a previous demo; "
-                           "refusing to write into it (choose another --out)")
-
-
 class _Steps:
     def __init__(self, say: Callable[[str], None]):
         self.say, self.n, self.started = say, 0, time.perf_counter()
@@ -134,6 +124,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     from advisor.calibrated import default_weights
     from advisor.spec import load_workload
     from engine_sim.validate import ValidationResult, validation_document
+    from engine_sim.engine import run_workload
     from reports.predict import PredictOptions, predict
     from reports.report import ReportOptions, build_report, write_report
     from reports.sensitivity import design_signature
@@ -141,11 +132,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     if not isinstance(batches, int) or batches < 10:
         raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
     out = Path(out)
-    check_output_dir(out)
-    try:
-        from engine_sim.engine import run_workload
-    except ImportError as exc:
-        raise AdvisorError(f"the demo needs the bundled engine (engine_sim.engine): {exc}") from None
+    check_replaceable(out, MARKER, "a previous demo")
     out.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
     step = _Steps(say)

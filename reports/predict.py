@@ -19,18 +19,10 @@ class PredictOptions:
     latency_bound_s: float = 1.0
 
 
-def simulator_available() -> bool:
-    try:
-        import engine_sim.sim  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def predict(workload, design, options: PredictOptions | None = None):
     """The simulator's `max_throughput` result for `design` on `workload`, or None when there is
-    no spec to simulate (a statistics-only source) or no simulator installed."""
-    if workload is None or not simulator_available():
+    no spec to simulate (a statistics-only source)."""
+    if workload is None:
         return None
     from engine_sim.sim import max_throughput
 

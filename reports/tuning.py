@@ -20,7 +20,7 @@ from costmodel import Weights
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.workload import Workload
-from reports.predict import PredictOptions, predict, simulator_available
+from reports.predict import PredictOptions, predict
 from reports.suggestions import Suggestion, Suggestions, design_for, suggest
 
 
@@ -65,8 +65,6 @@ class TuningStudy:
         if is_statistics_dir(self.source):
             raise AdvisorError(f"{self.source}: tuning changes the dataflow, so it needs a workload spec "
                                "(a bundled name or a .toml), not statistics")
-        if not simulator_available():
-            raise AdvisorError("tuning needs the simulator (engine_sim.sim) to predict throughput")
         workload, _ = load_source(self.source)
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload spec (a bundled name or a .toml)")

@@ -99,7 +99,7 @@ def test_written_files_get_normal_permissions(tmp_path):
     import os
     import stat
 
-    from advisor.atomic import atomic_write_text
+    from common.files import atomic_write_text
 
     old = os.umask(0o022)
     try:

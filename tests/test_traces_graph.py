@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from advisor.cli import run_app
-from advisor.cli.trace import workload_as_plain
+from advisor.workload import workload_as_plain
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
 from advisor.spec import load_workload

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.cli.trace import workload_as_plain
+from advisor.workload import workload_as_plain
 from advisor.spec import load_workload
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS

@@ -21,14 +21,14 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from traces.atomic_dir import check_replaceable
+from common.files import check_replaceable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
 from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,
                                 parse_granularity, tuple_name)
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
-from traces.statistics import Statistics, write_statistics
+from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
 from traces.validate import TraceInfo, validate_trace
 
 # Below this bound on all rows of a trace, per-transaction sums are packed two to a long.
@@ -50,7 +50,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     gran = granularity if isinstance(granularity, Granularity) else parse_granularity(
         granularity, hot_tuples)
     if out is not None:
-        check_replaceable(Path(out).absolute())
+        check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
     steps = 7 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     with prog.step(f"validating trace {trace_dir}"):

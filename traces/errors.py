@@ -1,10 +1,10 @@
-"""User-facing trace errors: the CLI prints them as one line and exits with `exit_code`."""
+"""User-facing trace errors: the CLI prints them as one line and exits with `exit_code`
+(see common.errors.UserError)."""
+from common.errors import UserError
 
 
-class TraceError(ValueError):
+class TraceError(UserError):
     """A trace or statistics directory that cannot be read, or a bad option for a trace job."""
-
-    exit_code = 2
 
 
 class JavaError(TraceError):

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
+from common.files import atomic_write_text
 from traces.errors import TraceError
 
 DEFAULT_MASTER = "local[*]"
@@ -45,9 +46,7 @@ def log4j_config() -> Path:
     text = _LOG4J.replace("{level}", level)
     path = folder / f"log4j2-{level}.properties"
     if not path.is_file() or path.read_text() != text:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        atomic_write_text(path, text, fsync=False)
     return path
 
 

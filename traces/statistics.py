@@ -22,7 +22,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traces.atomic_dir import discard_dir, publish_dir, staging_dir
+from common.files import discard_dir, publish_dir, staging_dir
 from traces.errors import TraceError
 
 STATS_FORMAT = "advisor.stats/1"
@@ -110,7 +110,7 @@ class Statistics:
 
 def write_statistics(stats: Statistics, out: str | Path) -> Path:
     """Write all four tables and the manifest into a staging dir, then rename into place."""
-    staged = staging_dir(out)
+    staged = staging_dir(out, STATS_MANIFEST, "a statistics directory")
     try:
         digest = hashlib.sha256()
         for name, schema in TABLES.items():
@@ -120,7 +120,7 @@ def write_statistics(stats: Statistics, out: str | Path) -> Path:
         manifest = {"format": STATS_FORMAT, **stats.manifest, "sha256": digest.hexdigest()}
         (staged / STATS_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
         stats.manifest = manifest
-        path = publish_dir(staged, out, STATS_MANIFEST)
+        path = publish_dir(staged, out, STATS_MANIFEST, "a statistics directory")
     except BaseException:
         discard_dir(staged)
         raise

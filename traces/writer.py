@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from traces.atomic_dir import discard_dir, publish_dir, staging_dir
+from common.files import discard_dir, publish_dir, staging_dir
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
 
@@ -33,7 +33,7 @@ class TraceWriter:
         self.metadata = dict(metadata or {})
         self.compression = compression
         self.rows = {name: 0 for name in DATASETS}
-        self._staged = staging_dir(self.out)
+        self._staged = staging_dir(self.out, MANIFEST, "a trace directory")
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._closed = False
 
@@ -87,7 +87,7 @@ class TraceWriter:
                     pq.write_table(schema.empty_table(), folder / PART_FILE)
             manifest = {"format": TRACE_FORMAT, **self.metadata, "rows": dict(self.rows)}
             (self._staged / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-            publish_dir(self._staged, self.out, MANIFEST)
+            publish_dir(self._staged, self.out, MANIFEST, "a trace directory")
         except BaseException:
             self.abort()
             raise

@@ -4,13 +4,6 @@ Each module below registers its commands on `app`; heavy imports (Spark, the eng
 inside the commands so `advisor --help` stays fast.
 """
 from advisor.cli.app import app, main, run_app
-from advisor.cli import core  # noqa: F401  workloads, recommend, evaluate
-
-for _optional in ("trace", "engine", "sim", "product"):
-    try:
-        __import__(f"advisor.cli.{_optional}")
-    except ModuleNotFoundError as _exc:  # a part not built yet
-        if _exc.name != f"advisor.cli.{_optional}":
-            raise
+from advisor.cli import core, trace, engine, sim, product  # noqa: F401  each registers its commands
 
 __all__ = ["app", "main", "run_app"]

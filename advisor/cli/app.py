@@ -6,6 +6,8 @@ import sys
 
 import typer
 
+from common.errors import UserError
+
 app = typer.Typer(
     name="advisor",
     help="Design advisor for transactional streaming deployments (S-Store style).",
@@ -15,16 +17,26 @@ app = typer.Typer(
 )
 
 
-def fail(message: str, code: int = 2) -> "typer.Exit":
-    """Print one line to stderr and return the Exit to raise."""
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
+def _print_version(asked: bool) -> None:
+    if asked:
+        from advisor import __version__
+
+        typer.echo(f"advisor {__version__}")
+        raise typer.Exit(0)
 
 
-def run_app(argv: list[str] | None = None) -> int:
-    """Run the CLI: user errors (anything with an `exit_code`) become one line, no traceback."""
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_print_version,
+                                          is_eager=True, help="print the version and exit")) -> None:
+    pass
+
+
+def run_app(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
+    """Run the CLI (`application`, default `app`) and return its exit status: a user error
+    (`UserError`) or a usage error of the option parser is one line and its exit status;
+    anything else is an internal error, still without a traceback."""
     try:
-        app(args=argv, standalone_mode=False)
+        code = (application or app)(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         return exc.exit_code
     except SystemExit as exc:
@@ -32,26 +44,26 @@ def run_app(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
-    except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
-        code = getattr(exc, "exit_code", None)
-        if isinstance(code, int) and callable(getattr(exc, "format_message", None)):
-            # a usage error from the option parser: one line, with the command it concerns
-            ctx = getattr(exc, "ctx", None)
-            where = f"{ctx.command_path}: " if ctx is not None else ""
+    except typer.Abort:  # end of input inside a prompt
+        typer.echo("aborted", err=True)
+        return 1
+    except UserError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except typer.TyperException as exc:  # a usage error: one line, with the command it concerns
+        ctx = getattr(exc, "ctx", None)
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        if exc.format_message():  # (no arguments at all: the help was the answer)
             typer.echo(f"error: {where}{exc.format_message()}", err=True)
-            return code
-        if isinstance(code, int):
-            typer.echo(f"error: {exc}", err=True)
-            return code
-        if type(exc).__name__ == "Abort":
-            typer.echo("aborted", err=True)
-            return 1
+        return exc.exit_code
+    except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         if os.environ.get("ADVISOR_DEBUG"):
             raise
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "
                    "(set ADVISOR_DEBUG=1 for a traceback)", err=True)
         return 1
-    return 0
+    # without standalone mode, typer returns the status of a `typer.Exit` (Ctrl-C: 130)
+    return code if isinstance(code, int) else 0
 
 
 def main() -> None:

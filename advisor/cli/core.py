@@ -11,35 +11,6 @@ from advisor.cli.app import app
 from advisor.cli.format import candidate_table, design_table
 
 
-def weights_option(alpha: Optional[float], beta: Optional[float], gamma: Optional[float],
-                   calibration: Optional[Path] = None, graph=None):
-    """Weights from --alpha/--beta/--gamma, else priced from a calibration for `graph`
-    (None when nothing is given and there is no graph: the API prices the defaults)."""
-    from costmodel import DEFAULT_WEIGHTS, Weights
-    from advisor.errors import AdvisorError
-
-    base = DEFAULT_WEIGHTS
-    if graph is not None:
-        from advisor.calibrated import default_weights
-
-        base = default_weights(graph, calibration)
-    elif alpha is None and beta is None and gamma is None and calibration is None:
-        return None
-    elif calibration is not None:
-        from advisor.calibrated import weights_from_calibration
-
-        base = weights_from_calibration(calibration)
-    try:
-        weights = Weights(alpha=base.alpha if alpha is None else alpha,
-                          beta=base.beta if beta is None else beta,
-                          gamma=base.gamma if gamma is None else gamma)
-    except ValueError as exc:
-        raise AdvisorError(str(exc)) from None
-    if weights.alpha + weights.beta + weights.gamma <= 0:
-        raise AdvisorError("at least one of --alpha, --beta, --gamma must be positive")
-    return weights
-
-
 @app.command()
 def workloads() -> None:
     """List the bundled workloads with a one-line description each."""
@@ -69,14 +40,10 @@ def recommend(
     as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
 ) -> None:
     """Recommend where every procedure and state item lives."""
-    from advisor.api import recommend as run
+    from advisor.api import recommend as run, resolve_weights
 
-    graph = None
-    if calibration is not None or (alpha, beta, gamma).count(None) in (1, 2):
-        from advisor.api import load_graph
-
-        graph = load_graph(source, machines, partitions_per_machine)
-    weights = weights_option(alpha, beta, gamma, calibration, graph)
+    weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,
+                              machines=machines, partitions_per_machine=partitions_per_machine)
     sim_calibration = None
     if calibration is not None and objective == "throughput":
         from engine_sim.sim import Calibration
@@ -155,11 +122,11 @@ def evaluate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Print the cost breakdown of a design on a workload."""
-    from advisor.api import evaluate as run
+    from advisor.api import evaluate as run, resolve_weights
     from advisor.design import Design
 
     d = Design.load(design)
-    weights = weights_option(alpha if alpha is not None else d.weights.alpha,
+    weights = resolve_weights(alpha if alpha is not None else d.weights.alpha,
                              beta if beta is not None else d.weights.beta,
                              gamma if gamma is not None else d.weights.gamma)
     cost = run(d, source, weights)

@@ -40,13 +40,14 @@ def run(
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from advisor.design import Design
     from advisor.spec import load_workload
-    from engine_sim.engine import EngineError, run_workload
+    from common.files import check_replaceable
+    from engine_sim.engine import run_workload
+    from traces.schema import MANIFEST
 
     workload = load_workload(source)
     d = Design.load(design)
-    if trace_out is not None and trace_out.exists() and any(trace_out.iterdir()) \
-            and not (trace_out / "_trace.json").exists():
-        raise EngineError(f"{trace_out}: exists and is not a trace directory; refusing to replace it")
+    if trace_out is not None:  # before the run, not after it
+        check_replaceable(trace_out, MANIFEST, "a trace directory")
     result = run_workload(workload, d, batches=batches, scheduler=scheduler, move=move,
                           recovery=recovery, crash_after=crash_after, in_process=in_process,
                           seed=seed, trace_out=trace_out, batch_size=batch_size,

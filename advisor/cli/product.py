@@ -7,7 +7,6 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.core import weights_option
 
 
 @app.command()
@@ -60,6 +59,7 @@ def tune(
     seed: int = typer.Option(0),
 ) -> None:
     """Recommend, predict, find the bottleneck, change the dataflow, repeat while it helps."""
+    from advisor.api import resolve_weights
     from advisor.errors import AdvisorError
     from reports.tuning import TuningStudy
 
@@ -70,7 +70,7 @@ def tune(
     if not 0 <= min_gain < 10:
         raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
-                        weights=weights_option(alpha, beta, gamma), seed=seed, min_gain=min_gain)
+                        weights=resolve_weights(alpha, beta, gamma), seed=seed, min_gain=min_gain)
 
     def show(r) -> None:
         typer.echo(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"

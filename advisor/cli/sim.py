@@ -26,29 +26,6 @@ def _scaled(design, workload, machines: Optional[int], rescale: str):
     return scale_design(design, machines, workload=workload, method=rescale)
 
 
-def sim_summary(r, calibration_label: str) -> list[str]:
-    """The terminal summary of a SimResult (also used by `advisor validate`)."""
-    rate = ("max within the latency bound" if r.search else "as given")
-    lines = [
-        f"simulated {r.workload} on {r.machines} machines x {r.partitions_per_machine} partitions "
-        f"({r.scheduler} scheduler, {r.move} MOVE, {calibration_label})",
-        f"  input rate          {r.input_rate:,.0f} batches/s ({rate}; batch of {r.batch_size} tuples)",
-        f"  throughput          {r.throughput_tps:,.0f} tuples/s ({r.throughput_bps:,.0f} batches/s)",
-        f"  latency p50 / p99   {r.latency_p50_ms:.2f} / {r.latency_p99_ms:.2f} ms "
-        f"(mean {r.latency_mean_ms:.2f}, bound {r.latency_bound_s * 1e3:g} ms"
-        f"{'' if r.within_bound else ', NOT MET'})",
-        f"  distributed txns    {r.distributed_txns:,} ({r.distributed_txns / r.batches:.2f} per batch)",
-        f"  MOVEs               {r.moves:,} ({r.moves / r.batches:.2f} per batch)",
-        f"  busiest resource    {r.bottleneck} ({r.peak_utilisation:.0%} busy)",
-        "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(r.machine_utilisation[:16]))
-        + (" ..." if r.machines > 16 else ""),
-    ]
-    lines += [f"  window {name:<12} on partition {w['partition']} with {w['owner']}: {w['slides']:,} "
-              f"slides, {w['inserted']:,.0f} tuples in, {w['busy_s'] * 1e3:,.1f} ms of maintenance"
-              for name, w in getattr(r, "windows", {}).items()]
-    return lines
-
-
 @app.command()
 def simulate(
     source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
@@ -74,7 +51,7 @@ def simulate(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
 ) -> None:
     """Predict what a design does on a cluster of any size."""
-    from advisor.atomic import atomic_write_text
+    from common.files import atomic_write_text
     from advisor.design import Design
     from advisor.spec import load_workload
     from engine_sim.sim import simulate as run
@@ -92,10 +69,7 @@ def simulate(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    label = ("reference-cluster parameters" if cal.source == "reference"
-             else f"calibrated on {cal.machine.get('hostname', '?')}"
-             + (", as that host runs the engine" if this_host else ", as a cluster"))
-    for line in sim_summary(r, label):
+    for line in r.describe(cal.label(this_host)):
         typer.echo(line)
     if out is not None:
         typer.echo(f"wrote {out}")
@@ -152,7 +126,7 @@ def validate(
 ) -> None:
     """Run a design on the engine and the simulator; print both, the predicted cost and the
     bottleneck."""
-    from advisor.atomic import atomic_write_text
+    from common.files import atomic_write_text
     from advisor.design import Design
     from advisor.spec import load_workload
     from engine_sim.validate import validate as run

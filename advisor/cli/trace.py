@@ -2,7 +2,6 @@
 PySpark job that turns a trace into workload statistics for `advisor recommend STATS_DIR`."""
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import List, Optional
 
@@ -13,13 +12,6 @@ from advisor.cli.app import app
 trace_app = typer.Typer(name="trace", no_args_is_help=True,
                         help="Workload traces: synthesize, validate, aggregate into statistics.")
 app.add_typer(trace_app, name="trace")
-
-
-def workload_as_plain(workload) -> dict:
-    """The spec as plain data for traces.synth (which must not import the advisor)."""
-    spec = dataclasses.asdict(workload)
-    spec["topological_order"] = workload.topological_order()
-    return spec
 
 
 @trace_app.command("synth")
@@ -34,6 +26,7 @@ def synth(
 ) -> None:
     """Write a synthetic trace of a workload spec (streamed in row groups: flat memory)."""
     from advisor.spec import load_workload
+    from advisor.workload import workload_as_plain
     from traces.synth import synthesize
 
     workload = load_workload(source)

@@ -20,6 +20,7 @@ import struct
 import time
 from pathlib import Path
 
+from common.files import atomic_write_bytes
 from engine_sim.engine.txn import LogRecord
 
 _FRAME = struct.Struct("<I")
@@ -135,20 +136,10 @@ def snapshot_path(run_dir: Path, number: int, partition: int) -> Path:
     return Path(run_dir) / f"snap-{number}-p{partition}.pkl"
 
 
-def write_atomic(path: Path, data: bytes, fsync: bool) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_manifest(run_dir: Path, number: int, commit_ts: int, fsync: bool) -> None:
     """A snapshot counts only once every partition wrote its part: then this names it."""
-    write_atomic(Path(run_dir) / "snapshot.json",
-                 json.dumps({"number": number, "commit_ts": commit_ts}).encode(), fsync)
+    atomic_write_bytes(Path(run_dir) / "snapshot.json",
+                       json.dumps({"number": number, "commit_ts": commit_ts}).encode(), fsync=fsync)
 
 
 def read_manifest(run_dir: Path) -> tuple[int | None, int]:

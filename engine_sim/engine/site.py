@@ -10,10 +10,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.files import atomic_write_bytes
 from engine_sim.engine import messages as m
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import DRIVER
-from engine_sim.engine.recovery import CommandLog, snapshot_path, write_atomic
+from engine_sim.engine.recovery import CommandLog, snapshot_path
 from engine_sim.engine.scheduler import UnitScheduler, injected
 from engine_sim.engine.store import Store
 from engine_sim.engine.txn import Txn, make_txn_id
@@ -239,8 +240,8 @@ class Site:
     def write_snapshot(self, number: int, gc_below: int) -> bool:
         self.flush()  # everything before the cut is durable and its history shipped
         self.partition.store.gc_streams(gc_below)
-        write_atomic(snapshot_path(Path(self.cfg.run_dir), number, self.node),
-                     self.partition.store.snapshot_bytes(), self.cfg.fsync)
+        atomic_write_bytes(snapshot_path(Path(self.cfg.run_dir), number, self.node),
+                           self.partition.store.snapshot_bytes(), fsync=self.cfg.fsync)
         self.snapshot_marker = number
         self.ship()
         return True

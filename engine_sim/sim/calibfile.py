@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.atomic import atomic_write_text
+from common.files import atomic_write_text, read_user_text
 from advisor.errors import AdvisorError
 from costmodel import Weights
 from engine_sim.sim.params import SimParams
@@ -108,6 +108,13 @@ class Calibration:
                 "simulator": self.params.to_dict(), "measurements": self.measurements,
                 "fit": self.fit}
 
+    def label(self, this_host: bool = False) -> str:
+        """What a prediction with this calibration stands for, in a few words."""
+        if self.source == "reference":
+            return "reference-cluster parameters"
+        return (f"calibrated on {self.machine.get('hostname', '?')}"
+                + (", as that host runs the engine" if this_host else ", as a cluster"))
+
     def save(self, path: str | Path) -> Path:
         return atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
@@ -130,12 +137,7 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         path = Path(path)
-        try:
-            text = path.read_text()
-        except FileNotFoundError:
-            raise CalibrationError(f"{path}: no such file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CalibrationError(f"{path}: cannot read: {exc}") from None
+        text = read_user_text(path, CalibrationError)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -72,6 +72,29 @@ class SimResult:
         load = [max(p, c) for p, c in zip(self.machine_utilisation, self.coordinator_utilisation)]
         return int(np.argmax(load)) if load else 0
 
+    def describe(self, calibration_label: str) -> list[str]:
+        """The terminal summary (`advisor simulate`); `calibration_label` says what the
+        parameters stand for (`Calibration.label`)."""
+        rate = "max within the latency bound" if self.search else "as given"
+        lines = [
+            f"simulated {self.workload} on {self.machines} machines x {self.partitions_per_machine} "
+            f"partitions ({self.scheduler} scheduler, {self.move} MOVE, {calibration_label})",
+            f"  input rate          {self.input_rate:,.0f} batches/s ({rate}; batch of {self.batch_size} tuples)",
+            f"  throughput          {self.throughput_tps:,.0f} tuples/s ({self.throughput_bps:,.0f} batches/s)",
+            f"  latency p50 / p99   {self.latency_p50_ms:.2f} / {self.latency_p99_ms:.2f} ms "
+            f"(mean {self.latency_mean_ms:.2f}, bound {self.latency_bound_s * 1e3:g} ms"
+            f"{'' if self.within_bound else ', NOT MET'})",
+            f"  distributed txns    {self.distributed_txns:,} ({self.distributed_txns / self.batches:.2f} per batch)",
+            f"  MOVEs               {self.moves:,} ({self.moves / self.batches:.2f} per batch)",
+            f"  busiest resource    {self.bottleneck} ({self.peak_utilisation:.0%} busy)",
+            "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(self.machine_utilisation[:16]))
+            + (" ..." if self.machines > 16 else ""),
+        ]
+        lines += [f"  window {name:<12} on partition {w['partition']} with {w['owner']}: {w['slides']:,} "
+                  f"slides, {w['inserted']:,.0f} tuples in, {w['busy_s'] * 1e3:,.1f} ms of maintenance"
+                  for name, w in self.windows.items()]
+        return lines
+
     def _repr_html_(self) -> str:
         e = html.escape
         return (f"<b>Simulated {e(self.workload)}</b> on {self.machines}x{self.partitions_per_machine}"

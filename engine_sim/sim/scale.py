@@ -47,10 +47,8 @@ def scale_design(design: Design, machines: int, *, workload: Workload | None = N
     if method == "recommend":
         if workload is None:
             raise SimError("rescaling by recommendation needs the workload")
-        try:
-            from advisor.api import recommend
-        except ImportError:
-            raise SimError("advisor.api.recommend is not available; use --rescale spread") from None
+        from advisor.api import recommend
+
         return recommend(workload, machines=machines,
                          partitions_per_machine=design.partitions_per_machine).design
     raise SimError(f"unknown rescale method {method!r} (choose spread or recommend)")

@@ -1,0 +1,173 @@
+"""Files and directories a reader never sees half of: the only module that renames into place.
+
+Every output is built under a unique temporary name in the directory it will live in (the
+same filesystem, so the rename is atomic), then renamed over the target in one step. A failed
+write leaves no temporary file behind and the previous output, if any, untouched. Temporary
+files and directories are created with the modes `open` and `mkdir` would give (the umask
+applies), so what we publish is readable like any other file the user writes.
+
+A directory is replaced only when it is ours: missing, empty, or holding one of the marker
+files our writers leave in it (`_trace.json`, `_stats.json`, `demo.json`...). Anything else is
+refused in one line, never overwritten.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Iterable
+
+from common.errors import UserError
+
+OURS = "a directory this tool wrote"
+
+
+def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> Path:
+    """Write `data` to `path` through a temporary file beside it, then rename.
+
+    `fsync` forces the data (and then the directory entry) to disk before returning; the
+    engine turns it off where its runs model no disk. A path that cannot be written (no
+    permission, a directory in the way, a full disk) is one UserError line, and the temporary
+    file is removed."""
+    path = Path(path)
+    tmp: Path | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp, fd = _new_file(path)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        if fsync:
+            _fsync_dir(path.parent)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str, *, fsync: bool = True) -> Path:
+    """`atomic_write_bytes` of `text` as UTF-8 (every format we write is UTF-8)."""
+    return atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
+    """Read a UTF-8 file a user named; any problem becomes one `error` line naming the file."""
+    path = Path(path)
+    if path.is_dir():
+        raise error(f"{path}: is a directory, not a file")
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read: {exc}") from None
+
+
+# -- directories -------------------------------------------------------------------------------
+
+def check_replaceable(target: str | Path, markers: str | Iterable[str], what: str = OURS) -> None:
+    """Refuse (UserError) to replace anything but a missing path, an empty directory, or a
+    directory holding one of the `markers` (a previous output of ours); `what` names the
+    kind of directory that would be fine, for the message."""
+    target = Path(target)
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise UserError(f"{target}: exists and is not a directory")
+    names = {markers} if isinstance(markers, str) else set(markers)
+    entries = {p.name for p in target.iterdir()}
+    if entries and not names & entries:
+        raise UserError(f"{target}: exists and is not {what}; refusing to replace it "
+                        "(choose another path or remove it)")
+
+
+def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OURS) -> Path:
+    """A fresh directory beside `target` to build the output in (checked replaceable first,
+    so a doomed job fails before it starts)."""
+    target = Path(target).absolute()
+    check_replaceable(target, markers, what)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return _new_dir(target, "tmp")
+    except OSError as exc:
+        raise UserError(f"{target}: cannot write: {exc.strerror or exc}") from None
+
+
+def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[str],
+                what: str = OURS) -> Path:
+    """Move `staged` to `target`, replacing a previous output of ours in one rename step; if
+    that rename fails, the previous output is put back."""
+    target = Path(target).absolute()
+    check_replaceable(target, markers, what)
+    old = None
+    try:
+        if target.exists():
+            old = _new_dir(target, "old")
+            os.rename(target, old / "previous")
+        try:
+            os.rename(staged, target)
+        except BaseException:
+            if old is not None:
+                os.rename(old / "previous", target)
+            raise
+    except OSError as exc:
+        raise UserError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        if old is not None and not (old / "previous").exists():  # else rolling back failed: keep it
+            shutil.rmtree(old, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def discard_dir(staged: str | Path) -> None:
+    """Remove a staging directory after a failed job."""
+    shutil.rmtree(staged, ignore_errors=True)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+def _sibling(path: Path, kind: str) -> Path:
+    """A hidden name next to `path` that no other writer (thread or process) picks."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+
+
+def _new_file(path: Path) -> tuple[Path, int]:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        tmp = _sibling(path, "tmp")
+        try:
+            return tmp, os.open(tmp, flags, 0o666)
+        except FileExistsError:
+            continue
+
+
+def _new_dir(path: Path, kind: str) -> Path:
+    while True:
+        tmp = _sibling(path, kind)
+        try:
+            tmp.mkdir(0o777)
+            return tmp
+        except FileExistsError:
+            continue
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make a rename in `folder` durable (where the filesystem lets a directory be synced)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,47 @@
+"""`resolve_weights`: what the CLI's --alpha/--beta/--gamma/--calibration mean, as an API."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.api import load_graph, resolve_weights
+from advisor.calibrated import default_weights, weights_from_calibration
+from advisor.errors import AdvisorError
+from costmodel import DEFAULT_WEIGHTS, Weights
+
+
+def test_nothing_given_leaves_the_pricing_to_recommend():
+    assert resolve_weights() is None
+    assert resolve_weights(source="tpcdi-trade") is None
+
+
+def test_all_three_given_are_taken_as_they_are():
+    assert resolve_weights(1.0, 0.5, 0.25, source="tpcdi-trade") == Weights(1.0, 0.5, 0.25)
+
+
+def test_a_partial_override_fills_in_from_the_priced_defaults_of_the_graph():
+    priced = default_weights(load_graph("tpcdi-trade", 4))
+    w = resolve_weights(alpha=7.0, source="tpcdi-trade", machines=4)
+    assert w == Weights(7.0, priced.beta, priced.gamma)
+    # without a source there is no graph to price: the fixed defaults fill in
+    assert resolve_weights(gamma=3.0) == Weights(DEFAULT_WEIGHTS.alpha, DEFAULT_WEIGHTS.beta, 3.0)
+
+
+def test_a_calibration_prices_the_graph_or_gives_its_own_weights(tmp_path):
+    from advisor.calibrated import calibration_path
+
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(json.loads(calibration_path().read_text())))
+    graph = load_graph("tpcdi-trade")
+    assert resolve_weights(calibration=path, source="tpcdi-trade") == default_weights(graph, path)
+    assert resolve_weights(calibration=path) == weights_from_calibration(path)
+
+
+@pytest.mark.parametrize("weights, problem", [
+    ((-1.0, 1.0, 1.0), "weight alpha must be a finite number >= 0"),
+    ((0.0, 0.0, 0.0), "at least one of --alpha, --beta, --gamma must be positive"),
+])
+def test_bad_weights_are_one_advisor_error(weights, problem):
+    with pytest.raises(AdvisorError, match=problem):
+        resolve_weights(*weights)

@@ -1,0 +1,95 @@
+"""The CLI's error policy on a small application of its own: a user error is one line and
+its exit status, a usage error one line and 2, a bug one line and 1, never a traceback."""
+from __future__ import annotations
+
+import pytest
+import typer
+
+from advisor.cli.app import run_app
+from common.errors import UserError
+from engine_sim.engine.errors import EngineFailure
+from traces.errors import TraceError
+
+
+def application() -> typer.Typer:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+    @app.command()
+    def act(what: str) -> None:
+        if what == "user":
+            raise UserError("the file is wrong")
+        if what == "trace":
+            raise TraceError("the trace is wrong")
+        if what == "failed":
+            raise EngineFailure("the run failed")
+        if what == "exit":
+            raise typer.Exit(1)
+        if what == "bug":
+            raise KeyError("oops")
+        if what == "ctrl-c":
+            raise KeyboardInterrupt
+        if what == "eof":
+            raise EOFError
+        typer.echo("fine")
+
+    @app.command()
+    def other() -> None:
+        pass
+
+    return app
+
+
+@pytest.mark.parametrize("what, code, err", [
+    ("user", 2, "error: the file is wrong\n"),
+    ("trace", 2, "error: the trace is wrong\n"),
+    ("failed", 1, "error: the run failed\n"),
+    ("exit", 1, ""),
+    ("bug", 1, "internal error: KeyError: 'oops' (set ADVISOR_DEBUG=1 for a traceback)\n"),
+    ("ctrl-c", 130, ""),
+    ("fine", 0, ""),
+])
+def test_each_kind_of_ending_has_its_status_and_at_most_one_line(what, code, err, capsys,
+                                                                 monkeypatch):
+    monkeypatch.delenv("ADVISOR_DEBUG", raising=False)
+    assert run_app(["act", what], application()) == code
+    assert capsys.readouterr().err == err
+
+
+def test_end_of_input_is_aborted_and_a_usage_error_names_the_command(capsys):
+    assert run_app(["act", "eof"], application()) == 1
+    assert capsys.readouterr().err.strip().endswith("aborted")
+    assert run_app(["act"], application()) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "act" in err and err.count("\n") == 1
+
+
+def test_debug_lets_a_bug_through(monkeypatch):
+    monkeypatch.setenv("ADVISOR_DEBUG", "1")
+    with pytest.raises(KeyError):
+        run_app(["act", "bug"], application())
+
+
+def test_version_is_the_installed_distribution_s(capsys):
+    from importlib.metadata import version
+
+    from advisor import __version__
+
+    assert run_app(["--version"]) == 0
+    assert capsys.readouterr().out == f"advisor {version('sstore-advisor')}\n"
+    assert __version__ == version("sstore-advisor")
+
+
+def test_version_from_the_installed_command():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("advisor")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("advisor ") and done.stderr == ""
+
+
+def test_no_arguments_show_the_help_without_an_empty_error_line(capsys):
+    assert run_app([]) == 2
+    captured = capsys.readouterr()
+    assert "Usage: " in captured.out and "recommend" in captured.out and captured.err == ""

@@ -1,0 +1,239 @@
+"""The bottom layer: one module publishes files and directories, one base class of user
+errors, and nothing in the project renames into place around them."""
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from common import files
+from common.errors import UserError
+from common.files import (atomic_write_bytes, atomic_write_text, check_replaceable, discard_dir,
+                          publish_dir, read_user_text, staging_dir)
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("common", "costmodel", "traces", "advisor", "engine_sim", "reports", "bench")
+
+
+def sources(*packages: str):
+    for package in packages:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            yield path, ast.parse(path.read_text(), str(path))
+
+
+# -- files ---------------------------------------------------------------------------------
+
+def test_a_file_appears_whole_with_the_mode_open_would_give(tmp_path):
+    old = os.umask(0o027)
+    try:
+        path = atomic_write_text(tmp_path / "deep" / "x.json", "{\"a\": \"é\"}\n")
+    finally:
+        os.umask(old)
+    assert path.read_text(encoding="utf-8") == "{\"a\": \"é\"}\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert os.listdir(path.parent) == ["x.json"]
+
+
+def test_a_failed_write_leaves_the_previous_file_and_no_temporary(tmp_path, monkeypatch):
+    path = atomic_write_text(tmp_path / "x.json", "old")
+
+    def disk_full(fd):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "fsync", disk_full)
+    with pytest.raises(UserError) as info:
+        atomic_write_bytes(path, b"new" * 100_000)
+    assert str(info.value) == f"{path}: cannot write: No space left on device"
+    assert path.read_text() == "old" and os.listdir(tmp_path) == ["x.json"]
+
+
+def test_an_interrupted_write_leaves_no_temporary(tmp_path, monkeypatch):
+    def interrupt(fd):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(files.os, "fsync", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write_text(tmp_path / "x.json", "new")
+    assert os.listdir(tmp_path) == []
+
+
+def test_without_fsync_nothing_is_forced_to_disk(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(files.os, "fsync", calls.append)
+    atomic_write_bytes(tmp_path / "snap.pkl", b"x", fsync=False)
+    assert calls == [] and (tmp_path / "snap.pkl").read_bytes() == b"x"
+    atomic_write_bytes(tmp_path / "snap.pkl", b"y")
+    assert len(calls) == 2  # the file, then the directory entry
+
+
+def test_a_directory_in_the_way_is_one_line(tmp_path):
+    (tmp_path / "d").mkdir()
+    with pytest.raises(UserError, match=r"d: cannot write: ") as info:
+        atomic_write_text(tmp_path / "d", "x")
+    assert "\n" not in str(info.value) and os.listdir(tmp_path) == ["d"]
+
+
+def test_reading_a_user_file_says_what_is_wrong(tmp_path):
+    class Mine(UserError):
+        pass
+
+    with pytest.raises(Mine, match="no such file"):
+        read_user_text(tmp_path / "none.toml", Mine)
+    with pytest.raises(UserError, match="is a directory"):
+        read_user_text(tmp_path)
+    (tmp_path / "bad").write_bytes(b"\xff\xfe")
+    with pytest.raises(UserError, match="cannot read"):
+        read_user_text(tmp_path / "bad")
+
+
+# -- directories ---------------------------------------------------------------------------
+
+def test_only_missing_empty_or_our_own_directories_are_replaceable(tmp_path):
+    check_replaceable(tmp_path / "missing", "_ours.json")
+    (tmp_path / "empty").mkdir()
+    check_replaceable(tmp_path / "empty", "_ours.json")
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ours" / "_ours.json").write_text("{}")
+    check_replaceable(tmp_path / "ours", {"_other.json", "_ours.json"})
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(UserError, match="exists and is not a directory"):
+        check_replaceable(tmp_path / "file", "_ours.json")
+    (tmp_path / "thesis").mkdir()
+    (tmp_path / "thesis" / "thesis.tex").write_text("precious")
+    with pytest.raises(UserError) as info:
+        check_replaceable(tmp_path / "thesis", "_ours.json", "a trace directory")
+    assert "is not a trace directory; refusing to replace it" in str(info.value)
+
+
+def _build(target: Path, marker: str, text: str) -> Path:
+    staged = staging_dir(target, marker)
+    assert staged.parent == target.parent.absolute() and staged.name.startswith(f".{target.name}.")
+    (staged / marker).write_text(text)
+    return staged
+
+
+def test_a_directory_is_published_and_replaced_in_one_step(tmp_path):
+    target = tmp_path / "out"
+    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
+    (target / "extra").write_text("from the first run")
+    publish_dir(_build(target, "_m.json", "2"), target, "_m.json")
+    assert sorted(os.listdir(target)) == ["_m.json"] and (target / "_m.json").read_text() == "2"
+    assert os.listdir(tmp_path) == ["out"]  # no staging or old directory left behind
+
+
+def test_a_foreign_directory_is_never_replaced(tmp_path):
+    target = tmp_path / "mine"
+    staged = _build(target, "_m.json", "1")
+    target.mkdir()
+    (target / "notes.txt").write_text("keep me")
+    with pytest.raises(UserError, match="refusing to replace"):
+        publish_dir(staged, target, "_m.json")
+    with pytest.raises(UserError, match="refusing to replace"):
+        staging_dir(target, "_m.json")
+    discard_dir(staged)
+    assert os.listdir(target) == ["notes.txt"] and os.listdir(tmp_path) == ["mine"]
+
+
+def test_a_failed_publish_puts_the_previous_output_back(tmp_path):
+    target = tmp_path / "out"
+    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
+    with pytest.raises(UserError, match="cannot write"):
+        publish_dir(tmp_path / "never-staged", target, "_m.json")
+    assert (target / "_m.json").read_text() == "1" and os.listdir(tmp_path) == ["out"]
+
+
+# -- errors --------------------------------------------------------------------------------
+
+USER_ERRORS = {
+    "advisor.errors": ["AdvisorError", "SpecError", "DesignError"],
+    "traces.errors": ["TraceError", "JavaError"],
+    "engine_sim.engine.errors": ["EngineError", "EngineFailure"],
+    "engine_sim.sim.errors": ["SimError"],
+    "engine_sim.sim.calibfile": ["CalibrationError"],
+    "engine_sim.validate": ["ValidationError"],
+    "reports.transforms": ["ChangeError"],
+    "reports.validation_view": ["ValidationFormatError"],
+}
+# the engine's own consistency check and its 2PC abort signal: never a user's doing
+INTERNAL_ERRORS = {"SerialError", "Abort"}
+BUILTIN_BASES = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
+
+
+def test_every_user_facing_error_is_a_user_error():
+    for module, names in USER_ERRORS.items():
+        loaded = importlib.import_module(module)
+        for name in names:
+            cls = getattr(loaded, name)
+            assert issubclass(cls, UserError) and issubclass(cls, ValueError), name
+            assert cls.exit_code in (1, 2), name
+    from engine_sim.engine.errors import EngineFailure
+
+    assert UserError.exit_code == 2 and EngineFailure.exit_code == 1
+
+
+def test_no_error_class_is_left_outside_the_hierarchy():
+    """A new exception class must be one of the user errors above (or be listed as internal)."""
+    listed = {name for names in USER_ERRORS.values() for name in names} | {"UserError"}
+    found = set()
+    for path, tree in sources("common", "costmodel", "traces", "advisor", "engine_sim", "reports"):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+            if node.name.endswith(("Error", "Failure")) or bases & (BUILTIN_BASES | listed):
+                found.add(node.name)
+    assert found - INTERNAL_ERRORS == listed
+
+
+# -- one module renames into place ---------------------------------------------------------
+
+def _renames(tree: ast.AST) -> list[int]:
+    """Lines that rename or move a file: os.replace/os.rename/os.renames, shutil.move, a
+    Path's .rename(x)/.replace(x) (one argument; str.replace takes two), or importing them."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("os", "shutil"):
+            if any(a.name in ("replace", "rename", "renames", "move") for a in node.names):
+                lines.append(node.lineno)
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        f = node.func
+        owner = f.value.id if isinstance(f.value, ast.Name) else None
+        if (owner == "os" and f.attr in ("replace", "rename", "renames")) or \
+                (owner == "shutil" and f.attr == "move"):
+            lines.append(node.lineno)
+        elif f.attr in ("rename", "replace") and len(node.args) == 1 and not node.keywords:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_rename_finder_finds_each_way_to_rename():
+    code = ("import os, shutil\nfrom os import replace\nos.replace(a, b)\nos.rename(a, b)\n"
+            "shutil.move(a, b)\nPath(a).rename(b)\ntmp.replace(target)\n"
+            "s.replace('a', 'b')\ndf.rename(columns={'a': 'b'})\n")
+    assert _renames(ast.parse(code)) == [2, 3, 4, 5, 6, 7]
+
+
+def test_only_common_files_renames_into_place():
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path, tree in sources(*PACKAGES)
+                 for line in _renames(tree) if path != ROOT / "common" / "files.py"]
+    assert offenders == []
+    assert _renames(ast.parse((ROOT / "common" / "files.py").read_text()))
+
+
+def test_common_imports_only_the_standard_library_and_itself():
+    for path, tree in sources("common"):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            for root in roots:
+                assert root == "common" or root in sys.stdlib_module_names, f"{path}: {root}"

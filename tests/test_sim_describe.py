@@ -1,0 +1,31 @@
+"""The simulator's terminal summary lives with its result (`SimResult.describe`), and the
+calibration says what it stands for (`Calibration.label`)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from advisor.spec import load_workload
+from engine_sim.sim import Calibration, simulate
+from engine_sim.sim.scenarios import tpcdi_design
+
+
+def test_the_summary_reports_the_result_s_own_numbers():
+    w = load_workload("tpcdi-trade")
+    r = simulate(w, tpcdi_design(w, 4), batches=300, seed=1)
+    lines = r.describe("reference-cluster parameters")
+    assert lines[0] == ("simulated tpcdi-trade on 4 machines x 1 partitions "
+                        "(dls scheduler, rpc MOVE, reference-cluster parameters)")
+    text = "\n".join(lines)
+    assert f"{r.throughput_tps:,.0f} tuples/s" in text and f"{r.distributed_txns:,} (" in text
+    assert f"{r.bottleneck} ({r.peak_utilisation:.0%} busy)" in text
+    assert ("NOT MET" in text) == (not r.within_bound)
+    missed = replace(r, within_bound=False, machines=20, machine_utilisation=[0.5] * 20)
+    assert "NOT MET" in "\n".join(missed.describe("x")) and missed.describe("x")[-1].endswith(" ...")
+
+
+def test_a_calibration_names_where_it_was_measured():
+    ref = Calibration.reference()
+    assert ref.label() == "reference-cluster parameters"
+    measured = Calibration.from_params(ref.params, {}, machine={"hostname": "box"})
+    assert measured.label() == "calibrated on box, as a cluster"
+    assert measured.label(this_host=True) == "calibrated on box, as that host runs the engine"
