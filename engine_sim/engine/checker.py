@@ -229,9 +229,11 @@ def _windows(tes, flow, out) -> None:
             seen.setdefault(table, []).append(((0,) if pos is None else (1, pos), te))
     for table, entries in sorted(seen.items()):
         entries.sort(key=lambda e: e[0])
+        batches = {te.batch for _, te in entries}
         for (_, a), (_, b) in zip(entries, entries[1:]):
             if b.batch != a.batch + 1:
-                what = "out of batch order" if b.batch <= a.batch else f"with a gap (batch {a.batch + 1} missing)"
+                what = "out of batch order" if b.batch <= a.batch or a.batch + 1 in batches \
+                    else f"with a gap (batch {a.batch + 1} missing)"
                 out.append(f"window {table!r}: its owner's executions reach it {what}: "
                            f"{b.label()} after {a.label()}")
                 return

@@ -10,10 +10,11 @@ metadata row (key -1) holds `(active_lo, stage_lo, next_seq, end_us)`: rows in
 - tuple window: each tuple of its input batch is staged; whenever `slide` tuples are staged
   the window slides: those become active and the oldest active tuples expire so that at most
   `size` stay active;
-- time window: the batch's timestamp (`batch_timestamp_us`) first slides the window while it
-  is at or past the current window's end (`end_us` advances by `slide` seconds): staged tuples
-  older than the new end become active, active tuples older than `end - size` expire; then the
-  batch's tuples are staged.
+- time window: windows end at multiples of `slide` seconds (`end_us` is the end of the next
+  one). A batch whose timestamp (`batch_timestamp_us`) reaches `end_us` completes it: the
+  window slides to the newest complete end E (the largest multiple of slide <= the batch's
+  timestamp): staged tuples older than E become active, active tuples older than E - size
+  expire; then the batch's own tuples are staged (they belong to a later window).
 
 When the window slid, the owner reads the whole active window (an aggregate of its tuples,
 folded into what it passes downstream). The owner's declared `accesses` of its window (mode
@@ -90,14 +91,15 @@ def step(store, child: int, spec: WindowSpec, batch_id: int, tuples: tuple):
     slid = False
     if spec.kind == "time":
         ts = batch_timestamp_us(batch_id, spec.rate)
-        if ts >= end:
-            end += ((ts - end) // spec.slide + 1) * spec.slide
-            while stage < nxt and rows[stage][0] < end:
+        if ts >= end:  # the window ending at `end` is complete (and maybe later ones)
+            last = end + (ts - end) // spec.slide * spec.slide  # the newest complete window's end
+            while stage < nxt and rows[stage][0] < last:
                 stage += 1
-            while lo < stage and rows[lo][0] < end - spec.size:
+            while lo < stage and rows[lo][0] < last - spec.size:
                 acc.append((child, name, lo, "write"))
                 store._delete(rows, lo)
                 lo += 1
+            end = last + spec.slide
             slid = True
         for t in tuples:
             acc.append((child, name, nxt, "write"))
