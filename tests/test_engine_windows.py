@@ -383,3 +383,23 @@ def test_windows_across_processes_with_a_crash():
                      crash_partition=design.procedures["Trend"], return_state=True)
     assert r.crashed and r.history_check == "ok" and r.state_digest == r.serial_digest
     assert r.state["Recent"] == clean.state["Recent"]
+
+
+@pytest.mark.parametrize("size,slide", [(7, 3), (20, 20)])
+def test_the_benchs_naive_window_holds_what_the_native_one_does(size, slide):
+    """bench/windows.py compares like with like: the H-Store-style table window (two
+    transactions per batch) ends with the native window's active tuples."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location("bench_windows", Path(__file__).parents[1] / "bench" / "windows.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for batches in (3, 17):
+        nat, nai = bench.native(size, slide), bench.naive(size, slide)
+        a = run_workload(nat, bench.one_partition(nat), batches=batches, in_process=True, return_state=True)
+        b = run_workload(nai, bench.one_partition(nai), batches=batches, in_process=True, return_state=True)
+        assert a.history_check == b.history_check == "ok" and b.state_digest == b.serial_digest
+        lo, stage, _nxt = b.state["WindowMeta"][0]
+        table = b.state["WindowTable"]
+        assert [table[s][0] for s in range(lo, stage)] == win.active(a.state["W"])
+        assert all(table[s][1] == (0 if s < stage else 1) for s in table)  # staged flags
