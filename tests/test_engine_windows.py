@@ -403,3 +403,14 @@ def test_the_benchs_naive_window_holds_what_the_native_one_does(size, slide):
         table = b.state["WindowTable"]
         assert [table[s][0] for s in range(lo, stage)] == win.active(a.state["W"])
         assert all(table[s][1] == (0 if s < stage else 1) for s in table)  # staged flags
+
+
+def test_data_parallel_mode_keeps_a_window_owner_in_one_lane():
+    spec = CHAIN.replace('name = "Trend"\ncost = 0.5', 'name = "Trend"\ncost = 0.5\npartition_key = "k"')
+    spec = spec.replace('name = "Ingest"\ncost = 1.0', 'name = "Ingest"\ncost = 1.0\npartition_key = "k"')
+    w = parse_workload(spec, "wc.toml")
+    design = round_robin_design(w, machines=1, partitions_per_machine=2)
+    plan = build_plan(w, design, data_parallel=True)
+    assert plan.units["Ingest"].dp and not plan.units["Trend"].dp
+    r = run_workload(w, design, batches=20, in_process=True, data_parallel=True)
+    assert r.history_check == "ok" and r.state_digest == r.serial_digest
