@@ -414,3 +414,15 @@ def test_data_parallel_mode_keeps_a_window_owner_in_one_lane():
     assert plan.units["Ingest"].dp and not plan.units["Trend"].dp
     r = run_workload(w, design, batches=20, in_process=True, data_parallel=True)
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
+
+
+def test_window_owner_inside_a_nested_group():
+    w = parse_workload(CHAIN + '\n[[nested]]\nprocedures = ["Trend", "Report"]\n', "wc.toml")
+    assert w.nested == (("Trend", "Report"),)
+    design = round_robin_design(w, machines=1, partitions_per_machine=3)
+    for recovery, crash in (("weak", None), ("strong", 30)):
+        r = run_workload(w, design, batches=40, in_process=True, recovery=recovery, crash_after=crash,
+                         crash_partition=design.procedures["Trend"], return_state=True)
+        assert r.history_check == "ok" and r.state_digest == r.serial_digest
+        lo, stage, nxt, _ = r.state["Recent"][win.META]
+        assert nxt == 40 * 3 and stage - lo == 10
