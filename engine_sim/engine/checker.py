@@ -6,6 +6,9 @@ read and wrote there. It is correct when
 - every (SP, batch) of the expected batches committed exactly once (per lane);
 - every nested group committed all of its SPs or none, in one transaction, and no other
   transaction's access falls between the group's accesses on any partition (isolation);
+- every window (dissertation 3.3.5) is touched only by its owner SP (isolation), and the
+  owner's executions reach it in batch order, one batch after the other with no gap (the
+  window's contents are the owner's consecutive batches);
 - the serialization graph is acyclic: conflict edges (two accesses to one row, one a write,
   in partition order), batch-order edges (an SP's batches in order) and dataflow-order edges
   (within a batch, upstream SP before downstream SP). An acyclic graph means the execution is
@@ -43,13 +46,15 @@ class Dataflow:
     nested: list[tuple[str, ...]] = field(default_factory=list)
     oltp: set[str] = field(default_factory=set)
     lanes: dict[str, int] = field(default_factory=dict)  # data-parallel SP -> lanes
+    windows: dict[str, str] = field(default_factory=dict)  # window -> its owner SP
 
     @classmethod
     def from_workload(cls, workload, lanes: dict[str, int] | None = None) -> "Dataflow":
         return cls([p.name for p in workload.procedures],
                    [(s.source, s.target) for s in workload.streams],
                    [tuple(g) for g in workload.nested],
-                   {p.name for p in workload.procedures if p.oltp}, dict(lanes or {}))
+                   {p.name for p in workload.procedures if p.oltp}, dict(lanes or {}),
+                   {w.name: w.procedure for w in getattr(workload, "windows", ())})
 
 
 @dataclass
@@ -68,6 +73,7 @@ def check_history(tes: list[TE], flow: Dataflow, batches: range | None = None) -
     violations: list[str] = []
     _exactly_once(tes, flow, batches, violations)
     _nesting(tes, flow, violations)
+    _windows(tes, flow, violations)
     edges = _edges(tes, flow)
     cycle = _find_cycle(tes, edges)
     order: list[int] = []
@@ -195,6 +201,42 @@ def _nesting(tes, flow, out) -> None:
                     out.append(f"nested group not isolated: {other.label()} ran on partition {part} "
                                f"between SPs of the group of {first.label()}")
                     return
+
+
+# -- windows ---------------------------------------------------------------------------------------
+
+def _windows(tes, flow, out) -> None:
+    """Isolation: no SP but the owner reads or writes a window. Order: on the window's
+    partition, the owner's executions that touched it come in batch order, each the batch
+    after the previous one (every owner execution steps its window, so a gap is a batch whose
+    tuples the window never saw, or saw out of order)."""
+    if not flow.windows:
+        return
+    seen: dict[str, list] = {}
+    for te in tes:
+        touched = {}
+        for part, table, _key, mode in te.accesses:
+            owner = flow.windows.get(table)
+            if owner is None:
+                continue
+            if te.procedure != owner:
+                verb = "wrote" if mode == "write" else "read"
+                out.append(f"window {table!r} is private to {owner}: {te.label()} {verb} it")
+                return
+            touched[table] = part
+        for table, part in touched.items():
+            pos = te.positions.get(part)
+            seen.setdefault(table, []).append(((0,) if pos is None else (1, pos), te))
+    for table, entries in sorted(seen.items()):
+        entries.sort(key=lambda e: e[0])
+        batches = {te.batch for _, te in entries}
+        for (_, a), (_, b) in zip(entries, entries[1:]):
+            if b.batch != a.batch + 1:
+                what = "out of batch order" if b.batch <= a.batch or a.batch + 1 in batches \
+                    else f"with a gap (batch {a.batch + 1} missing)"
+                out.append(f"window {table!r}: its owner's executions reach it {what}: "
+                           f"{b.label()} after {a.label()}")
+                return
 
 
 # -- the serialization graph -------------------------------------------------------------------------

@@ -18,10 +18,13 @@ def round_robin_design(workload: Workload, machines: int | None = None,
     for t in workload.tables:
         first = next((p.name for p in workload.procedures for a in p.accesses if a.table == t.name), None)
         state[t.name] = None if t.name in replicate else (procs[first] if first else 0)
+    for w in workload.windows:  # a window lives with its owner
+        state[w.name] = procs[w.procedure]
     return Design(workload.name, m, ppm, procs, state, method="round-robin (engine tests)")
 
 
 def single_partition_design(workload: Workload) -> Design:
     """Everything on one partition of one machine."""
     return Design(workload.name, 1, 1, {p.name: 0 for p in workload.procedures},
-                  {t.name: 0 for t in workload.tables}, method="single partition")
+                  {name: 0 for name in [*workload.table_names, *workload.window_names]},
+                  method="single partition")

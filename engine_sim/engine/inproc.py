@@ -73,9 +73,12 @@ class InProcessRuntime:
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, deadline_s: float | None = None) -> Driver:
         started = time.perf_counter()
+        cpu_started = time.thread_time()  # the driver and every partition run in this thread
         while True:
             try:
-                return self._run(started, deadline_s)
+                driver = self._run(started, deadline_s)
+                driver.cpu_s = time.thread_time() - cpu_started
+                return driver
             except CrashPoint as point:  # a partition reached its crash point: recover
                 start_recovery(self.driver, point.node)
 

@@ -18,7 +18,7 @@ class Placement:
     """Row -> partition routing for one run (None means: replicated on every partition)."""
 
     def __init__(self, tables: dict[str, int], state: dict[str, int | None], n_partitions: int,
-                 dp_tables: frozenset[str] = frozenset()):
+                 dp_tables: frozenset[str] = frozenset(), windows: dict[str, int] | None = None):
         self.n = n_partitions
         self.all = tuple(range(n_partitions))
         self.whole: dict[str, int | None] = {}
@@ -42,6 +42,8 @@ class Placement:
                 continue
             raise EngineError(f"design places {name!r}, which is not a table of the workload "
                               f"(nor a fragment TABLE#i or a tuple TABLE@KEY of one)")
+        for name, part in (windows or {}).items():  # a window: whole, on its owner's partition
+            self.whole[name] = part
         for table, frags in frag_seen.items():
             n = max(frags) + 1
             missing = [i for i in range(n) if i not in frags]

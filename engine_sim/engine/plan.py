@@ -12,6 +12,7 @@ from advisor.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen
 from engine_sim.engine.placement import Placement
+from engine_sim.engine.windows import WindowSpec
 
 DRIVER = -1  # node id of the driver (client, central scheduler, recovery coordinator)
 
@@ -22,7 +23,11 @@ class AccessPlan:
     mode: str
     rows: float
     probability: float
-    keys: KeyGen
+    keys: KeyGen | None  # None for a read of the owner's window (its newest `rows` tuples)
+
+    @property
+    def window(self) -> bool:
+        return self.keys is None
 
 
 @dataclass
@@ -38,6 +43,7 @@ class ProcPlan:
     outputs: list[Stream]  # streams leaving this SP
     tables: tuple[str, ...]  # tables it declares (for partition sets of real code)
     work_us: float = 0.0  # CPU work per declared batch: cost x cost_unit_us (declared SPs only)
+    windows: tuple[str, ...] = ()  # the windows it owns: each execution steps them first
 
 
 @dataclass
@@ -88,6 +94,7 @@ class Plan:
     tuple_bytes: dict[tuple[str, str], int] = field(default_factory=dict)
     dp_pk: dict[str, int] = field(default_factory=dict)  # data-parallel table -> key field index
     abort_rate: float = 0.0  # injected aborts (tests of restart and purge)
+    windows: dict[str, WindowSpec] = field(default_factory=dict)  # on their owners' partitions
     restart_limit: int = 100
 
     @property
@@ -127,8 +134,10 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
     fields = tuple(workload.input.fields)
     field_index = {f: i for i, f in enumerate(fields)}
     tables = {t.name: t.rows for t in workload.tables}
+    windows = window_specs(workload, design)
+    owners = {w.procedure for w in workload.windows}
     dp_procs = {p.name for p in workload.procedures
-                if data_parallel and p.partition_key and not p.oltp
+                if data_parallel and p.partition_key and not p.oltp and p.name not in owners
                 and not any(p.name in g for g in workload.nested)}
     for name in dp_procs:
         pk = workload.procedure(name).partition_key
@@ -136,7 +145,8 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
             raise EngineError(f"procedure {name!r}: partition_key {pk!r} is not an input field "
                               f"(fields: {', '.join(fields) or 'none'})")
     dp_tables = frozenset(a.table for p in workload.procedures if p.name in dp_procs for a in p.accesses)
-    placement = Placement(tables, dict(design.state), n, dp_tables)
+    state = {name: part for name, part in design.state.items() if name not in windows}
+    placement = Placement(tables, state, n, dp_tables, {w: spec.partition for w, spec in windows.items()})
 
     group_of = {m: g for g in workload.nested for m in g}
     topo = workload.topological_order()
@@ -151,6 +161,9 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
     for i, p in enumerate(workload.procedures):
         accesses = []
         for a in p.accesses:
+            if a.table in windows:  # the owner reads its own window (the spec checked who)
+                accesses.append(AccessPlan(a.table, a.mode, a.rows, a.probability, None))
+                continue
             kind, _, param = a.keys.partition(":")
             if kind == "input" and param not in field_index:
                 raise EngineError(f"procedure {p.name!r}: keys {a.keys!r} name a field that the input "
@@ -164,7 +177,8 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
             pk_index=field_index.get(p.partition_key) if p.name in dp_procs else None,
             outputs=[s for s in workload.streams if s.source == p.name],
             tables=tuple(dict.fromkeys(a.table for a in p.accesses)),
-            work_us=0.0 if p.code else float(p.cost) * workload.input.cost_unit_us)
+            work_us=0.0 if p.code else float(p.cost) * workload.input.cost_unit_us,
+            windows=tuple(w.name for w in workload.windows_of(p.name)))
 
     units: dict[str, Unit] = {}
     order: list[str] = []
@@ -216,7 +230,7 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
     domains = []
     for f in fields:
         rows = [tables[a.table] for p in workload.procedures for a in p.accesses
-                if a.keys == f"input:{f}"]
+                if a.keys == f"input:{f}" and a.table in tables]
         if rows:
             domains.append(max(rows))
         elif any(p.partition_key == f for p in workload.procedures):
@@ -233,7 +247,28 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
         tuple_bytes={(s.source, s.target): s.tuple_bytes for s in workload.streams},
         dp_pk={a.table: field_index[p.partition_key] for p in workload.procedures
                if p.name in dp_procs for a in p.accesses},
+        windows=windows,
     )
+
+
+def window_specs(workload: Workload, design: Design) -> dict[str, WindowSpec]:
+    """Every window on its owner's partition. A design that places a window elsewhere (or
+    replicates it) is refused: a window is private state of its owner (dissertation 3.3.5)."""
+    out = {}
+    for w in workload.windows:
+        if w.procedure not in design.procedures:
+            continue  # check_design reports the unplaced owner
+        owner = workload.procedure(w.procedure)
+        if owner.oltp:
+            raise EngineError(f"window {w.name!r}: its owner {w.procedure!r} is an OLTP procedure; "
+                              f"a window needs a streaming owner that runs once per batch")
+        home = design.procedures[w.procedure]
+        if w.name in design.state and design.state[w.name] != home:
+            raise EngineError(f"design places window {w.name!r} on partition {design.state[w.name]!r}, "
+                              f"but its owner {w.procedure!r} runs on partition {home}: "
+                              f"a window lives on its owner's partition")
+        out[w.name] = WindowSpec.from_window(w, home, workload.input.rate)
+    return out
 
 
 def _access_partitions(proc, placement: Placement, only: str | None = None) -> set[int]:

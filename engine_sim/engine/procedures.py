@@ -17,7 +17,7 @@ import time
 from engine_sim.engine.keys import MASK, Rng, mix64, stable_seed
 from engine_sim.engine.txn import Batch
 
-READ_KINDS = frozenset(("r", "get", "scan"))
+READ_KINDS = frozenset(("r", "get", "scan", "wread"))
 
 
 class Ctx:
@@ -30,6 +30,7 @@ class Ctx:
         self.batch_id = batch_id
         self.lane = lane
         self.base = base
+        self.window_reads: dict = {}  # window -> the aggregate its step read (None: no slide)
 
     def _part(self, table: str, key):
         return self.placement.row_partition(table, key)
@@ -106,11 +107,15 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
     tag_base = mix64(batch.carry ^ (proc.index << 48) ^ batch_id)
     # a data-parallel sub-batch does its share of the batch's rows
     scale = plan.scale * (len(tuples) / plan.batch_size if proc.pk_index is not None else 1.0)
+    ops.extend(window_steps(plan, proc, child, batch_id, tuples))
     for ai, a in enumerate(proc.accesses):
         if a.probability < 1.0 and rng.random() >= a.probability:
             continue
         n = rng.round(a.rows * scale)
         if n <= 0:
+            continue
+        if a.window:  # the owner reads its newest n active window tuples
+            ops.append((placement.row_partition(a.table, 0), ("wread", child, a.table, n)))
             continue
         keys = a.keys.draw(rng, n, tuples, batch_id, lane)
         pk = dp_pk.get(a.table)
@@ -144,9 +149,20 @@ def declared_outputs(plan, proc, rng: Rng, batch: Batch, carry: int) -> dict:
     return out
 
 
+def window_steps(plan, proc, child: int, batch_id: int, tuples: tuple) -> list:
+    """The owner's window maintenance, first thing in each of its executions: stage the input
+    batch's tuples, slide and expire, read the active window when it slid (windows.py)."""
+    return [(plan.placement.row_partition(name, 0), ("win", child, name, batch_id, tuples))
+            for name in proc.windows]
+
+
 def code_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch):
-    """Bundled procedure code; a Batch result goes to every output stream."""
+    """Bundled procedure code; a Batch result goes to every output stream. An owner of windows
+    steps them first; the code finds the reads' aggregates in `ctx.window_reads`."""
     ctx = Ctx(plan, child, batch_id, lane, plan.procs[proc.name].base)
+    steps = window_steps(plan, proc, child, batch_id, batch.tuples)
+    if steps:
+        ctx.window_reads = dict(zip(proc.windows, (yield steps)))
     result = yield from proc.code(ctx, batch)
     if isinstance(result, Batch):
         return {s.target: result for s in proc.outputs}

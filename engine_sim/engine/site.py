@@ -50,7 +50,8 @@ def build_store(plan, pid: int) -> Store:
         else:
             tables[t.name] = {k: v for k, v in rows.items()
                               if placement.row_partition(t.name, k) in (pid, None)}
-    return Store(tables, frozenset(virtual))
+    windows = {name: spec for name, spec in plan.windows.items() if spec.partition == pid}
+    return Store(tables, frozenset(virtual), windows)
 
 
 class Site:

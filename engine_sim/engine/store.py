@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 
+from engine_sim.engine import windows as win
 from engine_sim.engine.keys import MASK, mix64, stable_seed
 from engine_sim.engine.txn import Batch
 
@@ -19,9 +20,12 @@ _ABSENT = object()
 
 
 class Store:
-    def __init__(self, tables: dict[str, dict], virtual: frozenset[str]):
-        self.tables = tables  # name -> {key: value}
+    def __init__(self, tables: dict[str, dict], virtual: frozenset[str], windows: dict | None = None):
+        self.tables = tables  # name -> {key: value}; a window is a table too (windows.py)
         self.virtual = virtual  # tables whose missing rows read as a derived default
+        self.windows: dict[str, win.WindowSpec] = dict(windows or {})  # windows held here
+        for name in self.windows:
+            self.tables.setdefault(name, {})
         self._salt = {t: stable_seed("table", t) for t in tables}
         # stream tables: one row per tuple, (batch key, i) -> tuple, plus a head row per batch
         # key (from SP, to SP, batch, lane) -> (tuples, carry)
@@ -76,6 +80,8 @@ class Store:
         ('del', child, table, key)       -> deleted?
         ('scan', child, table)           -> [(key, value)] held here
         ('delwhere', child, table, i, v) delete rows whose value[i] == v -> count
+        ('win', child, window, batch, tuples)  the owner's window step -> aggregate | None
+        ('wread', child, window, n)      read the newest n active tuples -> aggregate
         ('spush', key, batch) / ('spop', key) / ('prog', unit, lane, batch) / ('oltp', proc, batch)
         """
         kind = op[0]
@@ -132,6 +138,12 @@ class Store:
                 self.accesses.append((child, table, k, "write"))
                 self._delete(rows, k)
             return len(gone)
+        if kind == "win":
+            _, child, name, batch_id, tuples = op
+            return win.step(self, child, self.windows[name], batch_id, tuples)
+        if kind == "wread":
+            _, child, name, n = op
+            return win.read_newest(self, child, name, n)
         if kind == "spush":  # append an atomic batch to a stream table, a row per tuple
             key, batch = op[1], op[2]
             rows = self.stream_rows

@@ -1,7 +1,10 @@
 """The run's history as a trace in the Parquet format of traces.schema (written through
 traces.writer, so it appears atomically): one txns row per SP execution (a nested group
 gives one row per SP), one accesses row per distinct row an execution touched (rows = how
-many times), one flows row per stream batch an SP produced for another."""
+many times), one flows row per stream batch an SP produced for another. A window access is an
+ordinary accesses row whose `table` is the window's name and whose key is the tuple's sequence
+number in the window (-1: its metadata row): the owner's inserts (and expiries) are writes,
+its reads of the active window reads; the manifest lists the windows under `windows`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,6 +26,9 @@ def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
         "streams": [{"from": s.source, "to": s.target, "tuples": s.tuples, "tuple_bytes": s.tuple_bytes}
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
+        "windows": {win.name: {"procedure": win.procedure, "size": win.size, "slide": win.slide,
+                               "kind": win.kind, "tuple_bytes": int(win.tuple_bytes)}
+                    for win in w.windows},
         "cluster": {"machines": plan.design.machines,
                     "partitions_per_machine": plan.design.partitions_per_machine},
         **metadata,

@@ -7,7 +7,7 @@ import importlib
 
 from engine_sim.engine.errors import EngineError
 
-MODULES = {"voter": "engine_sim.workloads.voter"}
+MODULES = {"voter": "engine_sim.workloads.voter", "naive_window": "engine_sim.workloads.naive_window"}
 
 
 def _split(code: str) -> tuple[str, str]:
