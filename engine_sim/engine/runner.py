@@ -40,8 +40,9 @@ def check_design(workload: Workload, design: Design) -> None:
     for name, p in design.procedures.items():
         if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
             raise DesignError(f"design places {name!r} on partition {p!r}, outside 0..{n - 1}")
-    if not workload.windows and set(design.state) == set(workload.table_names):
-        # (with windows, build_plan checks their placement: each on its owner's partition)
+    if set(design.state) == set(workload.table_names) | set(workload.window_names):
+        # a design naming every table and window is checked as the advisor checks it (a window
+        # on its owner's partition); one that leaves windows out gets them with their owners
         design.arrays(WorkloadGraph.from_workload(workload))  # raises DesignError when it does not fit
 
 
