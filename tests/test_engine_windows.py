@@ -6,6 +6,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from advisor.errors import DesignError
+
 from advisor.cli import run_app
 from advisor.design import Design
 from advisor.spec import load_workload, parse_workload
@@ -256,7 +258,7 @@ def test_design_that_moves_a_window_away_from_its_owner_is_refused(tmp_path, cap
     design = round_robin_design(w, machines=1, partitions_per_machine=3)
     home = design.procedures["Trend"]
     bad = Design(design.workload, 1, 3, dict(design.procedures), {**design.state, "Recent": (home + 1) % 3})
-    with pytest.raises(EngineError, match="window 'Recent'.*owner 'Trend' runs on partition"):
+    with pytest.raises(DesignError, match="window 'Recent' must be on the partition of its owner 'Trend'"):
         run_workload(w, bad, batches=5, in_process=True)
     spec = tmp_path / "wc.toml"
     spec.write_text(CHAIN)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.cli.trace import workload_as_plain
+from advisor.workload import workload_as_plain
 from advisor.graph import WorkloadGraph
 from advisor.spec import parse_workload
 from advisor.statistics_graph import graph_from_statistics
