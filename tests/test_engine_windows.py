@@ -17,6 +17,7 @@ from engine_sim.engine.checker import TE, Dataflow, check_history
 from engine_sim.engine.designs import round_robin_design, single_partition_design
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.inputs import input_batch
+from engine_sim.engine.keys import MASK
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.serial import SerialExecution, SerialStep
 from engine_sim.engine.site import build_store
@@ -119,7 +120,22 @@ def final_window(w, design, batches, **kw):
     assert r.history_check == "ok", r.violations
     assert r.state_digest == r.serial_digest
     rows = r.state["W"]
-    return win.active(rows), win.staged(rows), r
+    active, staged = win.active(rows), win.staged(rows)
+    assert_stats_match(rows, active, staged)
+    return active, staged, r
+
+
+def total(tuples) -> int:
+    return sum(win.tuple_value(t) for t in tuples) & MASK
+
+
+def assert_stats_match(rows, active, staged):
+    """The metadata's statistics (kept incrementally) equal a recomputation from the tuples."""
+    w = win.stats(rows)
+    assert (w.active, w.staged) == (len(active), len(staged))
+    assert (w.active_sum, w.staged_sum) == (total(active), total(staged))
+    assert w.aggregate == win.aggregate(rows, w.active_lo, w.stage_lo)
+    assert win.stats_errors(rows) == []
 
 
 @pytest.mark.parametrize("size,slide", [(7, 3), (4, 4), (5, 1)])
@@ -166,9 +182,9 @@ def test_interior_owner_keeps_its_window_on_its_partition_and_reads_it():
     r = run_workload(w, design, batches=40, in_process=True, return_state=True)
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
     # the window holds what Trend received, in batch order: 3 tuples per batch
-    rows = r.state["Recent"]
-    lo, stage, nxt, _ = rows[win.META]
-    assert nxt == 40 * 3 and stage == nxt // 4 * 4 and stage - lo == 10
+    w_ = win.stats(r.state["Recent"])
+    assert w_.next_seq == 40 * 3 and w_.stage_lo == w_.next_seq // 4 * 4 and w_.active == 10
+    assert win.stats_errors(r.state["Recent"]) == []
 
 
 def test_window_reads_change_what_the_owner_passes_downstream():
@@ -246,11 +262,14 @@ def test_trace_records_window_accesses_under_the_windows_name(tmp_path):
     assert {txns[a["txn_id"]]["procedure"] for a in wacc} == {"Owner"}
     writes = {(txns[a["txn_id"]]["batch_id"], a["key"]) for a in wacc if a["mode"] == "write"}
     reads = {(txns[a["txn_id"]]["batch_id"], a["key"]) for a in wacc if a["mode"] == "read"}
-    # batch b inserts tuples 2b and 2b+1 (2 per batch), each batch slides (slide 2) and reads
-    # the active window: the newest 4 tuples
+    meta = str(win.META)
+    # batch b inserts tuples 2b and 2b+1 (2 per batch) and slides (slide 2): tuples 2b-4 and
+    # 2b-3 expire (deleted: writes); it reads and writes the metadata row, where the active
+    # window's count and sum are kept (its read of the window: no tuple rows are read)
     for b in range(6):
-        assert {(b, str(2 * b)), (b, str(2 * b + 1))} <= writes
-        assert {k for bb, k in reads if bb == b} == {str(s) for s in range(max(0, 2 * b - 2), 2 * b + 2)}
+        expired = {str(s) for s in range(2 * b - 4, 2 * b - 2) if s >= 0}
+        assert {k for bb, k in writes if bb == b} == {str(2 * b), str(2 * b + 1), meta} | expired
+        assert {k for bb, k in reads if bb == b} == {meta}
 
 
 def test_design_that_moves_a_window_away_from_its_owner_is_refused(tmp_path, capsys):
@@ -426,5 +445,191 @@ def test_window_owner_inside_a_nested_group():
         r = run_workload(w, design, batches=40, in_process=True, recovery=recovery, crash_after=crash,
                          crash_partition=design.procedures["Trend"], return_state=True)
         assert r.history_check == "ok" and r.state_digest == r.serial_digest
-        lo, stage, nxt, _ = r.state["Recent"][win.META]
-        assert nxt == 40 * 3 and stage - lo == 10
+        w_ = win.stats(r.state["Recent"])
+        assert w_.next_seq == 40 * 3 and w_.active == 10
+        assert win.stats_errors(r.state["Recent"]) == []
+
+
+# -- the window's statistics: kept in its metadata, equal to a recomputation after every step ----
+
+def stepping_store(window, rate=None):
+    """A store holding one window, stepped directly (one transaction per owner execution)."""
+    from advisor.workload import Window
+    from engine_sim.engine.store import Store
+    spec = win.WindowSpec.from_window(Window("W", "Owner", *window), 0, rate)
+    return Store({}, frozenset(), {"W": spec})
+
+
+def step_once(store, batch_id, tuples):
+    store.begin()
+    result = store.apply(("win", 0, "W", batch_id, tuples))
+    return result, store.commit()
+
+
+def batch_tuples(b, n):
+    return tuple((b * 1000 + i, (b * 7919 + i * 104729) % 65536) for i in range(n))
+
+
+@pytest.mark.parametrize("size,slide,batch", [(7, 3, 2), (10, 3, 7), (5, 5, 5), (4, 1, 3), (100, 10, 10)])
+def test_tuple_window_statistics_equal_a_recomputation_after_every_step(size, slide, batch):
+    store = stepping_store((size, slide))
+    arrived: list = []
+    reads = 0
+    for b in range(60):
+        before = len(arrived) // slide
+        arrived.extend(batch_tuples(b, batch))
+        result, _ = step_once(store, b, batch_tuples(b, batch))
+        active, staged = expected_tuple_window(arrived, size, slide)
+        rows = store.tables["W"]
+        assert (win.active(rows), win.staged(rows)) == (active, staged)
+        assert_stats_match(rows, active, staged)
+        if len(arrived) // slide > before:  # it slid: the owner read the active window
+            assert result == win.fold(len(active), total(active)) == win.aggregate(rows, *win_bounds(rows))
+            reads += 1
+        else:
+            assert result is None
+    assert reads >= 10
+
+
+@pytest.mark.parametrize("rate,size,slide", [(4, 1.0, 0.5), (1, 2.0, 0.5), (2, 1.5, 1.5), (3, 2.0, 1.0)])
+def test_time_window_statistics_equal_a_recomputation_after_every_step(rate, size, slide):
+    store = stepping_store((size, slide, "time"), rate)
+    stamped: list = []
+    reads = 0
+    for b in range(40):
+        now = b / rate
+        result, _ = step_once(store, b, batch_tuples(b, 3))
+        stamped.extend((now, t) for t in batch_tuples(b, 3))
+        active, staged = expected_time_window(stamped, now, size, slide)
+        rows = store.tables["W"]
+        assert (win.active(rows), win.staged(rows)) == (active, staged)
+        assert_stats_match(rows, active, staged)
+        prev = (b - 1) / rate if b else 0.0
+        if b and int(now // slide) > int(prev // slide):
+            assert result == win.fold(len(active), total(active))
+            reads += 1
+        else:
+            assert result is None
+    assert reads >= 5
+
+
+def win_bounds(rows):
+    w = win.stats(rows)
+    return w.active_lo, w.stage_lo
+
+
+def test_an_aborted_step_leaves_the_statistics_as_they_were():
+    store = stepping_store((7, 3))
+    for b in range(5):
+        step_once(store, b, batch_tuples(b, 2))
+    before = dict(store.tables["W"])
+    store.begin()
+    store.apply(("win", 0, "W", 5, batch_tuples(5, 2)))
+    store.rollback()
+    assert store.tables["W"] == before and win.stats_errors(store.tables["W"]) == []
+
+
+def test_the_owners_read_of_the_window_costs_the_same_whatever_its_size():
+    """The native window reads its aggregate from the metadata row: a sliding step touches the
+    tuples it inserts and expires and the metadata, never the active window's other tuples."""
+    touched = {}
+    for size in (10, 1000):
+        store = stepping_store((size, 10))
+        for b in range(size // 10 + 3):  # fill the window, then slide with expiries
+            result, acc = step_once(store, b, batch_tuples(b, 10))
+        assert result is not None and win.stats(store.tables["W"]).active == size
+        touched[size] = sorted((key, mode) for _c, _t, key, mode in acc)
+        assert [k for k, mode in touched[size] if mode == "read"] == [win.META, win.META]
+    assert len(touched[10]) == len(touched[1000]) == 10 + 10 + 3
+    # a declared read of n tuples (`rows = n` on its own window) reads n tuple rows
+    store.begin()
+    store.apply(("wread", 0, "W", 25))
+    reads = store.commit()
+    assert len(reads) == 26 and sum(1 for *_x, key, _m in reads if key != win.META) == 25
+
+
+def test_stats_errors_catches_a_wrong_sum_in_the_metadata():
+    """Planted: a metadata row whose running sums are off (as a wrong incremental update
+    would leave it) is reported, and so is a hole in the rows."""
+    store = stepping_store((7, 3))
+    for b in range(6):
+        step_once(store, b, batch_tuples(b, 2))
+    rows = store.tables["W"]
+    assert win.stats_errors(rows) == []
+    meta = rows[win.META]
+    rows[win.META] = meta[:4] + ((meta[4] + 1) & MASK, meta[5])
+    assert any(e.startswith("active sum") for e in win.stats_errors(rows))
+    rows[win.META] = meta[:5] + (meta[5] ^ 1,)
+    assert any(e.startswith("staged sum") for e in win.stats_errors(rows))
+    rows[win.META] = meta
+    del rows[meta[0] + 1]
+    assert win.stats_errors(rows)
+
+
+# -- the advisor's design for a window owned by a cheap SP downstream of heavy ones ---------------
+
+HEAVY_UPSTREAM = """
+name = "window-owner"
+[input]
+batch_size = 10
+fields = ["k", "v"]
+cost_unit_us = 20
+[cluster]
+machines = 3
+partitions_per_machine = 2
+[[tables]]
+name = "Bids"
+rows = 1000
+row_bytes = 100
+key = "k"
+[[tables]]
+name = "Items"
+rows = 1000
+row_bytes = 100
+key = "k"
+[[procedures]]
+name = "Ingest"
+cost = 6.0
+accesses = [ { table = "Bids", mode = "write", rows = 10 } ]
+[[procedures]]
+name = "Enrich"
+cost = 6.0
+accesses = [ { table = "Items", mode = "read", rows = 10 } ]
+[[procedures]]
+name = "Trend"
+cost = 0.5
+accesses = [ { table = "RecentBids", mode = "read", rows = 20 } ]
+[[streams]]
+from = "Ingest"
+to = "Enrich"
+tuples = 10
+[[streams]]
+from = "Enrich"
+to = "Trend"
+tuples = 4
+[[windows]]
+name = "RecentBids"
+procedure = "Trend"
+size = 100
+slide = 10
+"""
+
+
+@pytest.mark.parametrize("recovery,crash", [("weak", None), ("strong", 25)])
+def test_the_advisors_design_for_a_cheap_window_owner_runs_clean_on_the_engine(recovery, crash):
+    """Issue 12's check: the recommended design puts the window on its owner's partition, and
+    the engine runs that design (window included, as the advisor placed it) with a clean
+    history and the serial oracle's state."""
+    from advisor.api import recommend
+    w = parse_workload(HEAVY_UPSTREAM, "window-owner.toml")
+    design = recommend(w, objective="cost", seed=1, baselines=False).design
+    home = design.procedures["Trend"]
+    assert design.state["RecentBids"] == home
+    r = run_workload(w, design, batches=50, in_process=True, recovery=recovery, crash_after=crash,
+                     crash_partition=home, return_state=True)
+    assert r.history_check == "ok", r.violations
+    assert r.state_digest == r.serial_digest
+    assert bool(r.crashed) == (crash is not None)
+    rows = r.state["RecentBids"]
+    assert win.stats(rows).active == 100 and win.stats(rows).next_seq == 50 * 4
+    assert win.stats_errors(rows) == []
