@@ -15,6 +15,7 @@ process or a Spark session fails (`python -m pytest -m unit` is the inner loop).
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 
@@ -28,6 +29,24 @@ os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
 # markers of tests that start a JVM, a process, a browser or a notebook kernel
 NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow")
 NOT_UNIT_FIXTURES = ("spark",)
+
+
+_MODULE_NOT_UNIT = re.compile(r"^pytestmark\s*=\s*pytest\.mark\.(%s)\b" % "|".join(NOT_UNIT_MARKERS),
+                              re.M)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under `-m unit`, a module marked whole as Spark, cluster, browser, process or slow holds
+    no unit test: it is not even imported (PySpark, selenium and their like stay unloaded)."""
+    if config.getoption("markexpr", "") != "unit" or collection_path.suffix != ".py":
+        return None
+    if not collection_path.name.startswith("test_"):
+        return None
+    try:
+        text = collection_path.read_text()
+    except OSError:
+        return None
+    return True if _MODULE_NOT_UNIT.search(text) else None
 
 
 def pytest_collection_modifyitems(config, items):

@@ -79,8 +79,8 @@ def test_engine_trace_aggregated_by_spark_gives_the_spec_access_graph(tmp_path, 
     np.testing.assert_allclose(g.state_bytes, s.state_bytes)
 
 
-def test_cli_run_writes_a_trace(tmp_path, capsys):
-    design = round_robin_design(load_workload("tpcdi-trade")).save(tmp_path / "d.json")
+def test_cli_run_writes_a_trace(tpcdi_trade, tmp_path, capsys):
+    design = round_robin_design(tpcdi_trade).save(tmp_path / "d.json")
     assert run_app(["run", "tpcdi-trade", "--design", str(design), "--batches", "10",
                     "--in-process", "--trace-out", str(tmp_path / "tr")]) == 0
     assert "trace" in capsys.readouterr().out

@@ -44,6 +44,8 @@ def test_integer_weights_edge_cases():
     assert (bad >= 1).all() and bad[3] == bad.max() and bad[:3].tolist() == [1, 1, 1]
     many = integer_weights(np.full(10_000, 1e12))
     assert many.sum() <= _MAX_TOTAL  # no overflow of a 32-bit sum
+    assert integer_weights(np.array([1e300, 1e300])).tolist() == [_MAX_WEIGHT] * 2  # no inf sum
+    assert vertex_weights(np.array([2e-306, 0.0, 1e-306])).tolist() == [_MAX_WEIGHT, 0, _MAX_WEIGHT // 2]
 
 
 @given(st.lists(st.floats(0.0, 1e9), min_size=1, max_size=40))

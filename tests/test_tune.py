@@ -17,9 +17,9 @@ def study():
     return TuningStudy("tpcdi-trade", machines=8).run(rounds=3)
 
 
-def test_every_round_improves_the_prediction(study):
+def test_every_round_improves_the_prediction(tpcdi_trade, study):
     rounds = study.rounds
-    assert rounds[0].change is None and rounds[0].workload.procedure_names == load_workload("tpcdi-trade").procedure_names
+    assert rounds[0].change is None and rounds[0].workload.procedure_names == tpcdi_trade.procedure_names
     assert len(rounds) >= 2, study.stopped  # on 8 machines splitting the hot SP pays
     for before, after in zip(rounds, rounds[1:]):
         assert after.predicted_tps >= before.predicted_tps * (1 + study.min_gain)
