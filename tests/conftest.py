@@ -8,9 +8,15 @@ records, so sharing them is safe. Designs are mutable, so their fixtures build a
 every test (cheap).
 
 The `unit` marker is given here, to every test that carries none of the markers of tests
-that start something (`spark`, `cluster`, `browser`, `process`, `slow`) and asks for no
-`spark` fixture. It is kept true: a unit test that starts a subprocess, a multiprocessing
-process or a Spark session fails (`python -m pytest -m unit` is the inner loop).
+that start something (`spark`, `cluster`, `browser`, `process`) or take long (`slow`,
+`integration`) and asks for no `spark` fixture. It is kept true: a unit test that starts a
+subprocess, a multiprocessing process or a Spark session fails. `python -m pytest -m unit` is
+the inner loop (under a minute).
+
+`integration` is given here to the modules of INTEGRATION_MODULES: they start nothing either,
+but run whole pipelines (throughput-picked recommendations, tuning studies, every bundled
+workload through the engine, simulator sweeps), seconds to minutes each. A new test module is
+a unit module until it is listed there.
 """
 from __future__ import annotations
 
@@ -26,9 +32,20 @@ import pytest
 os.environ.pop("ADVISOR_CALIBRATION", None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
 
-# markers of tests that start a JVM, a process, a browser or a notebook kernel
-NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow")
+# markers of tests that start a JVM, a process, a browser or a notebook kernel, or take long
+NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow", "integration")
 NOT_UNIT_FIXTURES = ("spark",)
+# modules of whole-pipeline tests (see the docstring): by file name, wherever the file lives
+INTEGRATION_MODULES = frozenset({
+    "test_demo.py", "test_design_cli.py", "test_engine_cli.py", "test_engine_crash.py",
+    "test_engine_multiprocess.py", "test_engine_recovery.py", "test_engine_run.py",
+    "test_engine_trace.py", "test_engine_work.py", "test_notebook.py", "test_recommend_pick.py",
+    "test_report.py", "test_report_browser.py", "test_report_figures.py",
+    "test_report_suggestions.py", "test_search.py", "test_search_local.py", "test_search_model.py",
+    "test_sim_calibration.py", "test_sim_cli.py", "test_sim_fidelity_summary.py",
+    "test_sim_shapes.py", "test_sim_validate.py", "test_traces_aggregate.py",
+    "test_traces_cluster.py", "test_traces_graph.py", "test_tune.py",
+})
 
 
 _MODULE_NOT_UNIT = re.compile(r"^pytestmark\s*=\s*pytest\.mark\.(%s)\b" % "|".join(NOT_UNIT_MARKERS),
@@ -36,12 +53,14 @@ _MODULE_NOT_UNIT = re.compile(r"^pytestmark\s*=\s*pytest\.mark\.(%s)\b" % "|".jo
 
 
 def pytest_ignore_collect(collection_path, config):
-    """Under `-m unit`, a module marked whole as Spark, cluster, browser, process or slow holds
-    no unit test: it is not even imported (PySpark, selenium and their like stay unloaded)."""
+    """Under `-m unit`, an integration module, or one marked whole as Spark, cluster, browser,
+    process or slow, holds no unit test: it is not even imported."""
     if config.getoption("markexpr", "") != "unit" or collection_path.suffix != ".py":
         return None
     if not collection_path.name.startswith("test_"):
         return None
+    if collection_path.name in INTEGRATION_MODULES:
+        return True
     try:
         text = collection_path.read_text()
     except OSError:
@@ -51,6 +70,8 @@ def pytest_ignore_collect(collection_path, config):
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
+        if item.path.name in INTEGRATION_MODULES:
+            item.add_marker(pytest.mark.integration)
         if any(item.get_closest_marker(m) for m in NOT_UNIT_MARKERS):
             continue
         if any(f in getattr(item, "fixturenames", ()) for f in NOT_UNIT_FIXTURES):
