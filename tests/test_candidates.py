@@ -98,8 +98,9 @@ def test_a_design_with_nothing_across_machines_gets_no_replication_or_merge(tpcd
     assert not [c for c in found if c[0] in ("replicate", "merge")]
 
 
-def test_a_merge_is_proposed_only_for_the_heaviest_cut_stream_when_mergeable(tpcdi_trade, graph):
-    design = round_robin_design(tpcdi_trade)
+def test_a_merge_is_proposed_only_for_the_heaviest_cut_stream_when_mergeable(tpcdi_trade, graph,
+                                                                              tpcdi_round_robin):
+    design = tpcdi_round_robin
     b = find_bottleneck(design, graph)
     merges = [t for k, t, *_ in changes(tpcdi_trade, design, graph) if k == "merge"]
     mergeable = b.move is not None and (b.move[0], b.move[1]) in set(mergeable_pairs(tpcdi_trade))
