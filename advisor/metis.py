@@ -29,8 +29,9 @@ def integer_weights(weights: np.ndarray, max_total: int = _MAX_TOTAL,
     top = w.max()
     if top <= 0:
         return np.ones(w.size, dtype=np.int64)
-    scale = min(max_weight / top, max_total / max(w.sum(), top))
-    return np.maximum(1, np.rint(w * scale)).astype(np.int64)
+    rel = w / top  # in [0, 1] first: tiny weights must not overflow the scale
+    scale = min(max_weight, max_total / max(rel.sum(), 1.0))
+    return np.maximum(1, np.rint(rel * scale)).astype(np.int64)
 
 
 def vertex_weights(load: np.ndarray, max_total: int = _MAX_TOTAL) -> np.ndarray | None:
@@ -38,8 +39,8 @@ def vertex_weights(load: np.ndarray, max_total: int = _MAX_TOTAL) -> np.ndarray 
     load = np.asarray(load, dtype=np.float64)
     if load.size == 0 or load.max() <= 0:
         return None
-    scale = min(_MAX_WEIGHT / load.max(), max_total / load.sum())
-    out = np.rint(load * scale).astype(np.int64)
+    rel = load / load.max()  # in [0, 1] first: tiny loads must not overflow the scale
+    out = np.rint(rel * min(_MAX_WEIGHT, max_total / rel.sum())).astype(np.int64)
     out[(load > 0) & (out == 0)] = 1
     return out
 

@@ -9,7 +9,6 @@ import pytest
 
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.spec import load_workload
 from reports.predict import predicted_tps
 
 pytestmark = pytest.mark.spark
@@ -29,7 +28,7 @@ def need_engine_and_java():
         pytest.skip(str(exc))
 
 
-def test_demo_runs_the_whole_loop(tmp_path, capsys):
+def test_demo_runs_the_whole_loop(tpcdi_trade, tmp_path, capsys):
     need_engine_and_java()
     out = tmp_path / "demo"
     code = run_app(["demo", "--out", str(out)])
@@ -43,7 +42,7 @@ def test_demo_runs_the_whole_loop(tmp_path, capsys):
     summary = json.loads((out / "demo.json").read_text())
     assert summary["beats_every_baseline"] is True
     # check the claim independently: simulate the written design against the naive one
-    workload = load_workload("tpcdi-trade")
+    workload = tpcdi_trade
     design = Design.load(out / "design.json")
     tps = predicted_tps(workload, design)
     assert tps == pytest.approx(summary["predicted_tps"]["recommended"])

@@ -33,6 +33,7 @@ def test_run_json_has_the_issue_fields(design, capsys):
     assert data["history_check"] == "ok" and data["crashed"] and data["scheduler"] == "central"
 
 
+@pytest.mark.process  # the multi-process engine
 def test_run_in_processes_from_a_spec_file(tmp_path, capsys):
     from importlib import resources
 

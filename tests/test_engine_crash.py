@@ -103,17 +103,19 @@ def _processes_case(role, step, recovery):
 
 @pytest.mark.parametrize("role,step,recovery", [("participant", "after_vote", "strong"),
                                                 ("coordinator", "after_decision", "weak")])
+@pytest.mark.process  # partition processes
 def test_a_partition_process_killing_itself_in_2pc_recovers(role, step, recovery):
     _processes_case(role, step, recovery)
 
 
-def test_participants_dying_together_are_one_crash():
+@pytest.mark.process  # partition processes
+def test_participants_dying_together_are_one_crash(chain32):
     """A snapshot is a distributed transaction over every partition: with the crash point at
     the first participant's vote, the three participants die at once (unless the driver's Reset
     reaches one first); the driver restarts every one of them and recovers once."""
     from engine_sim.engine.designs import round_robin_design
 
-    w = load_workload("chain-32")
+    w = chain32
     r = run_workload(w, round_robin_design(w, 2, 2), batches=40, recovery="strong", window=4,
                      crash_at=("participant", "after_vote", 1))
     assert r.crashed and r.history_check == "ok" and r.serial_digest == r.state_digest
@@ -171,8 +173,9 @@ def test_the_cli_reports_a_crash_that_did_not_happen(tmp_path, capsys):
 
 # -- deadlines -------------------------------------------------------------------------------------
 
-def test_a_run_past_its_deadline_ends_in_one_error_and_leaves_no_process():
-    w = load_workload("tpcdi-trade")
+@pytest.mark.process  # partition processes
+def test_a_run_past_its_deadline_ends_in_one_error_and_leaves_no_process(tpcdi_trade):
+    w = tpcdi_trade
     before = set(_partition_children())
     t0 = time.perf_counter()
     with pytest.raises(EngineFailure, match="deadline"):
@@ -181,8 +184,8 @@ def test_a_run_past_its_deadline_ends_in_one_error_and_leaves_no_process():
     assert not running(set(_partition_children()) - before)
 
 
-def test_the_cli_reports_a_passed_deadline_in_one_line(tmp_path, capsys):
-    w = load_workload("tpcdi-trade")
+def test_the_cli_reports_a_passed_deadline_in_one_line(tpcdi_trade, tmp_path, capsys):
+    w = tpcdi_trade
     single_partition_design(w).save(tmp_path / "one.json")
     code = run_app(["run", "tpcdi-trade", "--design", str(tmp_path / "one.json"), "--batches", "1000000",
                     "--in-process", "--timeout", "0.5"])
@@ -190,11 +193,11 @@ def test_the_cli_reports_a_passed_deadline_in_one_line(tmp_path, capsys):
     assert code == 1 and len(err) == 1 and err[0].startswith("error:") and "deadline" in err[0]
 
 
-def test_the_default_deadline_scales_with_the_run():
+def test_the_default_deadline_scales_with_the_run(chain32):
     from engine_sim.engine.plan import build_plan
     from engine_sim.engine.runner import default_timeout_s
 
-    w = load_workload("chain-32")
+    w = chain32
     plan = build_plan(w, single_partition_design(w))
     assert default_timeout_s(plan, 1000) > default_timeout_s(plan, 10) >= 60
 
@@ -214,6 +217,7 @@ DRIVER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.process  # a driver in a subprocess
 def test_a_killed_driver_takes_every_partition_process_down(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)

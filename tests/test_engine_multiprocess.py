@@ -13,11 +13,13 @@ from engine_sim.engine.designs import round_robin_design
 from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter
 
+pytestmark = pytest.mark.process  # one OS process per partition
 
 
 
-def test_processes_reach_the_in_process_state_and_exit():
-    w = load_workload("tpcdi-trade")
+
+def test_processes_reach_the_in_process_state_and_exit(tpcdi_trade):
+    w = tpcdi_trade
     d = round_robin_design(w)
     ip = run_workload(w, d, batches=120, in_process=True)
     mp = run_workload(w, d, batches=120)

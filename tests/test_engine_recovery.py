@@ -37,8 +37,8 @@ def test_weak_recovery_reaches_a_legal_state(name):
         assert crashed.state_digest == clean.state_digest
 
 
-def test_weak_recovery_logs_only_border_transactions():
-    w = load_workload("chain-32")
+def test_weak_recovery_logs_only_border_transactions(chain32):
+    w = chain32
     d = round_robin_design(w, 2, 2)
     strong = run_workload(w, d, batches=20, in_process=True, recovery="strong")
     weak = run_workload(w, d, batches=20, in_process=True, recovery="weak")
@@ -47,8 +47,8 @@ def test_weak_recovery_logs_only_border_transactions():
     assert weak.log_flushes < strong.log_flushes
 
 
-def test_recovery_without_a_snapshot_replays_from_the_start():
-    w = load_workload("tpcdi-trade")
+def test_recovery_without_a_snapshot_replays_from_the_start(tpcdi_trade):
+    w = tpcdi_trade
     d = round_robin_design(w)
     clean = run_workload(w, d, batches=40, in_process=True, recovery="strong")
     r = run_workload(w, d, batches=40, in_process=True, recovery="strong", crash_after=20,
@@ -71,8 +71,8 @@ def test_recovery_with_every_option(options, recovery):
     assert r.crashed and r.history_check == "ok", r.history_check
 
 
-def test_crashing_another_partition_recovers_too():
-    w = load_workload("tpcdi-trade")
+def test_crashing_another_partition_recovers_too(tpcdi_trade):
+    w = tpcdi_trade
     d = round_robin_design(w)
     clean = run_workload(w, d, batches=40, in_process=True, recovery="strong")
     r = run_workload(w, d, batches=40, in_process=True, recovery="strong", crash_after=10,

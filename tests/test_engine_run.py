@@ -37,8 +37,8 @@ def test_same_seed_same_run_and_another_seed_another_state():
     assert c.state_digest != a.state_digest
 
 
-def test_the_digest_does_not_depend_on_where_rows_live():
-    w = load_workload("tpcdi-trade")
+def test_the_digest_does_not_depend_on_where_rows_live(tpcdi_trade):
+    w = tpcdi_trade
     spread = run_workload(w, round_robin_design(w), batches=30, in_process=True)
     one = run_workload(w, round_robin_design(w, 1, 1), batches=30, in_process=True)
     assert spread.state_digest == one.state_digest
@@ -72,8 +72,8 @@ def test_a_table_on_another_partition_makes_distributed_transactions():
     assert r.history_check == "ok" and r.distributed_txns == 20
 
 
-def test_replicated_tables_are_read_locally_and_written_everywhere():
-    w = load_workload("tpcdi-trade")
+def test_replicated_tables_are_read_locally_and_written_everywhere(tpcdi_trade):
+    w = tpcdi_trade
     d = round_robin_design(w, replicate=("DimDate", "DimTime", "StatusType", "TradeType", "DimAccount"))
     r = run_workload(w, d, batches=20, in_process=True)
     assert r.history_check == "ok"
@@ -83,8 +83,8 @@ def test_replicated_tables_are_read_locally_and_written_everywhere():
     assert r.history_check == "ok" and r.distributed_txns > 0  # replicated writes touch every copy
 
 
-def test_fragment_designs_route_rows_by_key_hash():
-    w = load_workload("tpcdi-trade")
+def test_fragment_designs_route_rows_by_key_hash(tpcdi_trade):
+    w = tpcdi_trade
     d = round_robin_design(w)
     whole = run_workload(w, d, batches=20, in_process=True)
     del d.state["DimTrade"]
@@ -97,8 +97,8 @@ def test_fragment_designs_route_rows_by_key_hash():
         run_workload(w, d, batches=5, in_process=True)
 
 
-def test_injected_aborts_restart_in_batch_order_and_change_nothing():
-    w = load_workload("chain-32")
+def test_injected_aborts_restart_in_batch_order_and_change_nothing(chain32):
+    w = chain32
     d = round_robin_design(w, 2, 2)
     clean = run_workload(w, d, batches=30, in_process=True)
     bumpy = run_workload(w, d, batches=30, in_process=True, abort_rate=0.2)
@@ -145,9 +145,9 @@ def test_bad_options_are_refused(kwargs, problem):
         run_workload(w, round_robin_design(w), in_process=True, **kwargs)
 
 
-def test_designs_that_do_not_fit_are_refused():
+def test_designs_that_do_not_fit_are_refused(tpcdi_trade):
     w = load_workload("move-micro")
-    other = round_robin_design(load_workload("tpcdi-trade"))
+    other = round_robin_design(tpcdi_trade)
     with pytest.raises(AdvisorError, match="does not place procedure 'SP1'"):
         run_workload(w, other, batches=5, in_process=True)
     d = round_robin_design(w)

@@ -34,6 +34,7 @@ def test_the_serial_state_holds_with_every_option(options):
     assert r.serial_digest == r.state_digest
 
 
+@pytest.mark.process  # partition processes
 def test_strong_recovery_across_processes_reaches_the_serial_state_on_shared_state():
     """Streaming-ledger's Transfer and Deposit both write Accounts: runs legally end in
     different states, so only the serial re-execution of each run's own history can judge it."""

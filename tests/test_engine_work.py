@@ -97,7 +97,7 @@ def test_declared_sps_carry_their_work_and_real_code_none():
     assert any(p.cost > 0 for p in voter.procedures)
 
 
-@pytest.mark.parametrize("in_process", [True, False])
+@pytest.mark.parametrize("in_process", [True, pytest.param(False, marks=pytest.mark.process)])
 def test_a_declared_cost_keeps_its_partition_busy_for_its_work(in_process):
     """Two SPs of cost 1 and 2 at 2 ms a unit: 6 ms of CPU per batch on the partition. A busy
     time is wall clock, at least the CPU spent in it; the same chain at cost 0 is far below."""
@@ -169,10 +169,10 @@ class _CountingRuntime:
 
 
 @pytest.mark.parametrize("scheduler", ["dls", "central"])
-def test_the_driver_handles_batches_in_groups(scheduler):
+def test_the_driver_handles_batches_in_groups(tpcdi_trade, scheduler):
     """Input goes to the border schedulers as a few Inject messages carrying many batches,
     completions come back as a few BatchesDone, and every batch completes once."""
-    w = load_workload("tpcdi-trade")
+    w = tpcdi_trade
     from engine_sim.engine.designs import round_robin_design
 
     d = round_robin_design(w, 2, 1)
@@ -189,6 +189,7 @@ def test_the_driver_handles_batches_in_groups(scheduler):
     assert check_records(driver.records, driver.plan, batches).violations == []
 
 
+@pytest.mark.process  # partition processes
 def test_an_idle_partition_process_does_not_spin():
     """SP1 does 4 ms of work per batch on partition 0; SP2 on partition 1 does none, so
     partition 1 mostly waits. Waiting is sleeping in epoll, not polling: its process uses a

@@ -146,8 +146,8 @@ def _brute_canonical(parts: np.ndarray, ppm: int) -> tuple:
     return tuple(out)
 
 
-def test_designs_equal_up_to_relabelling_share_one_key():
-    g = WorkloadGraph.from_workload(load_workload("tpcdi-trade").with_cluster(3, 2))
+def test_designs_equal_up_to_relabelling_share_one_key(tpcdi_trade):
+    g = WorkloadGraph.from_workload(tpcdi_trade.with_cluster(3, 2))
     rng = np.random.default_rng(1)
     seen = {}
     for _ in range(300):

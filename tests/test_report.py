@@ -11,7 +11,6 @@ import pytest
 
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.spec import load_workload
 from advisor.spec_writer import write_workload
 from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
 from reports.report import ReportOptions, build_report, report_recommendation
@@ -49,11 +48,11 @@ def evil_workload() -> Workload:
 
 
 @pytest.fixture(scope="module")
-def tpcdi_report():
+def tpcdi_report(tpcdi_trade):
     from engine_sim.validate import validate
 
     rec = recommend("tpcdi-trade")
-    validation = validate(load_workload("tpcdi-trade"), rec.design, engine=False, sim=True, batches=200)
+    validation = validate(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
     return rec, build_report(rec, validation=validation.to_document())
 
 
@@ -138,12 +137,12 @@ def test_cli_report_errors_are_one_line(tmp_path, capsys):
     assert not out.exists()
 
 
-def test_validation_view_reads_the_validate_result(tpcdi_report):
+def test_validation_view_reads_the_validate_result(tpcdi_trade, tpcdi_report):
     from engine_sim.validate import validate
     from reports.validation_view import ValidationView
 
     rec, _ = tpcdi_report
-    result = validate(load_workload("tpcdi-trade"), rec.design, engine=False, sim=True, batches=200)
+    result = validate(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
     view = ValidationView.from_any(result)
     assert view.entries[0].simulator["throughput_tps"] == result.simulator["throughput_tps"]
     assert not view.has_both and any("most loaded machine" in n for n in view.notes)

@@ -11,7 +11,6 @@ import pytest
 from matplotlib.figure import Figure
 
 from advisor.api import recommend
-from advisor.spec import load_workload
 from reports import figures as F
 from reports.figures._graph import _graph_info
 from reports.sensitivity import sensitivity, sweep_weights
@@ -27,11 +26,11 @@ def axes():
     return Figure().add_subplot()
 
 
-def test_every_figure_returns_the_axes_it_was_given(rec):
+def test_every_figure_returns_the_axes_it_was_given(tpcdi_trade, rec):
     d, g = rec.design, rec.graph
     for draw in (lambda ax: F.plot_graph(d, g, ax=ax), lambda ax: F.plot_machine_load(d, g, ax=ax),
                  lambda ax: F.plot_machine_memory(d, g, ax=ax), lambda ax: F.plot_cost_breakdown(rec, ax=ax),
-                 lambda ax: F.plot_workload(load_workload("tpcdi-trade"), ax=ax)):
+                 lambda ax: F.plot_workload(tpcdi_trade, ax=ax)):
         ax = axes()
         assert draw(ax) is ax
         assert ax.has_data() or ax.patches or ax.texts
@@ -108,10 +107,10 @@ def test_sensitivity_sweeps_keep_the_other_ratio_and_name_designs():
     assert len(ax.lines) >= 6
 
 
-def test_notebook_objects_plot(rec):
+def test_notebook_objects_plot(tpcdi_trade, rec):
     assert rec.plot(ax=axes()) is not None
     assert rec.design.plot(rec.graph, ax=axes()) is not None
     assert rec.design.plot("tpcdi-trade", ax=axes()) is not None
-    w = load_workload("tpcdi-trade")
+    w = tpcdi_trade
     assert list(w.to_frame()["procedure"]) == w.procedure_names
     assert w.plot(ax=axes()) is not None

@@ -7,7 +7,7 @@ import pytest
 from advisor.api import recommend
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
-from advisor.spec import load_workload, parse_workload
+from advisor.spec import parse_workload
 from advisor.spec_writer import workload_to_toml
 from advisor.workload import Access, Procedure, Stream, Table, Workload, InputSpec
 from reports.predict import predicted_tps
@@ -31,8 +31,8 @@ def valid_spec(w: Workload) -> Workload:
 
 
 @pytest.fixture(scope="module")
-def tpcdi():
-    return load_workload("tpcdi-trade")
+def tpcdi(tpcdi_trade):
+    return tpcdi_trade
 
 
 def test_split_keeps_the_work_and_fragments_co_partitioned_tables(tpcdi):

@@ -167,8 +167,8 @@ def test_memory_limit_is_repaired_or_reported():
     assert d.cost.feasible
 
 
-def test_to_networkx_has_every_node_and_edge():
-    g = WorkloadGraph.from_workload(load_workload("tpcdi-trade"))
+def test_to_networkx_has_every_node_and_edge(tpcdi_trade):
+    g = WorkloadGraph.from_workload(tpcdi_trade)
     nx_graph = g.to_networkx()
     assert nx_graph.number_of_nodes() == g.n_nodes
     assert nx_graph.number_of_edges() == g.cost.ps_proc.size + g.cost.pp_src.size

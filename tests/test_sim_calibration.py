@@ -49,6 +49,7 @@ def test_weights_follow_the_prices_of_this_cluster():
     assert heavy_txn.gamma > w.gamma  # idle capacity is worth more
 
 
+@pytest.mark.process  # records the machine (a subprocess)
 def test_the_calibration_file_round_trips_and_feeds_recommend(tmp_path):
     cal = Calibration.from_params(SimParams(txn_overhead_s=77e-6, host_cores=2), {"txn:latency": 3e-4},
                                   fit={"median_relative_error": 0.05})
@@ -77,6 +78,7 @@ def test_bad_calibration_files_are_one_line_errors(tmp_path, text, problem):
     assert info.value.exit_code == 2
 
 
+@pytest.mark.process  # the engine's probes start processes
 def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, capsys):
     out = tmp_path / "calibration.json"
     assert run_app(["calibrate", "--quick", "--in-process", "--out", str(out)]) == 0

@@ -6,14 +6,13 @@ import json
 import pytest
 
 from advisor.cli import run_app
-from advisor.spec import load_workload
 from engine_sim.sim import Calibration, SimParams
 from engine_sim.sim.scenarios import chain_design, tpcdi_design
 
 
 @pytest.fixture
-def tpcdi_json(tmp_path):
-    return tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "tpcdi.json")
+def tpcdi_json(tpcdi_trade, tmp_path):
+    return tpcdi_design(tpcdi_trade, 4).save(tmp_path / "tpcdi.json")
 
 
 def test_simulate_prints_the_engine_metrics_and_the_bottleneck(tpcdi_json, capsys):
@@ -24,8 +23,8 @@ def test_simulate_prints_the_engine_metrics_and_the_bottleneck(tpcdi_json, capsy
         assert label in out
 
 
-def test_simulate_json_rescales_the_design_and_writes_the_result(tmp_path, capsys):
-    w = load_workload("chain-32")
+def test_simulate_json_rescales_the_design_and_writes_the_result(chain32, tmp_path, capsys):
+    w = chain32
     design = chain_design(w, 8).save(tmp_path / "chain.json")  # one SP per partition
     out_file = tmp_path / "result.json"
     args = ["simulate", "chain-32", "--design", str(design), "--batches", "300", "--json"]
@@ -41,6 +40,7 @@ def test_simulate_json_rescales_the_design_and_writes_the_result(tmp_path, capsy
     assert two["calibration"]["source"] == "reference"
 
 
+@pytest.mark.process  # a calibration file records the machine (a subprocess)
 def test_simulate_at_a_given_rate_with_a_calibration_file(tpcdi_json, tmp_path, capsys):
     slow = Calibration.from_params(SimParams(txn_overhead_s=500e-6), {}, source="measured")
     path = slow.save(tmp_path / "cal.json")

@@ -133,9 +133,9 @@ def test_a_lost_lock_reply_fails_the_run(monkeypatch):
         run_once(w, d, input_rate=1000, batches=40)
 
 
-def test_a_lost_invocation_message_fails_the_run(monkeypatch):
+def test_a_lost_invocation_message_fails_the_run(chain32, monkeypatch):
     """Drop one Invoke between machines on the single-sited hot path."""
-    w = load_workload("chain-32")
+    w = chain32
     from engine_sim.sim.scenarios import chain_design
 
     d = chain_design(w, 2)

@@ -65,8 +65,8 @@ def test_utilisation_law_and_unloaded_latency_of_a_two_machine_chain():
     assert r.moves == 400 * 1 and r.distributed_txns == 0
 
 
-def test_same_seed_same_result_and_the_seed_matters():
-    w = load_workload("chain-32")
+def test_same_seed_same_result_and_the_seed_matters(chain32):
+    w = chain32
     from engine_sim.sim.scenarios import chain_design
 
     d = chain_design(w, 2)
@@ -141,8 +141,8 @@ def test_larger_batches_amortise_the_transaction_overhead():
     assert big.procedures["SP1"]["mean_service_ms"] > small.procedures["SP1"]["mean_service_ms"]
 
 
-def test_central_scheduler_on_the_only_machine_is_dls_and_off_it_costs_hops():
-    w = load_workload("tpcdi-trade")
+def test_central_scheduler_on_the_only_machine_is_dls_and_off_it_costs_hops(tpcdi_trade):
+    w = tpcdi_trade
     from engine_sim.sim.scenarios import tpcdi_design
 
     d = tpcdi_design(w, 1)
@@ -190,8 +190,8 @@ def test_a_design_of_another_workload_is_refused():
         run_once(w, placed(w, 1, 1, {"SP0": 0, "SP1": 3}, {"T0": 0, "T1": 0}), input_rate=10)
 
 
-def test_spread_keeps_co_location_and_fills_the_new_machines():
-    w = load_workload("chain-32")
+def test_spread_keeps_co_location_and_fills_the_new_machines(chain32):
+    w = chain32
     from engine_sim.sim.scenarios import chain_design
 
     d = chain_design(w, 1)  # 4 partitions, 8 SPs (and their tables) on each
@@ -209,8 +209,8 @@ def test_spread_keeps_co_location_and_fills_the_new_machines():
     assert scale_design(d, 1) is d
 
 
-def test_recommend_rescaling_asks_the_advisor_for_the_new_cluster():
-    w = load_workload("tpcdi-trade")
+def test_recommend_rescaling_asks_the_advisor_for_the_new_cluster(tpcdi_trade):
+    w = tpcdi_trade
     from engine_sim.sim.scenarios import tpcdi_design
 
     d = scale_design(tpcdi_design(w, 4), 2, workload=w, method="recommend")

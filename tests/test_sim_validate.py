@@ -6,16 +6,16 @@ import json
 import pytest
 
 from advisor.cli import run_app
-from advisor.spec import load_workload
 from engine_sim.sim import scenarios as S
 from engine_sim.validate import engine_partition_limit, measured_bottleneck, static_hotspots, validate
 
 
 @pytest.fixture
-def tpcdi4(tmp_path):
-    return S.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "tpcdi4.json")
+def tpcdi4(tpcdi_trade, tmp_path):
+    return S.tpcdi_design(tpcdi_trade, 4).save(tmp_path / "tpcdi4.json")
 
 
+@pytest.mark.process  # the multi-process engine
 def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
     out = tmp_path / "validation.json"
     assert run_app(["validate", str(tpcdi4), "tpcdi-trade", "--batches", "60", "--out", str(out)]) == 0
@@ -49,8 +49,8 @@ def test_the_bottleneck_names_the_distributed_sp_and_the_busiest_machine():
     assert r.engine is None and r.simulator["distributed_txns"] == 200
 
 
-def test_static_hotspots_from_the_spec_alone():
-    w = load_workload("chain-32")
+def test_static_hotspots_from_the_spec_alone(chain32):
+    w = chain32
     d = S.chain_design(w, 2)
     d.procedures["SP5"] = 7  # SP5 away from its table T5 (partition 1)
     dist, moves = static_hotspots(w, d)
@@ -63,8 +63,8 @@ def test_static_hotspots_from_the_spec_alone():
     assert b["move"]["stream"] in crossing
 
 
-def test_a_design_too_big_for_this_machine_is_simulated_only(tmp_path, capsys):
-    w = load_workload("chain-32")
+def test_a_design_too_big_for_this_machine_is_simulated_only(chain32, tmp_path, capsys):
+    w = chain32
     machines = engine_partition_limit() // 4 + 1
     path = S.chain_design(w, machines).save(tmp_path / "big.json")
     assert run_app(["validate", str(path), "chain-32", "--batches", "50", "--json"]) == 0

@@ -9,7 +9,6 @@ from advisor.cli import run_app
 from advisor.workload import workload_as_plain
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
-from advisor.spec import load_workload
 from advisor.statistics_graph import graph_from_statistics
 from traces.aggregate import aggregate
 from traces.synth import synthesize
@@ -18,9 +17,9 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def tpcdi(tmp_path_factory, spark):
+def tpcdi(tpcdi_trade, tmp_path_factory, spark):
     root = tmp_path_factory.mktemp("tpcdi")
-    synthesize(workload_as_plain(load_workload("tpcdi-trade")), root / "trace", batches=400,
+    synthesize(workload_as_plain(tpcdi_trade), root / "trace", batches=400,
                seed=3)
     aggregate(root / "trace", root / "table", "table", spark=spark, progress=None)
     aggregate(root / "trace", root / "frag", "fragment:4", spark=spark, progress=None)
@@ -31,8 +30,8 @@ def normalized(x: np.ndarray) -> np.ndarray:
     return x / x.sum()
 
 
-def test_table_graph_has_the_spec_graph_shape_and_relative_weights(tpcdi):
-    spec = WorkloadGraph.from_workload(load_workload("tpcdi-trade"))
+def test_table_graph_has_the_spec_graph_shape_and_relative_weights(tpcdi_trade, tpcdi):
+    spec = WorkloadGraph.from_workload(tpcdi_trade)
     got = graph_from_statistics(tpcdi / "table")
     assert got.proc_names == spec.proc_names and got.state_names == spec.state_names
     assert (got.state_read_mostly == spec.state_read_mostly).all()
@@ -74,13 +73,13 @@ def test_statistics_recommend_the_same_design_as_the_spec(tpcdi, replicate):
     assert stats_on_spec.total == pytest.approx(from_spec.design.cost.total, abs=0.01)
 
 
-def test_fragment_graph_and_recommend_cli(tpcdi, capsys):
+def test_fragment_graph_and_recommend_cli(tpcdi_trade, tpcdi, capsys):
     g = graph_from_statistics(tpcdi / "frag", machines=2, partitions_per_machine=2)
     assert g.n_state == 7 * 4 and g.cost.n_partitions == 4
     assert g.state_names[:4] == ["DimDate#0", "DimDate#1", "DimDate#2", "DimDate#3"]
-    assert set(g.state_tables) == set(load_workload("tpcdi-trade").table_names)
+    assert set(g.state_tables) == set(tpcdi_trade.table_names)
     # every access edge lands on a fragment of the table the spec says
-    spec = load_workload("tpcdi-trade")
+    spec = tpcdi_trade
     touched = {(g.proc_names[p], g.state_tables[s]) for p, s in zip(g.cost.ps_proc, g.cost.ps_state)}
     assert touched == {(p.name, a.table) for p in spec.procedures for a in p.accesses}
     assert run_app(["recommend", str(tpcdi / "frag"), "--machines", "2"]) == 0

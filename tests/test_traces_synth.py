@@ -198,6 +198,7 @@ def _rss_growth(out, batches: int, chunk_rows: int) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.process  # measures a subprocess
 def test_memory_stays_flat_as_the_trace_grows(tmp_path):
     """Peak RSS growth during synthesis does not grow with the number of rows (chunks of 64k
     rows: a 5x longer trace needs no more memory)."""

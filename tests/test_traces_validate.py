@@ -12,7 +12,6 @@ import pytest
 
 from advisor.cli import run_app
 from advisor.workload import workload_as_plain
-from advisor.spec import load_workload
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS
 from traces.synth import synthesize
@@ -21,9 +20,9 @@ from traces.writer import TraceWriter
 
 
 @pytest.fixture(scope="module")
-def good_trace(tmp_path_factory):
+def good_trace(tpcdi_trade, tmp_path_factory):
     out = tmp_path_factory.mktemp("good") / "trace"
-    synthesize(workload_as_plain(load_workload("tpcdi-trade")), out, batches=30, seed=5)
+    synthesize(workload_as_plain(tpcdi_trade), out, batches=30, seed=5)
     return out
 
 
