@@ -9,7 +9,7 @@ import pytest
 from advisor.graph import WorkloadGraph
 from costmodel import Weights
 from engine_sim.engine.designs import round_robin_design
-from reports.bottleneck import find_bottleneck
+from reports.bottleneck import simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.transforms import mergeable_pairs
 
@@ -43,7 +43,7 @@ def graph(tpcdi_trade):
 
 
 def changes(workload, design, graph, replicated=()):
-    return candidate_changes(workload, design, graph, find_bottleneck(design, graph), replicated)
+    return candidate_changes(workload, design, graph, simulated_bottleneck(design, graph), replicated)
 
 
 def test_every_candidate_is_well_formed_and_applies(tpcdi_trade, graph):
@@ -71,7 +71,7 @@ def test_every_candidate_is_well_formed_and_applies(tpcdi_trade, graph):
 
 def test_split_candidates_are_for_the_hot_sp_and_the_heaviest_one(tpcdi_trade, graph):
     design = far_design(tpcdi_trade)
-    b = find_bottleneck(design, graph)
+    b = simulated_bottleneck(design, graph)
     heaviest = max(tpcdi_trade.procedures, key=lambda p: graph.cost.proc_load[graph.proc_names.index(p.name)])
     targets = {t for k, t, *_ in changes(tpcdi_trade, design, graph) if k in ("split", "partition")}
     assert b.hot_procedure in targets or heaviest.name in targets
@@ -101,7 +101,7 @@ def test_a_design_with_nothing_across_machines_gets_no_replication_or_merge(tpcd
 def test_a_merge_is_proposed_only_for_the_heaviest_cut_stream_when_mergeable(tpcdi_trade, graph,
                                                                               tpcdi_round_robin):
     design = tpcdi_round_robin
-    b = find_bottleneck(design, graph)
+    b = simulated_bottleneck(design, graph)
     merges = [t for k, t, *_ in changes(tpcdi_trade, design, graph) if k == "merge"]
     mergeable = b.move is not None and (b.move[0], b.move[1]) in set(mergeable_pairs(tpcdi_trade))
     assert merges == ([f"{b.move[0]}+{b.move[1]}"] if mergeable else [])

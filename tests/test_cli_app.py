@@ -79,6 +79,7 @@ def test_version_is_the_installed_distribution_s(capsys):
     assert __version__ == version("sstore-advisor")
 
 
+@pytest.mark.process
 def test_version_from_the_installed_command():
     import subprocess
     import sys
