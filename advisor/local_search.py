@@ -12,8 +12,11 @@ Each step evaluates the exact cost of moving every SP to every machine at once (
 matrix of SPs x machines); it takes the best move that is not tabu (moving an SP back to a
 machine it just left), or the best swap of two SPs when that improves and no single move
 does. Runs start from each given design, then restart from the best one seen with a random
-kick (multi-start). Budgets are counted in steps, so the same seed gives the same designs;
-`time_budget_s` is only a safety net (`timed_out_` says when it cut a run short).
+kick (multi-start). Budgets are counted in steps, never in seconds, so the same seed gives
+the same designs on a loaded machine too: the step budget shrinks with the size of the
+move matrix (`STEP_WORK`), which bounds the time as a clock would, deterministically.
+`time_budget_s` (off by default) is an optional cap for interactive use (`timed_out_` says
+when it cut a run short; a run it cuts is not reproducible).
 """
 from __future__ import annotations
 
@@ -39,13 +42,20 @@ def PATIENCE(n: int) -> int:
 MAX_SWAP_SCAN = 1500
 # weight of the tie-breaking terms in the choice of a move (far below any real cost change)
 TIE_SCALE = 1e-7
+# matrix cells (edges or items, x machines) one search evaluates at most over all its steps:
+# small graphs get `total_steps`, large ones proportionally fewer steps
+STEP_WORK = 100_000_000  # about 3-4 s of numpy work here at most
+
+
+def step_cells(graph: CostGraph) -> int:
+    """Cells of the dense matrices one step of the tabu search works through."""
+    edges = graph.ps_proc.size + 2 * graph.pp_src.size
+    return max(edges, graph.n_proc, graph.n_state) * graph.machines
 
 
 def fits(graph: CostGraph) -> bool:
     """Whether the tabu search's dense per-step matrices stay small on this graph."""
-    m = graph.machines
-    edges = graph.ps_proc.size + 2 * graph.pp_src.size
-    return m > 1 and graph.n_proc > 1 and max(edges, graph.n_proc, graph.n_state) * m <= MAX_MATRIX
+    return graph.machines > 1 and graph.n_proc > 1 and step_cells(graph) <= MAX_MATRIX
 
 
 class _Evaluator:
@@ -270,19 +280,21 @@ class TabuSearch:
     max_starts: int = 4  # given starts used (the first ones)
     patience: int = 0  # steps without a new best before a run stops (0: 2n + 20)
     max_steps: int = 0  # steps of one run at most (0: 20n + 200)
-    time_budget_s: float = 2.0
+    time_budget_s: float | None = None
     total_steps: int = 1200  # steps of all runs together at most
     swap_candidates: int = 6
     results_: list = field(default_factory=list, init=False)
     steps_: int = field(default=0, init=False)
     timed_out_: bool = field(default=False, init=False)
+    step_limit_: int = field(default=0, init=False)
 
     def run(self, graph: CostGraph, starts: list[tuple[str, np.ndarray]]) -> "TabuSearch":
         self.results_, self.steps_, self.timed_out_ = [], 0, False
         if not fits(graph) or not starts:
             return self
-        deadline = time.perf_counter() + self.time_budget_s
+        deadline = np.inf if self.time_budget_s is None else time.perf_counter() + self.time_budget_s
         ev = _Evaluator(graph, self.weights)
+        self.step_limit_ = max(20, min(self.total_steps, STEP_WORK // max(1, step_cells(graph))))
         rng = np.random.default_rng(self.seed)
         best_part, best_total = None, np.inf
         for label, part in starts[:self.max_starts]:
@@ -291,7 +303,7 @@ class TabuSearch:
             if t < best_total - 1e-12:
                 best_part, best_total = p, t
         for r in range(self.restarts):
-            if self.timed_out_ or self.steps_ >= self.total_steps:
+            if self.timed_out_ or self.steps_ >= self.step_limit_:
                 break
             kicked = best_part.copy()
             k = max(2, graph.n_proc // KICK_DIV)
@@ -314,9 +326,9 @@ class TabuSearch:
         best_part, best_total = ev.part.copy(), ev.total
         since_best = 0
         for step in range(1, max_steps + 1):
-            if self.steps_ >= self.total_steps:
+            if self.steps_ >= self.step_limit_:
                 break
-            if time.perf_counter() > deadline:
+            if deadline < np.inf and time.perf_counter() > deadline:
                 self.timed_out_ = True
                 break
             self.steps_ += 1

@@ -133,7 +133,7 @@ class DesignSearch:
     local_search: bool = True  # tabu search from the best distinct candidates
     local_search_starts: int = 2
     local_search_restarts: int = 8
-    local_search_budget_s: float = 4.0  # safety net only: budgets are counted in steps
+    local_search_budget_s: float | None = None  # optional wall-clock cap (not reproducible); budgets are counted in steps
     pool_size: int = 12
     # weights inside a machine (None: `weights` with MOVEs priced as local messages)
     partition_weights: Weights | None = None

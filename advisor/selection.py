@@ -39,7 +39,7 @@ FINAL_BATCHES, FINAL_PROBES = 300, 7
 MIN_BATCHES = 40
 CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
 ENUMERATE_LIMIT = 64  # enumerate every machine assignment when there are at most this many
-WALL_CAP_S = 15.0  # safety net only: a pick that hits it says so
+WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 
 
 @dataclass
