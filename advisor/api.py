@@ -11,7 +11,7 @@ import costmodel
 from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
-from advisor.calibrated import default_weights, weights_from_calibration
+from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
@@ -229,7 +229,7 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
     if not isinstance(design, Design):
         design = Design.load(design)
     graph = load_graph(source, design.machines, design.partitions_per_machine)
-    return design.rescore(graph, weights or design.weights)
+    return design.score(graph, weights or design.weights)
 
 
 def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:

@@ -96,7 +96,7 @@ class Design:
                 if part != owner_part:
                     raise _misplaced_window(w.name, w.procedure, owner_part, part)
 
-    def rescore(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
+    def score(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
         """The cost of this design on `graph`, put on the design's cluster."""
         graph = graph.with_cluster(self.machines, self.partitions_per_machine)
         proc, state = self.arrays(graph)

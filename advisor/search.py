@@ -292,7 +292,7 @@ class DesignSearch:
         # the cost sees machines only, so no local search inside them (it would not change it)
         inner_weights = self.partition_weights
         if inner_weights is None:
-            from advisor.calibrated import partition_weights
+            from advisor.priced_weights import partition_weights
 
             inner_weights = partition_weights(self.weights)
         # (a lighter sweep too: it runs once per machine used and pool design)

@@ -33,5 +33,5 @@ class Weights:
 # gamma > alpha > beta, the dissertation's typical ranking (section 6.3.4): an idle machine
 # wastes the most, a distributed transaction (2PC) costs more than an asynchronous RPC MOVE.
 # Only a fallback: the advisor prices the weights per workload from a calibration
-# (advisor.calibrated.default_weights), and uses these only when every price is zero.
+# (advisor.priced_weights.default_weights), and uses these only when every price is zero.
 DEFAULT_WEIGHTS = Weights(alpha=0.3, beta=0.1, gamma=0.6)

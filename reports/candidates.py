@@ -38,7 +38,7 @@ def design_for(workload: Workload, machines: int, partitions_per_machine: int, w
     design = _replace(design, state=state, method=f"{design.method}+replicate:{','.join(replicated)}",
                       provenance=dict(design.provenance))
     graph = WorkloadGraph.from_workload(workload.with_cluster(machines, partitions_per_machine))
-    design.cost = design.rescore(graph, weights)
+    design.cost = design.score(graph, weights)
     return design
 
 

@@ -121,9 +121,9 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     """Run the demo into `out`; `spark`: an existing session to reuse (tests)."""
     from advisor.api import load_graph, recommend
     from advisor.baselines import baseline_design
-    from advisor.calibrated import default_weights
+    from advisor.priced_weights import default_weights
     from advisor.spec import load_workload
-    from engine_sim.validate import ValidationResult, validation_document
+    from engine_sim.validation import ValidationResult, validation_document
     from engine_sim.engine import run_workload
     from reports.predict import PredictOptions, predict
     from reports.report import ReportOptions, build_report, write_report

@@ -89,7 +89,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     design.arrays(graph)  # fails with a one-line DesignError if the names do not match
     if workload is not None and workload is not spec:
         design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
-    design = replace(design, cost=design.rescore(graph))  # the caller's object stays as it was
+    design = replace(design, cost=design.score(graph))  # the caller's object stays as it was
     compared = {}
     if baselines:
         current = recommend(graph, weights=design.weights, seed=seed)
@@ -132,7 +132,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
     weights = design.weights
     if design.cost is None:
-        design = replace(design, cost=design.rescore(graph, weights))  # the caller's object stays
+        design = replace(design, cost=design.score(graph, weights))  # the caller's object stays
     cost = design.cost
     designs = {THIS_DESIGN: design, **(recommendation.baselines if o.baselines else {})}
     known = dict(predictions or {})

@@ -89,7 +89,7 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
             if sig not in letters:
                 letters[sig] = chr(ord("A") + len(letters)) if len(letters) < 26 else f"D{len(letters)}"
                 out.designs[letters[sig]] = d
-            base_cost = base_design.rescore(graph, w)
+            base_cost = base_design.score(graph, w)
             out.rows.append({
                 "term": term, "share": share, "alpha": w.alpha, "beta": w.beta, "gamma": w.gamma,
                 "design": letters[sig], "total": d.cost.total,

@@ -111,7 +111,7 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
         sim = predict(workload, design, options)
     bottleneck = simulated_bottleneck(design, graph, sim)
     result = Suggestions(bottleneck)
-    cost_before = design.rescore(graph, weights).total
+    cost_before = design.score(graph, weights).total
     tps_before = None if sim is None else float(sim.throughput_tps)
     if workload is None:
         # statistics only: the design-level change is all we can make, scored by the cost model
@@ -119,7 +119,7 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
             changed = replicate_design(design, graph, table)
             result.items.append(Suggestion("replicate", table, f"replicate read-mostly table {table} on every machine",
                                            "it is read across machines", None, changed, (table,),
-                                           cost_before, changed.rescore(graph, weights).total))
+                                           cost_before, changed.score(graph, weights).total))
         result.items.sort(key=lambda s: s.cost_after - s.cost_before)
         result.items = result.items[:limit]
         return result

@@ -229,5 +229,5 @@ def replicate_design(design: Design, graph, table: str) -> Design:
         state[n] = None
     out = replace(design, state=state, method=f"{design.method}+replicate:{table}",
                   provenance=dict(design.provenance))
-    out.cost = out.rescore(graph)
+    out.cost = out.score(graph)
     return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError
-from engine_sim.validate import FORMAT
+from engine_sim.validation import FORMAT
 
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),

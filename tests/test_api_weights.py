@@ -6,7 +6,7 @@ import json
 import pytest
 
 from advisor.api import load_graph, resolve_weights
-from advisor.calibrated import default_weights, weights_from_calibration
+from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.errors import AdvisorError
 from costmodel import DEFAULT_WEIGHTS, Weights
 
@@ -29,7 +29,7 @@ def test_a_partial_override_fills_in_from_the_priced_defaults_of_the_graph():
 
 
 def test_a_calibration_prices_the_graph_or_gives_its_own_weights(tmp_path):
-    from advisor.calibrated import calibration_path
+    from advisor.priced_weights import calibration_path
 
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(json.loads(calibration_path().read_text())))

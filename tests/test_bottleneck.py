@@ -93,7 +93,7 @@ def test_the_simulator_view_keeps_the_cost_model_edges():
 def test_the_validation_view_falls_back_to_the_cost_model():
     from advisor.spec import load_workload
     from engine_sim.sim import scenarios as S
-    from engine_sim.validate import measured_bottleneck
+    from engine_sim.validation import measured_bottleneck
 
     w = load_workload("chain-32")
     d = S.chain_design(w, 2)

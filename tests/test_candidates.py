@@ -116,4 +116,4 @@ def test_design_for_replicates_the_named_tables_and_places_every_other(tpcdi_tra
     assert set(d.procedures) == {p.name for p in tpcdi_trade.procedures}
     assert d.method.endswith("+replicate:" + ",".join(read_mostly))
     full = WorkloadGraph.from_workload(tpcdi_trade.with_cluster(2, 1))
-    assert d.cost.total == pytest.approx(d.rescore(full, Weights(0.3, 0.1, 0.6)).total)
+    assert d.cost.total == pytest.approx(d.score(full, Weights(0.3, 0.1, 0.6)).total)

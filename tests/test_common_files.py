@@ -155,7 +155,7 @@ USER_ERRORS = {
     "engine_sim.engine.errors": ["EngineError", "EngineFailure"],
     "engine_sim.sim.errors": ["SimError"],
     "engine_sim.sim.calibfile": ["CalibrationError"],
-    "engine_sim.validate": ["ValidationError"],
+    "engine_sim.validation": ["ValidationError"],
     "reports.transforms": ["ChangeError"],
     "reports.validation_view": ["ValidationFormatError"],
 }

@@ -92,7 +92,11 @@ def test_cli_overrides_cluster_and_weights(capsys):
 def test_workloads_lists_every_bundled_workload(capsys):
     assert run_app(["workloads"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 11 and all(len(line.split(None, 1)) == 2 for line in lines)
+    from advisor.spec import bundled_workloads
+
+    assert len(lines) == len(bundled_workloads()) == 12
+    assert all(len(line.split(None, 1)) == 2 for line in lines)
+    assert "window-micro" in [line.split()[0] for line in lines]
 
 
 def test_written_files_get_normal_permissions(tmp_path):

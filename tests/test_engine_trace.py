@@ -1,4 +1,4 @@
-"""The engine's trace: the Parquet format of traces.schema, valid for traces.validate, and -
+"""The engine's trace: the Parquet format of traces.schema, valid for traces.trace_checks, and -
 aggregated by the Spark job - the same access graph the advisor builds from the spec."""
 import json
 
@@ -11,7 +11,7 @@ from advisor.graph import WorkloadGraph
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
-from traces.validate import validate_trace
+from traces.trace_checks import validate_trace
 
 
 def table(trace, name):

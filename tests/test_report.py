@@ -49,10 +49,10 @@ def evil_workload() -> Workload:
 
 @pytest.fixture(scope="module")
 def tpcdi_report(tpcdi_trade):
-    from engine_sim.validate import validate
+    from engine_sim.validation import validate_design
 
     rec = recommend("tpcdi-trade")
-    validation = validate(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
+    validation = validate_design(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
     return rec, build_report(rec, validation=validation.to_document())
 
 
@@ -138,11 +138,11 @@ def test_cli_report_errors_are_one_line(tmp_path, capsys):
 
 
 def test_validation_view_reads_the_validate_result(tpcdi_trade, tpcdi_report):
-    from engine_sim.validate import validate
+    from engine_sim.validation import validate_design
     from reports.validation_view import ValidationView
 
     rec, _ = tpcdi_report
-    result = validate(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
+    result = validate_design(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
     view = ValidationView.from_any(result)
     assert view.entries[0].simulator["throughput_tps"] == result.simulator["throughput_tps"]
     assert not view.has_both and any("most loaded machine" in n for n in view.notes)
@@ -162,7 +162,7 @@ def test_report_without_a_spec_uses_the_cost_model_only():
     rec = recommend(graph)
     d = rec.design
     d.state["DimDate"] = (d.procedures["DateTimeLookup"] + 1) % d.n_partitions  # read across machines
-    d.cost = d.rescore(graph)
+    d.cost = d.score(graph)
     html = build_report(report_recommendation(d, graph), options=ReportOptions(sensitivity=False))
     assert 'id="scaling"' not in html and "predicted throughput (tuples/s)" not in html
     assert "replicate read-mostly table DimDate" in html and "design cost" in html

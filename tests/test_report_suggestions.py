@@ -85,7 +85,7 @@ def test_replicate_changes_only_that_table(tpcdi):
     assert d.state["DimDate"] is None and r.design.state["DimDate"] is not None
     assert {k: v for k, v in d.state.items() if k != "DimDate"} == {
         k: v for k, v in r.design.state.items() if k != "DimDate"}
-    assert d.cost == d.rescore(r.graph)
+    assert d.cost == d.score(r.graph)
 
 
 def test_changes_to_unknown_names_are_user_errors(tpcdi):
@@ -119,7 +119,7 @@ def test_statistics_only_suggestions_use_the_cost_model(tmp_path):
     # a design that reads a read-mostly table across machines
     d = r.design
     d.state["DimDate"] = (d.procedures["DateTimeLookup"] + 1) % d.n_partitions
-    d.cost = d.rescore(r.graph)
+    d.cost = d.score(r.graph)
     result = suggest(None, d, r.graph)
     kinds = {(s.kind, s.target) for s in result}
     assert ("replicate", "DimDate") in kinds

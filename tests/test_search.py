@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from costmodel import CostGraph, Weights, score
 from advisor import metis
 from advisor.api import load_graph, recommend
-from advisor.calibrated import default_weights
+from advisor.priced_weights import default_weights
 from advisor.exhaustive import exhaustive_optimum
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch, canonical_key, contract_groups

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score
-from advisor.calibrated import default_weights
+from advisor.priced_weights import default_weights
 from advisor.local_search import TabuSearch, _Evaluator
 from advisor.placement import place_state
 from advisor.search import DesignSearch

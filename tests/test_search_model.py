@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score, split_procedures
 from advisor.api import load_graph, recommend
-from advisor.calibrated import (ENV_VARIABLE, PACKAGE_CALIBRATION, Prices, calibration_path,
+from advisor.priced_weights import (ENV_VARIABLE, PACKAGE_CALIBRATION, Prices, calibration_path,
                                 default_weights, load_prices, price_scales, weights_from_prices)
 from advisor.errors import AdvisorError
 from advisor.graph import drop_idle_machines

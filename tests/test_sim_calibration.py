@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from advisor.calibrated import weights_from_calibration
+from advisor.priced_weights import weights_from_calibration
 from advisor.cli import run_app
 from engine_sim.sim import Calibration, CalibrationError, SimParams
 from engine_sim.sim.calibfile import prices, weights_from_prices

@@ -7,7 +7,7 @@ import pytest
 
 from advisor.cli import run_app
 from engine_sim.sim import scenarios as S
-from engine_sim.validate import engine_partition_limit, measured_bottleneck, static_hotspots, validate
+from engine_sim.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
 def test_the_bottleneck_names_the_distributed_sp_and_the_busiest_machine():
     big = S.tpcdi_single_sp()
     d = S.tpcdi_design(big, 4)
-    r = validate(big, d, engine=False, batches=200)
+    r = validate_design(big, d, engine=False, batches=200)
     b = r.bottleneck
     assert b["distributed_txn"]["procedure"] == "TradeIngest"
     assert b["distributed_txn"]["count"] == 200

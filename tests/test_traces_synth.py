@@ -16,7 +16,7 @@ from advisor.workload import workload_as_plain
 from advisor.spec import load_workload
 from traces.keys import ZipfSampler
 from traces.synth import synthesize
-from traces.validate import validate_trace
+from traces.trace_checks import validate_trace
 
 MIXED = {
     "name": "mixed",

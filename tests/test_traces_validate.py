@@ -15,7 +15,7 @@ from advisor.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS
 from traces.synth import synthesize
-from traces.validate import validate_trace
+from traces.trace_checks import validate_trace
 from traces.writer import TraceWriter
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import run_app
-from engine_sim.validate import FORMAT, ValidationResult, validation_document
+from engine_sim.validation import FORMAT, ValidationResult, validation_document
 from reports.validation_view import ValidationFormatError, ValidationView, parse_validation
 
 ROOT = Path(__file__).resolve().parents[1]

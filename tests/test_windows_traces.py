@@ -19,7 +19,7 @@ from advisor.statistics_graph import graph_from_statistics
 from traces.aggregate import aggregate
 from traces.errors import TraceError
 from traces.synth import synthesize
-from traces.validate import validate_trace
+from traces.trace_checks import validate_trace
 
 SPEC = """
 name = "wtrace"

@@ -12,7 +12,7 @@ Spark is imported only when `aggregate` runs.
 from traces.schema import ACCESSES, DATASETS, FLOWS, MANIFEST, TRACE_FORMAT, TXNS
 from traces.errors import JavaError, TraceError
 from traces.statistics import STATS_FORMAT, Statistics, load_statistics
-from traces.validate import validate_trace
+from traces.trace_checks import validate_trace
 from traces.writer import TraceWriter
 from traces.synth import synthesize
 from traces.aggregate import aggregate as aggregate_trace

@@ -29,7 +29,7 @@ from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
-from traces.validate import TraceInfo, validate_trace
+from traces.trace_checks import TraceInfo, validate_trace
 
 # Below this bound on all rows of a trace, per-transaction sums are packed two to a long.
 PACK_LIMIT = 1 << 31

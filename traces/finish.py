@@ -11,7 +11,7 @@ import pyarrow as pa
 from traces.granularity import Granularity, fragment_name, tuple_name
 from traces.statistics import DEFAULT_ROW_BYTES, TABLES, Statistics
 from traces.errors import TraceError
-from traces.validate import TraceInfo
+from traces.trace_checks import TraceInfo
 
 _KIND_ORDER = {"table": 0, "tuple": 1, "fragment": 2, "window": 3}
 

@@ -88,7 +88,7 @@ def calibrate(
     from engine_sim.calibration import calibrate as run
 
     if out is None:
-        from advisor.calibrated import user_calibration_path
+        from advisor.priced_weights import user_calibration_path
 
         out = user_calibration_path()
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -129,7 +129,7 @@ def validate(
     from common.files import atomic_write_text
     from advisor.design import Design
     from advisor.spec import load_workload
-    from engine_sim.validate import validate as run
+    from engine_sim.validation import validate_design as run
 
     workload = load_workload(source)
     both = engine == sim

@@ -41,7 +41,7 @@ def synth(
 @trace_app.command("validate")
 def validate(trace_dir: Path = typer.Argument(..., help="trace directory")) -> None:
     """Check a trace against the format; one line per problem found (the first), exit 2."""
-    from traces.validate import validate_trace
+    from traces.trace_checks import validate_trace
 
     info = validate_trace(trace_dir)
     typer.echo(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "

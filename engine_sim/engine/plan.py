@@ -11,7 +11,7 @@ from advisor.design import Design
 from advisor.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen
-from engine_sim.engine.placement import Placement
+from engine_sim.engine.row_placement import Placement
 from engine_sim.engine.windows import WindowSpec
 
 DRIVER = -1  # node id of the driver (client, central scheduler, recovery coordinator)

@@ -198,7 +198,7 @@ def _engine_dict(run) -> dict:
     return {k: v for k, v in d.items() if not k.startswith("_")}
 
 
-def validate(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
+def validate_design(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
              calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
              move: str = "rpc", latency_bound_s: float = 1.0, window: int = 64) -> ValidationResult:
     """Engine and simulator side by side.
