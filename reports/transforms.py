@@ -37,8 +37,12 @@ def split_key(procedure: Procedure, workload: Workload) -> tuple[str | None, str
     """The input field to split an SP on, and where it came from.
 
     Its declared `partition_key` first; else the input field by which it reaches the table it
-    touches most (an `input:<field>` access, or a table keyed by an input field).
+    touches most (an `input:<field>` access, or a table keyed by an input field). An SP that
+    owns a window has none: its window lives in its consecutive executions, one at a time.
     """
+    owned = workload.windows_of(procedure.name)
+    if owned:
+        return None, f"it owns window {owned[0].name} (private to one SP's consecutive executions)"
     if procedure.partition_key:
         return procedure.partition_key, "declared partition key"
     fields = set(workload.input.fields)
@@ -106,6 +110,9 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
         raise ChangeError(f"no procedure {name!r} in workload {workload.name!r}") from None
     if not isinstance(copies, int) or copies < 2:
         raise ChangeError(f"copies must be an integer >= 2, got {copies!r}")
+    if workload.windows_of(name):
+        raise ChangeError(f"{name}: owns window {workload.windows_of(name)[0].name!r}, which only "
+                          "one SP's consecutive executions may touch; it cannot be split")
     if key is None:
         key, _ = split_key(proc, workload)
         if key is None:
@@ -215,8 +222,9 @@ def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
         members = list(dict.fromkeys(rename.get(m, m) for m in g))
         if len(members) >= 2:
             nested.append(tuple(members))
+    windows = tuple(replace(w, procedure=rename.get(w.procedure, w.procedure)) for w in workload.windows)
     return replace(workload, procedures=tuple(procedures), streams=streams, nested=tuple(nested),
-                   source="", sha256="")
+                   windows=windows, source="", sha256="")
 
 
 def replicate_design(design: Design, graph, table: str) -> Design:
