@@ -114,18 +114,18 @@ KEPT = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_mean_ms",
 def engine_runs(w, d: Design, batches: int, repeats: int) -> list[dict]:
     """What each engine run reported (the bench keeps the best throughput: the least disturbed),
     with the host's load average when it ended."""
-    from engine_sim.calibration import ENGINE_OPTIONS, background_threads
+    from engine_sim.calibration import ENGINE_OPTIONS, background_jobs
     from engine_sim.engine import run_workload
 
     runs = []
     for i in range(repeats):
-        others = background_threads()  # the host's other jobs, just before the run
+        others = background_jobs()  # the host's other jobs, just before the run
         r = run_workload(w, d, batches=batches, window=WINDOW, seed=i, **ENGINE_OPTIONS)
         if r.history_check != "ok":
             raise SystemExit(f"engine run failed its history check: {r.history_check}")
         rec = {k: v for k, v in r.to_dict().items() if k in KEPT}
         rec["loadavg_1m"] = os.getloadavg()[0]
-        rec["background_threads"] = others
+        rec["background_jobs"] = others
         runs.append(rec)
     return runs
 
@@ -239,8 +239,9 @@ def main() -> None:
     ap.add_argument("--save-engine", type=Path, default=None, help="write the engine runs to this JSON file")
     ap.add_argument("--engine-results", type=Path, default=None,
                     help="re-use the engine runs of a --save-engine file instead of running the engine")
-    ap.add_argument("--quiet-host", action="store_true",
-                    help="simulate every design on a quiet host (ignore the other jobs measured before each run)")
+    ap.add_argument("--background", choices=("none", "run", "mean"), default="mean",
+                    help="the host's other jobs in the simulation: their mean over every engine run "
+                         "(default), as sampled before each design's best run, or none (a quiet host)")
     ap.add_argument("--details", action="store_true",
                     help="per design: the engine's and the simulator's load figures side by side")
     args = ap.parse_args()
@@ -265,25 +266,40 @@ def main() -> None:
           f"{cal.machine.get('cpus')} cpus, {cal.machine.get('engine_mode')} engine, "
           f"host_cores={params.host_cores}); {args.batches} batches per run, {source}; "
           f"load average now {os.getloadavg()[0]:.1f}\n")
+    if saved is None:  # measure every design first: the simulation may use the mean load they ran beside
+        runs_by: dict = {}
+        for key in chosen:
+            name, make = WORKLOADS[key]
+            runs_by[name] = {}
+            for label, w, d in make():
+                runs_by[name][label] = engine_runs(w, d, args.batches, args.repeats)
+                print(f"  engine {name} {label}: "
+                      f"{' '.join(format(r['throughput_tps'], ',.0f') for r in runs_by[name][label])} tuples/s", flush=True)
+            if args.save_engine:  # after each workload: a crash keeps what was measured
+                save_engine(args.save_engine, runs_by, args.batches)
+        saved = {"runs": runs_by}
+    figures = [r.get("background_jobs", 0.0) for m in saved["runs"].values() for rs in m.values() for r in rs]
+    mean_others = float(np.mean(figures)) if figures else 0.0
+    print(f"\nthe host's other jobs before each engine run: mean {mean_others:.2f}, "
+          f"range {min(figures, default=0):.1f}-{max(figures, default=0):.1f}; simulated beside "
+          + {"none": "none (a quiet host)", "run": "each design's own figure",
+             "mean": f"their mean, {mean_others:.2f}"}[args.background] + "\n")
     rows, spreads, measured, agreement = [], [], {}, {}
     for key in chosen:
         name, make = WORKLOADS[key]
         measured[name] = {}
         for label, w, d in make():
-            if saved is not None:
-                try:
-                    runs = saved["runs"][name][label]
-                except KeyError:
-                    raise SystemExit(f"{args.engine_results} has no engine runs of {name} {label!r}")
-            else:
-                runs = engine_runs(w, d, args.batches, args.repeats)
+            try:
+                runs = saved["runs"][name][label]
+            except KeyError:
+                raise SystemExit(f"{args.engine_results} has no engine runs of {name} {label!r}")
             measured[name][label] = runs
             tps = [r["throughput_tps"] for r in runs]
             best = runs[int(np.argmax(tps))]
             e = best["throughput_tps"]
             spreads.append(e / min(tps))
-            others = 0.0 if args.quiet_host else best.get("background_threads", 0.0)
-            sr = sim_run(w, d, params.with_(background_threads=others), args.batches)
+            others = {"none": 0.0, "run": best.get("background_jobs", 0.0), "mean": mean_others}[args.background]
+            sr = sim_run(w, d, params.with_(background_jobs=others), args.batches)
             s = sr.throughput_tps
             ref = sim_tps(w, d, SimParams(), args.batches)
             rows.append((name, label, e, s, ref))
@@ -291,8 +307,6 @@ def main() -> None:
                   f"simulator {s:>9,.0f} ({s / e:4.2f}x)  reference {ref:>9,.0f}", flush=True)
             if args.details:
                 print(details(best, sr, args.batches))
-        if saved is None and args.save_engine:  # after each workload: a crash keeps what was measured
-            save_engine(args.save_engine, measured, args.batches)
         agreement[name] = repeat_agreement(measured[name])
     print_summary(summarise(rows))
     n = min(len(r) for m in measured.values() for r in m.values())
@@ -301,7 +315,7 @@ def main() -> None:
     if n >= 2:
         print("  engine's own rank agreement (mean Spearman between two repeats, the ceiling here): "
               + ", ".join(f"{g} {a:.2f}" for g, a in agreement.items()))
-    if args.save_engine and saved is None:
+    if args.save_engine and args.engine_results is None:
         print(f"engine runs saved to {args.save_engine}")
 
 
@@ -315,7 +329,7 @@ def details(run: dict, sr, batches: int) -> str:
     return (f"      engine: busy {eb} | cpu {ec} | driver cpu {run['driver_cpu_s'] / run['wall_s']:.2f} | "
             f"msgs/batch {run['messages'] / batches:.1f} | dtxn/batch {run['distributed_txns'] / batches:.2f} | "
             f"moves/batch {run['moves'] / batches:.1f} | load {run.get('loadavg_1m', float('nan')):.1f}, "
-            f"others {run.get('background_threads', float('nan')):.1f} (~{wall:.1f}s)\n"
+            f"others {run.get('background_jobs', float('nan')):.1f} (~{wall:.1f}s)\n"
             f"      sim:    busy {sb} | coord {' '.join(f'{c:.2f}' for c in sr.coordinator_utilisation)} | "
             f"client {sr.client_utilisation:.2f} | dilation {sr.cpu_dilation:.2f} | "
             f"dtxn/batch {sr.distributed_txns / max(sr.completed_batches, 1):.2f} | "

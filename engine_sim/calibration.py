@@ -32,21 +32,54 @@ from engine_sim.sim.probes import Probe, cost_scaling, probes, throughput_checks
 ENGINE_OPTIONS = {"fsync": False}
 
 
-def background_threads(seconds: float = 0.5, samples: int = 10) -> float:
-    """How many threads the host's other jobs keep runnable, on average, right now: the
-    kernel's count of runnable threads (/proc/loadavg), sampled, less the sampler itself.
-    Taken just before an engine run, so none of the engine's own processes is counted. 0
-    where /proc/loadavg cannot be read (not Linux)."""
+def _runnable_elsewhere() -> tuple[int, int]:
+    """(threads, sessions) runnable right now outside the caller's session (/proc)."""
+    mine = os.getsid(0)
+    threads, sessions = 0, set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            if fields[0] == "R" and int(fields[3]) != mine:
+                threads += 1
+                sessions.add(int(fields[3]))
+    return threads, len(sessions)
+
+
+def _autogroup() -> bool:
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip() == "1"
+    except OSError:
+        return False
+
+
+def background_jobs(seconds: float = 0.5, samples: int = 10) -> float:
+    """How many other jobs compete for this host's cores right now, on average: the sessions
+    (Linux's autogroups, which share the CPU fairly among themselves) with a runnable thread,
+    outside the caller's; where autogroup is off, the runnable threads. Taken just before an
+    engine run, so none of the engine's processes (each partition a session of its own) is
+    counted. 0 where /proc cannot be read (not Linux)."""
+    if not os.path.isdir("/proc/self/task"):
+        return 0.0
+    by_session = _autogroup()
     counts = []
     for i in range(samples):
-        try:
-            with open("/proc/loadavg") as f:
-                counts.append(int(f.read().split()[3].split("/")[0]) - 1)
-        except (OSError, ValueError, IndexError):
-            return 0.0
+        threads, sessions = _runnable_elsewhere()
+        counts.append(sessions if by_session else threads)
         if i + 1 < samples:
             time.sleep(seconds / samples)
-    return max(0.0, sum(counts) / len(counts))
+    return sum(counts) / len(counts)
 
 
 def _observable(p: Probe, r, batches: int) -> float:
@@ -65,7 +98,7 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
     """Run each distinct probe setup on the engine `repeats` times; return every probe's
     observable, the best of the repeats (the least disturbed by whatever else the host runs:
     the smallest time, the highest throughput). If `background` is a dict, it receives per
-    probe key the host's other runnable threads sampled just before the run that gave it."""
+    probe key the host's other runnable jobs sampled just before the run that gave it."""
     runs: dict[tuple, list] = {}
     out: dict[str, float] = {}
     for p in probe_list:
@@ -75,7 +108,8 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
                 progress(f"  engine: {p.name} ({p.scheduler}, {p.move} MOVE, window {p.window})")
             runs[setup] = []
             for i in range(repeats):
-                others = background_threads() if background is not None and not in_process else 0.0
+                others = (background_jobs(0.25, 5) if background is not None and not in_process
+                          else 0.0)
                 r = run_workload(p.workload, p.design, batches=batches, window=p.window,
                                  scheduler=p.scheduler, move=p.move, seed=seed + i,
                                  in_process=in_process, **ENGINE_OPTIONS)
@@ -92,7 +126,12 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
 
 
 def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
-              progress: Callable[[str], None] | None = None) -> Calibration:
+              progress: Callable[[str], None] | None = None, fit_background: bool = False) -> Calibration:
+    """Measure the probes, fit, check. The host's other jobs are sampled before every run and
+    recorded (`fit["background_jobs"]`); with `fit_background` each probe is also fitted beside
+    them, so the costs come out as a quiet host's. Off by default: on this shared machine the
+    figure sampled before a run did not predict the run's slow-down, and the fits with it
+    predicted the fidelity designs worse (docs/simulator.md)."""
     say = progress or (lambda _msg: None)
     batches = 40 if quick else 150
     plist = probes()
@@ -111,11 +150,9 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
         raise CalibrationError(f"the engine measured nothing for {bad[0]} (zero time)")
     say("fitting the simulator")
     cores = 1 if in_process else (os.cpu_count() or 1)
-    # each probe is fitted with the other jobs the host ran when it was measured, so the costs
-    # come out as a quiet host's: the file predicts the engine here with no other load
     result = fit(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True),
-                 background=[others.get(p.key, 0.0) for p in plist])
-    params = result.params.with_(service_cv=0.1, background_threads=0.0)
+                 background=[others.get(p.key, 0.0) for p in plist] if fit_background else None)
+    params = result.params.with_(service_cv=0.1, background_jobs=0.0)
     say("checking the fit on loaded runs")
     checks = throughput_checks()
     check_others: dict[str, float] = {}
@@ -123,15 +160,15 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
                         repeats=1 if quick else 2, progress=progress, background=check_others)
     check_rows = {}
     for p in checks:
-        predicted = observe(p, params.with_(background_threads=check_others.get(p.key, 0.0)),
-                            batches=batches * 2)
+        predicted = observe(p, params.with_(background_jobs=check_others.get(p.key, 0.0) if fit_background
+                                            else 0.0), batches=batches * 2)
         check_rows[p.key] = {"engine_bps": engine_tp[p.key], "simulator_bps": predicted,
                              "relative_error": (predicted - engine_tp[p.key]) / engine_tp[p.key],
-                             "background_threads": check_others.get(p.key, 0.0)}
+                             "background_jobs": check_others.get(p.key, 0.0)}
     machine = this_machine()
     machine["engine_mode"] = "in-process" if in_process else "multi-process"
     fit_info = {"factors_vs_reference": result.factors, "probes": result.residuals,
                 "median_relative_error": result.median_error, "throughput_checks": check_rows,
                 "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS,
-                "cost_scaling": scaling, "background_threads": others}
+                "cost_scaling": scaling, "background_jobs": others, "fitted_beside_background": fit_background}
     return Calibration.from_params(params, measured, machine=machine, source="measured", fit=fit_info)

@@ -36,7 +36,7 @@ def _params(calibration: Calibration | SimParams | None) -> SimParams:
         return SimParams()
     if isinstance(calibration, SimParams):
         return calibration
-    return calibration.params.with_(host_cores=0, background_threads=0.0, site_per_partition=False)
+    return calibration.params.with_(host_cores=0, background_jobs=0.0, site_per_partition=False)
 
 
 def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
@@ -64,7 +64,8 @@ def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -
     """Run `attempt` with CPU costs stretched for a host with fewer cores than threads.
 
     Mean-field processor sharing: if the run keeps on average B partition and coordinator
-    threads busy, and the host's other jobs keep `background_threads` = L more runnable, on
+    threads busy, and the host's other jobs keep `background_jobs` = L more runnable (each a
+    session, which Linux gives a fair share like each of the engine's partition processes), on
     a host of n cores each runs at n/(B+L) of a core, so every CPU cost is stretched by
     max(1, (B+L)/n); iterated to a fixed point (a few runs). The engine's threads compete
     with the host's other jobs as with each other: a design that keeps more of its threads
@@ -73,7 +74,7 @@ def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -
     cores = params.host_cores
     if cores <= 0:
         return attempt(params)
-    others = params.background_threads
+    others = params.background_jobs
     dilation = max(1.0, others / cores)
     for _ in range(8):
         r = attempt(params.cpu_scaled(dilation))

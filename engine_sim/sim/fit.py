@@ -82,11 +82,11 @@ def design_matrix(probes: list[Probe], base: SimParams = FIT_BASE,
                   background: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(A, y0): A[k, g] is what group g adds to probe k when doubled from `base`, y0 the
     probes at `base`. Where nothing queues, A[k] sums to y0[k] exactly. `background`: per
-    probe, the host's other runnable threads when it was measured (`background_threads`)."""
-    others = background if background is not None else [base.background_threads] * len(probes)
+    probe, the host's other runnable jobs when it was measured (`background_jobs`)."""
+    others = background if background is not None else [base.background_jobs] * len(probes)
 
     def at(params: SimParams) -> np.ndarray:
-        return np.array([observe(p, params.with_(background_threads=o)) for p, o in zip(probes, others)])
+        return np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
 
     y0 = at(base)
     A = np.zeros((len(probes), len(GROUPS)))
@@ -109,7 +109,7 @@ def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
     factors >= 0). The model is linear where nothing queues; where a partition's work after a
     commit delays the next batch it is not, so the linear step is repeated from the current
     point (a secant Gauss-Newton) until the factors settle. `background`, per probe: the
-    host's other runnable threads when it was measured; each probe is simulated with them, so
+    host's other runnable jobs when it was measured; each probe is simulated with them, so
     the fitted costs are a quiet host's."""
     if background is not None and len(background) != len(probes):
         raise ValueError("one background figure per probe")
@@ -136,8 +136,8 @@ def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
         total *= m
         if np.all(np.abs(m - 1) < 0.01):
             break
-    others = background if background is not None else [params.background_threads] * len(probes)
-    fitted = np.array([observe(p, params.with_(background_threads=o)) for p, o in zip(probes, others)])
+    others = background if background is not None else [params.background_jobs] * len(probes)
+    fitted = np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
     residuals = {p.key: {"measured_s": float(v), "fitted_s": float(f),
                          "relative_error": float((f - v) / v)}
                  for p, v, f in zip(probes, y, fitted)}
