@@ -20,13 +20,16 @@ reference parameters are the baseline.
     python bench/sim_fidelity.py [--calibration calibration.json] [--batches 300] [--repeats 2]
                                  [--workloads tpcdi,chain,ledger]
                                  [--save-engine engine.json | --engine-results engine.json]
+                                 [--background mean|run|none] [--details]
 
 `--save-engine FILE` writes every engine run (throughput and what the engine reports: partition
 busy and CPU time, driver CPU, messages, distributed transactions, MOVEs, the load average)
 to FILE; `--engine-results FILE` re-uses such a file instead of running the engine, so the
 simulator side can be iterated on offline. With two or more repeats it also prints the
 engine's own run-to-run rank agreement (Spearman between repeats, per workload): the ceiling
-any simulator can reach on these measurements.
+any simulator can reach on these measurements. The simulator runs beside the host's other
+jobs (`SimParams.background_jobs`): by default their mean over the engine runs, each sampled
+just before its run.
 
 Without --calibration it measures one first (`advisor calibrate`, ~30 s) and saves it to
 bench/calibration.json.
@@ -278,12 +281,16 @@ def main() -> None:
             if args.save_engine:  # after each workload: a crash keeps what was measured
                 save_engine(args.save_engine, runs_by, args.batches)
         saved = {"runs": runs_by}
-    figures = [r.get("background_jobs", 0.0) for m in saved["runs"].values() for rs in m.values() for r in rs]
+    figures = [r["background_jobs"] for m in saved["runs"].values() for rs in m.values() for r in rs
+               if "background_jobs" in r]
     mean_others = float(np.mean(figures)) if figures else 0.0
-    print(f"\nthe host's other jobs before each engine run: mean {mean_others:.2f}, "
-          f"range {min(figures, default=0):.1f}-{max(figures, default=0):.1f}; simulated beside "
-          + {"none": "none (a quiet host)", "run": "each design's own figure",
-             "mean": f"their mean, {mean_others:.2f}"}[args.background] + "\n")
+    if figures:
+        print(f"\nthe host's other jobs before each engine run: mean {mean_others:.2f}, range "
+              f"{min(figures):.1f}-{max(figures):.1f}; simulated beside "
+              + {"none": "none (a quiet host)", "run": "each design's own figure",
+                 "mean": f"their mean, {mean_others:.2f}"}[args.background] + "\n")
+    else:
+        print("\nthe host's other jobs were not recorded with these runs: simulated on a quiet host\n")
     rows, spreads, measured, agreement = [], [], {}, {}
     for key in chosen:
         name, make = WORKLOADS[key]
