@@ -108,7 +108,7 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
                 progress(f"  engine: {p.name} ({p.scheduler}, {p.move} MOVE, window {p.window})")
             runs[setup] = []
             for i in range(repeats):
-                others = (background_jobs(0.25, 5) if background is not None and not in_process
+                others = (background_jobs(0.1, 3) if background is not None and not in_process
                           else 0.0)
                 r = run_workload(p.workload, p.design, batches=batches, window=p.window,
                                  scheduler=p.scheduler, move=p.move, seed=seed + i,
