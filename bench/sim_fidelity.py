@@ -19,6 +19,17 @@ reference parameters are the baseline.
 
     python bench/sim_fidelity.py [--calibration calibration.json] [--batches 300] [--repeats 2]
                                  [--workloads tpcdi,chain,ledger]
+                                 [--save-engine engine.json | --engine-results engine.json]
+                                 [--background mean|run|none] [--details]
+
+`--save-engine FILE` writes every engine run (throughput and what the engine reports: partition
+busy and CPU time, driver CPU, messages, distributed transactions, MOVEs, the load average)
+to FILE; `--engine-results FILE` re-uses such a file instead of running the engine, so the
+simulator side can be iterated on offline. With two or more repeats it also prints the
+engine's own run-to-run rank agreement (Spearman between repeats, per workload): the ceiling
+any simulator can reach on these measurements. The simulator runs beside the host's other
+jobs (`SimParams.background_jobs`): by default their mean over the engine runs, each sampled
+just before its run.
 
 Without --calibration it measures one first (`advisor calibrate`, ~30 s) and saves it to
 bench/calibration.json.
@@ -26,7 +37,10 @@ bench/calibration.json.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -93,22 +107,68 @@ WORKLOADS = {"tpcdi": ("TPC-DI", tpcdi_designs), "chain": ("chain-32", chain_des
              "ledger": ("streaming-ledger", ledger_designs)}
 
 
-def engine_tps(w, d: Design, batches: int, repeats: int) -> list[float]:
-    """Throughput of each engine run (the bench keeps the best: the least disturbed)."""
-    from engine_sim.calibration import ENGINE_OPTIONS
+ENGINE_FORMAT = "advisor.fidelity-engine/1"
+KEPT = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_mean_ms", "distributed_txns",
+        "moves", "move_txns", "committed", "aborts", "restarts", "messages", "log_records",
+        "partition_busy_s", "partition_cpu_s", "driver_cpu_s", "wall_s", "window", "machines",
+        "partitions_per_machine")
+
+
+def engine_runs(w, d: Design, batches: int, repeats: int) -> list[dict]:
+    """What each engine run reported (the bench keeps the best throughput: the least disturbed),
+    with the host's load average when it ended."""
+    from engine_sim.calibration import ENGINE_OPTIONS, background_jobs
     from engine_sim.engine import run_workload
 
     runs = []
     for i in range(repeats):
+        others = background_jobs()  # the host's other jobs, just before the run
         r = run_workload(w, d, batches=batches, window=WINDOW, seed=i, **ENGINE_OPTIONS)
         if r.history_check != "ok":
             raise SystemExit(f"engine run failed its history check: {r.history_check}")
-        runs.append(r.throughput_tps)
+        rec = {k: v for k, v in r.to_dict().items() if k in KEPT}
+        rec["loadavg_1m"] = os.getloadavg()[0]
+        rec["background_jobs"] = others
+        runs.append(rec)
     return runs
 
 
+def save_engine(path: Path, runs: dict, batches: int) -> None:
+    from common.files import atomic_write_text
+
+    doc = {"format": ENGINE_FORMAT, "batches": batches, "window": WINDOW,
+           "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(), "runs": runs}
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
+def load_engine(path: Path) -> dict:
+    """{workload name: {design label: [run, ...]}} from a `--save-engine` file."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"cannot read engine results {path}: {e}")
+    if not isinstance(doc, dict) or doc.get("format") != ENGINE_FORMAT:
+        raise SystemExit(f"{path} is not an engine results file ({ENGINE_FORMAT})")
+    return doc
+
+
+def repeat_agreement(runs: dict[str, list[dict]]) -> float:
+    """Mean Spearman between every two repeats of the engine over one workload's designs."""
+    n = min(len(r) for r in runs.values())
+    pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    if not pairs:
+        return float("nan")
+    values = [spearman(np.array([r[i]["throughput_tps"] for r in runs.values()]),
+                       np.array([r[j]["throughput_tps"] for r in runs.values()])) for i, j in pairs]
+    return float(np.mean(values))
+
+
+def sim_run(w, d: Design, params: SimParams, batches: int):
+    return run_once(w, d, window=WINDOW, calibration=params, batches=batches)
+
+
 def sim_tps(w, d: Design, params: SimParams, batches: int) -> float:
-    return run_once(w, d, window=WINDOW, calibration=params, batches=batches).throughput_tps
+    return sim_run(w, d, params, batches).throughput_tps
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -179,11 +239,22 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2, help="engine runs per design (best kept)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help=f"comma-separated subset of {', '.join(WORKLOADS)}")
+    ap.add_argument("--save-engine", type=Path, default=None, help="write the engine runs to this JSON file")
+    ap.add_argument("--engine-results", type=Path, default=None,
+                    help="re-use the engine runs of a --save-engine file instead of running the engine")
+    ap.add_argument("--background", choices=("none", "run", "mean"), default="mean",
+                    help="the host's other jobs in the simulation: their mean over every engine run "
+                         "(default), as sampled before each design's best run, or none (a quiet host)")
+    ap.add_argument("--details", action="store_true",
+                    help="per design: the engine's and the simulator's load figures side by side")
     args = ap.parse_args()
     chosen = [x.strip() for x in args.workloads.split(",") if x.strip()]
     unknown = [x for x in chosen if x not in WORKLOADS]
     if unknown or not chosen:
         raise SystemExit(f"unknown workload {unknown[0] if unknown else ''!r} (choose from {', '.join(WORKLOADS)})")
+    saved = load_engine(args.engine_results) if args.engine_results else None
+    if saved is not None:
+        args.batches = saved["batches"]
     if args.calibration is None:
         from engine_sim.calibration import calibrate
 
@@ -192,24 +263,84 @@ def main() -> None:
         print(f"saved {args.calibration}\n")
     cal = Calibration.load(args.calibration)
     params = cal.params  # host_cores as measured: the engine runs every machine on this host
+    source = (f"engine runs from {args.engine_results} (measured {saved.get('measured_at')})" if saved
+              else f"engine best of {args.repeats}")
     print(f"calibration: {args.calibration} (measured on {cal.machine.get('hostname')}, "
           f"{cal.machine.get('cpus')} cpus, {cal.machine.get('engine_mode')} engine, "
-          f"host_cores={params.host_cores}); {args.batches} batches per run, engine best of {args.repeats}\n")
-    rows, spreads = [], []
+          f"host_cores={params.host_cores}); {args.batches} batches per run, {source}; "
+          f"load average now {os.getloadavg()[0]:.1f}\n")
+    if saved is None:  # measure every design first: the simulation may use the mean load they ran beside
+        runs_by: dict = {}
+        for key in chosen:
+            name, make = WORKLOADS[key]
+            runs_by[name] = {}
+            for label, w, d in make():
+                runs_by[name][label] = engine_runs(w, d, args.batches, args.repeats)
+                print(f"  engine {name} {label}: "
+                      f"{' '.join(format(r['throughput_tps'], ',.0f') for r in runs_by[name][label])} tuples/s", flush=True)
+            if args.save_engine:  # after each workload: a crash keeps what was measured
+                save_engine(args.save_engine, runs_by, args.batches)
+        saved = {"runs": runs_by}
+    figures = [r["background_jobs"] for m in saved["runs"].values() for rs in m.values() for r in rs
+               if "background_jobs" in r]
+    mean_others = float(np.mean(figures)) if figures else 0.0
+    if figures:
+        print(f"\nthe host's other jobs before each engine run: mean {mean_others:.2f}, range "
+              f"{min(figures):.1f}-{max(figures):.1f}; simulated beside "
+              + {"none": "none (a quiet host)", "run": "each design's own figure",
+                 "mean": f"their mean, {mean_others:.2f}"}[args.background] + "\n")
+    else:
+        print("\nthe host's other jobs were not recorded with these runs: simulated on a quiet host\n")
+    rows, spreads, measured, agreement = [], [], {}, {}
     for key in chosen:
         name, make = WORKLOADS[key]
+        measured[name] = {}
         for label, w, d in make():
-            runs = engine_tps(w, d, args.batches, args.repeats)
-            e = max(runs)
-            spreads.append(e / min(runs))
-            s = sim_tps(w, d, params, args.batches)
+            try:
+                runs = saved["runs"][name][label]
+            except KeyError:
+                raise SystemExit(f"{args.engine_results} has no engine runs of {name} {label!r}")
+            measured[name][label] = runs
+            tps = [r["throughput_tps"] for r in runs]
+            best = runs[int(np.argmax(tps))]
+            e = best["throughput_tps"]
+            spreads.append(e / min(tps))
+            others = {"none": 0.0, "run": best.get("background_jobs", 0.0), "mean": mean_others}[args.background]
+            sr = sim_run(w, d, params.with_(background_jobs=others), args.batches)
+            s = sr.throughput_tps
             ref = sim_tps(w, d, SimParams(), args.batches)
             rows.append((name, label, e, s, ref))
-            print(f"{name + ' ' + label:<58} engine {e:>9,.0f} (runs {' '.join(f'{x:,.0f}' for x in runs)})  "
+            print(f"{name + ' ' + label:<58} engine {e:>9,.0f} (runs {' '.join(f'{x:,.0f}' for x in tps)})  "
                   f"simulator {s:>9,.0f} ({s / e:4.2f}x)  reference {ref:>9,.0f}", flush=True)
+            if args.details:
+                print(details(best, sr, args.batches))
+        agreement[name] = repeat_agreement(measured[name])
     print_summary(summarise(rows))
-    print(f"  engine run-to-run spread (best/worst of {args.repeats}): median "
+    n = min(len(r) for m in measured.values() for r in m.values())
+    print(f"  engine run-to-run spread (best/worst of {n}): median "
           f"{np.median(spreads):.2f}x, largest {max(spreads):.2f}x")
+    if n >= 2:
+        print("  engine's own rank agreement (mean Spearman between two repeats, the ceiling here): "
+              + ", ".join(f"{g} {a:.2f}" for g, a in agreement.items()))
+    if args.save_engine and args.engine_results is None:
+        print(f"engine runs saved to {args.save_engine}")
+
+
+def details(run: dict, sr, batches: int) -> str:
+    """One line each: busy share of every partition, driver CPU, messages and distributed
+    transactions per batch, engine vs simulator."""
+    wall = batches / run["throughput_bps"] if run["throughput_bps"] else float("nan")
+    eb = " ".join(f"{b / run['wall_s']:.2f}" for b in run["partition_busy_s"])
+    sb = " ".join(f"{b / sr.sim_time_s:.2f}" for b in sr.partition_busy_s)
+    ec = " ".join(f"{c / run['wall_s']:.2f}" for c in run.get("partition_cpu_s") or [])
+    return (f"      engine: busy {eb} | cpu {ec} | driver cpu {run['driver_cpu_s'] / run['wall_s']:.2f} | "
+            f"msgs/batch {run['messages'] / batches:.1f} | dtxn/batch {run['distributed_txns'] / batches:.2f} | "
+            f"moves/batch {run['moves'] / batches:.1f} | load {run.get('loadavg_1m', float('nan')):.1f}, "
+            f"others {run.get('background_jobs', float('nan')):.1f} (~{wall:.1f}s)\n"
+            f"      sim:    busy {sb} | coord {' '.join(f'{c:.2f}' for c in sr.coordinator_utilisation)} | "
+            f"client {sr.client_utilisation:.2f} | dilation {sr.cpu_dilation:.2f} | "
+            f"dtxn/batch {sr.distributed_txns / max(sr.completed_batches, 1):.2f} | "
+            f"moves/batch {sr.moves / max(sr.completed_batches, 1):.1f}")
 
 
 if __name__ == "__main__":

@@ -42,3 +42,30 @@ def test_every_workload_of_the_bench_has_at_least_five_designs_that_fit_this_mac
         designs = make()
         assert len(designs) >= 5, name
         assert all(d.n_partitions <= 8 for _, _, d in designs)
+
+
+def test_engine_runs_round_trip_through_the_saved_file(tmp_path):
+    runs = {"w": {"a": [{"throughput_tps": 10.0, "background_jobs": 1.0}],
+                  "b": [{"throughput_tps": 20.0, "background_jobs": 0.0}]}}
+    path = tmp_path / "engine.json"
+    F.save_engine(path, runs, 300)
+    doc = F.load_engine(path)
+    assert doc["runs"] == runs and doc["batches"] == 300 and doc["window"] == F.WINDOW
+
+
+@pytest.mark.parametrize("text", ["not json", '{"format": "something else", "runs": {}}', "[]"])
+def test_a_file_that_is_not_saved_engine_runs_is_refused_in_one_line(tmp_path, text):
+    path = tmp_path / "engine.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit) as e:
+        F.load_engine(path)
+    assert str(path) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_repeat_agreement_is_the_engines_own_ranking_between_repeats():
+    same = {d: [{"throughput_tps": v}, {"throughput_tps": v * 1.1}] for d, v in zip("abcd", (1, 2, 3, 4))}
+    assert F.repeat_agreement(same) == pytest.approx(1.0)
+    flipped = {d: [{"throughput_tps": v}, {"throughput_tps": 5 - v}] for d, v in zip("abcd", (1, 2, 3, 4))}
+    assert F.repeat_agreement(flipped) == pytest.approx(-1.0)
+    one = {d: [{"throughput_tps": v}] for d, v in zip("abcd", (1, 2, 3, 4))}
+    assert F.repeat_agreement(one) != F.repeat_agreement(one)  # nan: nothing to compare

@@ -36,7 +36,7 @@ def _params(calibration: Calibration | SimParams | None) -> SimParams:
         return SimParams()
     if isinstance(calibration, SimParams):
         return calibration
-    return calibration.params.with_(host_cores=0, site_per_partition=False)
+    return calibration.params.with_(host_cores=0, background_jobs=0.0, site_per_partition=False)
 
 
 def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
@@ -64,18 +64,23 @@ def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -
     """Run `attempt` with CPU costs stretched for a host with fewer cores than threads.
 
     Mean-field processor sharing: if the run keeps on average B partition and coordinator
-    threads busy on a host of n cores, each runs at n/B of a core, so every CPU cost is
-    stretched by max(1, B/n); iterated to a fixed point (a few runs).
+    threads busy, and the host's other jobs keep `background_jobs` = L more runnable (each a
+    session, which Linux gives a fair share like each of the engine's partition processes), on
+    a host of n cores each runs at n/(B+L) of a core, so every CPU cost is stretched by
+    max(1, (B+L)/n); iterated to a fixed point (a few runs). The engine's threads compete
+    with the host's other jobs as with each other: a design that keeps more of its threads
+    busy takes a larger share of a loaded host, but less than its threads would alone.
     """
     cores = params.host_cores
     if cores <= 0:
         return attempt(params)
-    dilation = 1.0
-    for _ in range(6):
+    others = params.background_jobs
+    dilation = max(1.0, others / cores)
+    for _ in range(8):
         r = attempt(params.cpu_scaled(dilation))
         concurrency = (sum(r.partition_busy_s) / r.sim_time_s + sum(r.coordinator_utilisation)
                        + r.client_utilisation)
-        target = max(1.0, concurrency / cores)
+        target = max(1.0, (concurrency + others) / cores)
         r.cpu_dilation = dilation
         if abs(target - dilation) <= 0.03 * dilation:
             break

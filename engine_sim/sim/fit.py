@@ -78,14 +78,20 @@ def observe(probe: Probe, params: SimParams, batches: int | None = None) -> floa
     raise ValueError(f"unknown observable {probe.observe!r}")
 
 
-def design_matrix(probes: list[Probe], base: SimParams = FIT_BASE) -> tuple[np.ndarray, np.ndarray]:
+def design_matrix(probes: list[Probe], base: SimParams = FIT_BASE,
+                  background: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(A, y0): A[k, g] is what group g adds to probe k when doubled from `base`, y0 the
-    probes at `base`. Where nothing queues, A[k] sums to y0[k] exactly."""
-    y0 = np.array([observe(p, base) for p in probes])
+    probes at `base`. Where nothing queues, A[k] sums to y0[k] exactly. `background`: per
+    probe, the host's other runnable jobs when it was measured (`background_jobs`)."""
+    others = background if background is not None else [base.background_jobs] * len(probes)
+
+    def at(params: SimParams) -> np.ndarray:
+        return np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
+
+    y0 = at(base)
     A = np.zeros((len(probes), len(GROUPS)))
     for g, group in enumerate(GROUPS):
-        doubled = scale_group(base, group, 2.0)
-        A[:, g] = np.array([observe(p, doubled) for p in probes]) - y0
+        A[:, g] = at(scale_group(base, group, 2.0)) - y0
     return A, y0
 
 
@@ -98,18 +104,22 @@ class FitResult:
 
 
 def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
-        iterations: int = 4) -> FitResult:
+        iterations: int = 4, background: list[float] | None = None) -> FitResult:
     """Scale each group so the simulator reproduces the measurements (relative least squares,
     factors >= 0). The model is linear where nothing queues; where a partition's work after a
     commit delays the next batch it is not, so the linear step is repeated from the current
-    point (a secant Gauss-Newton) until the factors settle."""
+    point (a secant Gauss-Newton) until the factors settle. `background`, per probe: the
+    host's other runnable jobs when it was measured; each probe is simulated with them, so
+    the fitted costs are a quiet host's."""
+    if background is not None and len(background) != len(probes):
+        raise ValueError("one background figure per probe")
     y = np.asarray(measured, dtype=float)
     if y.shape != (len(probes),) or not np.all(np.isfinite(y)) or np.any(y <= 0):
         raise ValueError("every probe needs one positive, finite measurement")
     params = base
     total = np.ones(len(GROUPS))
     for _ in range(iterations):
-        A, y_now = design_matrix(probes, params)
+        A, y_now = design_matrix(probes, params, background)
         # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors, the
         # loaded probes (what limits throughput, the number predictions are about) counted twice
         weight = np.array([LOADED_WEIGHT if p.window > 1 else 1.0 for p in probes])
@@ -126,7 +136,8 @@ def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
         total *= m
         if np.all(np.abs(m - 1) < 0.01):
             break
-    fitted = np.array([observe(p, params) for p in probes])
+    others = background if background is not None else [params.background_jobs] * len(probes)
+    fitted = np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
     residuals = {p.key: {"measured_s": float(v), "fitted_s": float(f),
                          "relative_error": float((f - v) / v)}
                  for p, v, f in zip(probes, y, fitted)}

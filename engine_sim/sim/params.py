@@ -75,6 +75,11 @@ class SimParams:
     # cores of the one host that runs every emulated machine (the engine on this machine);
     # 0 = a real cluster: every partition and coordinator thread has a core of its own
     host_cores: int = 0
+    # other jobs runnable on that host, on average (sessions with a runnable thread: Linux
+    # shares the CPU fairly between sessions, and every engine partition is a session of its
+    # own); they share the host's cores with the engine's threads. Measured, never fitted: the
+    # calibration samples it before every probe, the fidelity bench before every engine run
+    background_jobs: float = 0.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
