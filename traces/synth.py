@@ -317,8 +317,8 @@ def _chunk(plan: _Plan, rng: np.random.Generator, b0: int, b1: int, interval_us:
             first, read = replay.step(float(starts[i]), int(n_in[i]))
             if n_in[i]:
                 txn_b.append(i); keys.append(first); rows_.append(int(n_in[i])); mode_.append(True)
-            if read:
-                txn_b.append(i); keys.append(replay.active_from); rows_.append(read); mode_.append(False)
+            if read:  # the active window's aggregate, kept in its metadata row (key -1)
+                txn_b.append(i); keys.append(-1); rows_.append(1); mode_.append(False)
             if declared[i] and replay.staged_from > replay.active_from:  # the newest ones
                 n = int(min(declared[i], replay.staged_from - replay.active_from))
                 txn_b.append(i); keys.append(replay.staged_from - n); rows_.append(n)
