@@ -117,7 +117,7 @@ KEPT = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_mean_ms",
 def engine_runs(w, d: Design, batches: int, repeats: int) -> list[dict]:
     """What each engine run reported (the bench keeps the best throughput: the least disturbed),
     with the host's load average when it ended."""
-    from engine_sim.calibration import ENGINE_OPTIONS, background_jobs
+    from engine_sim.calibrate import ENGINE_OPTIONS, background_jobs
     from engine_sim.engine import run_workload
 
     runs = []
@@ -256,7 +256,7 @@ def main() -> None:
     if saved is not None:
         args.batches = saved["batches"]
     if args.calibration is None:
-        from engine_sim.calibration import calibrate
+        from engine_sim.calibrate import calibrate
 
         cal = calibrate(progress=lambda m: print(m, flush=True))
         args.calibration = cal.save(Path(__file__).resolve().parent / "calibration.json")

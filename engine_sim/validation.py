@@ -219,7 +219,7 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
             result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions, "
                                 f"more than this machine runs ({limit}); the simulator predicts it")
         else:
-            from engine_sim.calibration import ENGINE_OPTIONS
+            from engine_sim.calibrate import ENGINE_OPTIONS
             from engine_sim.engine import run_workload
 
             run = run_workload(workload, design, batches=batches, scheduler=scheduler, move=move,

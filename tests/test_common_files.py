@@ -154,7 +154,7 @@ USER_ERRORS = {
     "traces.errors": ["TraceError", "JavaError"],
     "engine_sim.engine.errors": ["EngineError", "EngineFailure"],
     "engine_sim.sim.errors": ["SimError"],
-    "engine_sim.sim.calibfile": ["CalibrationError"],
+    "engine_sim.sim.calibration_file": ["CalibrationError"],
     "engine_sim.validation": ["ValidationError"],
     "reports.transforms": ["ChangeError"],
     "reports.validation_view": ["ValidationFormatError"],

@@ -121,7 +121,7 @@ def test_the_4x_cost_probe_does_about_4x_the_work():
     transaction - the shortest execution of each probe, which a preemption on a loaded host
     cannot lengthen unless it hits every one of them: the 4x probe's part above the cost-0
     probe is clearly more than 2.5 times the 1x probe's."""
-    from engine_sim.calibration import measure
+    from engine_sim.calibrate import measure
     from engine_sim.sim.probes import probes
 
     plist = {p.name: p for p in probes() if p.observe == "busy" and p.name in ("txn", "txn_cost", "txn_nocost")}

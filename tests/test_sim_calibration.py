@@ -10,8 +10,8 @@ import pytest
 from advisor.priced_weights import weights_from_calibration
 from advisor.cli import run_app
 from engine_sim.sim import Calibration, CalibrationError, SimParams
-from engine_sim.sim.calibfile import prices, weights_from_prices
-from engine_sim.sim.fit import FIT_BASE, GROUPS, fit, observe, scale_group
+from engine_sim.sim.calibration_file import prices, weights_from_prices
+from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
 from engine_sim.sim.probes import probes, throughput_checks
 
 
@@ -24,7 +24,7 @@ def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
     for group in GROUPS:
         truth = scale_group(truth, group, float(rng.uniform(0.4, 3.0)))
     plist = probes()
-    result = fit(plist, [observe(p, truth) for p in plist], base=base)
+    result = fit_parameters(plist, [observe(p, truth) for p in plist], base=base)
     assert result.median_error < 0.01
     assert max(abs(r["relative_error"]) for r in result.residuals.values()) < 0.1
     for check in throughput_checks():
@@ -34,7 +34,7 @@ def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
 def test_the_fit_refuses_missing_measurements():
     plist = probes()[:3]
     with pytest.raises(ValueError, match="positive, finite"):
-        fit(plist, [1e-4, 0.0, 1e-4])
+        fit_parameters(plist, [1e-4, 0.0, 1e-4])
 
 
 def test_weights_follow_the_prices_of_this_cluster():

@@ -9,7 +9,7 @@ from advisor.design import Design
 from advisor.workload import Access, InputSpec, Procedure, Table, Workload
 from engine_sim.sim import SimParams
 from engine_sim.sim.model import EngineModel
-from engine_sim.sim.plan import compile_plan
+from engine_sim.sim.compiled import compile_plan
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ import pytest
 
 from advisor.design import Design
 from advisor.workload import InputSpec, Procedure, Stream, Table, Workload
-from engine_sim.calibration import background_jobs
+from engine_sim.calibrate import background_jobs
 from engine_sim.sim import Calibration, SimParams, run_once
-from engine_sim.sim.fit import FIT_BASE, GROUPS, fit, observe, scale_group
+from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
 from engine_sim.sim.probes import probes, throughput_checks
 
 HOST = SimParams(host_cores=2, site_per_partition=True)
@@ -78,15 +78,15 @@ def test_the_fit_recovers_a_quiet_hosts_costs_from_probes_measured_beside_other_
     plist = probes()
     others = [float(x) for x in rng.uniform(0.0, 3.0, len(plist))]
     measured = [observe(p, truth.with_(background_jobs=o)) for p, o in zip(plist, others)]
-    result = fit(plist, measured, base=base, background=others)
+    result = fit_parameters(plist, measured, base=base, background=others)
     assert result.median_error < 0.02
     for check in throughput_checks():
         assert observe(check, result.params) == pytest.approx(observe(check, truth), rel=0.08)
-    ignored = fit(plist, measured, base=base)  # the other jobs left out: costs come out inflated
+    ignored = fit_parameters(plist, measured, base=base)  # the other jobs left out: costs come out inflated
     assert ignored.params.txn_overhead_s > result.params.txn_overhead_s
 
 
 def test_the_fit_wants_one_background_figure_per_probe():
     plist = probes()[:3]
     with pytest.raises(ValueError, match="one background figure per probe"):
-        fit(plist, [1e-4, 1e-4, 1e-4], background=[0.0])
+        fit_parameters(plist, [1e-4, 1e-4, 1e-4], background=[0.0])

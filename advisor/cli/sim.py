@@ -85,7 +85,7 @@ def calibrate(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
-    from engine_sim.calibration import calibrate as run
+    from engine_sim.calibrate import calibrate as run
 
     if out is None:
         from advisor.priced_weights import user_calibration_path

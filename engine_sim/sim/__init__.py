@@ -15,14 +15,14 @@ from typing import Callable
 
 from advisor.design import Design
 from advisor.workload import Workload
-from engine_sim.sim.calibfile import Calibration, CalibrationError
+from engine_sim.sim.calibration_file import Calibration, CalibrationError
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.params import SimParams
-from engine_sim.sim.plan import compile_plan
+from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.result import SimResult, summarise
 from engine_sim.sim.scale import scale_design
-from engine_sim.sim.search import search_rate
+from engine_sim.sim.rate_search import search_rate
 
 __all__ = ["Calibration", "CalibrationError", "SimError", "SimParams", "SimResult",
            "max_throughput", "run_once", "scale_design", "simulate"]

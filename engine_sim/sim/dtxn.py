@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-from engine_sim.sim.plan import DistSpec
+from engine_sim.sim.compiled import DistSpec
 
 SP, MOVE = 0, 1
 LOCK, START = -1, -2  # partition queue entries besides single-sited transactions (unit >= 0)

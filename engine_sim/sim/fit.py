@@ -103,7 +103,7 @@ class FitResult:
     median_error: float
 
 
-def fit(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
+def fit_parameters(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
         iterations: int = 4, background: list[float] | None = None) -> FitResult:
     """Scale each group so the simulator reproduces the measurements (relative least squares,
     factors >= 0). The model is linear where nothing queues; where a partition's work after a

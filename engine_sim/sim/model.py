@@ -32,7 +32,7 @@ from engine_sim.sim.core import Environment
 from engine_sim.sim.dtxn import DistributedMixin, Dtxn
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.hotpath import bind_hot_path
-from engine_sim.sim.plan import Plan
+from engine_sim.sim.compiled import Plan
 
 
 class EngineModel(DistributedMixin):

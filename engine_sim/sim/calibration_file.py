@@ -2,7 +2,7 @@
 raw micro-benchmark figures, and the cost-model weights derived from the same prices.
 
 Format `advisor.calibration/1` (JSON; `advisor recommend --calibration` reads `weights`
-only, see advisor/calibrated.py):
+only, see advisor/priced_weights.py):
 
     {"format": "advisor.calibration/1",
      "source": "measured" | "reference",

@@ -6,7 +6,7 @@ simulator's parameters and the cost model's weights to them.
 2. Fit the simulator's parameter groups to those numbers (`engine_sim.sim.fit`).
 3. Check the fit on loaded runs (16 batches in flight) it was not fitted to.
 4. Derive alpha/beta/gamma from the fitted prices of a distributed transaction, a MOVE and
-   an idle machine (`engine_sim.sim.calibfile.prices`), and write it all with the machine.
+   an idle machine (`engine_sim.sim.calibration_file.prices`), and write it all with the machine.
 
 The engine emulates a cluster on this one host: every partition is a process of its own and
 they share the host's cores. The fitted parameters say so (`site_per_partition`,
@@ -22,8 +22,8 @@ from typing import Callable
 import numpy as np
 
 from engine_sim.engine import run_workload
-from engine_sim.sim.calibfile import Calibration, CalibrationError, this_machine
-from engine_sim.sim.fit import FIT_BASE, fit, observe
+from engine_sim.sim.calibration_file import Calibration, CalibrationError, this_machine
+from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
 from engine_sim.sim.probes import Probe, cost_scaling, probes, throughput_checks
 
 
@@ -150,7 +150,7 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
         raise CalibrationError(f"the engine measured nothing for {bad[0]} (zero time)")
     say("fitting the simulator")
     cores = 1 if in_process else (os.cpu_count() or 1)
-    result = fit(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True),
+    result = fit_parameters(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True),
                  background=[others.get(p.key, 0.0) for p in plist] if fit_background else None)
     params = result.params.with_(service_cv=0.1, background_jobs=0.0)
     say("checking the fit on loaded runs")
