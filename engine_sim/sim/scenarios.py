@@ -2,7 +2,7 @@
 scale for the simulator: the workloads (bundled specs, and the variants the figures need,
 derived from them), the designs, and a runner per experiment returning its series.
 
-Used by the shape tests (tests/test_sim_shapes.py), the figures (bench/sim_shapes.py) and
+Used by the shape tests (tests/sim/test_sim_shapes.py), the figures (bench/sim_shapes.py) and
 the docs. Nothing here tunes the model per workload: every experiment runs the same
 `SimParams` through the same engine model (by default `REFERENCE_2016`, the 2016 cluster).
 """

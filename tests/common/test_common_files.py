@@ -16,7 +16,7 @@ from common.errors import UserError
 from common.files import (atomic_write_bytes, atomic_write_text, check_replaceable, discard_dir,
                           publish_dir, read_user_text, staging_dir)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("common", "costmodel", "traces", "advisor", "engine_sim", "reports", "bench")
 
 

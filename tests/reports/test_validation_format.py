@@ -11,7 +11,7 @@ from advisor.cli import run_app
 from engine_sim.validation import FORMAT, ValidationResult, validation_document
 from reports.validation_view import ValidationFormatError, ValidationView, parse_validation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE = {"throughput_tps": 1000.0, "latency_p50_ms": 2.0, "moves": 30, "history_check": "ok"}
 SIM = {"throughput_tps": 1200.0, "latency_p50_ms": 1.5, "moves": 30}
 

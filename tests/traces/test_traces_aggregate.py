@@ -260,7 +260,7 @@ def test_missing_java_fails_before_spark_starts(tmp_path):
     env = dict(os.environ, JAVA_HOME=str(tmp_path / "no-jdk"))
     proc = subprocess.run([sys.executable, "-m", "advisor", "trace", "aggregate", str(trace),
                            "--out", str(tmp_path / "s")], capture_output=True, text=True,
-                          env=env, cwd=os.path.dirname(os.path.dirname(__file__)))
+                          env=env, cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 2
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 1 and "Java not found" in errors[0] and "apt-get" in errors[0]

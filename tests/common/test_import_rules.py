@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OURS = {"common", "costmodel", "traces", "advisor", "engine_sim", "reports"}
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 

@@ -11,7 +11,7 @@ import pytest
 from costmodel import REPLICATED, CostGraph, find_bottleneck, hottest_procedure
 from advisor.api import DesignBottleneck, design_bottleneck, load_graph, recommend
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("advisor", "costmodel", "traces", "engine_sim", "reports")
 
 

@@ -15,7 +15,7 @@ from test_report import EVIL_PROC, EVIL_TABLE, evil_workload
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-DOCS_SHOT = Path(__file__).resolve().parent.parent / "docs" / "report-screenshot.png"
+DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "report-screenshot.png"
 
 
 @pytest.fixture(scope="module")

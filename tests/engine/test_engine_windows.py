@@ -412,7 +412,7 @@ def test_the_benchs_naive_window_holds_what_the_native_one_does(size, slide):
     transactions per batch) ends with the native window's active tuples."""
     import importlib.util
     from pathlib import Path
-    spec = importlib.util.spec_from_file_location("bench_windows", Path(__file__).parents[1] / "bench" / "windows.py")
+    spec = importlib.util.spec_from_file_location("bench_windows", Path(__file__).parents[2] / "bench" / "windows.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     for batches in (3, 17):

@@ -24,7 +24,7 @@ from test_traces_synth import MIXED
 
 pytestmark = pytest.mark.cluster
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

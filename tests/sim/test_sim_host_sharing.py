@@ -49,6 +49,7 @@ def test_one_other_job_slows_a_design_that_needs_both_cores_not_one_that_needs_o
     assert _tps(4, other) / _tps(4, HOST) < 0.85
 
 
+@pytest.mark.process  # records the host (platform asks uname)
 def test_a_real_cluster_ignores_this_hosts_other_jobs():
     """A Calibration passed to the simulator predicts a real cluster: no host sharing."""
     cal = Calibration.from_params(HOST.with_(background_jobs=5.0), {})
