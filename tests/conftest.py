@@ -198,3 +198,16 @@ def running(pids) -> list[int]:
         except psutil.NoSuchProcess:
             pass  # gone: not running
     return out
+
+
+@pytest.fixture(scope="session")
+def tpcdi_report(tpcdi_trade):
+    """(recommendation, report HTML with a simulator validation) of tpcdi-trade: built once
+    for the report tests and the browser test (a full report takes tens of seconds)."""
+    from advisor.api import recommend
+    from engine_sim.validation import validate_design
+    from reports.report import build_report
+
+    rec = recommend("tpcdi-trade")
+    validation = validate_design(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
+    return rec, build_report(rec, validation=validation.to_document())

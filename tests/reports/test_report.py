@@ -47,15 +47,6 @@ def evil_workload() -> Workload:
     )
 
 
-@pytest.fixture(scope="module")
-def tpcdi_report(tpcdi_trade):
-    from engine_sim.validation import validate_design
-
-    rec = recommend("tpcdi-trade")
-    validation = validate_design(tpcdi_trade, rec.design, engine=False, sim=True, batches=200)
-    return rec, build_report(rec, validation=validation.to_document())
-
-
 def test_report_has_every_section_and_embedded_figures(tpcdi_report):
     rec, html = tpcdi_report
     for section in ("summary", "graph", "machines", "costs", "sensitivity", "scaling", "validation",

@@ -48,9 +48,8 @@ def severe(logs: list[dict]) -> list[dict]:
     return [e for e in logs if e.get("level") in ("SEVERE", "ERROR")]
 
 
-def test_report_renders_with_every_figure_loaded(browser, tmp_path):
-    rec = recommend("tpcdi-trade")
-    path = write_report(tmp_path / "report.html", build_report(rec))
+def test_report_renders_with_every_figure_loaded(browser, tmp_path, tpcdi_report):
+    path = write_report(tmp_path / "report.html", tpcdi_report[1])
     browser.get(path.as_uri())
     assert severe(browser.get_log("browser")) == []
     images = figures_loaded(browser)
