@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
-from common.files import atomic_write_text, read_user_text
+from common.files import atomic_write_text, read_user_json
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
 
@@ -189,13 +189,7 @@ class Design:
 
     @classmethod
     def load(cls, path: str | Path) -> "Design":
-        path = Path(path)
-        text = read_user_text(path, DesignError)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DesignError(f"{path}: not valid JSON: {exc}") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_user_json(path, DesignError), str(path))
 
     # -- notebook display -----------------------------------------------------------------
     def to_frame(self, source=None):

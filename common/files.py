@@ -12,6 +12,7 @@ refused in one line, never overwritten.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -68,6 +69,15 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
         raise error(f"{path}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise error(f"{path}: cannot read: {exc}") from None
+
+
+def read_user_json(path: str | Path, error: type[Exception] = UserError):
+    """A JSON file a user named, parsed; unreadable or invalid JSON is one `error` line."""
+    path = Path(path)
+    try:
+        return json.loads(read_user_text(path, error))
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON: {exc}") from None
 
 
 # -- directories -------------------------------------------------------------------------------

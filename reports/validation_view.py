@@ -10,13 +10,13 @@ anywhere from the JSON file.
 from __future__ import annotations
 
 import html
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError
 from engine_sim.validation import FORMAT
+from common.files import read_user_json
 
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),
@@ -102,17 +102,7 @@ def parse_validation(data, source: str = "validation result") -> "ValidationView
 def read_validation(path: str | Path) -> "ValidationView":
     """A validation file (`advisor validate --out`); one-line errors."""
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ValidationFormatError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationFormatError(f"{path}: not a readable validation result: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValidationFormatError(f"{path}: not valid JSON: {exc}") from None
-    return parse_validation(data, str(path))
+    return parse_validation(read_user_json(path, ValidationFormatError), str(path))
 
 
 @dataclass

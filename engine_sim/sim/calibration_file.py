@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.files import atomic_write_text, read_user_text
+from common.files import atomic_write_text, read_user_json
 from advisor.errors import AdvisorError
 from costmodel import Weights
 from engine_sim.sim.params import SimParams
@@ -136,10 +136,4 @@ class Calibration:
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
-        path = Path(path)
-        text = read_user_text(path, CalibrationError)
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise CalibrationError(f"{path}: not valid JSON: {exc}") from None
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_user_json(path, CalibrationError), str(path))
