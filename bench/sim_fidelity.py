@@ -17,7 +17,7 @@ mean (the engine's by the engine's mean, the simulator's by the simulator's), so
 that is simply faster does not make the ranking look good (target >= 0.85). The uncalibrated
 reference parameters are the baseline.
 
-    python bench/sim_fidelity.py [--calibration calibration.json] [--batches 300] [--repeats 2]
+    python bench/sim_fidelity.py [--calibration calibration.json] [--batches N] [--repeats 3]
                                  [--workloads tpcdi,chain,ledger]
                                  [--save-engine engine.json | --engine-results engine.json]
                                  [--background mean|run|none] [--details]
@@ -105,6 +105,9 @@ def ledger_designs() -> list[tuple[str, object, Design]]:
 
 WORKLOADS = {"tpcdi": ("TPC-DI", tpcdi_designs), "chain": ("chain-32", chain_designs),
              "ledger": ("streaming-ledger", ledger_designs)}
+# batches per engine run, so every run lasts seconds (2-10 s here): a run of well under a
+# second is mostly start-up and warm-up, and its throughput the noisiest
+BATCHES = {"tpcdi": 2000, "chain": 300, "ledger": 3000}
 
 
 ENGINE_FORMAT = "advisor.fidelity-engine/1"
@@ -114,26 +117,42 @@ KEPT = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_mean_ms",
         "partitions_per_machine")
 
 
-def engine_runs(w, d: Design, batches: int, repeats: int) -> list[dict]:
-    """What each engine run reported (the bench keeps the best throughput: the least disturbed),
-    with the host's load average when it ended."""
+def engine_run(w, d: Design, batches: int, seed: int) -> dict:
+    """What one engine run reported, with the host's load average when it ended and its other
+    runnable jobs just before it started."""
     from engine_sim.calibrate import ENGINE_OPTIONS, background_jobs
     from engine_sim.engine import run_workload
 
-    runs = []
+    others = background_jobs()
+    r = run_workload(w, d, batches=batches, window=WINDOW, seed=seed, **ENGINE_OPTIONS)
+    if r.history_check != "ok":
+        raise SystemExit(f"engine run failed its history check: {r.history_check}")
+    rec = {k: v for k, v in r.to_dict().items() if k in KEPT}
+    rec["loadavg_1m"] = os.getloadavg()[0]
+    rec["background_jobs"] = others
+    return rec
+
+
+def measure_engine(chosen: list[str], batches: dict[str, int], repeats: int, save: Path | None) -> dict:
+    """{workload: {design: [run, ...]}}. Repeats are interleaved (every design once, then every
+    design again), so a burst of the host's other jobs slows one repeat of many designs rather
+    than every repeat of one design; the bench keeps each design's best run."""
+    runs_by: dict = {WORKLOADS[key][0]: {} for key in chosen}
     for i in range(repeats):
-        others = background_jobs()  # the host's other jobs, just before the run
-        r = run_workload(w, d, batches=batches, window=WINDOW, seed=i, **ENGINE_OPTIONS)
-        if r.history_check != "ok":
-            raise SystemExit(f"engine run failed its history check: {r.history_check}")
-        rec = {k: v for k, v in r.to_dict().items() if k in KEPT}
-        rec["loadavg_1m"] = os.getloadavg()[0]
-        rec["background_jobs"] = others
-        runs.append(rec)
-    return runs
+        for key in chosen:
+            name, make = WORKLOADS[key]
+            for label, w, d in make():
+                rec = engine_run(w, d, batches[name], seed=i)
+                runs_by[name].setdefault(label, []).append(rec)
+                print(f"  engine {name} {label} (repeat {i + 1}/{repeats}): "
+                      f"{rec['throughput_tps']:,.0f} tuples/s", flush=True)
+        if save:  # after each round: a crash keeps what was measured
+            save_engine(save, runs_by, {n: batches[n] for n in runs_by})
+    return runs_by
 
 
-def save_engine(path: Path, runs: dict, batches: int) -> None:
+def save_engine(path: Path, runs: dict, batches: dict[str, int]) -> None:
+    """`batches`: per workload name, the batches of each of its runs."""
     from common.files import atomic_write_text
 
     doc = {"format": ENGINE_FORMAT, "batches": batches, "window": WINDOW,
@@ -149,6 +168,8 @@ def load_engine(path: Path) -> dict:
         raise SystemExit(f"cannot read engine results {path}: {e}")
     if not isinstance(doc, dict) or doc.get("format") != ENGINE_FORMAT:
         raise SystemExit(f"{path} is not an engine results file ({ENGINE_FORMAT})")
+    if not isinstance(doc.get("batches"), dict):  # files before per-workload batch counts
+        doc["batches"] = {name: doc.get("batches") for name in doc.get("runs", {})}
     return doc
 
 
@@ -235,8 +256,11 @@ def print_summary(summary: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calibration", type=Path, default=None)
-    ap.add_argument("--batches", type=int, default=300)
-    ap.add_argument("--repeats", type=int, default=2, help="engine runs per design (best kept)")
+    ap.add_argument("--batches", type=int, default=None,
+                    help="batches per engine run, every workload (default: "
+                         + ", ".join(f"{k} {v}" for k, v in BATCHES.items()) + ")")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="engine runs per design, interleaved across designs (best kept)")
     ap.add_argument("--workloads", default=",".join(WORKLOADS),
                     help=f"comma-separated subset of {', '.join(WORKLOADS)}")
     ap.add_argument("--save-engine", type=Path, default=None, help="write the engine runs to this JSON file")
@@ -254,7 +278,9 @@ def main() -> None:
         raise SystemExit(f"unknown workload {unknown[0] if unknown else ''!r} (choose from {', '.join(WORKLOADS)})")
     saved = load_engine(args.engine_results) if args.engine_results else None
     if saved is not None:
-        args.batches = saved["batches"]
+        batches = saved["batches"]
+    else:
+        batches = {WORKLOADS[k][0]: args.batches or BATCHES[k] for k in WORKLOADS}
     if args.calibration is None:
         from engine_sim.calibrate import calibrate
 
@@ -267,20 +293,11 @@ def main() -> None:
               else f"engine best of {args.repeats}")
     print(f"calibration: {args.calibration} (measured on {cal.machine.get('hostname')}, "
           f"{cal.machine.get('cpus')} cpus, {cal.machine.get('engine_mode')} engine, "
-          f"host_cores={params.host_cores}); {args.batches} batches per run, {source}; "
+          f"host_cores={params.host_cores}); batches per run: "
+          f"{', '.join(f'{n} {batches.get(n)}' for n in (WORKLOADS[k][0] for k in chosen))}; {source}; "
           f"load average now {os.getloadavg()[0]:.1f}\n")
     if saved is None:  # measure every design first: the simulation may use the mean load they ran beside
-        runs_by: dict = {}
-        for key in chosen:
-            name, make = WORKLOADS[key]
-            runs_by[name] = {}
-            for label, w, d in make():
-                runs_by[name][label] = engine_runs(w, d, args.batches, args.repeats)
-                print(f"  engine {name} {label}: "
-                      f"{' '.join(format(r['throughput_tps'], ',.0f') for r in runs_by[name][label])} tuples/s", flush=True)
-            if args.save_engine:  # after each workload: a crash keeps what was measured
-                save_engine(args.save_engine, runs_by, args.batches)
-        saved = {"runs": runs_by}
+        saved = {"runs": measure_engine(chosen, batches, args.repeats, args.save_engine)}
     figures = [r["background_jobs"] for m in saved["runs"].values() for rs in m.values() for r in rs
                if "background_jobs" in r]
     mean_others = float(np.mean(figures)) if figures else 0.0
@@ -306,14 +323,14 @@ def main() -> None:
             e = best["throughput_tps"]
             spreads.append(e / min(tps))
             others = {"none": 0.0, "run": best.get("background_jobs", 0.0), "mean": mean_others}[args.background]
-            sr = sim_run(w, d, params.with_(background_jobs=others), args.batches)
+            sr = sim_run(w, d, params.with_(background_jobs=others), batches[name])
             s = sr.throughput_tps
-            ref = sim_tps(w, d, SimParams(), args.batches)
+            ref = sim_tps(w, d, SimParams(), batches[name])
             rows.append((name, label, e, s, ref))
             print(f"{name + ' ' + label:<58} engine {e:>9,.0f} (runs {' '.join(f'{x:,.0f}' for x in tps)})  "
                   f"simulator {s:>9,.0f} ({s / e:4.2f}x)  reference {ref:>9,.0f}", flush=True)
             if args.details:
-                print(details(best, sr, args.batches))
+                print(details(best, sr, batches[name]))
         agreement[name] = repeat_agreement(measured[name])
     print_summary(summarise(rows))
     n = min(len(r) for m in measured.values() for r in m.values())

@@ -133,7 +133,9 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
     figure sampled before a run did not predict the run's slow-down, and the fits with it
     predicted the fidelity designs worse (docs/simulator.md)."""
     say = progress or (lambda _msg: None)
-    batches = 40 if quick else 150
+    # each probe run lasts a few tenths of a second at least (150 batches lasted under one, and
+    # two calibrations minutes apart measured a loaded check 1.7x apart); --quick is for tests
+    batches = 40 if quick else 600
     plist = probes()
     say(f"measuring {len(plist)} micro-benchmarks on the engine "
         f"({'in-process' if in_process else 'multi-process'}, {batches} batches each)")

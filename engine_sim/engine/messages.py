@@ -227,7 +227,7 @@ class FinalReport:
     log_records: int = 0
     log_flushes: int = 0
     sent: int = 0  # messages this site sent (multi-process)
-    cpu_s: float = 0.0  # CPU time of this site's process (multi-process)
+    cpu_s: float = 0.0  # CPU time of this site's process from its first message to Finish (multi-process)
 
 
 @dataclass(slots=True)

@@ -45,7 +45,8 @@ class RunResult:
     messages: int = 0
     pids: list[int] = field(default_factory=list)  # partition processes started (multi-process)
     partition_cpu_s: list[float] = field(default_factory=list)  # CPU time of each partition's
-    # process (multi-process; after a crash, of the process that finished the run)
+    # process from its first message to the end of the run (multi-process; after a crash, of
+    # the process that finished the run)
     driver_cpu_s: float = 0.0  # CPU time of the driver's process during the run (multi-process);
     # in-process: of the one thread running the driver and every partition
     violations: list[str] = field(default_factory=list)

@@ -78,6 +78,7 @@ class Site:
         self.history: list = []
         self.shipped_at = time.perf_counter()
         self.snapshot_marker: int | None = None
+        self.cpu_started: float | None = None  # process CPU clock at the first message: the run's start
 
     # -- clock ------------------------------------------------------------------------------------
     def new_txn_id(self) -> int:
@@ -103,6 +104,8 @@ class Site:
             self.transport.send(dst, msg)
 
     def handle(self, msg, src: int) -> None:
+        if self.cpu_started is None:
+            self.cpu_started = time.process_time()
         p = self.partition
         t = type(msg)
         if t is m.TxnRequest:
@@ -255,7 +258,13 @@ class Site:
         self.transport.send(DRIVER, m.StateReport(self.node, dict(s.progress), s.stream_batches(),
                                                   set(s.oltp_done), self.log.store.read()))
 
+    def run_cpu_s(self, until: float) -> float:
+        """CPU time of this site's process from its first message to `until` (its setup and
+        the final digests not counted): the share of a core the site took while the run ran."""
+        return until - self.cpu_started if self.cpu_started is not None else 0.0
+
     def finish(self, want_state: bool) -> None:
+        started_finish = time.process_time()
         self.flush()
         self.ship()
         if self.done:
@@ -279,4 +288,4 @@ class Site:
                                                   self.partition.busy_s, self.log.records,
                                                   self.log.flushes,
                                                   getattr(self.transport, "sent", 0),
-                                                  time.process_time()))
+                                                  self.run_cpu_s(started_finish)))

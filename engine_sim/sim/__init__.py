@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable
 
 from advisor.design import Design
 from advisor.workload import Workload
 from engine_sim.sim.calibration_file import Calibration, CalibrationError
 from engine_sim.sim.errors import SimError
+from engine_sim.sim.host_sharing import run_host_shared
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.params import SimParams
 from engine_sim.sim.compiled import compile_plan
@@ -60,34 +60,6 @@ def _run_plan(plan, rate: float | None, latency_bound_s: float, window: int | No
                      wall_s=time.perf_counter() - started)
 
 
-def _host_shared(params: SimParams, attempt: Callable[[SimParams], SimResult]) -> SimResult:
-    """Run `attempt` with CPU costs stretched for a host with fewer cores than threads.
-
-    Mean-field processor sharing: if the run keeps on average B partition and coordinator
-    threads busy, and the host's other jobs keep `background_jobs` = L more runnable (each a
-    session, which Linux gives a fair share like each of the engine's partition processes), on
-    a host of n cores each runs at n/(B+L) of a core, so every CPU cost is stretched by
-    max(1, (B+L)/n); iterated to a fixed point (a few runs). The engine's threads compete
-    with the host's other jobs as with each other: a design that keeps more of its threads
-    busy takes a larger share of a loaded host, but less than its threads would alone.
-    """
-    cores = params.host_cores
-    if cores <= 0:
-        return attempt(params)
-    others = params.background_jobs
-    dilation = max(1.0, others / cores)
-    for _ in range(8):
-        r = attempt(params.cpu_scaled(dilation))
-        concurrency = (sum(r.partition_busy_s) / r.sim_time_s + sum(r.coordinator_utilisation)
-                       + r.client_utilisation)
-        target = max(1.0, (concurrency + others) / cores)
-        r.cpu_dilation = dilation
-        if abs(target - dilation) <= 0.03 * dilation:
-            break
-        dilation = max(1.0, (dilation + 2 * target) / 3)
-    return r
-
-
 def run_once(workload: Workload, design: Design, *, input_rate: float | None = None,
              window: int | None = None, scheduler: str = "dls", move: str = "rpc",
              calibration: Calibration | SimParams | None = None, batches: int = 2000,
@@ -103,7 +75,7 @@ def run_once(workload: Workload, design: Design, *, input_rate: float | None = N
                      batches=batches, seed=seed, batch_size=batch_size)
         return _run_plan(plan, input_rate, latency_bound_s, window)
 
-    return _host_shared(_params(calibration), attempt)
+    return run_host_shared(_params(calibration), attempt)
 
 
 def _serial_rate(plan) -> float:
@@ -145,7 +117,7 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
         return search_rate(lambda rate: _run_plan(plan, rate, latency_bound_s), _serial_rate(plan),
                            tolerance=tolerance)
 
-    return _host_shared(params, attempt)
+    return run_host_shared(params, attempt)
 
 
 def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move: str = "rpc",

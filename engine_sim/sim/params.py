@@ -19,6 +19,7 @@ CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tupl
              "local_msg_cpu_s", "ser_byte_s", "client_s", "client_txn_s",
              "client_row_s", "window_insert_s", "window_slide_s", "window_expire_s",
              "window_read_s")
+CROWDING = ("occupancy", "mean")
 WINDOW_COSTS = ("window_insert_s", "window_slide_s", "window_expire_s", "window_read_s")
 
 
@@ -80,11 +81,18 @@ class SimParams:
     # own); they share the host's cores with the engine's threads. Measured, never fitted: the
     # calibration samples it before every probe, the fidelity bench before every engine run
     background_jobs: float = 0.0
+    # how crowded cores stretch CPU costs (engine_sim/sim/host_sharing.py): "occupancy" (threads
+    # runnable at the same moment slow each other) or "mean" (only the average load counts);
+    # the calibration fits with "mean" first, then refines with "occupancy"
+    crowding: str = "occupancy"
 
     def __post_init__(self) -> None:
+        if self.crowding not in CROWDING:
+            raise ValueError(f"simulator parameter crowding must be one of {', '.join(CROWDING)}, "
+                             f"got {self.crowding!r}")
         for f in fields(self):
             v = getattr(self, f.name)
-            if ((f.name == "central_machine" and v == -1) or f.name == "site_per_partition"
+            if ((f.name == "central_machine" and v == -1) or f.name in ("site_per_partition", "crowding")
                     or (f.name in WINDOW_COSTS and v is None)):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:

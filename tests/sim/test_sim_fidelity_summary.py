@@ -3,6 +3,7 @@ whether the simulator's first pick measures within 10 % of the engine's best."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -48,9 +49,32 @@ def test_engine_runs_round_trip_through_the_saved_file(tmp_path):
     runs = {"w": {"a": [{"throughput_tps": 10.0, "background_jobs": 1.0}],
                   "b": [{"throughput_tps": 20.0, "background_jobs": 0.0}]}}
     path = tmp_path / "engine.json"
-    F.save_engine(path, runs, 300)
+    F.save_engine(path, runs, {"w": 300})
     doc = F.load_engine(path)
-    assert doc["runs"] == runs and doc["batches"] == 300 and doc["window"] == F.WINDOW
+    assert doc["runs"] == runs and doc["batches"] == {"w": 300} and doc["window"] == F.WINDOW
+
+
+def test_a_saved_file_with_one_batch_count_applies_it_to_every_workload(tmp_path):
+    runs = {"w": {"a": [{"throughput_tps": 10.0}]}, "v": {"a": [{"throughput_tps": 5.0}]}}
+    path = tmp_path / "engine.json"
+    path.write_text(json.dumps({"format": F.ENGINE_FORMAT, "batches": 300, "window": F.WINDOW, "runs": runs}))
+    assert F.load_engine(path)["batches"] == {"w": 300, "v": 300}
+
+
+def test_repeats_are_interleaved_so_a_burst_of_load_spreads_over_designs(monkeypatch):
+    order = []
+    monkeypatch.setattr(F, "engine_run", lambda w, d, batches, seed: order.append((d.method, seed))
+                        or {"throughput_tps": 1.0})
+    monkeypatch.setattr(F, "WORKLOADS", {"x": ("X", lambda: [("a", None, _Labelled("a")),
+                                                             ("b", None, _Labelled("b"))])})
+    runs = F.measure_engine(["x"], {"X": 10}, repeats=2, save=None)
+    assert order == [("a", 0), ("b", 0), ("a", 1), ("b", 1)]
+    assert {k: len(v) for k, v in runs["X"].items()} == {"a": 2, "b": 2}
+
+
+class _Labelled:
+    def __init__(self, method: str):
+        self.method = method
 
 
 @pytest.mark.parametrize("text", ["not json", '{"format": "something else", "runs": {}}', "[]"])
