@@ -122,8 +122,12 @@ class Calibration:
     def from_dict(cls, data: dict, source: str = "<calibration>") -> "Calibration":
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise CalibrationError(f"{source}: not a calibration file (expected \"format\": \"{FORMAT}\")")
+        simulator = data.get("simulator") or {}
+        if isinstance(simulator, dict) and simulator.get("host_cores") and "crowding" not in simulator:
+            # measured before `crowding` existed: fitted with the mean field, so it predicts with it
+            simulator = {**simulator, "crowding": "mean"}
         try:
-            params = SimParams.from_dict(data.get("simulator") or {})
+            params = SimParams.from_dict(simulator)
             weights = Weights.from_dict(data.get("weights") or {})
         except (TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: {exc}") from None

@@ -3,6 +3,8 @@ with whatever else the host runs (`host_cores`, `background_jobs`), and the cali
 fits each probe with the other jobs measured when it ran."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from advisor.design import Design
 from advisor.workload import InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.calibrate import background_jobs
 from engine_sim.sim import Calibration, SimParams, run_once
+from engine_sim.sim.host_sharing import crowding_slowdown
 from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
 from engine_sim.sim.probes import probes, throughput_checks
 
@@ -91,3 +94,30 @@ def test_the_fit_wants_one_background_figure_per_probe():
     plist = probes()[:3]
     with pytest.raises(ValueError, match="one background figure per probe"):
         fit_parameters(plist, [1e-4, 1e-4, 1e-4], background=[0.0])
+
+
+def test_a_calibration_measured_before_the_occupancy_model_predicts_with_the_mean_field(tmp_path):
+    """Files without `crowding` were fitted with the mean field; new ones say which they use."""
+    old = Calibration.from_params(HOST, {}, machine={"hostname": "test"}).to_dict()
+    del old["simulator"]["crowding"]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    assert Calibration.load(path).params.crowding == "mean"
+    new = Calibration.from_params(HOST, {}, machine={"hostname": "test"})
+    assert Calibration.from_dict(new.to_dict()).params.crowding == "occupancy"
+
+
+def test_the_occupancy_model_slows_threads_that_crowd_two_cores_below_the_mean_fields_full_load():
+    """Four threads each busy 45 % on two cores fill 0.9 of the cores on average: the mean
+    field stretches nothing, the occupancy model does (three or four often want to run),
+    and neither stretches below what the cores can deliver."""
+    shares = [0.45] * 4
+    assert crowding_slowdown(shares, 2, 0.0, "mean") == 1.0
+    occupied = crowding_slowdown(shares, 2, 0.0, "occupancy")
+    assert 1.05 < occupied < 1.6
+    assert crowding_slowdown([1.0] * 4, 2, 0.0, "occupancy") == pytest.approx(2.0)
+    assert crowding_slowdown([0.9, 0.02], 2, 0.0, "occupancy") == pytest.approx(1.0)
+    w, d = _chain(4)
+    mean = run_once(w, d, window=16, calibration=HOST.with_(crowding="mean"), batches=200)
+    occ = run_once(w, d, window=16, calibration=HOST, batches=200)
+    assert occ.cpu_dilation >= mean.cpu_dilation and occ.throughput_tps <= mean.throughput_tps * 1.02
