@@ -152,7 +152,11 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
         raise CalibrationError(f"the engine measured nothing for {bad[0]} (zero time)")
     say("fitting the simulator")
     cores = 1 if in_process else (os.cpu_count() or 1)
-    result = fit_parameters(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True),
+    # in-process, one thread runs every partition in turn: the work simply adds up (the mean
+    # field on one core); processes collide on the host's cores (occupancy)
+    crowding = "mean" if in_process else "occupancy"
+    result = fit_parameters(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True,
+                                                          crowding=crowding),
                  background=[others.get(p.key, 0.0) for p in plist] if fit_background else None)
     params = result.params.with_(service_cv=0.1, background_jobs=0.0)
     say("checking the fit on loaded runs")

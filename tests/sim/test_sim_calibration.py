@@ -87,6 +87,7 @@ def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, cap
     cal = Calibration.load(out)
     assert cal.source == "measured" and cal.machine["engine_mode"] == "in-process"
     assert cal.params.host_cores == 1 and cal.params.site_per_partition
+    assert cal.params.crowding == "mean"  # one thread runs every partition: the work adds up
     assert len(cal.measurements) == len(probes())
     assert all(v > 0 for v in cal.measurements.values())
     assert cal.fit["median_relative_error"] < 0.5  # the fitted model explains the measurements
