@@ -36,12 +36,18 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "client_cpu": ("client_s",),
     "client_txns": ("client_txn_s",),
     "client_rows": ("client_row_s",),
+    "window_insert": ("window_insert_s",),
+    "window_slide": ("window_slide_s", "window_expire_s", "window_read_s"),
 }
 # the reference cluster's client sits next to the coordinator; give the fit a starting share
 # and partitions some work after each commit (history, log)
 FIT_BASE = SimParams(service_cv=0.0, client_latency_s=20e-6, client_turnaround_s=10e-6,
                      client_s=10e-6, client_txn_s=5e-6, client_row_s=0.5e-6, txn_after_commit_s=5e-6,
                      row_after_commit_s=0.5e-6)
+# window costs start where the row costs put them (unset, they follow the row costs), so the
+# window probes can scale them
+FIT_BASE = FIT_BASE.with_(**dict(zip(("window_insert_s", "window_slide_s", "window_expire_s",
+                                      "window_read_s"), FIT_BASE.window_costs())))
 
 
 LOADED_WEIGHT = 2.0

@@ -41,7 +41,7 @@ class SimParams:
     txn_after_commit_s: float = 0.0  # partition work after the commit is reported (history, log)
     row_after_commit_s: float = 0.0  # ... per row the transaction accessed
     # window maintenance at the owner, per tuple (dissertation 3.3.5); None = derived from the
-    # row costs above (see `window_costs`): the engine's window probes do not exist yet
+    # row costs above (see `window_costs`); a calibration measures them (two window probes)
     window_insert_s: float | None = None  # a tuple of the input batch staged in the window
     window_slide_s: float | None = None  # a staged tuple made active by a slide
     window_expire_s: float | None = None  # an expired tuple removed by a slide

@@ -1,7 +1,7 @@
 """The calibration micro-benchmarks: tiny workloads and designs that each isolate one cost
-of the engine (a single-sited transaction and its parts, a scheduler hop inside a machine and
-across machines, bytes moved, 2PC over 2 and 4 partitions, a MOVE as a transaction, the
-central scheduler). Measured on the engine, predicted by the simulator, fitted in `fit.py`.
+of the engine (a single-sited transaction and its parts, window maintenance, a scheduler hop
+inside a machine and across machines, bytes moved, 2PC over 2 and 4 partitions, a MOVE as a
+transaction, the central scheduler). Measured on the engine, predicted by the simulator, fitted in `fit.py`.
 
 A declared SP's `cost` is real CPU work in the engine (`cost x cost_unit_us`, 100 us per unit
 by default), so `txn_cost` (cost 4) does four times the work of `txn` (cost 1) and `txn_nocost`
@@ -14,10 +14,10 @@ time of one partition per transaction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from advisor.design import Design
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Window, Workload
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,14 @@ def probes() -> list[Probe]:
     single("txn_writes", 1.0, (Access("T1", "write", 100, "input:k"),), ["T1"])
     single("txn_empty", 1.0, (), ["T1"])
     single("txn_tuples", 1.0, (), ["T1"], batch_size=100)
+
+    # a window at its owner: staged only (never slides within a run), and tumbling (every batch
+    # slides once: its tuples become active, the previous batch's expire, the aggregate is read)
+    for name, size in (("window_stage", 10 ** 7), ("window_slide", 100)):
+        w = _workload(name, [(1.0, ())], ["T1"], batch_size=100)
+        w = replace(w, windows=(Window("W", "SP1", size, size),))
+        d = _design(w, 1, 1, {"SP1": 0}, {"T1": 0})
+        out.append(Probe(name, w, d, "busy"))
 
     # eight SPs in series on one partition: what every further transaction of a batch costs
     w = _workload("chain8", [(1.0, ())] * 8, ["T1"])
