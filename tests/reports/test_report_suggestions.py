@@ -2,6 +2,8 @@
 work the same, and every suggestion's gain is what the simulator predicts for the change."""
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from advisor.api import recommend
@@ -95,11 +97,17 @@ def test_changes_to_unknown_names_are_user_errors(tpcdi):
         assert info.value.exit_code == 2
 
 
-def test_suggestion_gain_is_the_simulated_gain_of_the_changed_spec(tpcdi):
+@pytest.fixture(scope="module")
+def suggested(tpcdi):
+    """TPC-DI on 8 machines, the design the old fixed weights give (the hot SP unsplit: room
+    to improve) and its suggestions: computed once, each test works on a copy."""
     w = tpcdi.with_cluster(machines=8)
-    # the old fixed weights leave the hot SP unsplit: room to improve
     design = recommend(w, weights=FIXED, baselines=False, objective="cost").design
-    result = suggest(w, design)
+    return w, design, suggest(w, design)
+
+
+def test_suggestion_gain_is_the_simulated_gain_of_the_changed_spec(suggested):
+    w, design, result = copy.deepcopy(suggested)
     assert result.bottleneck.hot_procedure == "SecurityLookup"
     best = result.best
     assert best is not None and best.kind in ("split", "partition") and best.gain > 0
@@ -127,9 +135,8 @@ def test_statistics_only_suggestions_use_the_cost_model(tmp_path):
     assert s.gain is None and s.cost_after < s.cost_before
 
 
-def test_no_suggestion_is_best_when_every_change_is_predicted_slower(tpcdi):
-    w = tpcdi.with_cluster(machines=8)
-    result = suggest(w, recommend(w, weights=FIXED, baselines=False, objective="cost").design)
+def test_no_suggestion_is_best_when_every_change_is_predicted_slower(suggested):
+    result = copy.deepcopy(suggested[2])
     assert result.items and result.best is not None
     for item in result.items:
         item.tps_after = item.tps_before * 0.9
