@@ -20,8 +20,10 @@ a unit module until it is listed there.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -31,6 +33,7 @@ import pytest
 # (~/.config/sstore-advisor/calibration.json): tests see the shipped one only, wherever they run.
 os.environ.pop("ADVISOR_CALIBRATION", None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)  # a test run leaves no directory
 
 # markers of tests that start a JVM, a process, a browser or a notebook kernel, or take long
 NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow", "integration")

@@ -69,6 +69,8 @@ def test_the_calibration_file_round_trips_and_feeds_recommend(tmp_path):
     ('{"format": "x"}', "not a calibration file"),
     ('{"format": "advisor.calibration/1", "simulator": {"txn_overhead_s": -1}}', "must be a finite number >= 0"),
     ('{"format": "advisor.calibration/1", "machine": []}', "machine must be an object"),
+    ('{"format": "advisor.calibration/1", "simulator": {"crowding": "fast"}}',
+     "crowding must be one of occupancy, mean, got 'fast'"),
 ])
 def test_bad_calibration_files_are_one_line_errors(tmp_path, text, problem):
     path = tmp_path / "cal.json"
