@@ -5,34 +5,9 @@ import pytest
 from advisor.cli import run_app
 from advisor.errors import SpecError
 from advisor.spec import parse_workload
+from window_specs import recent_bids_spec
 
-SPEC = """
-name = "w"
-[input]
-batch_size = 10
-[[tables]]
-name = "Bids"
-rows = 100
-row_bytes = 10
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 3.0
-accesses = [ { table = "Bids", mode = "write", rows = 1 } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "RecentBids", mode = "read", rows = 5 } ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = 4
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = 100
-slide = 10
-"""
+SPEC = recent_bids_spec()
 
 
 def test_window_parses_with_owner_and_memory():

@@ -12,41 +12,14 @@ from advisor.design import Design
 from advisor.spec import parse_workload
 from engine_sim.sim import SimParams, run_once
 from engine_sim.sim.windows import window_work
+from window_specs import recent_bids_spec
 
 EXACT = SimParams(service_cv=0.0)
 
-SPEC = """
-name = "w"
-[input]
-batch_size = 10
-[[tables]]
-name = "Bids"
-rows = 100
-row_bytes = 10
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 3.0
-accesses = [ { table = "Bids", mode = "write", rows = 1 } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "RecentBids", mode = "read", rows = 5 } ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = TUPLES
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = SIZE
-slide = SLIDE
-"""
 
 
 def spec(tuples, size, slide) -> str:
-    return (SPEC.replace("TUPLES", str(tuples)).replace("SIZE", str(size))
-            .replace("SLIDE", str(slide)))
+    return recent_bids_spec(tuples, size, slide)
 
 
 def workload(tuples=4, size=100, slide=10):
@@ -149,7 +122,7 @@ def test_simulate_prints_a_line_per_window(tmp_path, capsys):
     from advisor.cli import run_app
 
     spec = tmp_path / "w.toml"
-    spec.write_text(SPEC.replace("TUPLES", "4").replace("SIZE", "100").replace("SLIDE", "10"))
+    spec.write_text(recent_bids_spec())
     w = workload()
     design = tmp_path / "d.json"
     Design(w.name, 2, 1, {"Ingest": 0, "Trend": 1}, {"Bids": 0, "RecentBids": 1}).save(design)
