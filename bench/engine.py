@@ -13,6 +13,12 @@ baseline measured in the same run; absolute numbers depend on the machine and it
 5. Partitions, not the driver, set the pace: a chain of four CPU-heavy SPs (1.5 ms of work
    each) on 2 machines (2 SPs and their tables on each) against 1 machine, multi-process:
    the throughput ratio (target: at least 1.6x on 2 cores).
+6. The dissertation's scheduling figure on the real engine: chain-32 (declared work 100 us per
+   SP) under DLS and under the central scheduler on 1, 2, 4 and 8 machines of one partition
+   each, multi-process, repeats interleaved (target: DLS grows at least 5x from 1 to 8
+   machines where the host has a free core for every partition and the driver; central
+   levels off). On fewer cores the machines share them, and the section says what the CPU
+   the processes spent would allow on free cores.
 
     python bench/engine.py            # all of it, best of 3 runs each (a few minutes)
     python bench/engine.py --quick    # smaller runs, once each
@@ -33,6 +39,7 @@ from advisor.spec import load_workload  # noqa: E402
 from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
 from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402
+from engine_sim.sim.scenarios import chain_design  # noqa: E402
 
 
 def chain(n: int) -> Workload:
@@ -179,6 +186,78 @@ def scaling(batches: int, repeat: int) -> list[str]:
     return lines
 
 
+SCALING_MACHINES = (1, 2, 4, 8)
+
+
+def chain_scaling(batches_per_machine: int, repeat: int, machines: tuple[int, ...] = SCALING_MACHINES,
+                  calibration: Path | None = None, engine: bool = True) -> list[str]:
+    """chain-32 with contiguous runs of SPs (and their tables) per machine, one partition per
+    machine, so N machines are N processes beside the driver. N machines run N x
+    `batches_per_machine` batches, so every run lasts about as long and start-up weighs alike.
+    The best of `repeat` runs, every configuration once per round; the weak recovery log
+    without fsync, as in section 5. With a `calibration`, the simulator's prediction for the
+    same runs (the calibration's host cores shared by the machines) is printed beside."""
+    w = load_workload("chain-32")
+    cores = os.cpu_count() or 1
+    keys = [(scheduler, m) for m in machines for scheduler in ("dls", "central")]
+    lines = [f"6. chain-32 (100 us of declared work per SP), one partition per machine, multi-process: tuples/s"]
+    if engine:
+        top = _best_interleaved(w, keys, batches_per_machine, repeat)
+        lines += [f"   engine on {cores} cores, best of {repeat}, {batches_per_machine} batches per machine",
+                  *_scaling_rows(machines, {k: r.throughput_tps for k, r in top.items()}, [
+                      "; ".join(f"{max(top[(s, m)].partition_cpu_s) / (batches_per_machine * m) * 1e3:.2f} / "
+                                f"{top[(s, m)].driver_cpu_s / (batches_per_machine * m) * 1e3:.2f}"
+                                for s in ("dls", "central")) for m in machines],
+                      "busiest partition / driver CPU ms per batch (DLS; central)")]
+        last, first = machines[-1], machines[0]
+        growth = top[("dls", last)].throughput_tps / top[("dls", first)].throughput_tps
+        free = cores >= last + 1
+        verdict = (("met" if growth >= 5 else "MISSED") if free
+                   else f"not judged: {last} machines and the driver need {last + 1} cores")
+        lines.append(f"   DLS {last} machines / {first}: {growth:.2f}x (target 5x; {verdict})")
+        pace = {k: cpu_pace(r, batches_per_machine * k[1], cores=min(cores, last + 1)) for k, r in top.items()}
+        lines.append(f"   (what the CPU the processes spent allows on {min(cores, last + 1)} free cores, "
+                     f"{last} machines / {first}: DLS {pace[('dls', first)] / pace[('dls', last)]:.2f}x, "
+                     f"central {pace[('central', first)] / pace[('central', last)]:.2f}x)")
+    if calibration is not None:
+        from engine_sim.sim import Calibration, run_once
+
+        params = Calibration.load(calibration).params
+        predicted = {(s, m): run_once(w, chain_design(w, m, 1), window=64, calibration=params,
+                                      batches=batches_per_machine * m, scheduler=s).throughput_tps
+                     for s, m in keys}
+        lines += [f"   simulator, calibration {calibration} ({params.host_cores} host cores)",
+                  *_scaling_rows(machines, predicted)]
+    return lines
+
+
+def _best_interleaved(w: Workload, keys: list[tuple[str, int]], batches_per_machine: int, repeat: int) -> dict:
+    runs: dict[tuple[str, int], list] = {}
+    for _ in range(repeat):
+        for scheduler, m in keys:
+            r = run_workload(w, chain_design(w, m, 1), batches=batches_per_machine * m, scheduler=scheduler,
+                             recovery="weak", fsync=False)
+            assert r.history_check == "ok", r.history_check
+            runs.setdefault((scheduler, m), []).append(r)
+    return {k: max(v, key=lambda r: r.throughput_tps) for k, v in runs.items()}
+
+
+def _scaling_rows(machines: tuple[int, ...], tps: dict[tuple[str, int], float],
+                  notes: list[str] | None = None, notes_title: str = "") -> list[str]:
+    """DLS and central throughput per machine count, each against its own 1-machine figure,
+    and the last step's growth (the dissertation's central curve flattens there)."""
+    rows = [f"   {'machines':>8}  {'DLS':>7} {'vs 1':>5} {'central':>8} {'vs 1':>5}  {notes_title}".rstrip()]
+    for i, m in enumerate(machines):
+        d, c = tps[("dls", m)], tps[("central", m)]
+        rows.append(f"   {m:>8}  {d:7,.0f} {d / tps[('dls', machines[0])]:4.2f}x "
+                    f"{c:8,.0f} {c / tps[('central', machines[0])]:4.2f}x  {notes[i] if notes else ''}".rstrip())
+    if len(machines) > 1:
+        a, b = machines[-2], machines[-1]
+        rows.append(f"   {b} / {a} machines: DLS {tps[('dls', b)] / tps[('dls', a)]:.2f}x, "
+                    f"central {tps[('central', b)] / tps[('central', a)]:.2f}x")
+    return rows
+
+
 def cpu_pace(r, batches: int, cores: int = 2) -> float:
     """Seconds per batch that the run's CPU use allows on `cores` free cores: the busiest
     process, or all processes' CPU spread over the cores, whichever is slower."""
@@ -186,7 +265,8 @@ def cpu_pace(r, batches: int, cores: int = 2) -> float:
     return max(max(procs), sum(procs) / min(cores, len(procs))) / batches
 
 
-SECTIONS = {"1": "voter", "2": "moves", "3": "logging", "4": "schedulers", "5": "scaling"}
+SECTIONS = {"1": "voter", "2": "moves", "3": "logging", "4": "schedulers", "5": "scaling",
+            "6": "chain scaling"}
 
 
 def main(argv=None) -> int:
@@ -194,7 +274,13 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller runs, no repetition")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (the best counts)")
     ap.add_argument("--only", action="append", choices=sorted(SECTIONS), help="run only this section")
+    ap.add_argument("--calibration", type=Path, default=None,
+                    help="section 6 also prints the simulator's prediction with this calibration")
+    ap.add_argument("--simulate-only", action="store_true",
+                    help="section 6 without the engine: the simulator's prediction alone (needs --calibration)")
     args = ap.parse_args(argv)
+    if args.simulate_only and args.calibration is None:
+        ap.error("--simulate-only needs --calibration")
     q = args.quick
     rep = 1 if q else max(1, args.repeat)
     started = time.perf_counter()
@@ -205,6 +291,8 @@ def main(argv=None) -> int:
         "3": lambda: logging(300 if q else 1000, 200 if q else 600, rep),
         "4": lambda: schedulers(150 if q else 400, rep),
         "5": lambda: scaling(200 if q else 500, rep),
+        "6": lambda: chain_scaling(60 if q else 300, rep, calibration=args.calibration,
+                                   engine=not args.simulate_only),
     }
     for key in sorted(args.only or sections):
         print("\n".join(sections[key]()), flush=True)

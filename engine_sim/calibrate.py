@@ -150,31 +150,68 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
     bad = [p.key for p, v in zip(plist, y) if not v > 0]
     if bad:
         raise CalibrationError(f"the engine measured nothing for {bad[0]} (zero time)")
+    say("measuring loaded runs to check the fit on")
+    checks = throughput_checks()
+    check_others: dict[str, float] = {}
+    engine_tp = measure(checks, batches=batches * 2, in_process=in_process, seed=seed,
+                        repeats=1 if quick else 2, progress=progress, background=check_others)
+    machine = this_machine()
+    machine["engine_mode"] = "in-process" if in_process else "multi-process"
     say("fitting the simulator")
-    cores = 1 if in_process else (os.cpu_count() or 1)
+    return _fitted(measured, engine_tp, machine=machine, batches=batches, in_process=in_process,
+                   others=others, check_others=check_others, scaling=scaling, fit_background=fit_background)
+
+
+def refit(cal: Calibration, progress: Callable[[str], None] | None = None) -> Calibration:
+    """Fit the current simulator to a calibration's stored engine measurements again, with no
+    engine run: a calibration made before a change to the simulator's model stays usable."""
+    if cal.source != "measured" or not cal.measurements:
+        raise CalibrationError("only a measured calibration (from `advisor calibrate`) can be re-fitted")
+    fit = cal.fit or {}
+    plist = probes()
+    missing = [p.key for p in plist if p.key not in cal.measurements]
+    if missing:
+        raise CalibrationError(f"the calibration has no measurement of {missing[0]} "
+                               f"(made by an older version: run `advisor calibrate` again)")
+    checks = {k: row["engine_bps"] for k, row in (fit.get("throughput_checks") or {}).items()}
+    if progress:
+        progress(f"re-fitting {len(plist)} stored measurements with the current simulator")
+    return _fitted(cal.measurements, checks, machine=dict(cal.machine),
+                   batches=int(fit.get("batches_per_probe", 600)),
+                   in_process=cal.machine.get("engine_mode") == "in-process",
+                   others=fit.get("background_jobs") or {},
+                   check_others={k: row.get("background_jobs", 0.0)
+                                 for k, row in (fit.get("throughput_checks") or {}).items()},
+                   scaling=fit.get("cost_scaling"), fit_background=bool(fit.get("fitted_beside_background")))
+
+
+def _fitted(measured: dict[str, float], engine_tp: dict[str, float], *, machine: dict, batches: int,
+            in_process: bool, others: dict[str, float], check_others: dict[str, float], scaling,
+            fit_background: bool) -> Calibration:
+    """The calibration that the probes' measurements fit, with its loaded checks compared."""
+    plist = probes()
+    y = [measured[p.key] for p in plist]
+    cores = 1 if in_process else int(machine.get("cpus") or os.cpu_count() or 1)
     # in-process, one thread runs every partition in turn: the work simply adds up (the mean
     # field on one core); processes collide on the host's cores (occupancy)
     crowding = "mean" if in_process else "occupancy"
     result = fit_parameters(plist, y, base=FIT_BASE.with_(host_cores=cores, site_per_partition=True,
                                                           crowding=crowding),
-                 background=[others.get(p.key, 0.0) for p in plist] if fit_background else None)
+                 background=[others.get(p.key, 0.0) for p in plist] if fit_background else None,
+                 loaded_batches=batches)
     params = result.params.with_(service_cv=0.1, background_jobs=0.0)
-    say("checking the fit on loaded runs")
-    checks = throughput_checks()
-    check_others: dict[str, float] = {}
-    engine_tp = measure(checks, batches=batches * 2, in_process=in_process, seed=seed,
-                        repeats=1 if quick else 2, progress=progress, background=check_others)
     check_rows = {}
-    for p in checks:
+    for p in throughput_checks():
+        if p.key not in engine_tp:
+            continue
         predicted = observe(p, params.with_(background_jobs=check_others.get(p.key, 0.0) if fit_background
                                             else 0.0), batches=batches * 2)
         check_rows[p.key] = {"engine_bps": engine_tp[p.key], "simulator_bps": predicted,
                              "relative_error": (predicted - engine_tp[p.key]) / engine_tp[p.key],
                              "background_jobs": check_others.get(p.key, 0.0)}
-    machine = this_machine()
-    machine["engine_mode"] = "in-process" if in_process else "multi-process"
     fit_info = {"factors_vs_reference": result.factors, "probes": result.residuals,
                 "median_relative_error": result.median_error, "throughput_checks": check_rows,
                 "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS,
-                "cost_scaling": scaling, "background_jobs": others, "fitted_beside_background": fit_background}
+                "cost_scaling": scaling, "background_jobs": others, "fitted_beside_background": fit_background,
+                "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     return Calibration.from_params(params, measured, machine=machine, source="measured", fit=fit_info)

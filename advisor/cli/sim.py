@@ -82,18 +82,25 @@ def calibrate(
     quick: bool = typer.Option(False, "--quick", help="fewer batches per micro-benchmark"),
     in_process: bool = typer.Option(False, "--in-process", help="measure the in-process engine "
                                     "(one thread) instead of one process per partition"),
+    refit: Optional[Path] = typer.Option(None, "--refit", help="fit the current simulator to this calibration "
+                                         "file's stored measurements again, without running the engine"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
-    from engine_sim.calibrate import calibrate as run
+    from engine_sim.calibrate import calibrate as run, refit as run_refit
+    from engine_sim.sim import Calibration
 
+    if refit is not None and (quick or in_process):
+        raise typer.BadParameter("--refit runs no engine: --quick and --in-process do not apply to it")
+    progress = None if as_json else (lambda msg: typer.echo(msg, err=True))
+    old = Calibration.load(refit) if refit is not None else None  # a bad file fails before anything runs
     if out is None:
         from advisor.priced_weights import user_calibration_path
 
         out = user_calibration_path()
         out.parent.mkdir(parents=True, exist_ok=True)
-    cal = run(quick=quick, in_process=in_process,
-              progress=None if as_json else (lambda msg: typer.echo(msg, err=True)))
+    cal = (run_refit(old, progress=progress) if old is not None
+           else run(quick=quick, in_process=in_process, progress=progress))
     cal.save(out)
     if as_json:
         typer.echo(json.dumps(cal.to_dict(), indent=2))

@@ -88,14 +88,15 @@ def observe(probe: Probe, params: SimParams, batches: int | None = None) -> floa
 
 
 def design_matrix(probes: list[Probe], base: SimParams = FIT_BASE,
-                  background: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  background: list[float] | None = None,
+                  loaded_batches: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(A, y0): A[k, g] is what group g adds to probe k when doubled from `base`, y0 the
     probes at `base`. Where nothing queues, A[k] sums to y0[k] exactly. `background`: per
     probe, the host's other runnable jobs when it was measured (`background_jobs`)."""
     others = background if background is not None else [base.background_jobs] * len(probes)
 
     def at(params: SimParams) -> np.ndarray:
-        return np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
+        return _observe_all(probes, params, others, loaded_batches)
 
     y0 = at(base)
     A = np.zeros((len(probes), len(GROUPS)))
@@ -113,7 +114,8 @@ class FitResult:
 
 
 def fit_parameters(probes: list[Probe], measured: list[float], base: SimParams = FIT_BASE,
-        iterations: int = 4, background: list[float] | None = None) -> FitResult:
+        iterations: int = 4, background: list[float] | None = None,
+        loaded_batches: int | None = None) -> FitResult:
     """Scale each group so the simulator reproduces the measurements (relative least squares,
     factors >= 0). The model is linear where nothing queues; where a partition's work after a
     commit delays the next batch it is not, so the linear step is repeated from the current
@@ -126,26 +128,38 @@ def fit_parameters(probes: list[Probe], measured: list[float], base: SimParams =
     values can settle on costs that reproduce the probes but not the engine (message costs
     traded for per-transaction client costs). So the fit runs twice: with the mean field
     first (near-linear), then with the occupancy model from there, its prior pulling toward
-    the first fit's values."""
+    the first fit's values.
+
+    `loaded_batches`: the batches of each engine run behind a loaded probe (window > 1). Its
+    throughput counts the whole run, filling the window included, as the engine's does, so
+    it is simulated at the same length (default: 8 windows)."""
     if background is not None and len(background) != len(probes):
         raise ValueError("one background figure per probe")
     y = np.asarray(measured, dtype=float)
     if y.shape != (len(probes),) or not np.all(np.isfinite(y)) or np.any(y <= 0):
         raise ValueError("every probe needs one positive, finite measurement")
     if base.host_cores > 0 and base.crowding != "mean":
-        first = _fit(probes, y, base.with_(crowding="mean"), iterations, background)
-        second = _fit(probes, y, first.params.with_(crowding=base.crowding), iterations, background)
+        first = _fit(probes, y, base.with_(crowding="mean"), iterations, background, loaded_batches)
+        second = _fit(probes, y, first.params.with_(crowding=base.crowding), iterations, background,
+                      loaded_batches)
         second.factors = {g: first.factors[g] * second.factors[g] for g in GROUPS}
         return second
-    return _fit(probes, y, base, iterations, background)
+    return _fit(probes, y, base, iterations, background, loaded_batches)
+
+
+def _observe_all(probes: list[Probe], params: SimParams, others: list[float],
+                 loaded_batches: int | None) -> np.ndarray:
+    return np.array([observe(p, params.with_(background_jobs=o),
+                             batches=loaded_batches if p.window > 1 else None)
+                     for p, o in zip(probes, others)])
 
 
 def _fit(probes: list[Probe], y: np.ndarray, base: SimParams, iterations: int,
-         background: list[float] | None) -> FitResult:
+         background: list[float] | None, loaded_batches: int | None) -> FitResult:
     params = base
     total = np.ones(len(GROUPS))
     for _ in range(iterations):
-        A, y_now = design_matrix(probes, params, background)
+        A, y_now = design_matrix(probes, params, background, loaded_batches)
         # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors, the
         # loaded probes (what limits throughput, the number predictions are about) counted twice
         weight = np.array([LOADED_WEIGHT if p.window > 1 else 1.0 for p in probes])
@@ -163,7 +177,7 @@ def _fit(probes: list[Probe], y: np.ndarray, base: SimParams, iterations: int,
         if np.all(np.abs(m - 1) < 0.01):
             break
     others = background if background is not None else [params.background_jobs] * len(probes)
-    fitted = np.array([observe(p, params.with_(background_jobs=o)) for p, o in zip(probes, others)])
+    fitted = _observe_all(probes, params, others, loaded_batches)
     residuals = {p.key: {"measured_s": float(v), "fitted_s": float(f),
                          "relative_error": float((f - v) / v)}
                  for p, v, f in zip(probes, y, fitted)}

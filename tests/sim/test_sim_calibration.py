@@ -95,6 +95,25 @@ def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, cap
     assert cal.fit["median_relative_error"] < 0.5  # the fitted model explains the measurements
     assert set(cal.fit["throughput_checks"]) == {p.key for p in throughput_checks()}
     assert cal.prices["distributed_txn_s"] > cal.prices["single_txn_s"]
+    # the stored measurements fit again, with no engine run, to the same calibration
+    again = tmp_path / "again.json"
+    assert run_app(["calibrate", "--refit", str(out), "--out", str(again)]) == 0
+    refitted = Calibration.load(again)
+    assert refitted.measurements == cal.measurements and refitted.machine == cal.machine
+    assert refitted.params == cal.params and refitted.prices == cal.prices
+    assert {k: r["engine_bps"] for k, r in refitted.fit["throughput_checks"].items()} == \
+        {k: r["engine_bps"] for k, r in cal.fit["throughput_checks"].items()}
+
+
+def test_refit_refuses_what_it_cannot_refit(tmp_path, capsys):
+    reference = tmp_path / "reference.json"
+    Calibration.reference().save(reference)
+    assert run_app(["calibrate", "--refit", str(reference), "--out", str(tmp_path / "x.json")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: only a measured calibration (from `advisor calibrate`) can be re-fitted"]
+    assert run_app(["calibrate", "--refit", str(tmp_path / "missing.json"), "--quick"]) == 2
+    assert "--refit runs no engine" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
 
 
 @pytest.mark.slow
