@@ -23,6 +23,8 @@ baseline measured in the same run; absolute numbers depend on the machine and it
     python bench/engine.py            # all of it, best of 3 runs each (a few minutes)
     python bench/engine.py --quick    # smaller runs, once each
     python bench/engine.py --only 5   # one section
+    python bench/engine.py --only 6 --calibration cal.json [--simulate-only]
+                                      # section 6 with the simulator's prediction beside (or alone)
 """
 from __future__ import annotations
 
