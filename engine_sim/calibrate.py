@@ -24,7 +24,7 @@ import numpy as np
 from engine_sim.engine import run_workload
 from engine_sim.sim.calibration_file import Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
-from engine_sim.sim.probes import Probe, cost_scaling, probes, throughput_checks
+from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, throughput_checks
 
 
 # The simulator models no disk: the engine writes its command log without forcing it to disk
@@ -89,6 +89,8 @@ def _observable(p: Probe, r, batches: int) -> float:
         return r.partition_busy_s[p.partition] / batches
     if p.observe == "cycle":
         return 1.0 / r.throughput_bps
+    if p.observe == "driver":
+        return r.driver_cpu_s / batches
     return r.throughput_bps
 
 
@@ -136,7 +138,7 @@ def calibrate(*, quick: bool = False, in_process: bool = False, seed: int = 0,
     # each probe run lasts a few tenths of a second at least (150 batches lasted under one, and
     # two calibrations minutes apart measured a loaded check 1.7x apart); --quick is for tests
     batches = 40 if quick else 600
-    plist = probes()
+    plist = [p for p in probes() if not (in_process and driver_probe(p))]
     say(f"measuring {len(plist)} micro-benchmarks on the engine "
         f"({'in-process' if in_process else 'multi-process'}, {batches} batches each)")
     others: dict[str, float] = {}
@@ -168,14 +170,12 @@ def refit(cal: Calibration, progress: Callable[[str], None] | None = None) -> Ca
     if cal.source != "measured" or not cal.measurements:
         raise CalibrationError("only a measured calibration (from `advisor calibrate`) can be re-fitted")
     fit = cal.fit or {}
-    plist = probes()
-    missing = [p.key for p in plist if p.key not in cal.measurements]
-    if missing:
-        raise CalibrationError(f"the calibration has no measurement of {missing[0]} "
-                               f"(made by an older version: run `advisor calibrate` again)")
+    present = [p for p in probes() if p.key in cal.measurements]
+    if not present:
+        raise CalibrationError("the calibration holds no measurement of a current micro-benchmark")
     checks = {k: row["engine_bps"] for k, row in (fit.get("throughput_checks") or {}).items()}
     if progress:
-        progress(f"re-fitting {len(plist)} stored measurements with the current simulator")
+        progress(f"re-fitting {len(present)} stored measurements with the current simulator")
     return _fitted(cal.measurements, checks, machine=dict(cal.machine),
                    batches=int(fit.get("batches_per_probe", 600)),
                    in_process=cal.machine.get("engine_mode") == "in-process",
@@ -188,8 +188,9 @@ def refit(cal: Calibration, progress: Callable[[str], None] | None = None) -> Ca
 def _fitted(measured: dict[str, float], engine_tp: dict[str, float], *, machine: dict, batches: int,
             in_process: bool, others: dict[str, float], check_others: dict[str, float], scaling,
             fit_background: bool) -> Calibration:
-    """The calibration that the probes' measurements fit, with its loaded checks compared."""
-    plist = probes()
+    """The calibration that the probes' measurements fit, with its loaded checks compared. A
+    probe the measurements lack (a file from an older version) is left out and listed."""
+    plist = [p for p in probes() if p.key in measured]
     y = [measured[p.key] for p in plist]
     cores = 1 if in_process else int(machine.get("cpus") or os.cpu_count() or 1)
     # in-process, one thread runs every partition in turn: the work simply adds up (the mean
@@ -213,5 +214,6 @@ def _fitted(measured: dict[str, float], engine_tp: dict[str, float], *, machine:
                 "median_relative_error": result.median_error, "throughput_checks": check_rows,
                 "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS,
                 "cost_scaling": scaling, "background_jobs": others, "fitted_beside_background": fit_background,
+                "probes_not_measured": [p.key for p in probes() if p.key not in measured],
                 "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     return Calibration.from_params(params, measured, machine=machine, source="measured", fit=fit_info)

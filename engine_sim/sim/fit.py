@@ -82,6 +82,8 @@ def observe(probe: Probe, params: SimParams, batches: int | None = None) -> floa
         return r.partition_busy_s[probe.partition] / batches
     if probe.observe == "cycle":  # seconds per batch, one batch in flight
         return 1.0 / r.throughput_bps
+    if probe.observe == "driver":  # CPU seconds, not stretched by crowded cores
+        return r.driver_busy_s / r.cpu_dilation / batches
     if probe.observe == "throughput":
         return r.throughput_bps
     raise ValueError(f"unknown observable {probe.observe!r}")

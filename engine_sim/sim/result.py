@@ -26,6 +26,9 @@ class SimResult:
     coordinator_utilisation: list[float] = field(default_factory=list)
     link_utilisation: list[float] = field(default_factory=list)  # outgoing network, per machine
     client_utilisation: float = 0.0
+    # seconds of work of the engine's driver process: the client's (submitting batches, taking
+    # completions and history) and, under the central scheduler, the schedulers it hosts
+    driver_busy_s: float = 0.0
     peak_utilisation: float = 0.0  # of the busiest resource
     bottleneck: str = ""  # the busiest resource, e.g. "partition 3" or "scheduler of SP5"
     txns: int = 0  # committed transactions of the SPs (a nested group's counts once)
@@ -197,6 +200,8 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         machine_utilisation=machine_util,
         coordinator_utilisation=coord, link_utilisation=link, peak_utilisation=peak,
         client_utilisation=model.client_busy / makespan,
+        driver_busy_s=float(model.client_busy + (model.coord_busy[model.client_node]
+                                                 if model.client_node is not None else 0.0)),
         bottleneck=bottleneck,
         txns=sum(commits), move_txns=model.move_txns, completed_batches=model.completed,
         workload=plan.workload,

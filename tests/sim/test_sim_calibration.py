@@ -12,7 +12,7 @@ from advisor.cli import run_app
 from engine_sim.sim import Calibration, CalibrationError, SimParams
 from engine_sim.sim.calibration_file import prices, weights_from_prices
 from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
-from engine_sim.sim.probes import probes, throughput_checks
+from engine_sim.sim.probes import driver_probe, probes, throughput_checks
 
 
 def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
@@ -90,7 +90,8 @@ def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, cap
     assert cal.source == "measured" and cal.machine["engine_mode"] == "in-process"
     assert cal.params.host_cores == 1 and cal.params.site_per_partition
     assert cal.params.crowding == "mean"  # one thread runs every partition: the work adds up
-    assert len(cal.measurements) == len(probes())
+    # in-process one thread runs the driver and every partition: no driver probe
+    assert len(cal.measurements) == len([p for p in probes() if not driver_probe(p)]) < len(probes())
     assert all(v > 0 for v in cal.measurements.values())
     assert cal.fit["median_relative_error"] < 0.5  # the fitted model explains the measurements
     assert set(cal.fit["throughput_checks"]) == {p.key for p in throughput_checks()}
@@ -101,6 +102,8 @@ def test_advisor_calibrate_measures_the_engine_and_writes_the_file(tmp_path, cap
     refitted = Calibration.load(again)
     assert refitted.measurements == cal.measurements and refitted.machine == cal.machine
     assert refitted.params == cal.params and refitted.prices == cal.prices
+    # what an in-process run cannot measure is left out of the fit, and listed
+    assert refitted.fit["probes_not_measured"] == [p.key for p in probes() if driver_probe(p)]
     assert {k: r["engine_bps"] for k, r in refitted.fit["throughput_checks"].items()} == \
         {k: r["engine_bps"] for k, r in cal.fit["throughput_checks"].items()}
 
