@@ -70,12 +70,22 @@ def scale_group(params: SimParams, group: str, factor: float) -> SimParams:
 
 def observe(probe: Probe, params: SimParams, batches: int | None = None) -> float:
     """What the simulator says the probe measures (seconds; batches/s for "throughput")."""
+    batches = _batches(probe, batches)
+    return _read(probe, _simulate(probe, params, batches), batches)
+
+
+def _batches(probe: Probe, batches: int | None) -> int:
+    return batches if batches is not None else (30 if probe.window == 1 else 8 * probe.window)
+
+
+def _simulate(probe: Probe, params: SimParams, batches: int):
     from engine_sim.sim import run_once
 
-    if batches is None:
-        batches = 30 if probe.window == 1 else 8 * probe.window
-    r = run_once(probe.workload, probe.design, window=probe.window, scheduler=probe.scheduler,
-                 move=probe.move, calibration=params, batches=batches)
+    return run_once(probe.workload, probe.design, window=probe.window, scheduler=probe.scheduler,
+                    move=probe.move, calibration=params, batches=batches)
+
+
+def _read(probe: Probe, r, batches: int) -> float:
     if probe.observe == "latency":
         return r.latency_p50_ms / 1e3
     if probe.observe == "busy":
@@ -151,9 +161,17 @@ def fit_parameters(probes: list[Probe], measured: list[float], base: SimParams =
 
 def _observe_all(probes: list[Probe], params: SimParams, others: list[float],
                  loaded_batches: int | None) -> np.ndarray:
-    return np.array([observe(p, params.with_(background_jobs=o),
-                             batches=loaded_batches if p.window > 1 else None)
-                     for p, o in zip(probes, others)])
+    """Every probe's observable; probes of one setup (the same engine run: latency, busy time,
+    driver CPU) are read off one simulation, as the calibration reads them off one run."""
+    runs: dict[tuple, tuple] = {}
+    out = []
+    for p, o in zip(probes, others):
+        batches = _batches(p, loaded_batches if p.window > 1 else None)
+        setup = (p.name, p.scheduler, p.move, p.window, o)
+        if setup not in runs:
+            runs[setup] = (_simulate(p, params.with_(background_jobs=o), batches), batches)
+        out.append(_read(p, *runs[setup]))
+    return np.array(out)
 
 
 def _fit(probes: list[Probe], y: np.ndarray, base: SimParams, iterations: int,
