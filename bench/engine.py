@@ -283,6 +283,16 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.simulate_only and args.calibration is None:
         ap.error("--simulate-only needs --calibration")
+    if args.simulate_only and not args.only:
+        args.only = ["6"]  # the only section with a simulator side
+    if args.calibration is not None:
+        from common.errors import UserError
+        from engine_sim.sim import Calibration
+
+        try:
+            Calibration.load(args.calibration)
+        except UserError as exc:
+            ap.exit(2, f"error: {exc}\n")
     q = args.quick
     rep = 1 if q else max(1, args.repeat)
     started = time.perf_counter()
