@@ -30,9 +30,11 @@ def is_statistics_dir(source) -> bool:
 
 
 def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
-    """A workload (bundled name, spec path or object) or a statistics directory, as a graph.
+    """A workload (bundled name, spec path or object) or a statistics directory, with its graph.
 
-    The workload is None when the source is statistics (there is no spec behind them).
+    A statistics directory gives the workload rebuilt from it (`advisor.statistics_workload`:
+    what the simulator and the engine run) and the graph built straight from its columns.
+    The workload is None only for a bare graph.
     """
     if isinstance(source, WorkloadGraph):
         return None, source
@@ -41,9 +43,8 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
     if is_statistics_dir(source):
         from advisor.statistics_graph import graph_from_statistics
 
-        return None, graph_from_statistics(source)
-    if isinstance(source, (str, Path)) and Path(source).is_dir():
-        raise AdvisorError(f"{source}: a directory but not workload statistics (no _stats.json)")
+        graph = graph_from_statistics(source)
+        return load_workload(source), graph
     workload = load_workload(source)
     return workload, WorkloadGraph.from_workload(workload)
 

@@ -128,13 +128,19 @@ def default_weights(graph, calibration: str | Path | None = None) -> Weights:
 def local_move_ratio(calibration: str | Path | None = None) -> float:
     """Price of a MOVE between partitions of one machine relative to one between machines
     (the calibration's local and remote message CPU costs; 1 when it has none)."""
-    path = Path(calibration) if calibration is not None else calibration_path()
-    sim = _read(path).get("simulator")
+    sim = calibration_simulator(calibration)
     try:
         ratio = float(sim["local_msg_cpu_s"]) / float(sim["msg_cpu_s"])
     except (TypeError, KeyError, ValueError, ZeroDivisionError):
         return 1.0
     return float(np.clip(ratio, 0.0, 1.0)) if np.isfinite(ratio) else 1.0
+
+
+def calibration_simulator(calibration: str | Path | None = None) -> dict:
+    """The simulator prices of a calibration file (default: `calibration_path()`), as stored."""
+    path = Path(calibration) if calibration is not None else calibration_path()
+    sim = _read(path).get("simulator")
+    return sim if isinstance(sim, dict) else {}
 
 
 def partition_weights(weights: Weights, calibration: str | Path | None = None) -> Weights:

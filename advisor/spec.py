@@ -315,9 +315,17 @@ def bundled_workloads() -> dict[str, str]:
 
 
 def load_workload(source: str | Path) -> Workload:
-    """A bundled workload by name, or a spec file by path."""
+    """A bundled workload by name, a spec file by path, or a statistics directory (written by
+    `advisor trace aggregate`: the workload rebuilt from it, `advisor.statistics_workload`)."""
     text_source = str(source)
     path = Path(text_source)
+    if path.is_dir():
+        from advisor.statistics_workload import workload_from_statistics
+        from traces.statistics import is_statistics_dir
+
+        if not is_statistics_dir(path):
+            raise SpecError(f"{path}: a directory but not workload statistics (no _stats.json)")
+        return workload_from_statistics(path)
     if path.suffix == ".toml" or path.exists():
         return parse_workload(read_user_text(path, SpecError), str(path))
     resource = resources.files("advisor.workloads").joinpath(f"{text_source}.toml")

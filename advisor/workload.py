@@ -124,6 +124,7 @@ class Workload:
     description: str = ""
     source: str = ""  # where it was read from
     sha256: str = ""  # digest of the source text
+    assumed: tuple[str, ...] = ()  # rebuilt from statistics: what the trace could not tell
 
     # -- lookups -------------------------------------------------------------------------
     def table(self, name: str) -> Table:
@@ -170,6 +171,10 @@ class Workload:
     def window_bytes(self, window: Window) -> float:
         """Memory of a full window (active tuples; staged ones are at most one slide more)."""
         return self.window_tuples(window) * window.tuple_bytes
+
+    @property
+    def from_statistics(self) -> bool:
+        return bool(self.assumed)
 
     @property
     def procedure_names(self) -> list[str]:

@@ -92,7 +92,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     design = replace(design, cost=design.score(graph))  # the caller's object stays as it was
     compared = {}
     if baselines:
-        current = recommend(graph, weights=design.weights, seed=seed)
+        current = recommend(graph, weights=design.weights, seed=seed, workload=workload)
         if design_signature(current.design) != design_signature(design):
             compared[CURRENT_SEARCH] = current.design
         compared.update(current.baselines)
@@ -167,6 +167,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
                  "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),
                  "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},
         "latency_bound": f"{o.predict.latency_bound_s:g}", "sim_batches": o.predict.batches,
+        "assumed": list(getattr(workload, "assumed", ()) or ()),
     }
     context.update(_cost_rows(designs, sims))
     context["verdict"] = _verdict(designs, sims)
@@ -187,7 +188,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         counts = o.scaling_machines or default_machine_counts(design.machines)
         say(f"throughput against machines {counts}")
         curve = scaling_curve(workload, counts, weights, design.partitions_per_machine, o.seed,
-                              options=o.predict)
+                              options=o.predict,
+                              fixed={design.machines: (design, float(own_sim.throughput_tps))})
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
 
     context["validation"] = None

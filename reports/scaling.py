@@ -39,23 +39,29 @@ class ScalingCurve:
 def scaling_curve(workload, machine_counts: list[int], weights: Weights | None = None,
                   partitions_per_machine: int | None = None, seed: int = 0,
                   baselines: tuple[str, ...] = DEFAULT_BASELINES,
-                  options: PredictOptions | None = None) -> ScalingCurve:
-    """Recommend and simulate on every machine count (needs a spec: the simulator runs it)."""
+                  options: PredictOptions | None = None, objective: str = "throughput",
+                  fixed: dict | None = None) -> ScalingCurve:
+    """Recommend (as `advisor recommend` does: `objective`) and simulate on every machine count
+    (needs a workload: the simulator runs it). `fixed` maps a machine count to the advisor's
+    design already made for it and, optionally, its predicted tuples/s (`(design, tps)`), so a
+    report's chart shows the very design its headline shows."""
     from advisor.api import recommend
     from advisor.baselines import BASELINE_FUNCTIONS
     from advisor.design import Design
 
     weights = weights or DEFAULT_WEIGHTS
+    fixed = fixed or {}
     curve = ScalingCurve()
     for m in machine_counts:
         w = workload.with_cluster(machines=m, partitions_per_machine=partitions_per_machine)
-        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective="cost")
-        designs = {"advisor": rec.design}
+        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective)
+        own, own_tps = fixed.get(m, (rec.design, None))
+        designs = {"advisor": own}
         for name in baselines:
             placed = BASELINE_FUNCTIONS[name](rec.graph, weights, seed)
             if placed is not None:
                 designs[name] = Design.from_arrays(rec.graph, placed[0], placed[1], weights, method=name)
         for name, d in designs.items():
-            curve.rows.append({"machines": m, "design": name, "throughput_tps": predicted_tps(w, d, options),
-                               "cost": d.cost.total})
+            tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
+            curve.rows.append({"machines": m, "design": name, "throughput_tps": tps, "cost": d.cost.total})
     return curve

@@ -60,14 +60,12 @@ class TuningStudy:
     stopped: str = ""  # why the loop stopped
 
     def __post_init__(self) -> None:
-        from advisor.api import is_statistics_dir, load_source
+        from advisor.api import load_source
 
-        if is_statistics_dir(self.source):
-            raise AdvisorError(f"{self.source}: tuning changes the dataflow, so it needs a workload spec "
-                               "(a bundled name or a .toml), not statistics")
-        workload, _ = load_source(self.source)
+        workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
-            raise AdvisorError("tuning changes the dataflow, so it needs a workload spec (a bundled name or a .toml)")
+            raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "
+                               "a .toml or a statistics directory), not a bare graph")
         self.workload = workload.with_cluster(self.machines, self.partitions_per_machine)
 
     # -- the loop -----------------------------------------------------------------------

@@ -33,6 +33,31 @@ def tables_info(manifest: dict) -> dict[str, dict]:
             "row_bytes": _int_or_none(t.get("row_bytes")),
             "read_mostly": t.get("read_mostly") if isinstance(t.get("read_mostly"), bool) else None,
         }
+        if isinstance(t.get("key"), str) and t["key"].strip():
+            out[str(name)]["key"] = t["key"]
+    return out
+
+
+def input_info(manifest: dict) -> dict:
+    """What the trace manifest says of the input stream and of its durations, kept in the
+    statistics so that a workload can be rebuilt from them (`advisor.statistics_workload`):
+    `batch_size` (tuples per input batch), `rate` (batches/s), `fields`, `cost_unit_us` and
+    `durations` ("work": a duration is the SP's own work, as traces.synth writes it;
+    "execution", the default: the whole transaction, overheads and accesses included).
+    Read from an `input` object or the top level; what is absent or malformed is left out."""
+    given = manifest.get("input") if isinstance(manifest.get("input"), dict) else {}
+    out: dict = {}
+    for key in ("batch_size", "rate", "cost_unit_us"):
+        value = given.get(key, manifest.get(key))
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value) \
+                and value > 0:
+            out[key] = int(value) if key == "batch_size" and float(value).is_integer() else float(value)
+    fields = given.get("fields", manifest.get("fields"))
+    if isinstance(fields, list) and all(isinstance(f, str) for f in fields):
+        out["fields"] = list(fields)
+    durations = given.get("durations", manifest.get("durations"))
+    if durations in ("work", "execution"):
+        out["durations"] = durations
     return out
 
 
@@ -108,6 +133,7 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
         "default_row_bytes": DEFAULT_ROW_BYTES,
         "nested": manifest.get("nested") or [],
         "cluster": manifest.get("cluster") or {},
+        "input": input_info(manifest),
         "windows": {n: w.to_manifest() for n, w in windows.items()},
         "key_type": info.key_type,
     }

@@ -18,8 +18,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from common.files import discard_dir, publish_dir, staging_dir
@@ -168,7 +170,32 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
             tables[name] = table.select(schema.names).cast(schema)
         except (pa.ArrowException, ValueError) as exc:
             raise TraceError(f"{path}: {name}.parquet: unexpected column types ({exc})") from None
+    check_statistics(tables, manifest, path)
     return tables, manifest
+
+
+def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) -> None:
+    """What every reader relies on: `batches` a number > 0, every count and size a finite
+    number >= 0, no missing names. One TraceError line naming the file, column and row."""
+    batches = manifest.get("batches")
+    if isinstance(batches, bool) or not isinstance(batches, (int, float)) or not np.isfinite(batches) \
+            or batches <= 0:
+        raise TraceError(f"{path}: {STATS_MANIFEST}: 'batches' must be a number > 0, got {batches!r}")
+    for name, table in tables.items():
+        for field_ in table.schema:
+            column = table.column(field_.name)
+            if column.null_count and field_.name not in ("key",):
+                row = int(pc.index(pc.is_null(column), True).as_py())
+                raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: missing value")
+            if not (pa.types.is_integer(field_.type) or pa.types.is_floating(field_.type)) \
+                    or field_.name == "fragment":
+                continue
+            values = column.to_numpy().astype(np.float64)
+            bad = ~np.isfinite(values) | (values < 0)
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: must be a "
+                                 f"finite number >= 0, got {values[row]:g}")
 
 
 def load_statistics(stats_dir: str | Path) -> dict[str, pd.DataFrame]:

@@ -144,6 +144,9 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         "abort_rate": abort_rate,
         "cost_unit_us": cost_unit_us,
         "noise": noise,
+        "input": {**{k: v for k, v in (spec.get("input") or {}).items()
+                     if k in ("batch_size", "rate", "fields") and v},
+                  "cost_unit_us": cost_unit_us, "durations": "work"},
         "procedures": plan.procs,
         "tables": {n: {"rows": int(t["rows"]), "row_bytes": int(t["row_bytes"]),
                        "key": t.get("key"), "read_mostly": bool(t.get("read_mostly", False))}

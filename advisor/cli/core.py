@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.format import candidate_table, design_table
+from advisor.cli.format import assumption_lines, candidate_table, design_table
 
 
 @app.command()
@@ -61,7 +61,7 @@ def recommend(
     weights = d.weights
     typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
-    for line in objective_lines(rec.selection):
+    for line in objective_lines(rec.selection) + assumption_lines(rec.workload):
         typer.echo(line)
     typer.echo("")
     typer.echo(design_table(d, rec.graph))

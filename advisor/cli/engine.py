@@ -12,7 +12,7 @@ from advisor.cli.app import app
 
 @app.command("run")
 def run(
-    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     design: Path = typer.Option(..., "--design", "-d", help="design JSON (advisor recommend --out)"),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to run"),
     trace_out: Optional[Path] = typer.Option(None, "--trace-out", help="write the run's Parquet trace here"),

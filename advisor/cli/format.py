@@ -51,3 +51,11 @@ def design_table(design: Design, graph: WorkloadGraph, limit: int = 40) -> str:
     if replicated:
         lines.append(f"replicated on every partition: {', '.join(replicated)}")
     return "\n".join(lines)
+
+
+def assumption_lines(workload) -> list[str]:
+    """For a workload rebuilt from statistics: where it came from and what it assumes."""
+    if workload is None or not getattr(workload, "assumed", ()):
+        return []
+    return [f"workload {workload.description}; assumed where the trace cannot tell:"] + \
+        [f"  - {a}" for a in workload.assumed]

@@ -48,7 +48,7 @@ def report(
 
 @app.command()
 def tune(
-    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
     partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p"),

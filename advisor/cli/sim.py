@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import app
+from advisor.cli.format import assumption_lines
 
 
 def _calibration(path: Optional[Path]):
@@ -28,7 +29,7 @@ def _scaled(design, workload, machines: Optional[int], rescale: str):
 
 @app.command()
 def simulate(
-    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     design: Path = typer.Option(..., "--design", "-d", help="design JSON to simulate"),
     machines: Optional[int] = typer.Option(None, "--machines", "-m",
                                            help="simulate the design scaled to N machines"),
@@ -69,7 +70,7 @@ def simulate(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    for line in r.describe(cal.label(this_host)):
+    for line in r.describe(cal.label(this_host)) + assumption_lines(workload):
         typer.echo(line)
     if out is not None:
         typer.echo(f"wrote {out}")
@@ -122,7 +123,7 @@ def calibrate(
 @app.command()
 def validate(
     design: Path = typer.Argument(..., help="design JSON"),
-    source: str = typer.Argument(..., help="bundled workload name or spec .toml"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     engine: bool = typer.Option(False, "--engine", help="run the engine (only; default: both)"),
     sim: bool = typer.Option(False, "--sim", help="run the simulator (only; default: both)"),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
@@ -149,7 +150,7 @@ def validate(
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return
-    for line in result.describe():
+    for line in result.describe() + assumption_lines(workload):
         typer.echo(line)
     if out is not None:
         typer.echo(f"wrote {out}")

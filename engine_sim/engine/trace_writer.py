@@ -14,6 +14,17 @@ import pyarrow as pa
 from traces.writer import TraceWriter
 
 
+def _cluster(workload, design) -> dict:
+    """The traced cluster: the design's shape, with the spec's memory limit and capacities."""
+    c = workload.cluster
+    out = {"machines": design.machines, "partitions_per_machine": design.partitions_per_machine}
+    if c.machine_memory_mb:
+        out["machine_memory_mb"] = c.machine_memory_mb
+    if c.machine_capacity and len(c.machine_capacity) == design.machines:
+        out["machine_capacity"] = list(c.machine_capacity)
+    return out
+
+
 def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
     w = plan.workload
     meta = {
@@ -27,10 +38,14 @@ def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
         "windows": {win.name: {"procedure": win.procedure, "size": win.size, "slide": win.slide,
-                               "kind": win.kind, "tuple_bytes": int(win.tuple_bytes)}
+                               "kind": win.kind, "tuple_bytes": int(win.tuple_bytes),
+                               **({"max_tuples": int(win.max_tuples)} if win.max_tuples else {}),
+                               "tuples": float(w.window_tuples(win))}
                     for win in w.windows},
-        "cluster": {"machines": plan.design.machines,
-                    "partitions_per_machine": plan.design.partitions_per_machine},
+        "cluster": _cluster(w, plan.design),
+        "input": {"batch_size": plan.batch_size, "fields": list(w.input.fields),
+                  **({"rate": w.input.rate} if w.input.rate else {}),
+                  "cost_unit_us": w.input.cost_unit_us, "durations": "execution"},
         **metadata,
     }
     txns = {k: [] for k in ("txn_id", "procedure", "batch_id", "base_partition", "partitions",

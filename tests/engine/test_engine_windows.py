@@ -255,7 +255,7 @@ def test_trace_records_window_accesses_under_the_windows_name(tmp_path):
     run_workload(w, design, batches=6, in_process=True, trace_out=out)
     manifest = json.loads((out / "_trace.json").read_text())
     assert manifest["windows"] == {"W": {"procedure": "Owner", "size": 4, "slide": 2, "kind": "tuple",
-                                         "tuple_bytes": 32}}
+                                         "tuple_bytes": 32, "tuples": 4.0}}
     acc = pq.read_table(out / "accesses").to_pylist()
     txns = {t["txn_id"]: t for t in pq.read_table(out / "txns").to_pylist()}
     wacc = [a for a in acc if a["table"] == "W"]

@@ -1,0 +1,235 @@
+"""A workload rebuilt from statistics: what a user who brings a trace instead of a spec gets,
+so the simulator and the engine run a statistics directory exactly as they run a spec.
+
+Every state item of the statistics (a table, a fragment `T#i`, a hot tuple `T@KEY`, a window)
+becomes a state item of the workload with its own name, so a design at any granularity places
+exactly the workload's items. What the statistics say, and how it becomes the workload:
+
+- an SP's cost: its median duration per execution x executions per batch (retries included),
+  in units of `cost_unit_us`. A trace of executions (`durations` "execution", the default:
+  the engine's, a real system's) times the whole transaction, so the per-transaction overhead
+  and the per-row access time the simulator and the engine charge again are taken off first,
+  at the calibration's prices (never below `MIN_WORK_SHARE` of the duration); a trace of work
+  (`durations` "work", what `traces.synth` writes) is taken as it is. The members of a nested
+  group that report one shared duration (the same total) split it evenly;
+- an SP's accesses: one read and one write per state item it touched, rows per batch as
+  measured, the probability of access = executions touching the item / executions;
+- streams: tuples per batch and bytes per tuple as measured;
+- tables: rows and row bytes from the trace manifest, else estimated bytes / row bytes;
+  read-mostly as the manifest says, else at most 5 % of the rows accessed written;
+- windows, nested groups, the cluster (memory limit and capacities included) and the input
+  (batch size, rate, fields) from the manifest.
+
+What a trace cannot tell is assumed, and the workload's `assumed` lists it: the key distribution of
+an access (uniform: the simulator does not use keys; the engine draws rows uniformly), an SP's
+code (its work is a CPU loop of the measured length), the input batch size when the trace
+does not record it (10 tuples, S-Store's default), and which SP is data-parallel on which key.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from advisor.errors import AdvisorError
+from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
+                              Table, Window, Workload)
+
+DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
+MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
+READ_MOSTLY_WRITE_SHARE = 0.05  # as advisor.statistics_graph
+
+
+def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | None = None
+                             ) -> Workload:
+    """The workload of a statistics directory (see the module docstring); `calibration` prices
+    the overhead taken off measured execution times (default: the advisor's calibration)."""
+    from traces.errors import TraceError
+    from traces.statistics import read_statistics_arrow
+
+    where = str(stats_dir)
+    try:
+        tables, manifest = read_statistics_arrow(stats_dir)
+    except TraceError as exc:
+        raise AdvisorError(str(exc)) from None
+    frames = {name: t.to_pandas() for name, t in tables.items()}
+    try:
+        return _build(frames, manifest, where, calibration)
+    except (TypeError, ValueError, KeyError, OverflowError) as exc:
+        raise AdvisorError(f"{where}: statistics do not describe a workload ({exc})") from None
+
+
+def _build(frames: dict, manifest: dict, where: str, calibration) -> Workload:
+    batches = float(manifest["batches"])  # checked by the reader: a number > 0
+    procs, ps, streams, state = (frames["procedures"], frames["procedure_state"],
+                                 frames["streams"], frames["state"])
+    if procs.empty:
+        raise AdvisorError(f"{where}: procedures.parquet has no procedures")
+    names = list(procs["procedure"])
+    known = set(names)
+    for frame, cols in ((ps, ("procedure",)), (streams, ("from_procedure", "to_procedure"))):
+        for col in cols:
+            stray = [p for p in frame[col] if p not in known]
+            if stray:
+                raise AdvisorError(f"{where}: {col} {stray[0]!r} is not in procedures.parquet")
+    items = list(state["state"])
+    stray = [s for s in ps["state"] if s not in set(items)]
+    if stray:
+        raise AdvisorError(f"{where}: procedure_state.state {stray[0]!r} is not in state.parquet")
+
+    inp = manifest.get("input") if isinstance(manifest.get("input"), dict) else {}
+    assumed: list[str] = ["access keys: uniform (a trace's key distribution is not modelled)",
+                          "procedure code: a CPU loop of the measured work"]
+    batch_size = inp.get("batch_size")
+    if not (isinstance(batch_size, int) and batch_size >= 1):
+        batch_size = DEFAULT_BATCH_SIZE
+        assumed.append(f"input batch size: {DEFAULT_BATCH_SIZE} tuples (the trace does not record it)")
+    unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
+    durations = inp.get("durations", "execution")
+    per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
+    if durations != "work":
+        assumed.append(f"SP work: median execution time less {per_txn_us:.0f} us per transaction "
+                       f"and {per_row_us:.2f} us per row accessed (calibration prices)")
+
+    windows = _windows(manifest, known, where, dict(zip(state["state"], state["estimated_bytes"])))
+    window_names = {w.name for w in windows}
+    nested = tuple(tuple(g) for g in manifest.get("nested") or []
+                   if isinstance(g, list) and len(g) >= 2 and set(g) <= known)
+    shared = _shared_duration_groups(procs, nested)
+
+    invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
+    accesses: dict[str, list[Access]] = {n: [] for n in names}
+    rows_per_batch: dict[str, float] = {n: 0.0 for n in names}
+    for r in ps.itertuples(index=False):
+        calls = max(invocations[r.procedure], 1.0)
+        probability = min(1.0, float(r.txns) / calls) if r.txns > 0 else 0.0
+        if probability <= 0:
+            continue
+        for mode, total in (("read", r.read_rows), ("write", r.write_rows)):
+            if total <= 0 or (mode == "write" and r.state in window_names):
+                continue  # a window's inserts are its owner's own (the Window models them)
+            per_batch = float(total) / batches
+            rows_per_batch[r.procedure] += per_batch
+            accesses[r.procedure].append(Access(r.state, mode, per_batch / probability,
+                                                probability=probability))
+
+    # one timed transaction: an SP, or a nested group whose members report its shared duration
+    timed = {n: shared.get(n, (n,)) for n in names}
+    procedures = []
+    for r in procs.itertuples(index=False):
+        calls_per_batch = float(r.invocations) / batches
+        members = timed[r.procedure]
+        measured_us = float(r.p50_cost_us)
+        rows = sum(rows_per_batch[m] for m in members) / max(calls_per_batch, 1e-12)
+        work_us = max(measured_us - per_txn_us - per_row_us * rows, MIN_WORK_SHARE * measured_us)
+        procedures.append(Procedure(r.procedure, cost=work_us / len(members) * calls_per_batch / unit_us,
+                                    accesses=tuple(accesses[r.procedure])))
+
+    stream_list = []
+    for r in streams.itertuples(index=False):
+        if r.tuples <= 0:
+            continue
+        stream_list.append(Stream(r.from_procedure, r.to_procedure, float(r.tuples) / batches,
+                                  max(1, int(round(float(r.bytes) / float(r.tuples))))))
+
+    table_info = manifest.get("tables") if isinstance(manifest.get("tables"), dict) else {}
+    default_row_bytes = manifest.get("default_row_bytes") or 100
+    read_mostly = _read_mostly(state, table_info)
+    table_list = []
+    for r in state.itertuples(index=False):
+        if r.kind == "window":
+            continue
+        info = table_info.get(r.table) if isinstance(table_info.get(r.table), dict) else {}
+        row_bytes = int(info.get("row_bytes") or default_row_bytes)
+        if r.kind == "table" and isinstance(info.get("rows"), int):
+            rows = int(info["rows"])
+        else:
+            rows = max(1, int(round(float(r.estimated_bytes) / row_bytes)))
+        table_list.append(Table(r.state, rows, row_bytes, str(info.get("key") or "key"),
+                                read_mostly=bool(read_mostly[r.table])))
+
+    cluster = _cluster(manifest.get("cluster") or {})
+    rate = inp.get("rate")
+    description = (f"rebuilt from workload statistics ({manifest.get('granularity')} granularity, "
+                   f"{int(batches):,} batches)")
+    return Workload(
+        name=str(manifest.get("workload") or Path(where).name), tables=tuple(table_list),
+        procedures=tuple(procedures), streams=tuple(stream_list), nested=nested,
+        windows=windows,
+        input=InputSpec(batch_size=batch_size, rate=float(rate) if rate else None,
+                        fields=tuple(inp.get("fields") or ()), cost_unit_us=unit_us),
+        cluster=cluster, description=description, source=where,
+        sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
+    )
+
+
+def _overhead_us(calibration) -> tuple[float, float]:
+    """Per-transaction and per-row time (µs) the simulator charges besides an SP's work, from
+    the calibration's simulator prices (0, 0 when it has none)."""
+    from advisor.priced_weights import calibration_simulator
+
+    sim = calibration_simulator(calibration)
+    try:
+        per_txn = float(sim.get("txn_overhead_s", 0.0)) * 1e6
+        per_row = float(sim.get("row_read_s", 0.0)) * 1e6
+    except (TypeError, ValueError):
+        return 0.0, 0.0
+    if not (math.isfinite(per_txn) and math.isfinite(per_row)):
+        return 0.0, 0.0
+    return max(per_txn, 0.0), max(per_row, 0.0)
+
+
+def _shared_duration_groups(procs, nested) -> dict[str, tuple[str, ...]]:
+    """Members of nested groups whose rows all carry one shared duration (the same total and
+    executions: the group's transaction timed once per member) -> the group."""
+    total = dict(zip(procs["procedure"], zip(procs["total_cost_us"], procs["invocations"])))
+    out = {}
+    for group in nested:
+        if len({total[m] for m in group}) == 1:
+            out.update({m: tuple(group) for m in group})
+    return out
+
+
+def _windows(manifest: dict, procs: set[str], where: str, item_bytes: dict[str, float]
+             ) -> tuple[Window, ...]:
+    """The manifest's windows; a time window's tuples when full are the manifest's, else its
+    item's estimated bytes / tuple bytes."""
+    out = []
+    for name, w in (manifest.get("windows") or {}).items():
+        if not isinstance(w, dict) or w.get("procedure") not in procs:
+            raise AdvisorError(f"{where}: _stats.json: window {name!r}: its owner "
+                               f"{(w or {}).get('procedure') if isinstance(w, dict) else None!r} "
+                               "is not among the statistics' procedures")
+        kind = w.get("kind", "tuple")
+        tuple_bytes = int(w.get("tuple_bytes") or 32)
+        full = w.get("max_tuples") or w.get("tuples") or item_bytes.get(name, 0.0) / tuple_bytes
+        size, slide = (float(w["size"]), float(w["slide"])) if kind == "time" else \
+            (int(w["size"]), int(w["slide"]))
+        out.append(Window(name, w["procedure"], size, slide, kind, tuple_bytes,
+                          max_tuples=max(1, int(full)) if kind == "time" else None))
+    return tuple(out)
+
+
+def _read_mostly(state, table_info: dict) -> dict[str, bool]:
+    out = {}
+    for table, group in state.groupby("table", sort=False):
+        flag = (table_info.get(table) or {}).get("read_mostly") if isinstance(table_info.get(table), dict) else None
+        reads, writes = float(group["read_rows"].sum()), float(group["write_rows"].sum())
+        out[table] = flag if isinstance(flag, bool) else \
+            writes <= READ_MOSTLY_WRITE_SHARE * max(reads + writes, 1.0)
+    return out
+
+
+def _cluster(c: dict) -> Cluster:
+    def count(key):
+        v = c.get(key)
+        return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else 1
+
+    machines = count("machines")
+    memory = c.get("machine_memory_mb")
+    capacity = c.get("machine_capacity")
+    return Cluster(
+        machines=machines, partitions_per_machine=count("partitions_per_machine"),
+        machine_memory_mb=float(memory) if isinstance(memory, (int, float)) and memory > 0 else None,
+        machine_capacity=tuple(float(x) for x in capacity)
+        if isinstance(capacity, list) and len(capacity) == machines else None,
+    )

@@ -1,0 +1,143 @@
+"""Is a design recommended from a trace as good as one recommended from the spec?
+
+For every bundled workload: the engine runs the spec's naive design (everything on one
+machine) and traces it; Spark (local mode, one session for all) aggregates the trace at table
+granularity; `recommend` then works from the statistics alone (no spec anywhere) and, beside
+it, from the spec, on 2, 4 and 8 machines. The simulator predicts both designs, and the naive
+single-machine design the user traced, against the *spec* (the ground truth the trace came
+from), the same way for all three. Target: statistics path / spec path >= 0.98 in every row,
+and the statistics path never below the traced naive design.
+
+Stability: a second trace of another seed and length gives the same design up to relabelling
+machines (`--stability`, on 4 machines).
+
+    python bench/trace_quality.py                      # 12 workloads x 2, 4, 8 machines
+    python bench/trace_quality.py --workloads tpcdi-trade linear-road --machines 4
+    python bench/trace_quality.py --stability          # also the second trace
+    python bench/trace_quality.py --synth              # traces from traces.synth instead of the engine
+
+A missed target prints MISSED; the bench exits non-zero only on errors.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+from advisor.api import load_graph, recommend  # noqa: E402
+from advisor.baselines import baseline_design  # noqa: E402
+from advisor.priced_weights import default_weights  # noqa: E402
+from advisor.spec import bundled_workloads, load_workload  # noqa: E402
+from engine_sim.sim import Calibration, max_throughput  # noqa: E402
+from reports.sensitivity import design_signature  # noqa: E402
+
+RATIO_TARGET = 0.98
+SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}
+
+
+def trace(name: str, out: Path, batches: int, seed: int, synth: bool) -> None:
+    """A trace of `name` under its naive single-machine design."""
+    workload = load_workload(name)
+    if synth:
+        from advisor.workload import workload_as_plain
+        from traces.synth import synthesize
+
+        synthesize(workload_as_plain(workload), out, batches, seed)
+        return
+    from engine_sim.engine import run_workload
+
+    graph = load_graph(workload)
+    naive = baseline_design("single-machine", graph, default_weights(graph), seed)
+    run_workload(workload, naive, batches=batches, seed=seed, trace_out=out, in_process=True)
+
+
+def predict(workload, design, batches: int) -> float:
+    return max_throughput(workload, design, calibration=Calibration.reference(),
+                          batches=batches).throughput_tps
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workloads", nargs="*", default=None)
+    ap.add_argument("--machines", nargs="*", type=int, default=[2, 4, 8])
+    ap.add_argument("--batches", type=int, default=1000, help="batches per trace")
+    ap.add_argument("--sim-batches", type=int, default=2000, help="batches per prediction")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stability", action="store_true")
+    ap.add_argument("--synth", action="store_true", help="synthetic traces (traces.synth)")
+    args = ap.parse_args()
+    names = args.workloads or list(bundled_workloads())
+
+    from traces.aggregate import aggregate
+    from traces.spark_session import start_session
+
+    spark = start_session("local[2]", SPARK_CONF)
+    tmp = Path(tempfile.mkdtemp(prefix="trace-quality-"))
+    stats: dict[str, Path] = {}
+    for name in names:
+        t0 = time.perf_counter()
+        trace(name, tmp / f"{name}-trace", args.batches, args.seed, args.synth)
+        aggregate(tmp / f"{name}-trace", tmp / f"{name}-stats", spark=spark, progress=None)
+        stats[name] = tmp / f"{name}-stats"
+        print(f"traced and aggregated {name} ({args.batches} batches, "
+              f"{'synth' if args.synth else 'engine'}) in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    print(f"\npredicted maximum throughput (simulator, reference cluster, {args.sim_batches} batches, "
+          "against the spec)\n")
+    print(f"{'workload':<18} {'m':>2} {'from spec':>10} {'from stats':>10} {'naive':>10} "
+          f"{'ratio':>6} {'vs naive':>8} {'same':>5}  verdict")
+    ratios, rows = [], []
+    for name in names:
+        spec = load_workload(name)
+        for m in args.machines:
+            by_spec = recommend(spec, machines=m, seed=args.seed, baselines=False).design
+            by_stats = recommend(stats[name], machines=m, seed=args.seed, baselines=False)
+            if by_stats.selection is not None and by_stats.selection.note.startswith("FELL BACK"):
+                print(f"  note: {name} on {m}: {by_stats.selection.note}")
+            graph = load_graph(spec, m)
+            naive = baseline_design("single-machine", graph, default_weights(graph), args.seed)
+            w = spec.with_cluster(m)
+            t_spec, t_stats, t_naive = (predict(w, d, args.sim_batches)
+                                        for d in (by_spec, by_stats.design, naive))
+            ratio = t_stats / t_spec if t_spec > 0 else float("nan")
+            verdict = "ok" if ratio >= RATIO_TARGET and t_stats >= 0.98 * t_naive else \
+                f"MISSED (target {RATIO_TARGET:g}, never below naive)"
+            same = design_signature(by_spec) == design_signature(by_stats.design)
+            ratios.append(ratio)
+            rows.append((ratio, name, m))
+            print(f"{name:<18} {m:>2} {t_spec:>10,.0f} {t_stats:>10,.0f} {t_naive:>10,.0f} "
+                  f"{ratio:>6.2f} {t_stats / t_naive:>7.2f}x {'yes' if same else 'no':>5}  {verdict}",
+                  flush=True)
+    good = [r for r in ratios if r > 0 and math.isfinite(r)]
+    geo = math.exp(sum(math.log(r) for r in good) / len(good)) if good else float("nan")
+    worst = min(rows)
+    print(f"\nstatistics path / spec path: geometric mean {geo:.3f}, worst {worst[0]:.3f} "
+          f"({worst[1]} on {worst[2]} machines), {sum(r >= RATIO_TARGET for r in ratios)}/{len(ratios)} "
+          f"rows >= {RATIO_TARGET:g}")
+
+    if args.stability:
+        print("\nstability: a second trace (seed + 1, 2x the batches) on 4 machines")
+        same_count = 0
+        for name in names:
+            other = tmp / f"{name}-trace-2"
+            trace(name, other, 2 * args.batches, args.seed + 1, args.synth)
+            aggregate(other, tmp / f"{name}-stats-2", spark=spark, progress=None)
+            a = recommend(stats[name], machines=4, seed=args.seed, baselines=False).design
+            b = recommend(tmp / f"{name}-stats-2", machines=4, seed=args.seed, baselines=False).design
+            same = design_signature(a) == design_signature(b)
+            same_count += same
+            print(f"  {name:<18} {'same design' if same else 'DIFFERENT design'}", flush=True)
+        print(f"  {same_count}/{len(names)} the same up to relabelling machines")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

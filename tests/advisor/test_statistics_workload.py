@@ -1,0 +1,173 @@
+"""A statistics directory is a workload: rebuilt from the statistics, it is what the simulator
+and the engine run, at every granularity, with no spec anywhere."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pyarrow.parquet as pq
+import pytest
+
+from advisor.api import load_source, recommend
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.errors import AdvisorError
+from advisor.spec import load_workload
+from advisor.statistics_workload import workload_from_statistics
+from advisor.workload import Cluster, workload_as_plain
+from engine_sim.engine import run_workload
+from engine_sim.sim import max_throughput
+from reports.sensitivity import design_signature
+from traces.aggregate import aggregate
+from traces.synth import synthesize
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def stats(tmp_path_factory, spark):
+    """tpcdi-trade (with a memory limit) traced by the synthesizer at table and fragment
+    granularity, and a second trace of another seed and length."""
+    root = tmp_path_factory.mktemp("stats-workload")
+    spec = load_workload("tpcdi-trade")
+    spec = replace(spec, cluster=replace(spec.cluster, machine_memory_mb=512.0))
+    synthesize(workload_as_plain(spec), root / "trace", batches=300, seed=1)
+    synthesize(workload_as_plain(spec), root / "trace2", batches=600, seed=2)
+    aggregate(root / "trace", root / "table", "table", spark=spark, progress=None)
+    aggregate(root / "trace", root / "frag", "fragment:2", spark=spark, progress=None)
+    aggregate(root / "trace2", root / "table2", "table", spark=spark, progress=None)
+    return root, spec
+
+
+def test_the_rebuilt_workload_is_the_traced_spec(stats):
+    root, spec = stats
+    got = workload_from_statistics(root / "table")
+    assert got.procedure_names == spec.procedure_names
+    assert [(t.name, t.rows, t.row_bytes, t.read_mostly) for t in got.tables] == \
+        [(t.name, t.rows, t.row_bytes, t.read_mostly) for t in spec.tables]
+    assert got.cluster == spec.cluster  # the memory limit travels with the trace
+    assert got.input.batch_size == spec.input.batch_size
+    for p in spec.procedures:
+        q = got.procedure(p.name)
+        assert q.cost == pytest.approx(p.cost, rel=0.05)  # a synthetic trace times the work alone
+        declared = {(a.table, a.mode): a.expected_rows for a in p.accesses}
+        measured = {(a.table, a.mode): a.expected_rows for a in q.accesses}
+        assert measured.keys() == declared.keys()
+        for key, rows in declared.items():
+            assert measured[key] == pytest.approx(rows, rel=0.05)
+    assert [(s.source, s.target, s.tuples, s.tuple_bytes) for s in got.streams] == \
+        [(s.source, s.target, s.tuples, s.tuple_bytes) for s in spec.streams]
+    assert got.assumed and any("keys" in a for a in got.assumed)
+
+
+def test_recommend_from_statistics_picks_by_throughput_and_predicts_like_the_spec(stats):
+    root, spec = stats
+    rec = recommend(root / "table", machines=4, baselines=False)
+    assert rec.selection.objective == "throughput" and "FELL BACK" not in rec.selection.note
+    assert rec.workload is not None and rec.workload.from_statistics
+    by_spec = recommend(spec, machines=4, baselines=False)
+    w = spec.with_cluster(4)
+    from_stats = max_throughput(w, rec.design, batches=600).throughput_tps
+    from_spec = max_throughput(w, by_spec.design, batches=600).throughput_tps
+    assert from_stats >= 0.98 * from_spec
+
+
+def test_two_traces_of_other_seeds_and_lengths_give_the_same_design(stats):
+    root, _ = stats
+    a = recommend(root / "table", machines=4, baselines=False).design
+    b = recommend(root / "table2", machines=4, baselines=False).design
+    assert design_signature(a) == design_signature(b)
+
+
+def test_a_fragment_design_runs_on_the_simulator_and_the_engine(stats):
+    root, _ = stats
+    rec = recommend(root / "frag", machines=2, baselines=False)
+    assert "FELL BACK" not in rec.selection.note
+    assert set(rec.design.state) == {f"{t}#{i}" for t in rec.workload.table_names
+                                     for t in [t.split("#")[0]] for i in (0, 1)}
+    workload, _ = load_source(root / "frag")
+    sim = max_throughput(workload, rec.design, batches=300)
+    assert sim.throughput_tps > 0
+    ran = run_workload(workload, rec.design, batches=60, seed=0, in_process=True)
+    assert ran.history_check == "ok" and ran.serial_digest == ran.state_digest
+
+
+def test_every_command_takes_a_statistics_directory(stats, tmp_path, capsys):
+    root, _ = stats
+    source = str(root / "table")
+    design = tmp_path / "d.json"
+    assert run_app(["recommend", source, "--machines", "2", "--out", str(design)]) == 0
+    out = capsys.readouterr().out
+    assert "objective: throughput: picked" in out and "assumed where the trace cannot tell" in out
+    assert run_app(["evaluate", str(design), source]) == 0
+    assert run_app(["simulate", source, "--design", str(design), "--batches", "200"]) == 0
+    assert "tuples/s" in capsys.readouterr().out
+    assert run_app(["validate", str(design), source, "--sim", "--batches", "100"]) == 0
+    assert "assumed where the trace cannot tell" in capsys.readouterr().out
+    assert run_app(["run", source, "--design", str(design), "--batches", "40", "--in-process",
+                    "--json"]) == 0
+    ran = json.loads(capsys.readouterr().out)
+    assert ran["history_check"] == "ok"
+
+
+def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
+    root, _ = stats
+    import shutil
+
+    # a missing column
+    broken = tmp_path / "nocol"
+    shutil.copytree(root / "table", broken)
+    t = pq.read_table(broken / "procedures.parquet").drop(["p50_cost_us"])
+    pq.write_table(t, broken / "procedures.parquet")
+    # a negative count
+    negative = tmp_path / "negative"
+    shutil.copytree(root / "table", negative)
+    t = pq.read_table(negative / "streams.parquet")
+    t = t.set_column(t.column_names.index("tuples"), "tuples",
+                     [[-5] * t.num_rows])
+    pq.write_table(t, negative / "streams.parquet")
+    # `batches` not a number
+    wrong = tmp_path / "batches"
+    shutil.copytree(root / "table", wrong)
+    manifest = json.loads((wrong / "_stats.json").read_text())
+    (wrong / "_stats.json").write_text(json.dumps({**manifest, "batches": "many"}))
+    for bad, message in ((broken, "column 'p50_cost_us' is missing"), (negative, "must be"),
+                         (wrong, "batches")):
+        with pytest.raises(AdvisorError, match=message):
+            workload_from_statistics(bad)
+        for argv in (["recommend", str(bad)], ["simulate", str(bad), "--design", "x.json"]):
+            assert run_app(argv) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and err.startswith("error:") and "Traceback" not in err
+
+
+def test_a_design_at_another_granularity_or_naming_no_such_fragment_is_refused(stats, tmp_path, capsys):
+    root, _ = stats
+    table_design = recommend(root / "table", machines=2, baselines=False, objective="cost").design
+    path = table_design.save(tmp_path / "table.json")
+    for argv in (["simulate", str(root / "frag"), "--design", str(path)],
+                 ["evaluate", str(path), str(root / "frag")]):
+        assert run_app(argv) == 2
+        err = capsys.readouterr().err
+        assert "does not place" in err and err.count("\n") == 1
+    frag = recommend(root / "frag", machines=2, baselines=False, objective="cost").design
+    ghost = Design.from_dict({**frag.to_dict()})
+    ghost.state["DimTrade#7"] = 0
+    path = ghost.save(tmp_path / "ghost.json")
+    assert run_app(["simulate", str(root / "frag"), "--design", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "DimTrade#7" in err and err.count("\n") == 1
+
+
+def test_the_engine_trace_keeps_the_memory_limit_and_the_input(tmp_path, spark):
+    spec = load_workload("voter-leaderboard")
+    spec = replace(spec, cluster=Cluster(machines=1, partitions_per_machine=1, machine_memory_mb=64.0))
+    naive = recommend(spec, objective="cost", baselines=False).design
+    run_workload(spec, naive, batches=60, seed=0, trace_out=tmp_path / "t", in_process=True)
+    aggregate(tmp_path / "t", tmp_path / "s", spark=spark, progress=None)
+    got = workload_from_statistics(tmp_path / "s")
+    assert got.cluster.machine_memory_mb == 64.0 and got.input.batch_size == spec.input.batch_size
+    assert got.nested == spec.nested  # the nested group, as the trace recorded it
+    # the group's members report one shared duration: split, not counted three times
+    total = sum(p.cost for p in got.procedures)
+    assert all(p.cost == pytest.approx(total / 3) for p in got.procedures)
