@@ -16,7 +16,7 @@ from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
-from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
+from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
                                 one_machine_option, option, search_options, select,
                                 simulation_blocker)
 from advisor.spec import load_workload
@@ -44,7 +44,13 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
         from advisor.statistics_graph import graph_from_statistics
 
         graph = graph_from_statistics(source)
-        return load_workload(source), graph
+        workload = load_workload(source)
+        c = graph.cost
+        if graph.n_proc + c.ps_weight.size + c.pp_weight.size <= MAX_SIM_BATCH_WORK:
+            # small enough to simulate: the search sees the very model the simulator judges
+            # (SP work net of the overheads the simulator charges itself)
+            graph = WorkloadGraph.from_workload(workload)
+        return workload, graph
     workload = load_workload(source)
     return workload, WorkloadGraph.from_workload(workload)
 

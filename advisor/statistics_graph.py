@@ -102,7 +102,7 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
         raise AdvisorError(f"{where}: {exc}") from None
     return WorkloadGraph(
         str(manifest.get("workload") or Path(stats_dir).name), names, state_names.to_pylist(),
-        state.column("table").to_pylist(), _read_mostly(state, manifest) & (owner < 0), cost,
+        state.column("table").to_pylist(), read_mostly_items(state, manifest) & (owner < 0), cost,
         str(manifest.get("sha256", "")), nested, load_unit_s=1e-6,
         proc_txns=_np(procs, "invocations") / batches,
     )
@@ -138,8 +138,9 @@ def _index(values: pa.ChunkedArray, names: pa.ChunkedArray, where: str, column: 
     return idx.to_numpy().astype(np.int64)
 
 
-def _read_mostly(state: pa.Table, manifest: dict) -> np.ndarray:
-    """The trace manifest's read_mostly flag per table, else derived from the write share."""
+def read_mostly_items(state: pa.Table, manifest: dict) -> np.ndarray:
+    """Per state item: its table's read_mostly flag from the trace manifest, else derived from
+    the table's write share."""
     flags = {t: info.get("read_mostly") for t, info in (manifest.get("tables") or {}).items()
              if isinstance(info, dict)}
     per_table = state.group_by("table").aggregate([("read_rows", "sum"), ("write_rows", "sum")])

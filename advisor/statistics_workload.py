@@ -31,12 +31,12 @@ import math
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.statistics_graph import read_mostly_items
 from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
                               Table, Window, Workload)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
-READ_MOSTLY_WRITE_SHARE = 0.05  # as advisor.statistics_graph
 
 
 def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | None = None
@@ -53,12 +53,13 @@ def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | No
         raise AdvisorError(str(exc)) from None
     frames = {name: t.to_pandas() for name, t in tables.items()}
     try:
-        return _build(frames, manifest, where, calibration)
+        return _build(frames, manifest, where, calibration,
+                      read_mostly_items(tables["state"], manifest))
     except (TypeError, ValueError, KeyError, OverflowError) as exc:
         raise AdvisorError(f"{where}: statistics do not describe a workload ({exc})") from None
 
 
-def _build(frames: dict, manifest: dict, where: str, calibration) -> Workload:
+def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -> Workload:
     batches = float(manifest["batches"])  # checked by the reader: a number > 0
     procs, ps, streams, state = (frames["procedures"], frames["procedure_state"],
                                  frames["streams"], frames["state"])
@@ -133,9 +134,8 @@ def _build(frames: dict, manifest: dict, where: str, calibration) -> Workload:
 
     table_info = manifest.get("tables") if isinstance(manifest.get("tables"), dict) else {}
     default_row_bytes = manifest.get("default_row_bytes") or 100
-    read_mostly = _read_mostly(state, table_info)
     table_list = []
-    for r in state.itertuples(index=False):
+    for r, flag in zip(state.itertuples(index=False), read_mostly):
         if r.kind == "window":
             continue
         info = table_info.get(r.table) if isinstance(table_info.get(r.table), dict) else {}
@@ -145,7 +145,7 @@ def _build(frames: dict, manifest: dict, where: str, calibration) -> Workload:
         else:
             rows = max(1, int(round(float(r.estimated_bytes) / row_bytes)))
         table_list.append(Table(r.state, rows, row_bytes, str(info.get("key") or "key"),
-                                read_mostly=bool(read_mostly[r.table])))
+                                read_mostly=bool(flag)))
 
     cluster = _cluster(manifest.get("cluster") or {})
     rate = inp.get("rate")
@@ -207,16 +207,6 @@ def _windows(manifest: dict, procs: set[str], where: str, item_bytes: dict[str, 
         out.append(Window(name, w["procedure"], size, slide, kind, tuple_bytes,
                           max_tuples=max(1, int(full)) if kind == "time" else None))
     return tuple(out)
-
-
-def _read_mostly(state, table_info: dict) -> dict[str, bool]:
-    out = {}
-    for table, group in state.groupby("table", sort=False):
-        flag = (table_info.get(table) or {}).get("read_mostly") if isinstance(table_info.get(table), dict) else None
-        reads, writes = float(group["read_rows"].sum()), float(group["write_rows"].sum())
-        out[table] = flag if isinstance(flag, bool) else \
-            writes <= READ_MOSTLY_WRITE_SHARE * max(reads + writes, 1.0)
-    return out
 
 
 def _cluster(c: dict) -> Cluster:

@@ -7,8 +7,10 @@ at ERROR, so the user sees our progress lines and nothing else.
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Mapping
 
@@ -93,9 +95,33 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
     return settings
 
 
+MASTER_CONNECT_TIMEOUT_S = 10.0
+
+
+def check_master_reachable(master: str, timeout_s: float = MASTER_CONNECT_TIMEOUT_S) -> None:
+    """A standalone master (`spark://host:port[,host:port...]`) that takes no TCP connection is
+    one line within `timeout_s` per address, instead of Spark's own minute of retries with no
+    cause. Other masters (local, yarn, k8s...) are Spark's to check."""
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master[len("spark://"):].split(","):
+        host, _, port = address.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise TraceError(f"Spark master {master!r}: {address!r} is not host:port")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+                return
+        except OSError as exc:
+            reasons.append(f"{address}: {exc.strerror or type(exc).__name__}"
+                           if not isinstance(exc, socket.timeout) else f"{address}: no answer in {timeout_s:g} s")
+    raise TraceError(f"Spark master {master!r} is unreachable ({'; '.join(reasons)})")
+
+
 def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None,
                   app_name: str = "advisor-trace-aggregate"):
     """A new SparkSession (call `traces.java.check_java()` first for a clear Java error)."""
+    check_master_reachable(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -104,13 +130,52 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - a JVM that cannot start is a user-facing problem
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TraceError(f"Spark could not start with master {master!r}: {first}") from None
+    spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
     spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
     return spark
+
+
+SESSION_START_TIMEOUT_S = 20.0  # a remote master that has not taken the application by then
+
+
+def _get_or_create(builder, master: str, timeout_s: float | None):
+    """`builder.getOrCreate()`, one line on failure; with `timeout_s`, a master that has not
+    taken the application by then (Spark itself retries for more than a minute, and then names
+    no cause) is given up: the JVM is stopped and the error says so."""
+    outcome: dict = {}
+
+    def start() -> None:
+        try:
+            outcome["spark"] = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001 - a JVM that cannot start is a user-facing problem
+            outcome["error"] = exc
+
+    if timeout_s is None:
+        start()
+    else:
+        thread = threading.Thread(target=start, name="spark-session-start", daemon=True)
+        thread.start()
+        thread.join(timeout_s)
+        if thread.is_alive():
+            _stop_gateway()
+            raise TraceError(f"Spark master {master!r} did not take the application within "
+                             f"{timeout_s:g} s (unreachable, busy, or not a Spark master)")
+    if "error" in outcome:
+        exc = outcome["error"]
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TraceError(f"Spark could not start with master {master!r}: {first}") from None
+    return outcome["spark"]
+
+
+def _stop_gateway() -> None:
+    """Stop the JVM a session start left behind (it would otherwise outlive the error)."""
+    from pyspark import SparkContext
+
+    gateway = getattr(SparkContext, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        proc.kill()
+        proc.wait(timeout=10)
 
 
 def to_pandas(df, arrow_dtypes: bool = False):

@@ -46,9 +46,10 @@ def test_the_report_of_a_design_file_computes_the_same_inputs(rec, tmp_path):
     assert (computed.workload.cluster.machines, computed.graph.cost.machines) == (rec.design.machines,) * 2
     for name, d in rec.baselines.items():
         assert (computed.baselines[name].procedures, computed.baselines[name].state) == (d.procedures, d.state)
-    # the current search is the cost model's pick on the graph (no spec behind a design file's
-    # source graph), shown where it is not the design itself
-    current = recommend(computed.graph, weights=rec.design.weights, objective="cost", baselines=False).design
+    # the current search is what `advisor recommend` picks (by predicted throughput, the
+    # workload simulated), shown where it is not the design itself
+    current = recommend(computed.graph, weights=rec.design.weights, workload=computed.workload,
+                        baselines=False).design
     if current.procedures != rec.design.procedures or current.state != rec.design.state:
         assert computed.baselines["advisor (current search)"].procedures == current.procedures
     # the same inputs held in memory give the same report

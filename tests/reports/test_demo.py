@@ -4,11 +4,13 @@ the simulator agrees."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
 from advisor.cli import run_app
 from advisor.design import Design
+from advisor.spec import load_workload
 from reports.predict import predicted_tps
 
 pytestmark = pytest.mark.spark
@@ -41,22 +43,34 @@ def test_demo_runs_the_whole_loop(tpcdi_trade, tmp_path, capsys):
         assert (out / name).is_file(), name
     summary = json.loads((out / "demo.json").read_text())
     assert summary["beats_every_baseline"] is True
-    # check the claim independently: simulate the written design against the naive one
-    workload = tpcdi_trade
+    # the advisor worked from the statistics alone: the design's input is the statistics
+    stats_manifest = json.loads((out / "statistics" / "_stats.json").read_text())
     design = Design.load(out / "design.json")
+    assert design.provenance["input_sha256"] == stats_manifest["sha256"]
+    assert design.provenance["objective"] == "throughput"
+    # check the claim independently: simulate the written design (on the workload rebuilt from
+    # the statistics, as the demo does) against every baseline
+    workload = load_workload(str(out / "statistics"))
+    assert workload.from_statistics
     tps = predicted_tps(workload, design)
     assert tps == pytest.approx(summary["predicted_tps"]["recommended"])
     for name, other in summary["predicted_tps"].items():
         if name != "recommended" and name not in summary["same_as_recommended"]:
             assert tps > other, name
-    # the engine ran both designs and the report shows them side by side
+    # the engine ran both designs side by side on no more machines than this host has cores
+    local = summary["engine_machines"]
+    assert 1 <= local <= max(1, min(os.cpu_count() or 1, design.machines))
     assert set(summary["engine_tps"]) == {"single-machine", "recommended"}
     from reports.validation_view import ValidationView  # the validation file reads exactly
 
     view = ValidationView.from_any(out / "validation.json")
     assert [e.design for e in view.entries] == ["naive (single-machine)", "recommended"]
+    doc = json.loads((out / "validation.json").read_text())
+    assert [e["machines"] for e in doc["designs"]] == [local, local]
     assert view.entries[1].value("engine", "throughput_tps") == pytest.approx(summary["engine_tps"]["recommended"])
-    assert view.entries[1].value("simulator", "throughput_tps") == pytest.approx(tps)
+    assert view.entries[1].value("simulator", "throughput_tps") == pytest.approx(
+        summary["engine_predicted_tps"]["recommended"])
+    assert f"engine on {local} machine(s) of this host" in printed.out
     html = (out / "report.html").read_text()
     assert "beats every baseline in predicted throughput" in html and 'id="validation"' in html
     assert html.count('src="data:image/png;base64,') == 7  # validation has engine and simulator

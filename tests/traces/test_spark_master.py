@@ -1,0 +1,57 @@
+"""A Spark master that cannot be reached is one line, fast, with its cause; one that takes the
+connection but never the application is given up within the session-start deadline."""
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+
+from traces.errors import TraceError
+from traces.spark_session import check_master_reachable, start_session
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_refused_master_is_one_line_naming_it_and_the_cause():
+    port = _free_port()
+    started = time.perf_counter()
+    with pytest.raises(TraceError) as err:
+        start_session(f"spark://127.0.0.1:{port}")
+    assert time.perf_counter() - started < 5
+    message = str(err.value)
+    assert f"spark://127.0.0.1:{port}" in message and "refused" in message.lower()
+    assert "\n" not in message
+
+
+def test_a_malformed_master_address_is_refused():
+    with pytest.raises(TraceError, match="not host:port"):
+        check_master_reachable("spark://nohostport")
+    check_master_reachable("local[2]")  # not ours to check: nothing raised
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_master_that_never_answers_is_given_up_within_30_s():
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:  # getOrCreate would return that one
+        pytest.skip("a Spark session is already running in this process")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held = []
+    threading.Thread(target=lambda: held.extend(server.accept() for _ in range(16)), daemon=True).start()
+    master = f"spark://127.0.0.1:{server.getsockname()[1]}"
+    started = time.perf_counter()
+    try:
+        with pytest.raises(TraceError, match="did not take the application"):
+            start_session(master)
+    finally:
+        server.close()
+    assert time.perf_counter() - started < 30
