@@ -15,6 +15,7 @@ machines (`--stability`, on 4 machines).
     python bench/trace_quality.py --workloads tpcdi-trade linear-road --machines 4
     python bench/trace_quality.py --stability          # also the second trace
     python bench/trace_quality.py --synth              # traces from traces.synth instead of the engine
+    python bench/trace_quality.py --generated 8        # 8 random dataflows nobody tuned on
 
 A missed target prints MISSED; the bench exits non-zero only on errors.
 """
@@ -28,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
@@ -35,16 +38,40 @@ from advisor.api import load_graph, recommend  # noqa: E402
 from advisor.baselines import baseline_design  # noqa: E402
 from advisor.priced_weights import default_weights  # noqa: E402
 from advisor.spec import bundled_workloads, load_workload  # noqa: E402
+from advisor.workload import Access, Cluster, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 from reports.sensitivity import design_signature  # noqa: E402
 
 RATIO_TARGET = 0.98
+WORKLOADS: dict[str, Workload] = {}  # generated ones, by name
 SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}
+
+
+def generated_workload(seed: int) -> Workload:
+    """A random dataflow nobody tuned on: 5-10 SPs in a DAG, 4-10 shared tables, accesses with
+    probabilities, now and then a nested pair, on 4 machines."""
+    rng = np.random.default_rng(seed)
+    n_tables, n_procs = int(rng.integers(4, 11)), int(rng.integers(5, 11))
+    tables = tuple(Table(f"T{i}", int(rng.integers(1_000, 500_000)), int(rng.integers(50, 200)), "id",
+                         read_mostly=bool(rng.random() < 0.25)) for i in range(n_tables))
+    procs = []
+    for i in range(n_procs):
+        accesses = []
+        for t in rng.choice(n_tables, size=int(rng.integers(1, 4)), replace=False):
+            mode = "read" if tables[t].read_mostly or rng.random() < 0.6 else "write"
+            accesses.append(Access(f"T{t}", mode, float(rng.integers(1, 16)),
+                                   probability=float(1.0 if rng.random() < 0.6 else rng.uniform(0.3, 1.0))))
+        procs.append(Procedure(f"SP{i}", cost=round(float(rng.uniform(0.3, 2.5)), 2), accesses=tuple(accesses)))
+    streams = tuple(Stream(f"SP{int(rng.integers(0, i))}", f"SP{i}", float(rng.integers(1, 11)))
+                    for i in range(1, n_procs))
+    nested = ((f"SP{n_procs - 2}", f"SP{n_procs - 1}"),) if rng.random() < 0.3 else ()
+    return Workload(f"generated-{seed}", tables, tuple(procs), streams, nested,
+                    cluster=Cluster(machines=4, partitions_per_machine=int(rng.integers(1, 3))))
 
 
 def trace(name: str, out: Path, batches: int, seed: int, synth: bool) -> None:
     """A trace of `name` under its naive single-machine design."""
-    workload = load_workload(name)
+    workload = WORKLOADS.get(name) or load_workload(name)
     if synth:
         from advisor.workload import workload_as_plain
         from traces.synth import synthesize
@@ -72,8 +99,13 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stability", action="store_true")
     ap.add_argument("--synth", action="store_true", help="synthetic traces (traces.synth)")
+    ap.add_argument("--generated", type=int, default=0, metavar="N",
+                    help="N random workloads (seeds 1000..) instead of the bundled ones")
     args = ap.parse_args()
     names = args.workloads or list(bundled_workloads())
+    if args.generated:
+        WORKLOADS.update((w.name, w) for w in (generated_workload(1000 + i) for i in range(args.generated)))
+        names = list(WORKLOADS)
 
     from traces.aggregate import aggregate
     from traces.spark_session import start_session
@@ -95,7 +127,7 @@ def main() -> int:
           f"{'ratio':>6} {'vs naive':>8} {'same':>5}  verdict")
     ratios, rows = [], []
     for name in names:
-        spec = load_workload(name)
+        spec = WORKLOADS.get(name) or load_workload(name)
         for m in args.machines:
             by_spec = recommend(spec, machines=m, seed=args.seed, baselines=False).design
             by_stats = recommend(stats[name], machines=m, seed=args.seed, baselines=False)
@@ -133,7 +165,10 @@ def main() -> int:
             b = recommend(tmp / f"{name}-stats-2", machines=4, seed=args.seed, baselines=False).design
             same = design_signature(a) == design_signature(b)
             same_count += same
-            print(f"  {name:<18} {'same design' if same else 'DIFFERENT design'}", flush=True)
+            w = (WORKLOADS.get(name) or load_workload(name)).with_cluster(4)
+            ta, tb = predict(w, a, args.sim_batches), predict(w, b, args.sim_batches)
+            print(f"  {name:<18} {'same design' if same else 'DIFFERENT design'}  predicted "
+                  f"{ta:,.0f} and {tb:,.0f} tuples/s ({tb / ta if ta else 0:.3f})", flush=True)
         print(f"  {same_count}/{len(names)} the same up to relabelling machines")
     spark.stop()
     return 0

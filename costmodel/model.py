@@ -105,7 +105,9 @@ def processing_colocation_cost(graph: CostGraph, proc_part: np.ndarray):
 def machine_loads(graph: CostGraph, proc_part: np.ndarray) -> np.ndarray:
     """Processing load per machine, shape (..., machines)."""
     machine = np.asarray(proc_part) // graph.partitions_per_machine
-    flat = machine.reshape(-1, machine.shape[-1]) if machine.ndim > 1 else machine[None, :]
+    # explicit row count: with no SPs (a machine's inner graph holding state only) -1 is ambiguous
+    rows_n = int(np.prod(machine.shape[:-1])) if machine.ndim > 1 else 1
+    flat = machine.reshape(rows_n, machine.shape[-1])
     rows = np.repeat(np.arange(flat.shape[0]), flat.shape[1])
     loads = np.zeros((flat.shape[0], graph.machines))
     np.add.at(loads, (rows, flat.ravel()), np.tile(graph.proc_load, flat.shape[0]))

@@ -160,3 +160,13 @@ def test_a_nested_group_split_across_machines_cuts_all_its_accesses():
     assert score(grouped, [1, 1], [0, 1]).state_colocation == pytest.approx(4 / 7)
     with pytest.raises(ValueError, match="proc_group has 1 entries"):
         tiny_graph(proc_group=[0])
+
+
+def test_score_many_of_a_graph_with_state_but_no_procedures():
+    """A machine's inner graph can hold state only (the search places partitions machine by
+    machine); scoring many assignments of it must not fail on the empty SP axis."""
+    g = CostGraph([], [10, 20], [], [], [], [], [], [], [], machines=2)
+    states = np.array([[0, 1], [1, 1], [0, 0]])
+    procs = np.zeros((3, 0), dtype=np.int64)
+    costs = score_many(g, procs, states, Weights(0.3, 0.1, 0.6))
+    assert costs.shape == (3,) and np.isfinite(costs).all()
