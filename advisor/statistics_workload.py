@@ -93,8 +93,12 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
 
     windows = _windows(manifest, known, where, dict(zip(state["state"], state["estimated_bytes"])))
     window_names = {w.name for w in windows}
-    nested = tuple(tuple(g) for g in manifest.get("nested") or []
-                   if isinstance(g, list) and len(g) >= 2 and set(g) <= known)
+    window_items = set(state.loc[state["kind"] == "window", "state"])
+    if window_names != window_items:
+        odd = sorted(window_names ^ window_items)[0]
+        raise AdvisorError(f"{where}: _stats.json and state.parquet disagree on window {odd!r} "
+                           "(a window must be in both)")
+    nested = _nested(manifest.get("nested"), known, where)
     shared = _shared_duration_groups(procs, nested)
 
     invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
@@ -176,6 +180,25 @@ def _overhead_us(calibration) -> tuple[float, float]:
     if not (math.isfinite(per_txn) and math.isfinite(per_row)):
         return 0.0, 0.0
     return max(per_txn, 0.0), max(per_row, 0.0)
+
+
+def _nested(groups, procs: set[str], where: str) -> tuple[tuple[str, ...], ...]:
+    """The manifest's nested groups; one naming an SP the statistics do not have is refused."""
+    if groups is None:
+        return ()
+    if not isinstance(groups, list):
+        raise AdvisorError(f"{where}: _stats.json: 'nested' must be a list of procedure lists")
+    out = []
+    for g in groups:
+        if not isinstance(g, list) or len(g) < 2 or not all(isinstance(m, str) for m in g):
+            raise AdvisorError(f"{where}: _stats.json: nested group {g!r} must list two or more "
+                               "procedure names")
+        unknown = [m for m in g if m not in procs]
+        if unknown:
+            raise AdvisorError(f"{where}: _stats.json: nested group names {unknown[0]!r}, which "
+                               "is not in procedures.parquet")
+        out.append(tuple(g))
+    return tuple(out)
 
 
 def _shared_duration_groups(procs, nested) -> dict[str, tuple[str, ...]]:

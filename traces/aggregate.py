@@ -51,7 +51,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         granularity, hot_tuples)
     if out is not None:
         check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
-    steps = 7 + (gran.kind == "tuple") + (out is not None)
+    steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     with prog.step(f"validating trace {trace_dir}"):
         info = validate_trace(trace_dir)
@@ -181,8 +181,15 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
         prog.done += 1
         prog.line(f"[{prog.done}/{prog.total}] {label}: none")
 
+    label = "nested groups (procedures sharing a transaction id)"
+    if not info.manifest.get("nested"):
+        jobs["shared"] = guarded(label, lambda: _shared_transactions(F, txns))
+    else:
+        prog.done += 1
+        prog.line(f"[{prog.done}/{prog.total}] {label}: given by the trace manifest")
+
     # the big job first, so its tasks queue ahead; the small ones fill the idle cores
-    order = ["procedure_state", "procedures", "batches", "streams", "distinct_keys"]
+    order = ["procedure_state", "procedures", "batches", "streams", "distinct_keys", "shared"]
     with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="aggregate") as pool:
         futures = {name: pool.submit(jobs[name]) for name in order if name in jobs}
         try:
@@ -223,6 +230,15 @@ def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]
                 F.sum("bytes").cast("long").alias("bytes"),
             ).toArrow())),
     }
+
+
+def _shared_transactions(F, txns) -> pa.Table:
+    """The sets of procedures that ran under one transaction id (a nested transaction whose
+    members a foreign system logs under the id of the transaction they commit in), with how
+    many transactions each set shared."""
+    return (txns.groupBy("txn_id").agg(F.array_sort(F.collect_set("procedure")).alias("procedures"))
+            .filter(F.size("procedures") > 1).groupBy("procedures").agg(F.count(F.lit(1)).alias("txns"))
+            .toArrow())
 
 
 def _per_transaction(F, with_item, packed: bool):

@@ -4,6 +4,8 @@ per procedure, per procedure x state item, per stream edge), so pandas is the ri
 """
 from __future__ import annotations
 
+from graphlib import CycleError, TopologicalSorter
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -73,6 +75,41 @@ def _ordered(names, preferred: list[str]) -> list[str]:
     return head + sorted(names - set(head))
 
 
+def inferred_nested(shared: pa.Table | None, order: list[str],
+                    edges: list[tuple[str, str]] = ()) -> list[list[str]]:
+    """Nested groups from procedures that shared transaction ids: sets that overlap are one
+    group (a procedure commits in one group only), members in dataflow order (the stream
+    `edges` between them; ties in the procedures' order)."""
+    if shared is None or shared.num_rows == 0:
+        return []
+    group_of: dict[str, int] = {}
+    groups: list[set[str]] = []
+    for members in shared.column("procedures").to_pylist():
+        touching = sorted({group_of[m] for m in members if m in group_of})
+        merged = set(members).union(*(groups[g] for g in touching))
+        for g in touching:
+            groups[g] = set()
+        groups.append(merged)
+        for m in merged:
+            group_of[m] = len(groups) - 1
+    rank = {p: i for i, p in enumerate(order)}
+    out = []
+    for g in groups:
+        if len(g) < 2:
+            continue
+        sorter = TopologicalSorter({m: () for m in g})
+        for a, b in edges:
+            if a in g and b in g:
+                sorter.add(b, a)
+        try:
+            ranked = list(sorter.static_order())
+        except CycleError:
+            ranked = list(g)
+        position = {m: i for i, m in enumerate(ranked)}
+        out.append(sorted(g, key=lambda p: (position[p], rank.get(p, len(rank)))))
+    return out
+
+
 def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granularity
                       ) -> Statistics:
     manifest = info.manifest
@@ -131,7 +168,8 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
         "procedures": order,
         "tables": sized,
         "default_row_bytes": DEFAULT_ROW_BYTES,
-        "nested": manifest.get("nested") or [],
+        "nested": manifest.get("nested") or inferred_nested(
+            parts.get("shared"), order, list(zip(streams["from_procedure"], streams["to_procedure"]))),
         "cluster": manifest.get("cluster") or {},
         "input": input_info(manifest),
         "windows": {n: w.to_manifest() for n, w in windows.items()},

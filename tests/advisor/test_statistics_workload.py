@@ -131,8 +131,12 @@ def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
     shutil.copytree(root / "table", wrong)
     manifest = json.loads((wrong / "_stats.json").read_text())
     (wrong / "_stats.json").write_text(json.dumps({**manifest, "batches": "many"}))
+    # a manifest that disagrees with the data: a nested group of an SP the data do not have
+    ghost = tmp_path / "ghost"
+    shutil.copytree(root / "table", ghost)
+    (ghost / "_stats.json").write_text(json.dumps({**manifest, "nested": [["TradeInsert", "Ghost"]]}))
     for bad, message in ((broken, "column 'p50_cost_us' is missing"), (negative, "must be"),
-                         (wrong, "batches")):
+                         (wrong, "batches"), (ghost, "'Ghost', which is not in procedures.parquet")):
         with pytest.raises(AdvisorError, match=message):
             workload_from_statistics(bad)
         for argv in (["recommend", str(bad)], ["simulate", str(bad), "--design", "x.json"]):
@@ -171,3 +175,47 @@ def test_the_engine_trace_keeps_the_memory_limit_and_the_input(tmp_path, spark):
     # the group's members report one shared duration: split, not counted three times
     total = sum(p.cost for p in got.procedures)
     assert all(p.cost == pytest.approx(total / 3) for p in got.procedures)
+
+
+def test_a_foreign_trace_from_the_writer_api_infers_nested_groups(tmp_path, spark):
+    """A trace written with `traces.TraceWriter` by another system, whose manifest names no
+    nested groups: procedures logged under one transaction id are inferred to commit together,
+    and the workload rebuilt from it runs on the simulator and the engine."""
+    from traces import TraceWriter
+
+    batches = 40
+    txns = {k: [] for k in ("txn_id", "procedure", "batch_id", "base_partition", "partitions",
+                            "start_us", "end_us", "status", "restarts")}
+    accesses = {k: [] for k in ("txn_id", "table", "key", "mode", "rows")}
+    flows = {k: [] for k in ("batch_id", "from_procedure", "to_procedure", "tuples", "bytes")}
+    for b in range(batches):
+        for proc, txn, table, mode in (("Ingest", 2 * b, "Orders", "write"),
+                                       ("Enrich", 2 * b, "Orders", "read"),  # one txn with Ingest
+                                       ("Store", 2 * b + 1, "Archive", "write")):
+            for k, v in (("txn_id", txn), ("procedure", proc), ("batch_id", b), ("base_partition", 0),
+                         ("partitions", [0]), ("start_us", 1000 * b), ("end_us", 1000 * b + 150),
+                         ("status", "commit"), ("restarts", 0)):
+                txns[k].append(v)
+            for k, v in (("txn_id", txn), ("table", table), ("key", str(b % 7)), ("mode", mode), ("rows", 3)):
+                accesses[k].append(v)
+        for src, dst in (("Ingest", "Enrich"), ("Enrich", "Store")):
+            for k, v in (("batch_id", b), ("from_procedure", src), ("to_procedure", dst),
+                         ("tuples", 10), ("bytes", 640)):
+                flows[k].append(v)
+    meta = {"workload": "orders", "tables": {"Orders": {"rows": 1000, "row_bytes": 100},
+                                             "Archive": {"rows": 5000, "row_bytes": 80}},
+            "input": {"batch_size": 10}}
+    with TraceWriter(tmp_path / "trace", meta) as w:
+        w.write("txns", txns)
+        w.write("accesses", accesses)
+        w.write("flows", flows)
+    aggregate(tmp_path / "trace", tmp_path / "stats", spark=spark, progress=None)
+    manifest = json.loads((tmp_path / "stats" / "_stats.json").read_text())
+    assert manifest["nested"] == [["Ingest", "Enrich"]]
+    got = workload_from_statistics(tmp_path / "stats")
+    assert got.nested == (("Ingest", "Enrich"),) and got.input.batch_size == 10
+    assert any("execution time less" in a for a in got.assumed)  # durations: whole transactions
+    rec = recommend(tmp_path / "stats", machines=2, baselines=False)
+    assert rec.selection.objective == "throughput"
+    ran = run_workload(got.with_cluster(2), rec.design, batches=30, seed=0, in_process=True)
+    assert ran.history_check == "ok" and ran.serial_digest == ran.state_digest
