@@ -153,7 +153,7 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
 
     cluster = _cluster(manifest.get("cluster") or {})
     rate = inp.get("rate")
-    description = (f"rebuilt from workload statistics ({manifest.get('granularity')} granularity, "
+    description = (f"rebuilt from statistics ({manifest.get('granularity')} granularity, "
                    f"{int(batches):,} batches)")
     return Workload(
         name=str(manifest.get("workload") or Path(where).name), tables=tuple(table_list),

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlparse
+from urllib.request import url2pathname
 from typing import Iterator
 
 import pyarrow as pa
@@ -46,9 +48,26 @@ def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
                   if p.is_file() and not p.name.startswith((".", "_")))
 
 
+def local_trace_path(trace_dir: str | Path) -> Path:
+    """A trace location as a local path: a path, or a `file://` URI. A trace is validated
+    (with Arrow) before Spark starts, so a trace elsewhere (`hdfs://`, `s3a://`...) is one line
+    saying to bring it here first."""
+    text = str(trace_dir)
+    scheme, sep, _ = text.partition("://")
+    if not sep:
+        return Path(text)
+    if scheme.lower() == "file":
+        parsed = urlparse(text)
+        if parsed.netloc not in ("", "localhost"):
+            raise TraceError(f"{text}: a file:// URI of another host ({parsed.netloc}) is not readable here")
+        return Path(url2pathname(parsed.path))
+    raise TraceError(f"{text}: a trace on {scheme}:// cannot be validated before Spark starts; copy it "
+                     "to a local directory (or mount it) and aggregate that")
+
+
 def validate_trace(trace_dir: str | Path) -> TraceInfo:
     """Raise TraceError on the first problem; return a summary of a good trace."""
-    path = Path(trace_dir)
+    path = local_trace_path(trace_dir)
     where = str(path)
     if not path.exists():
         raise TraceError(f"{where}: no such trace directory")

@@ -39,7 +39,7 @@ def synth(
 
 
 @trace_app.command("validate")
-def validate(trace_dir: Path = typer.Argument(..., help="trace directory")) -> None:
+def validate(trace_dir: str = typer.Argument(..., help="trace directory (a path or a file:// URI)")) -> None:
     """Check a trace against the format; one line per problem found (the first), exit 2."""
     from traces.trace_checks import validate_trace
 
@@ -51,7 +51,7 @@ def validate(trace_dir: Path = typer.Argument(..., help="trace directory")) -> N
 
 @trace_app.command("aggregate")
 def aggregate(
-    trace_dir: Path = typer.Argument(..., help="trace directory"),
+    trace_dir: str = typer.Argument(..., help="trace directory (a path or a file:// URI)"),
     out: Path = typer.Option(..., "--out", "-o", help="statistics directory to write"),
     granularity: str = typer.Option("table", help="table | fragment:N | tuple[:N]"),
     hot_tuples: int = typer.Option(100, help="tuple granularity: the K hottest tuples kept"),

@@ -224,3 +224,16 @@ def test_writer_leaves_nothing_behind_when_the_producer_fails(tmp_path):
             w.write("accesses", ACCESSES.empty_table())
             raise RuntimeError("producer died")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_uri_is_a_local_trace_and_other_schemes_are_one_line(good_trace, capsys):
+    uri = good_trace.absolute().as_uri()  # file:///...
+    assert validate_trace(uri).rows == validate_trace(good_trace).rows
+    assert run_app(["trace", "validate", uri]) == 0
+    capsys.readouterr()
+    for other in ("s3a://bucket/trace", "hdfs://namenode:8020/traces/t1"):
+        with pytest.raises(TraceError, match="copy it to a local directory"):
+            validate_trace(other)
+        assert run_app(["trace", "validate", other]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and other in err
