@@ -108,6 +108,13 @@ def test_every_command_takes_a_statistics_directory(stats, tmp_path, capsys):
                     "--json"]) == 0
     ran = json.loads(capsys.readouterr().out)
     assert ran["history_check"] == "ok"
+    assert run_app(["tune", source, "--machines", "2", "--rounds", "1"]) == 0
+    assert "round 0" in capsys.readouterr().err
+    html = tmp_path / "r.html"
+    assert run_app(["report", str(design), source, "--out", str(html), "--no-sensitivity",
+                    "--no-scaling", "--no-suggestions", "--quiet"]) == 0
+    text = html.read_text()
+    assert "workload rebuilt from statistics" in text and "predicted" in text
 
 
 def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
