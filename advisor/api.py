@@ -14,6 +14,7 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
+from advisor.granularity import workload_at
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
 from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
@@ -230,12 +231,24 @@ def recommend(source: Source, machines: int | None = None,
     return out
 
 
+def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
+    """`load_source`, with a spec seen at the design's granularity when the design places
+    fragments or hot tuples of its tables (`advisor.granularity.workload_at`)."""
+    workload, graph = load_source(source)
+    if workload is not None:
+        at = workload_at(workload, design.state)
+        if at is not workload:
+            workload, graph = at, WorkloadGraph.from_workload(at)
+    return workload, graph
+
+
 def evaluate(design: Design | str | Path, source: Source, weights: Weights | None = None
              ) -> CostBreakdown:
     """The cost breakdown of any design (hand-written ones included) on a workload."""
     if not isinstance(design, Design):
         design = Design.load(design)
-    graph = load_graph(source, design.machines, design.partitions_per_machine)
+    _, graph = load_source_for(design, source)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     return design.score(graph, weights or design.weights)
 
 

@@ -242,5 +242,8 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
                                 "maximum throughput; run `advisor calibrate` and pass --calibration "
                                 "to predict this machine's engine")
         result.simulator = r.to_dict()
-    result.bottleneck = measured_bottleneck(workload, design, result.simulator, result.engine).to_dict()
+    from advisor.granularity import workload_at
+
+    result.bottleneck = measured_bottleneck(workload_at(workload, design.state), design, result.simulator,
+                                            result.engine).to_dict()
     return result

@@ -76,14 +76,15 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     `source` is what the design was made for (bundled name, spec path, Workload or statistics
     dir). Returns a `Recommendation` whose `design` is the given one, scored on this source.
     """
-    from advisor.api import Recommendation, load_source, recommend
+    from advisor.api import Recommendation, load_source_for, recommend
+    from advisor.granularity import workload_at
     from advisor.graph import WorkloadGraph
 
     if not isinstance(design, Design):
         design = Design.load(design)
-    spec, graph = load_source(source)
+    spec, graph = load_source_for(design, source)
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
-    workload = workload if workload is not None else spec
+    workload = workload_at(workload, design.state) if workload is not None else spec
     if workload is not None:
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
     design.arrays(graph)  # fails with a one-line DesignError if the names do not match

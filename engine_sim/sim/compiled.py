@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.design import Design
+from advisor.errors import DesignError
+from advisor.granularity import workload_at
 from advisor.workload import Workload
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.params import SimParams
@@ -154,6 +156,10 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     check_options(scheduler, move)
     if batches < 10:
         raise SimError(f"batches must be at least 10, got {batches}")
+    try:  # a design of fragments or hot tuples is judged against the spec split the same way
+        workload = workload_at(workload, design.state)
+    except DesignError as exc:
+        raise SimError(str(exc)) from None
     _check_design(workload, design)
     spec_bs = workload.input.batch_size
     bs = spec_bs if batch_size is None else int(batch_size)

@@ -1,0 +1,135 @@
+"""A spec seen at a design's granularity: when a design places hash fragments (`T#i`) or hot
+tuples (`T@KEY`) of a spec's tables (a design recommended from statistics at that
+granularity), the spec is rewritten with those items as its tables, so the simulator and the
+cost model judge the design against the very workload the engine runs it on.
+
+The engine routes a row of key k to fragment `crc32(str(k)) mod N` (and a hot tuple's key to
+its own item), so an access of `rows` rows per batch to table T, with keys from its declared
+distribution, becomes one access per item: the item's share s of the key mass gives
+`rows x s` expected rows, touched with probability `1 - (1 - s) ** rows`. Key masses are
+exact for tables up to `EXACT_KEYS` rows (uniform, sequential and input keys count as
+uniform; zipf keys as the engine draws them); the keys past that are spread evenly.
+"""
+from __future__ import annotations
+
+import re
+import zlib
+from dataclasses import replace
+from functools import lru_cache
+from typing import Iterable
+
+import numpy as np
+
+from advisor.errors import DesignError
+from advisor.workload import Access, Table, Workload
+
+EXACT_KEYS = 1_000_000
+_FRAGMENT = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
+_TUPLE = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
+
+
+def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
+    """`workload` with its tables replaced by the items a design names (`state_names`);
+    the workload itself when the design places whole tables."""
+    names = list(state_names)
+    tables = set(workload.table_names)
+    if not any((m := _FRAGMENT.match(n) or _TUPLE.match(n)) and m.group("table") in tables
+               and n not in tables for n in names):
+        return workload  # whole tables (or another workload's names: the caller's check says so)
+    items = _items_by_table(workload, names)
+    tables, shares = [], {}
+    for t in workload.tables:
+        if t.name not in items:
+            tables.append(t)
+            continue
+        fragments, hot = items[t.name]
+        kinds = {a.keys for p in workload.procedures for a in p.accesses if a.table == t.name}
+        for kind in kinds | {"uniform"}:
+            shares[(t.name, kind)] = _item_shares(t.name, t.rows, kind, fragments, hot)
+        for name, share in shares[(t.name, "uniform")].items():  # a row's share of the table
+            rows = 1 if name.startswith(f"{t.name}@") else max(1, int(round(t.rows * share)))
+            tables.append(Table(name, rows, t.row_bytes, t.key, t.read_mostly))
+    procedures = []
+    for p in workload.procedures:
+        accesses = []
+        for a in p.accesses:
+            if a.table not in items:
+                accesses.append(a)
+                continue
+            for name, s in shares[(a.table, a.keys)].items():
+                if s <= 0:
+                    continue
+                touched = 1.0 - (1.0 - s) ** a.rows
+                accesses.append(Access(name, a.mode, a.rows * s / touched, a.keys,
+                                       a.probability * touched))
+        procedures.append(replace(p, accesses=tuple(accesses)))
+    return replace(workload, tables=tuple(tables), procedures=tuple(procedures))
+
+
+def _items_by_table(workload: Workload, names: list[str]) -> dict[str, tuple[int, list[str]]]:
+    """Table -> (number of fragments, hot keys) for every table the design splits; a name that
+    is no table, fragment or tuple of the workload, or fragments with a gap, are refused."""
+    tables = set(workload.table_names)
+    frags: dict[str, set[int]] = {}
+    hot: dict[str, list[str]] = {}
+    for name in names:
+        if name in tables or name in workload.window_names:
+            continue
+        m = _FRAGMENT.match(name)
+        if m and m.group("table") in tables:
+            frags.setdefault(m.group("table"), set()).add(int(m.group("index")))
+            continue
+        m = _TUPLE.match(name)
+        if m and m.group("table") in tables:
+            hot.setdefault(m.group("table"), []).append(m.group("key"))
+            continue
+        raise DesignError(f"design places {name!r}, which is not a table of workload "
+                          f"{workload.name!r} (nor a fragment TABLE#i or a tuple TABLE@KEY of one)")
+    out = {}
+    for table in sorted(set(frags) | set(hot), key=workload.table_names.index):
+        indices = frags.get(table, set())
+        n = max(indices) + 1 if indices else 0
+        missing = [i for i in range(n) if i not in indices]
+        if missing:
+            raise DesignError(f"design places fragments of {table!r} but not {table}#{missing[0]}")
+        if table in names:
+            raise DesignError(f"design places {table!r} both whole and in parts")
+        if n == 0 and hot.get(table):
+            raise DesignError(f"design places hot tuples of {table!r} but not its other rows "
+                              f"(fragments {table}#0..)")
+        out[table] = (n, hot.get(table, []))
+    return out
+
+
+def _item_shares(table: str, rows: int, keys: str, fragments: int, hot: list[str]) -> dict[str, float]:
+    """Each item's share of an access's key mass: the hot tuples (by their key text), then the
+    fragments (the rest of the keys, hashed)."""
+    n = max(1, min(int(rows), EXACT_KEYS))
+    tail = 1.0 - n / max(int(rows), 1)  # the share of keys past EXACT_KEYS, spread evenly
+    mass = _key_mass(n, keys) * (1.0 - tail)
+    out: dict[str, float] = {}
+    taken = np.zeros(n, dtype=bool)
+    for key in hot:
+        k = int(key) if key.isdigit() and int(key) < n else None
+        out[f"{table}@{key}"] = float(mass[k]) if k is not None else 0.0
+        if k is not None:
+            taken[k] = True
+    per_fragment = np.bincount(_fragment_of_keys(n, fragments), weights=np.where(taken, 0.0, mass),
+                               minlength=fragments)
+    for i in range(fragments):
+        out[f"{table}#{i}"] = float(per_fragment[i]) + tail / fragments
+    return out
+
+
+@lru_cache(maxsize=16)
+def _fragment_of_keys(n: int, fragments: int) -> np.ndarray:
+    """crc32 of each key's decimal text mod `fragments`, as the engine and the aggregation hash."""
+    return np.fromiter((zlib.crc32(str(k).encode()) % fragments for k in range(n)), dtype=np.int64, count=n)
+
+
+def _key_mass(n: int, keys: str) -> np.ndarray:
+    kind, _, param = keys.partition(":")
+    if kind == "zipf":
+        w = np.arange(1, n + 1, dtype=np.float64) ** -float(param)
+        return w / w.sum()
+    return np.full(n, 1.0 / n)

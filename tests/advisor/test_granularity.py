@@ -1,0 +1,58 @@
+"""A spec seen at a design's granularity (fragments, hot tuples): the key mass is split the
+way the engine routes rows, and nothing is lost or invented."""
+from __future__ import annotations
+
+import zlib
+
+import pytest
+
+from advisor.errors import DesignError
+from advisor.granularity import workload_at
+from advisor.spec import load_workload
+
+
+def _expected_rows(workload, procedure: str, table_prefix: str) -> float:
+    return sum(a.expected_rows for a in workload.procedure(procedure).accesses
+               if a.table.split("#")[0].split("@")[0] == table_prefix)
+
+
+def test_a_table_design_leaves_the_workload_as_it_is():
+    w = load_workload("online-bidding")
+    assert workload_at(w, w.table_names) is w
+
+
+def test_fragments_keep_every_rows_expected_count_and_the_tables_size():
+    w = load_workload("online-bidding")  # Items, zipf 0.6 keys
+    names = [f"Items#{i}" for i in range(4)]
+    got = workload_at(w, names)
+    assert [t.name for t in got.tables] == names
+    assert sum(t.rows for t in got.tables) == pytest.approx(w.table("Items").rows, abs=4)
+    for p in w.procedures:
+        assert _expected_rows(got, p.name, "Items") == pytest.approx(_expected_rows(w, p.name, "Items"))
+    # zipf: key 0 (the hottest) lands in the fragment crc32("0") mod 4, which gets more than its
+    # quarter of a zipf access, and exactly the key count of a uniform one
+    hot = f"Items#{zlib.crc32(b'0') % 4}"
+    bid = {a.table: a.expected_rows for a in got.procedure("Bid").accesses}
+    assert bid[hot] > 0.25 * sum(bid.values())
+
+
+def test_a_hot_tuple_takes_its_keys_mass_from_its_fragment():
+    w = load_workload("online-bidding")
+    names = ["Items@0"] + [f"Items#{i}" for i in range(2)]
+    got = workload_at(w, names)
+    bid = {a.table: a for a in got.procedure("Bid").accesses}
+    assert got.table("Items@0").rows == 1
+    zipf_total = sum(k ** -0.6 for k in range(1, 10_001))
+    assert bid["Items@0"].expected_rows == pytest.approx(7.5 / zipf_total, rel=1e-6)
+    assert sum(a.expected_rows for a in bid.values()) == pytest.approx(7.5)
+
+
+@pytest.mark.parametrize("names, message", [
+    (["Items#0", "Items#2"], "not Items#1"),
+    (["Items", "Items#0"], "both whole and in parts"),
+    (["Items@3"], "not its other rows"),
+    (["Items#0", "Ghost#0"], "not a table of workload"),
+])
+def test_a_design_that_does_not_split_a_table_cleanly_is_refused(names, message):
+    with pytest.raises(DesignError, match=message):
+        workload_at(load_workload("online-bidding"), names)
