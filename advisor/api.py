@@ -14,7 +14,7 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
-from advisor.granularity import workload_at
+from advisor.granularity import base_table, workload_at
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
 from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
@@ -134,6 +134,23 @@ class Recommendation:
     @property
     def bottleneck(self) -> DesignBottleneck:
         return design_bottleneck(self.design, self.graph)
+
+    def granularity_note(self) -> str | None:
+        """For a graph of fragments or hot tuples: which tables the pick splits across
+        partitions, or that it keeps every table whole (a table-level design is then as fast)."""
+        tables = [base_table(t) for t in self.graph.state_tables]
+        finer = sum(1 for n, t in zip(self.graph.state_names, tables) if n != t)
+        if not finer:
+            return None
+        parts: dict[str, set] = {}
+        for item, table in zip(self.graph.state_names, tables):
+            parts.setdefault(table, set()).add(self.design.state.get(item))
+        split = [t for t, p in parts.items() if len(p) > 1]
+        if not split:
+            return (f"granularity: {finer} fragment/tuple items; the pick keeps every table's items on "
+                    "one partition, so a table-level design is as fast")
+        return (f"granularity: {finer} fragment/tuple items; the pick splits "
+                f"{', '.join(split[:5])}{' ...' if len(split) > 5 else ''} across partitions")
 
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}

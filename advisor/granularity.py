@@ -28,6 +28,12 @@ _FRAGMENT = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
 _TUPLE = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
 
 
+def base_table(item: str) -> str:
+    """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`."""
+    m = _FRAGMENT.match(item) or _TUPLE.match(item)
+    return m.group("table") if m else item
+
+
 def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     """`workload` with its tables replaced by the items a design names (`state_names`);
     the workload itself when the design places whole tables."""

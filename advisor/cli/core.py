@@ -61,7 +61,8 @@ def recommend(
     weights = d.weights
     typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
-    for line in objective_lines(rec.selection) + assumption_lines(rec.workload):
+    note = rec.granularity_note()
+    for line in objective_lines(rec.selection) + ([note] if note else []) + assumption_lines(rec.workload):
         typer.echo(line)
     typer.echo("")
     typer.echo(design_table(d, rec.graph))

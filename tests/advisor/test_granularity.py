@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 from advisor.errors import DesignError
-from advisor.granularity import workload_at
+from advisor.granularity import base_table, workload_at
 from advisor.spec import load_workload
 
 
@@ -56,3 +56,8 @@ def test_a_hot_tuple_takes_its_keys_mass_from_its_fragment():
 def test_a_design_that_does_not_split_a_table_cleanly_is_refused(names, message):
     with pytest.raises(DesignError, match=message):
         workload_at(load_workload("online-bidding"), names)
+
+
+def test_base_table_names_the_table_of_every_item():
+    assert [base_table(n) for n in ("Items", "Items#3", "Items@42", "a#b#1")] == \
+        ["Items", "Items", "Items", "a#b"]

@@ -84,6 +84,12 @@ def test_a_fragment_design_runs_on_the_simulator_and_the_engine(stats):
     root, _ = stats
     rec = recommend(root / "frag", machines=2, baselines=False)
     assert "FELL BACK" not in rec.selection.note
+    split = {t for t in rec.workload.table_names
+             if len({rec.design.state[f"{t.split('#')[0]}#{i}"] for i in (0, 1)}) > 1}
+    note = rec.granularity_note()
+    assert note.startswith("granularity: 14 fragment/tuple items")
+    assert ("keeps every table's items on one partition" in note) == (not split)
+    assert recommend(root / "table", machines=2, baselines=False).granularity_note() is None
     assert set(rec.design.state) == {f"{t}#{i}" for t in rec.workload.table_names
                                      for t in [t.split("#")[0]] for i in (0, 1)}
     workload, _ = load_source(root / "frag")
