@@ -41,9 +41,9 @@ STEPS = 6
 ENGINE_NOTE = ("engine: measured on this host with {machines} machine(s), one process per partition, so no "
                "more machines than the host has cores; the larger cluster is predicted only. Simulator: the "
                "workload rebuilt from the statistics, on the reference cluster (one machine per node)")
-FAVOURS_NAIVE_NOTE = ("the engine measured the naive design faster here: short runs on a busy host are noisy, "
-                      "and the partitions of every machine share this host's cores; the prediction on a real "
-                      "cluster is the figure to trust")
+FAVOURS_NAIVE_NOTE = ("the engine measured the naive design faster here: short runs on a busy host are noisy "
+                      "(other processes and the engine's own driver share these cores with the partitions); "
+                      "the prediction on a real cluster is the figure to trust")
 SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 
 
@@ -106,7 +106,8 @@ class DemoResult:
             p_naive, p_rec = (self.engine_predicted_tps.get(k, 0.0) for k in (NAIVE, "recommended"))
             lines.append(f"engine on {self.engine_machines} machine(s) of this host: {NAIVE} {naive:,.0f} -> "
                          f"recommended {rec:,.0f} tuples/s measured ({rec / naive if naive else 0:.2f}x; "
-                         f"predicted {p_rec / p_naive if p_naive else 0:.2f}x)")
+                         f"predicted {p_rec / p_naive if p_naive else 0:.2f}x)"
+                         + ("; see the note above" if rec < naive else ""))
         lines.append(f"open {self.report_path}  ({self.seconds:.0f} s in all)")
         return lines
 
