@@ -1,0 +1,25 @@
+"""The demo's summary: the engine's measurement beside its prediction, and a pointer to the
+note when the measurement favours the naive design."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reports.demo import NAIVE, DemoResult
+
+
+def summary(engine_naive: float, engine_rec: float) -> str:
+    r = DemoResult(Path("out"), Path("out/design.json"), Path("out/report.html"), Path("out/statistics"),
+                   predicted_tps={"recommended": 40_000.0, NAIVE: 12_000.0},
+                   engine_tps={NAIVE: engine_naive, "recommended": engine_rec},
+                   engine_predicted_tps={NAIVE: 12_000.0, "recommended": 24_000.0}, engine_machines=2)
+    return "\n".join(r.summary())
+
+
+@pytest.mark.parametrize("naive, rec, pointer", [(7_000.0, 10_000.0, False), (7_000.0, 4_000.0, True)])
+def test_the_engine_line_shows_measured_and_predicted_and_points_at_the_note(naive, rec, pointer):
+    text = summary(naive, rec)
+    assert f"engine on 2 machine(s) of this host: {NAIVE} {naive:,.0f} -> recommended {rec:,.0f}" in text
+    assert f"({rec / naive:.2f}x; predicted 2.00x" in text
+    assert ("see the note above" in text) is pointer
