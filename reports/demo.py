@@ -132,14 +132,22 @@ class _Steps:
         self.say(f"      {text + ' ' if text else ''}({time.perf_counter() - self.t0:.1f} s)")
 
 
+def _naive(system, machines: int | None, seed: int):
+    """The naive design (everything on one machine) of the user's system on a cluster."""
+    from advisor.api import load_graph
+    from advisor.baselines import baseline_design
+    from advisor.priced_weights import default_weights
+
+    graph = load_graph(system, machines)
+    return baseline_design(NAIVE, graph, default_weights(graph), seed)
+
+
 def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
              progress: Callable[[str], None] | None = print, spark=None,
              host_cores: int | None = None) -> DemoResult:
     """Run the demo into `out`; `spark`: an existing session to reuse (tests); `host_cores`:
     how many machines the engine may run side by side here (default: this host's cores)."""
-    from advisor.api import load_graph, recommend
-    from advisor.baselines import baseline_design
-    from advisor.priced_weights import default_weights
+    from advisor.api import recommend
     from advisor.spec import load_workload
     from engine_sim.validation import ValidationResult, validation_document
     from engine_sim.engine import run_workload
@@ -158,7 +166,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
 
     system = load_workload(WORKLOAD)  # the user's running system: the demo's engine runs it
     c = system.cluster
-    naive = baseline_design(NAIVE, load_graph(system), default_weights(load_graph(system)), seed)
+    naive = _naive(system, None, seed)
 
     step(f"engine: {WORKLOAD} ({len(system.procedures)} SPs, {len(system.tables)} tables) on "
          f"{c.machines} machines x {c.partitions_per_machine} partitions, naive {NAIVE} design, "
@@ -203,8 +211,7 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
         local_rec, local_naive = rec.design, naive
     else:
         local_rec = recommend(stats_dir, machines=local, seed=seed, baselines=False).design
-        local_naive = baseline_design(NAIVE, load_graph(system, local), default_weights(load_graph(system, local)),
-                                      seed)
+        local_naive = _naive(system, local, seed)
     at_home = system.with_cluster(local)
     model = workload.with_cluster(local)
     runs = {label: run_workload(at_home, d, batches=batches, seed=seed, in_process=False)
