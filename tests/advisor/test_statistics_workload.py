@@ -37,6 +37,7 @@ def stats(tmp_path_factory, spark):
     aggregate(root / "trace", root / "table", "table", spark=spark, progress=None)
     aggregate(root / "trace", root / "frag", "fragment:2", spark=spark, progress=None)
     aggregate(root / "trace2", root / "table2", "table", spark=spark, progress=None)
+    aggregate(root / "trace", root / "tuple", "tuple:2", hot_tuples=3, spark=spark, progress=None)
     return root, spec
 
 
@@ -240,3 +241,20 @@ def test_a_foreign_trace_from_the_writer_api_infers_nested_groups(tmp_path, spar
     assert rec.selection.objective == "throughput"
     ran = run_workload(got.with_cluster(2), rec.design, batches=30, seed=0, in_process=True)
     assert ran.history_check == "ok" and ran.serial_digest == ran.state_digest
+
+
+def test_a_hot_tuple_design_is_predicted_run_and_reported(stats, tmp_path):
+    root, spec = stats
+    rec = recommend(root / "tuple", machines=2, baselines=False)
+    hot = [n for n in rec.design.state if "@" in n]
+    assert len(hot) == 3 and "FELL BACK" not in rec.selection.note
+    ran = run_workload(rec.workload.with_cluster(2), rec.design, batches=40, seed=0, in_process=True)
+    assert ran.history_check == "ok" and ran.serial_digest == ran.state_digest
+    # against the traced spec: the engine routes each hot key to its own item's partition
+    checked = validate_design(spec.with_cluster(2), rec.design, batches=40)
+    assert checked.engine["history_check"] == "ok" and checked.simulator["throughput_tps"] > 0
+    path = rec.design.save(tmp_path / "tuple.json")
+    html = tmp_path / "tuple.html"
+    assert run_app(["report", str(path), str(root / "tuple"), "--out", str(html), "--quiet",
+                    "--no-sensitivity", "--no-scaling", "--no-suggestions"]) == 0
+    assert hot[0] in html.read_text()
