@@ -34,7 +34,8 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
     """A workload (bundled name, spec path or object) or a statistics directory, with its graph.
 
     A statistics directory gives the workload rebuilt from it (`advisor.statistics_workload`:
-    what the simulator and the engine run) and the graph built straight from its columns.
+    what the simulator and the engine run) and its graph (built straight from the columns
+    when it is too large to simulate).
     The workload is None only for a bare graph.
     """
     if isinstance(source, WorkloadGraph):
@@ -42,16 +43,15 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
     if isinstance(source, Workload):
         return source, WorkloadGraph.from_workload(source)
     if is_statistics_dir(source):
-        from advisor.statistics_graph import graph_from_statistics
-
-        graph = graph_from_statistics(source)
         workload = load_workload(source)
-        c = graph.cost
-        if graph.n_proc + c.ps_weight.size + c.pp_weight.size <= MAX_SIM_BATCH_WORK:
+        edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
+        if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:
             # small enough to simulate: the search sees the very model the simulator judges
             # (SP work net of the overheads the simulator charges itself)
-            graph = WorkloadGraph.from_workload(workload)
-        return workload, graph
+            return workload, WorkloadGraph.from_workload(workload)
+        from advisor.statistics_graph import graph_from_statistics
+
+        return workload, graph_from_statistics(source)  # straight from the columns: scales
     workload = load_workload(source)
     return workload, WorkloadGraph.from_workload(workload)
 

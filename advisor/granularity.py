@@ -12,8 +12,6 @@ uniform; zipf keys as the engine draws them); the keys past that are spread even
 """
 from __future__ import annotations
 
-import re
-import zlib
 from dataclasses import replace
 from functools import lru_cache
 from typing import Iterable
@@ -22,15 +20,14 @@ import numpy as np
 
 from advisor.errors import DesignError
 from advisor.workload import Access, Table, Workload
+from traces.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
 
 EXACT_KEYS = 1_000_000
-_FRAGMENT = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
-_TUPLE = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
 
 
 def base_table(item: str) -> str:
     """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`."""
-    m = _FRAGMENT.match(item) or _TUPLE.match(item)
+    m = FRAGMENT_NAME.match(item) or TUPLE_NAME.match(item)
     return m.group("table") if m else item
 
 
@@ -39,7 +36,7 @@ def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     the workload itself when the design places whole tables."""
     names = list(state_names)
     tables = set(workload.table_names)
-    if not any((m := _FRAGMENT.match(n) or _TUPLE.match(n)) and m.group("table") in tables
+    if not any((m := FRAGMENT_NAME.match(n) or TUPLE_NAME.match(n)) and m.group("table") in tables
                and n not in tables for n in names):
         return workload  # whole tables (or another workload's names: the caller's check says so)
     items = _items_by_table(workload, names)
@@ -81,11 +78,11 @@ def _items_by_table(workload: Workload, names: list[str]) -> dict[str, tuple[int
     for name in names:
         if name in tables or name in workload.window_names:
             continue
-        m = _FRAGMENT.match(name)
+        m = FRAGMENT_NAME.match(name)
         if m and m.group("table") in tables:
             frags.setdefault(m.group("table"), set()).add(int(m.group("index")))
             continue
-        m = _TUPLE.match(name)
+        m = TUPLE_NAME.match(name)
         if m and m.group("table") in tables:
             hot.setdefault(m.group("table"), []).append(m.group("key"))
             continue
@@ -130,7 +127,7 @@ def _item_shares(table: str, rows: int, keys: str, fragments: int, hot: list[str
 @lru_cache(maxsize=16)
 def _fragment_of_keys(n: int, fragments: int) -> np.ndarray:
     """crc32 of each key's decimal text mod `fragments`, as the engine and the aggregation hash."""
-    return np.fromiter((zlib.crc32(str(k).encode()) % fragments for k in range(n)), dtype=np.int64, count=n)
+    return np.fromiter((fragment_of(k, fragments) for k in range(n)), dtype=np.int64, count=n)
 
 
 def _key_mass(n: int, keys: str) -> np.ndarray:

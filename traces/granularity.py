@@ -7,6 +7,8 @@ int64 and the same table keyed by strings land in the same fragments.
 """
 from __future__ import annotations
 
+import re
+
 import zlib
 from dataclasses import dataclass
 
@@ -66,6 +68,11 @@ def _positive(param: str, text: str) -> int:
 def fragment_of(key: str | int, fragments: int) -> int:
     """The fragment a key hashes to: the same function Spark's crc32 computes in the job."""
     return zlib.crc32(str(key).encode("utf-8")) % fragments
+
+
+# the names above, read back: `T#i` (a hash fragment) and `T@KEY` (a hot tuple)
+FRAGMENT_NAME = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
+TUPLE_NAME = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
 
 
 def fragment_name(table: str, index: int) -> str:

@@ -5,13 +5,11 @@ touch are hash-partitioned on the sub-batch key over every partition instead.
 """
 from __future__ import annotations
 
-import re
 import zlib
 
 from engine_sim.engine.errors import EngineError
+from traces.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
 
-_FRAGMENT = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
-_TUPLE = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
 
 
 class Placement:
@@ -32,11 +30,11 @@ class Placement:
             if name in tables:
                 self.whole[name] = part
                 continue
-            m = _FRAGMENT.match(name)
+            m = FRAGMENT_NAME.match(name)
             if m and m.group("table") in tables:
                 frag_seen.setdefault(m.group("table"), {})[int(m.group("index"))] = part
                 continue
-            m = _TUPLE.match(name)
+            m = TUPLE_NAME.match(name)
             if m and m.group("table") in tables:
                 self.hot.setdefault(m.group("table"), {})[m.group("key")] = part
                 continue
@@ -67,7 +65,7 @@ class Placement:
                 return part
         frags = self.fragments.get(table)
         if frags is not None:
-            return frags[zlib.crc32(str(key).encode()) % len(frags)]
+            return frags[fragment_of(key, len(frags))]
         return self.whole[table]
 
     def table_partitions(self, table: str) -> tuple[int, ...]:
