@@ -52,11 +52,8 @@ def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | No
     except TraceError as exc:
         raise AdvisorError(str(exc)) from None
     frames = {name: t.to_pandas() for name, t in tables.items()}
-    try:
-        return _build(frames, manifest, where, calibration,
-                      read_mostly_items(tables["state"], manifest))
-    except (TypeError, ValueError, KeyError, OverflowError) as exc:
-        raise AdvisorError(f"{where}: statistics do not describe a workload ({exc})") from None
+    # the reader checked the counts and the manifest's fields (traces.statistics.check_statistics)
+    return _build(frames, manifest, where, calibration, read_mostly_items(tables["state"], manifest))
 
 
 def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -> Workload:
@@ -77,15 +74,15 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
     if stray:
         raise AdvisorError(f"{where}: procedure_state.state {stray[0]!r} is not in state.parquet")
 
-    inp = manifest.get("input") if isinstance(manifest.get("input"), dict) else {}
+    inp = manifest.get("input") or {}
     assumed: list[str] = ["access keys: uniform (a trace's key distribution is not modelled)",
                           "procedure code: a CPU loop of the measured work"]
-    batch_size = inp.get("batch_size")
-    if not (isinstance(batch_size, int) and batch_size >= 1):
+    batch_size = int(inp.get("batch_size") or 0)
+    if not batch_size:
         batch_size = DEFAULT_BATCH_SIZE
         assumed.append(f"input batch size: {DEFAULT_BATCH_SIZE} tuples (the trace does not record it)")
     unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
-    durations = inp.get("durations", "execution")
+    durations = inp.get("durations") or "execution"
     per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
     if durations != "work":
         assumed.append(f"SP work: median execution time less {per_txn_us:.0f} us per transaction "
@@ -136,15 +133,15 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
         stream_list.append(Stream(r.from_procedure, r.to_procedure, float(r.tuples) / batches,
                                   max(1, int(round(float(r.bytes) / float(r.tuples))))))
 
-    table_info = manifest.get("tables") if isinstance(manifest.get("tables"), dict) else {}
+    table_info = manifest.get("tables") or {}
     default_row_bytes = manifest.get("default_row_bytes") or 100
     table_list = []
     for r, flag in zip(state.itertuples(index=False), read_mostly):
         if r.kind == "window":
             continue
-        info = table_info.get(r.table) if isinstance(table_info.get(r.table), dict) else {}
+        info = table_info.get(r.table) or {}
         row_bytes = int(info.get("row_bytes") or default_row_bytes)
-        if r.kind == "table" and isinstance(info.get("rows"), int):
+        if r.kind == "table" and info.get("rows") is not None:
             rows = int(info["rows"])
         else:
             rows = max(1, int(round(float(r.estimated_bytes) / row_bytes)))
@@ -183,21 +180,16 @@ def _overhead_us(calibration) -> tuple[float, float]:
 
 
 def _nested(groups, procs: set[str], where: str) -> tuple[tuple[str, ...], ...]:
-    """The manifest's nested groups; one naming an SP the statistics do not have is refused."""
-    if groups is None:
-        return ()
-    if not isinstance(groups, list):
-        raise AdvisorError(f"{where}: _stats.json: 'nested' must be a list of procedure lists")
+    """The manifest's nested groups (their shape checked by the reader); one naming an SP the
+    statistics do not have is refused."""
     out = []
-    for g in groups:
-        if not isinstance(g, list) or len(g) < 2 or not all(isinstance(m, str) for m in g):
-            raise AdvisorError(f"{where}: _stats.json: nested group {g!r} must list two or more "
-                               "procedure names")
+    for g in groups or ():
         unknown = [m for m in g if m not in procs]
         if unknown:
             raise AdvisorError(f"{where}: _stats.json: nested group names {unknown[0]!r}, which "
                                "is not in procedures.parquet")
-        out.append(tuple(g))
+        if len(g) >= 2:
+            out.append(tuple(g))
     return tuple(out)
 
 
@@ -214,35 +206,29 @@ def _shared_duration_groups(procs, nested) -> dict[str, tuple[str, ...]]:
 
 def _windows(manifest: dict, procs: set[str], where: str, item_bytes: dict[str, float]
              ) -> tuple[Window, ...]:
-    """The manifest's windows; a time window's tuples when full are the manifest's, else its
-    item's estimated bytes / tuple bytes."""
+    """The manifest's windows (checked by `traces.windows.manifest_windows`); a time window's
+    tuples when full are the manifest's, else its item's estimated bytes / tuple bytes."""
+    from traces.windows import manifest_windows
+
     out = []
-    for name, w in (manifest.get("windows") or {}).items():
-        if not isinstance(w, dict) or w.get("procedure") not in procs:
-            raise AdvisorError(f"{where}: _stats.json: window {name!r}: its owner "
-                               f"{(w or {}).get('procedure') if isinstance(w, dict) else None!r} "
+    for name, w in manifest_windows(manifest, f"{where}: _stats.json").items():
+        if w.procedure not in procs:
+            raise AdvisorError(f"{where}: _stats.json: window {name!r}: its owner {w.procedure!r} "
                                "is not among the statistics' procedures")
-        kind = w.get("kind", "tuple")
-        tuple_bytes = int(w.get("tuple_bytes") or 32)
-        full = w.get("max_tuples") or w.get("tuples") or item_bytes.get(name, 0.0) / tuple_bytes
-        size, slide = (float(w["size"]), float(w["slide"])) if kind == "time" else \
-            (int(w["size"]), int(w["slide"]))
-        out.append(Window(name, w["procedure"], size, slide, kind, tuple_bytes,
-                          max_tuples=max(1, int(full)) if kind == "time" else None))
+        full = w.full_tuples() or item_bytes.get(name, 0.0) / w.tuple_bytes
+        size, slide = (float(w.size), float(w.slide)) if w.kind == "time" else (int(w.size), int(w.slide))
+        out.append(Window(name, w.procedure, size, slide, w.kind, w.tuple_bytes,
+                          max_tuples=max(1, int(full)) if w.kind == "time" else None))
     return tuple(out)
 
 
 def _cluster(c: dict) -> Cluster:
-    def count(key):
-        v = c.get(key)
-        return int(v) if isinstance(v, int) and not isinstance(v, bool) and v >= 1 else 1
-
-    machines = count("machines")
-    memory = c.get("machine_memory_mb")
+    """The traced cluster (fields checked by the reader); one machine when it says nothing."""
+    machines = int(c.get("machines") or 1)
     capacity = c.get("machine_capacity")
     return Cluster(
-        machines=machines, partitions_per_machine=count("partitions_per_machine"),
-        machine_memory_mb=float(memory) if isinstance(memory, (int, float)) and memory > 0 else None,
+        machines=machines, partitions_per_machine=int(c.get("partitions_per_machine") or 1),
+        machine_memory_mb=c.get("machine_memory_mb"),
         machine_capacity=tuple(float(x) for x in capacity)
-        if isinstance(capacity, list) and len(capacity) == machines else None,
+        if capacity is not None and len(capacity) == machines else None,
     )

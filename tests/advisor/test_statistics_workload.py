@@ -258,3 +258,30 @@ def test_a_hot_tuple_design_is_predicted_run_and_reported(stats, tmp_path):
     assert run_app(["report", str(path), str(root / "tuple"), "--out", str(html), "--quiet",
                     "--no-sensitivity", "--no-scaling", "--no-suggestions"]) == 0
     assert hot[0] in html.read_text()
+
+
+@pytest.mark.parametrize("patch, message", [
+    ({"input": "x"}, "'input' must be an object"),
+    ({"input": {"batch_size": "ten"}}, "'input.batch_size' must be an integer > 0"),
+    ({"input": {"cost_unit_us": float("nan")}}, "'input.cost_unit_us' must be a number > 0"),
+    ({"input": {"durations": 5}}, "'input.durations' must be 'work' or 'execution'"),
+    ({"windows": [1]}, "'windows' must be an object"),
+    ({"cluster": "big"}, "'cluster' must be an object"),
+    ({"cluster": {"machines": 2, "machine_memory_mb": -5}}, "machine_memory_mb' must be a number > 0"),
+    ({"tables": {"DimTrade": {"rows": -5, "row_bytes": 10}}}, "'tables.DimTrade.rows' must be an integer >= 0"),
+    ({"nested": "A"}, "'nested' must be a list of lists"),
+    ({"workload": [1]}, "'workload' must be a name"),
+])
+def test_a_malformed_statistics_manifest_is_one_line(stats, tmp_path, capsys, patch, message):
+    import shutil
+
+    root, _ = stats
+    bad = tmp_path / "bad"
+    shutil.copytree(root / "table", bad)
+    manifest = json.loads((bad / "_stats.json").read_text())
+    (bad / "_stats.json").write_text(json.dumps({**manifest, **patch}))
+    with pytest.raises(AdvisorError, match=message):
+        workload_from_statistics(bad)
+    assert run_app(["recommend", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.split("'")[1] in err
