@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +15,7 @@ from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.granularity import base_table, workload_at
+from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
 from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
@@ -130,14 +131,28 @@ class Recommendation:
     workload: Workload | None = None
     search: DesignSearch | None = None
     selection: Selection | None = None
+    data_parallel: DataParallelChoice | None = None  # the data-parallel variant it was weighed against
+
+    @property
+    def design_graph(self) -> WorkloadGraph:
+        """The graph at the design's granularity: `graph`, or the workload split into the
+        fragments a data-parallel pick places."""
+        if self.workload is None or all(n in self.graph._state_index for n in self.design.state):
+            return self.graph
+        at = workload_at(self.workload.with_cluster(self.design.machines, self.design.partitions_per_machine),
+                         self.design.state)
+        return WorkloadGraph.from_workload(at)
 
     @property
     def bottleneck(self) -> DesignBottleneck:
-        return design_bottleneck(self.design, self.graph)
+        return design_bottleneck(self.design, self.design_graph)
 
     def granularity_note(self) -> str | None:
         """For a graph of fragments or hot tuples: which tables the pick splits across
-        partitions, or that it keeps every table whole (a table-level design is then as fast)."""
+        partitions, or that it keeps every table whole (a table-level design is then as fast);
+        where a data-parallel variant was weighed, which granularity won and why."""
+        if self.data_parallel is not None:
+            return self.data_parallel.describe()
         tables = [base_table(t) for t in self.graph.state_tables]
         finer = sum(1 for n, t in zip(self.graph.state_names, tables) if n != t)
         if not finer:
@@ -162,8 +177,10 @@ class Recommendation:
         if sel is None:
             return {name: None for name in self.all_designs()}
         by_label = {o.label: o.predicted_tps for o in sel.options if o.source == "baseline"}
-        return {"recommended": sel.chosen.predicted_tps,
-                **{name: by_label.get(name) for name in self.baselines}}
+        chosen = sel.chosen.predicted_tps
+        if self.data_parallel is not None and self.data_parallel.picked:
+            chosen = self.data_parallel.variant_tps
+        return {"recommended": chosen, **{name: by_label.get(name) for name in self.baselines}}
 
     def to_frame(self):
         """Cost breakdown and predicted throughput of the recommendation and every baseline,
@@ -198,7 +215,8 @@ def recommend(source: Source, machines: int | None = None,
               partitions_per_machine: int | None = None, weights: Weights | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
               search: DesignSearch | None = None, objective: str = "throughput",
-              workload: Workload | None = None, sim_calibration=None) -> Recommendation:
+              workload: Workload | None = None, sim_calibration=None,
+              data_parallel: bool = True) -> Recommendation:
     """The design for `source` on the cluster: the candidate (the search's good designs, the
     baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
@@ -206,7 +224,9 @@ def recommend(source: Source, machines: int | None = None,
     `workload` is a spec to simulate when the source is a graph or statistics whose state items
     are the spec's tables; `sim_calibration` (a Calibration or SimParams) is what the simulator
     predicts with (default: the reference cluster). Where the simulator cannot judge, the pick
-    falls back to cost and `selection.note` says why.
+    falls back to cost and `selection.note` says why. With `data_parallel`, the pick's
+    data-parallel variant (SPs that split by key, as lanes over fragments of their tables) is
+    simulated beside it and recommended when faster (`Recommendation.data_parallel` says).
     """
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -239,8 +259,19 @@ def recommend(source: Source, machines: int | None = None,
                   "candidates": len(search.candidates_), **selection.provenance()}
     design = Design.from_arrays(graph, chosen.proc_part, chosen.state_part, weights,
                                 method="advisor", provenance=provenance)
+    choice = None
+    if data_parallel and selection.objective == "throughput" and spec is not None:
+        choice = weigh_data_parallel(spec, design, sim_calibration, seed)
+        if choice is not None:  # scored as the cost model sees it: the lanes' base partitions
+            at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
+            choice.variant.cost = choice.variant.score(at, weights)
+        if choice is not None and choice.picked:
+            design = replace(choice.variant, method="advisor",
+                             provenance={**provenance, "granularity": "data-parallel",
+                                         "predicted_tuples_per_s": round(choice.variant_tps, 1),
+                                         "table_level_predicted_tuples_per_s": round(choice.table_tps, 1)})
     out = Recommendation(design, graph, workload=loaded or workload,
-                         search=search, selection=selection)
+                         search=search, selection=selection, data_parallel=choice)
     if baselines:
         for name, o in scored_baselines.items():
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,

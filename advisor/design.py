@@ -2,7 +2,9 @@
 
 JSON format `advisor.design/1`: `partition` is the global partition index and
 `machine = partition // partitions_per_machine`; a replicated state item is
-`{"replicated": true}`. A window is placed like a table, and must be on its owner's
+`{"replicated": true}`. An optional `data_parallel` object names the SPs that run one lane
+per partition holding a fragment of a table (SP -> table, see `advisor.data_parallel`); the
+SP's own `partition` is then where its scheduler lives. A window is placed like a table, and must be on its owner's
 partition: `arrays` (so evaluate, the engine and the simulator, which read a design through
 it) refuses a design that puts it elsewhere.
 """
@@ -34,6 +36,7 @@ class Design:
     cost: CostBreakdown | None = None
     method: str = ""
     provenance: dict = field(default_factory=dict)
+    data_parallel: dict[str, str] = field(default_factory=dict)  # SP -> table whose fragments are its lanes
 
     # -- placement helpers ----------------------------------------------------------------
     @property
@@ -119,7 +122,7 @@ class Design:
             "state": {n: place(p) for n, p in self.state.items()},
             "cost": self.cost.to_dict() if self.cost is not None else None,
             "provenance": self.provenance,
-        }
+        } | ({"data_parallel": dict(self.data_parallel)} if self.data_parallel else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -171,6 +174,12 @@ class Design:
             weights = Weights.from_dict(data.get("weights") or {})
         except (TypeError, ValueError) as exc:
             raise fail(f"weights: {exc}") from None
+        dp = data.get("data_parallel") or {}
+        if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
+            raise fail("data_parallel must be an object of procedure -> table names")
+        for proc in dp:
+            if proc not in procs:
+                raise fail(f"data_parallel.{proc}: not a procedure of the design")
         cost = data.get("cost")
         breakdown = None
         if isinstance(cost, dict) and all(k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
@@ -184,7 +193,7 @@ class Design:
             procedures={k: placement("procedures", k, v) for k, v in procs.items()},
             state={k: placement("state", k, v) for k, v in state.items()},
             weights=weights, cost=breakdown, method=str(data.get("method", "")),
-            provenance=data.get("provenance") or {},
+            provenance=data.get("provenance") or {}, data_parallel=dict(dp),
         )
 
     @classmethod

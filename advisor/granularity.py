@@ -69,6 +69,12 @@ def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     return replace(workload, tables=tuple(tables), procedures=tuple(procedures))
 
 
+def fragment_shares(rows: int, keys: str, fragments: int) -> list[float]:
+    """Each of `fragments` hash fragments' share of the key mass of accesses keyed `keys`."""
+    shares = _item_shares("T", rows, keys, fragments, [])
+    return [shares[f"T#{i}"] for i in range(fragments)]
+
+
 def _items_by_table(workload: Workload, names: list[str]) -> dict[str, tuple[int, list[str]]]:
     """Table -> (number of fragments, hot keys) for every table the design splits; a name that
     is no table, fragment or tuple of the workload, or fragments with a gap, are refused."""

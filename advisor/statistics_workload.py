@@ -21,9 +21,10 @@ exactly the workload's items. What the statistics say, and how it becomes the wo
   (batch size, rate, fields) from the manifest.
 
 What a trace cannot tell is assumed, and the workload's `assumed` lists it: the key distribution of
-an access (uniform: the simulator does not use keys; the engine draws rows uniformly), an SP's
-code (its work is a CPU loop of the measured length), the input batch size when the trace
-does not record it (10 tuples, S-Store's default), and which SP is data-parallel on which key.
+an access (uniform: the simulator does not use keys; the engine draws rows uniformly), unless
+the manifest's `access_keys` says an SP reaches a table by a field of its input tuple (what
+lets it split into data-parallel lanes); an SP's code (its work is a CPU loop of the measured
+length); the input batch size when the trace does not record it (10 tuples, S-Store's default).
 """
 from __future__ import annotations
 
@@ -75,7 +76,9 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
         raise AdvisorError(f"{where}: procedure_state.state {stray[0]!r} is not in state.parquet")
 
     inp = manifest.get("input") or {}
-    assumed: list[str] = ["access keys: uniform (a trace's key distribution is not modelled)",
+    assumed: list[str] = [("access keys: uniform (a trace's key distribution is not modelled)"
+                           + ("; those the manifest's access_keys ties to an input field follow it"
+                              if manifest.get("access_keys") else "")),
                           "procedure code: a CPU loop of the measured work"]
     batch_size = int(inp.get("batch_size") or 0)
     if not batch_size:
@@ -98,6 +101,13 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
     nested = _nested(manifest.get("nested"), known, where)
     shared = _shared_duration_groups(procs, nested)
 
+    keyed = manifest.get("access_keys") or {}
+
+    def keys_of(procedure: str, table: str) -> str:
+        """A table access keyed by a field of the input tuple, as the manifest says; else the
+        key distribution is not modelled (uniform)."""
+        return (keyed.get(procedure) or {}).get(table, "uniform")
+
     invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
     accesses: dict[str, list[Access]] = {n: [] for n in names}
     rows_per_batch: dict[str, float] = {n: 0.0 for n in names}
@@ -112,7 +122,7 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
             per_batch = float(total) / batches
             rows_per_batch[r.procedure] += per_batch
             accesses[r.procedure].append(Access(r.state, mode, per_batch / probability,
-                                                probability=probability))
+                                                keys_of(r.procedure, r.state), probability))
 
     # one timed transaction: an SP, or a nested group whose members report its shared duration
     timed = {n: shared.get(n, (n,)) for n in names}

@@ -172,6 +172,7 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
             parts.get("shared"), order, list(zip(streams["from_procedure"], streams["to_procedure"]))),
         "cluster": manifest.get("cluster") or {},
         "input": input_info(manifest),
+        "access_keys": manifest.get("access_keys") or {},
         "windows": {n: w.to_manifest() for n, w in windows.items()},
         "key_type": info.key_type,
     }

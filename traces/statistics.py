@@ -268,6 +268,11 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     fields = inp.get("fields")
     if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
         raise fail("input.fields", "a list of names", fields)
+    for proc, keyed in mapping(manifest.get("access_keys"), "access_keys").items():
+        for table, keys in mapping(keyed, f"access_keys.{proc}").items():
+            kind, _, field_ = keys.partition(":") if isinstance(keys, str) else ("", "", "")
+            if kind != "input" or not field_ or (fields is not None and field_ not in fields):
+                raise fail(f"access_keys.{proc}.{table}", "'input:FIELD' naming a field of input.fields", keys)
     nested = manifest.get("nested")
     if nested is not None and not (isinstance(nested, list) and all(
             isinstance(g, list) and all(isinstance(m, str) for m in g) for g in nested)):

@@ -65,7 +65,7 @@ def recommend(
     for line in objective_lines(rec.selection) + ([note] if note else []) + assumption_lines(rec.workload):
         typer.echo(line)
     typer.echo("")
-    typer.echo(design_table(d, rec.graph))
+    typer.echo(design_table(d, rec.design_graph))
     typer.echo("")
     typer.echo(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
     typer.echo("")
@@ -99,13 +99,18 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None]]:
     """The recommendation, the search's distinct candidates, the baselines, and the best of
     the enumerated designs (one row for all of them)."""
     sel = rec.selection
-    rows = [("recommended", rec.design.cost, sel.chosen.predicted_tps)]
+    predicted = rec.predicted_tps()
+    rows = [("recommended", rec.design.cost, predicted["recommended"])]
+    dp = rec.data_parallel
+    if dp is not None:  # the other side of the granularity comparison (cost: on the table graph)
+        rows.append(("table-level pick" if dp.picked else "data-parallel variant",
+                     sel.chosen.cost if dp.picked else dp.variant.cost,
+                     dp.table_tps if dp.picked else dp.variant_tps))
     seen = set()
     for o in sel.options:
         if o.source == "search" and o.label not in seen:
             seen.add(o.label)
             rows.append((o.label, o.cost, o.predicted_tps))
-    predicted = rec.predicted_tps()
     rows += [(name, d.cost, predicted[name]) for name, d in rec.baselines.items()]
     enumerated = [o for o in sel.options if o.source == "enumeration" and o.predicted_tps is not None]
     if enumerated:

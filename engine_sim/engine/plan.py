@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from advisor.data_parallel import LaneRoute, lane_routes
 from advisor.design import Design
+from advisor.errors import DesignError
 from advisor.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen
@@ -62,9 +64,14 @@ class Unit:
     dp: bool
     static_partitions: frozenset[int] = frozenset()
     lane_partitions: tuple = ()  # per lane: the partitions every txn of the lane locks
+    route: LaneRoute | None = None  # the design's lanes (else: the key modulo every partition)
 
     def partitions_of(self, lane: int) -> frozenset[int]:
         return self.lane_partitions[lane] if self.lane_partitions else self.static_partitions
+
+    def lane_of(self, value: int) -> int:
+        """The lane of a tuple whose data-parallel key field holds `value`."""
+        return self.route.lane_of_key(value) if self.route else value % len(self.lanes)
 
     @property
     def nested(self) -> bool:
@@ -136,9 +143,14 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
     tables = {t.name: t.rows for t in workload.tables}
     windows = window_specs(workload, design)
     owners = {w.procedure for w in workload.windows}
+    try:  # the design's data-parallel SPs: lanes where their table's fragments are
+        routes = lane_routes(workload, design)
+    except DesignError as exc:
+        raise EngineError(str(exc)) from None
+    # --data-parallel: every SP with a partition key, over every partition
     dp_procs = {p.name for p in workload.procedures
                 if data_parallel and p.partition_key and not p.oltp and p.name not in owners
-                and not any(p.name in g for g in workload.nested)}
+                and not any(p.name in g for g in workload.nested) and p.name not in routes}
     for name in dp_procs:
         pk = workload.procedure(name).partition_key
         if pk not in field_index:
@@ -174,7 +186,8 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
         procs[p.name] = ProcPlan(
             name=p.name, index=i, base=design.procedures[p.name], unit=unit_of[p.name],
             accesses=accesses, code=code, oltp=p.oltp,
-            pk_index=field_index.get(p.partition_key) if p.name in dp_procs else None,
+            pk_index=(field_index[routes[p.name].field] if p.name in routes
+                      else field_index.get(p.partition_key) if p.name in dp_procs else None),
             outputs=[s for s in workload.streams if s.source == p.name],
             tables=tuple(dict.fromkeys(a.table for a in p.accesses)),
             work_us=0.0 if p.code else float(p.cost) * workload.input.cost_unit_us,
@@ -193,13 +206,21 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
                         if s.source in members and unit_of[s.target] != u)
         base = procs[members[0]].base
         oltp = all(procs[m].oltp for m in members)
-        dp = name in dp_procs and len(members) == 1
+        route = routes.get(name) if len(members) == 1 else None
+        dp = (name in dp_procs or route is not None) and len(members) == 1
         parts = {base}
         for m in members:
             parts.add(procs[m].base)
             parts.update(_access_partitions(workload.procedure(m), placement))
         lane_parts: tuple = ()
-        if dp:
+        if route is not None:  # a lane locks its own partition for the table it splits on
+            proc = workload.procedure(name)
+            lane_parts = tuple(
+                frozenset({lane}).union(*(_access_partitions(proc, placement, only=t)
+                                          for t in procs[name].tables
+                                          if t != route.table and t not in route.co_tables))
+                for lane in route.lanes)
+        elif dp:
             proc = workload.procedure(members[0])
             per_lane = []
             for k in range(n):
@@ -212,7 +233,8 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
                 per_lane.append(frozenset(lp))
             lane_parts = tuple(per_lane)
         units[u] = Unit(name=u, members=members, base=base,
-                        lanes=tuple(range(n)) if dp else (base,), upstream=upstream,
+                        lanes=(route.lanes if route else tuple(range(n)) if dp else (base,)),
+                        upstream=upstream, route=route,
                         outputs=outputs, border=not upstream and not oltp,
                         sink=not outputs and not oltp, oltp=oltp, dp=dp,
                         static_partitions=frozenset(parts), lane_partitions=lane_parts)

@@ -167,8 +167,8 @@ class UnitScheduler:
             self.lanes[0].pump()
             return
         # data-parallel: one sub-batch per lane, by the partition key of each tuple
-        n = len(self.lanes)
         pk = self.plan.procs[self.unit.members[0]].pk_index
+        lane_of = self.unit.lane_of
         merged = {}
         for src, dst, b in items:
             merged.setdefault(dst, []).append(b)
@@ -176,7 +176,7 @@ class UnitScheduler:
             subs = []
             for dst, batches in merged.items():
                 whole = merge_batches(batches)
-                part = tuple(t for t in whole.tuples if t[pk] % n == lane.index)
+                part = tuple(t for t in whole.tuples if lane_of(t[pk]) == lane.index)
                 subs.append((None, dst, Batch(part, whole.carry)))
             lane.add(batch, tuple(subs), recovering)
             lane.pump()

@@ -92,7 +92,6 @@ class SerialExecution:
             items = tuple(got)
         if not unit.dp:
             return items
-        n = len(unit.lanes)
         pk = plan.procs[unit.members[0]].pk_index
         merged: dict = {}
         for _src, dst, b in items:
@@ -100,7 +99,7 @@ class SerialExecution:
         subs = []
         for dst, batches in merged.items():
             whole = merge_batches(batches)
-            subs.append((None, dst, Batch(tuple(t for t in whole.tuples if t[pk] % n == step.lane),
+            subs.append((None, dst, Batch(tuple(t for t in whole.tuples if unit.lane_of(t[pk]) == step.lane),
                                           whole.carry)))
         return tuple(subs)
 

@@ -37,6 +37,9 @@ def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
         "streams": [{"from": s.source, "to": s.target, "tuples": s.tuples, "tuple_bytes": s.tuple_bytes}
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
+        # the accesses keyed by a field of the SP's input tuple (what data-parallel lanes split on)
+        "access_keys": {p.name: keyed for p in w.procedures
+                        if (keyed := {a.table: a.keys for a in p.accesses if a.key_kind == "input"})},
         "windows": {win.name: {"procedure": win.procedure, "size": win.size, "slide": win.slide,
                                "kind": win.kind, "tuple_bytes": int(win.tuple_bytes),
                                **({"max_tuples": int(win.max_tuples)} if win.max_tuples else {}),

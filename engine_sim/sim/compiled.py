@@ -16,13 +16,14 @@ different `batch_size` scales both linearly. The declared `cost` is per batch (f
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from advisor.data_parallel import LaneRoute, lane_routes
 from advisor.design import Design
 from advisor.errors import DesignError
-from advisor.granularity import workload_at
+from advisor.granularity import base_table, fragment_shares, workload_at
 from advisor.workload import Workload
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.params import SimParams
@@ -77,6 +78,8 @@ class Unit:
     post: list[float] | None = None  # per batch: partition work after the commit is reported
     dist: list[DistSpec | None] | None = None  # per batch; None = never distributed
     window_s: list[float] | None = None  # per batch: window maintenance (part of `service`)
+    share: float = 1.0  # a data-parallel lane: its share of the batch's tuples
+    lane_tables: frozenset[str] = frozenset()  # ... and the split tables it holds its fragments of
 
 
 @dataclass
@@ -157,6 +160,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     if batches < 10:
         raise SimError(f"batches must be at least 10, got {batches}")
     try:  # a design of fragments or hot tuples is judged against the spec split the same way
+        routes = lane_routes(workload, design)
         workload = workload_at(workload, design.state)
     except DesignError as exc:
         raise SimError(str(exc)) from None
@@ -188,9 +192,12 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         for m in members:
             group_of[m] = members
     units: list[Unit] = []
-    unit_of: dict[str, int] = {}
+    unit_of: dict[str, list[int]] = {}  # SP -> its unit, or its lanes' units (data-parallel)
     for name in order:
         if name in unit_of:
+            continue
+        if name in routes:
+            unit_of[name] = _lane_units(units, routes[name], part_machine, scheduler, central)
             continue
         members = group_of.get(name, (name,))
         base = design.procedures[members[0]]
@@ -198,15 +205,17 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         units.append(Unit(" + ".join(members), members, base, m,
                           m if scheduler == "dls" else central, 0))
         for mem in members:
-            unit_of[mem] = len(units) - 1
+            unit_of[mem] = [len(units) - 1]
 
     # -- edges (streams between units, merged per unit pair) -------------------------------
     merged: dict[tuple[int, int], list[tuple[float, float]]] = {}
-    for s in workload.streams:
-        a, b = unit_of[s.source], unit_of[s.target]
-        if a == b:
-            continue
-        merged.setdefault((a, b), []).append((s.tuples * scale, s.tuples * scale * s.tuple_bytes))
+    for s in workload.streams:  # a lane sends its share to every lane downstream, by key
+        for a in unit_of[s.source]:
+            for b in unit_of[s.target]:
+                if a == b:
+                    continue
+                t = s.tuples * scale * units[a].share * units[b].share
+                merged.setdefault((a, b), []).append((t, t * s.tuple_bytes))
     edges: list[Edge] = []
     for (a, b), streams in merged.items():
         ua, ub = units[a], units[b]
@@ -231,7 +240,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     in_tuple_bytes = 16 * max(len(workload.input.fields), 1)
     input_bytes = bs * in_tuple_bytes
     for i in sources:
-        units[i].in_bytes = input_bytes
+        units[i].in_bytes = input_bytes * units[i].share
 
     # -- per-batch service times -----------------------------------------------------------
     n_all = design.n_partitions
@@ -243,8 +252,9 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         procs = [workload.procedure(mname) for mname in u.members]
         # the engine runs cost x cost_unit_us of CPU for a declared SP; code does its own work
         unit_us = float(getattr(workload, "cost_unit_us", 100.0))
-        cost = sum(p.cost for p in procs if p.code is None) * unit_us / 100.0
-        tuples_in = sum(edges[k].tuples for k in range(len(edges)) if edges[k].dst == ui) if u.n_inputs else bs
+        cost = sum(p.cost for p in procs if p.code is None) * unit_us / 100.0 * u.share
+        tuples_in = (sum(edges[k].tuples for k in range(len(edges)) if edges[k].dst == ui)
+                     if u.n_inputs else bs * u.share)
         tuples_out = sum(edges[k].tuples for k in u.out_edges)
         # sending the commit notification back to the scheduler is the partition thread's job
         same = u.machine == u.sched
@@ -252,12 +262,11 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             P.msg_cpu_s + (u.out_bytes * P.ser_byte_s if move == "rpc" else 0.0))
         fixed = (P.txn_overhead_s + cost * P.cost_unit_s + tuples_in * P.tuple_in_s
                  + tuples_out * P.tuple_out_s + ack_send)
-        accesses = [a for p in procs for a in p.accesses]
-        member_of = [i for i, p in enumerate(procs) for _ in p.accesses]
+        accesses, member_of = _unit_accesses(u, procs, design)
         # the partitions every transaction of the unit locks (engine: Unit.static_partitions):
         # its members' partitions and every partition holding a table they declare; a
         # replicated table is read locally and written everywhere (code: locked everywhere)
-        locked = {u.base} | {design.procedures[m] for m in u.members}
+        locked = {u.base} | (set() if u.lane_tables else {design.procedures[m] for m in u.members})
         # where each access goes: None = the base partition, else a tuple of partitions
         targets: list[tuple[int, ...] | None] = []
         for a, mi in zip(accesses, member_of):
@@ -320,6 +329,38 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
                 sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine,
                 batch_rows.tolist(), works)
+
+
+def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], scheduler: str,
+                central: int) -> list[int]:
+    """One unit per lane of a data-parallel SP, each with its share of the key mass."""
+    shares = fragment_shares(route.table_rows, f"input:{route.field}", len(route.fragment_partitions))
+    split = frozenset((route.table, *route.co_tables))
+    out = []
+    for k, part in enumerate(route.lanes):
+        m = part_machine[part]
+        share = sum(shares[i] for i in route.lane_fragments(k))
+        units.append(Unit(f"{route.procedure}[lane p{part}]", (route.procedure,), part, m,
+                          m if scheduler == "dls" else central, 0, share=share, lane_tables=split))
+        out.append(len(units) - 1)
+    return out
+
+
+def _unit_accesses(u: Unit, procs: list, design: Design) -> tuple[list, list[int]]:
+    """The accesses a unit makes per batch, with the member each belongs to. A lane reaches
+    only the fragments of its split tables on its own partition (their key mass is its
+    share already) and does its share of every other access."""
+    accesses, member_of = [], []
+    for i, p in enumerate(procs):
+        for a in p.accesses:
+            if u.lane_tables and base_table(a.table) in u.lane_tables:
+                if design.state.get(a.table) != u.base:
+                    continue
+            elif u.share != 1.0:
+                a = replace(a, rows=a.rows * u.share)
+            accesses.append(a)
+            member_of.append(i)
+    return accesses, member_of
 
 
 def _dist_spec(base: int, parts: tuple[int, ...], steps: list[tuple[int, tuple[int, ...], float]],

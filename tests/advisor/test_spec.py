@@ -7,7 +7,7 @@ from advisor.spec import bundled_workloads, load_workload, parse_workload
 
 BUNDLED = ["tpcdi-trade", "chain-32", "boundaries-1sp", "boundaries-16sp", "boundaries-32sp",
            "move-micro", "voter-leaderboard", "linear-road", "streaming-ledger", "online-bidding",
-           "bank-transfer", "window-micro"]
+           "bank-transfer", "window-micro", "fraud-scoring"]
 
 GOOD = """
 name = "t"

@@ -1,0 +1,201 @@
+"""Data-parallel procedures (S-Store, dissertation chapter 4): an SP whose every access to a
+table is keyed by a field of its input tuple can run as one lane per partition that holds a
+fragment of that table. Each batch is split into sub-batches by the fragment of each tuple's
+key (`crc32(str(key mod rows)) mod N`, as rows are routed), and each lane runs its
+sub-batch as its own transaction, atomic per sub-batch, against the fragments it holds.
+
+A design says which SPs run this way in `data_parallel` (SP -> the table whose fragments set
+its lanes). `lane_routes` checks that against the workload once, for the engine, the
+simulator and the advisor; `data_parallel_variant` turns a table-level design into one whose
+data-parallel SPs spread over every partition, for the pick to weigh against it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from advisor.design import Design
+from advisor.errors import DesignError
+from advisor.granularity import fragment_shares
+from advisor.workload import Workload
+from traces.granularity import FRAGMENT_NAME, fragment_of
+
+
+@dataclass(frozen=True)
+class LaneRoute:
+    """How one data-parallel SP splits a batch: the tuple field that keys its accesses to
+    `table`, the partition of each of the table's fragments, and its lanes (the distinct
+    partitions among them, in fragment order)."""
+
+    procedure: str
+    table: str
+    field: str
+    table_rows: int
+    fragment_partitions: tuple[int, ...]
+    co_tables: tuple[str, ...] = ()  # keyed by the same field, as many rows, fragmented alike: local too
+
+    @property
+    def lanes(self) -> tuple[int, ...]:
+        return tuple(dict.fromkeys(self.fragment_partitions))
+
+    def lane_of_key(self, value: int) -> int:
+        """The lane (index into `lanes`) of a tuple whose key field holds `value`."""
+        part = self.fragment_partitions[fragment_of(int(value) % self.table_rows,
+                                                    len(self.fragment_partitions))]
+        return self.lanes.index(part)
+
+    def lane_fragments(self, lane: int) -> tuple[int, ...]:
+        part = self.lanes[lane]
+        return tuple(i for i, p in enumerate(self.fragment_partitions) if p == part)
+
+
+def keyed_field(workload: Workload, procedure: str, table: str) -> str | None:
+    """The input field that keys every access of `procedure` to `table`, or None."""
+    keys = {a.keys for a in workload.procedure(procedure).accesses if a.table == table}
+    if len(keys) != 1:
+        return None
+    kind, _, param = next(iter(keys)).partition(":")
+    return param if kind == "input" and param in workload.input.fields else None
+
+
+def data_parallel_blocker(workload: Workload, procedure: str) -> str | None:
+    """Why `procedure` cannot run data-parallel, or None when it can (on some table)."""
+    p = workload.procedure(procedure)
+    if p.oltp:
+        return "it is an OLTP procedure (not stream-triggered)"
+    if p.code:
+        return "it runs bundled code, which does not split by key"
+    if workload.windows_of(procedure):
+        return "it owns a window, which lives on one partition"
+    if any(procedure in g for g in workload.nested):
+        return "it belongs to a nested transaction"
+    if not any(keyed_field(workload, procedure, a.table) for a in p.accesses):
+        return "none of its tables is accessed by a key taken from the input tuple"
+    return None
+
+
+def lane_routes(workload: Workload, design: Design) -> dict[str, LaneRoute]:
+    """The lanes of every data-parallel SP of `design` (DesignError, one line, when the
+    design asks for something the workload cannot do)."""
+    routes: dict[str, LaneRoute] = {}
+    tables = {t.name: t for t in workload.tables}
+    for proc, table in design.data_parallel.items():
+        if proc not in workload.procedure_names:
+            raise DesignError(f"data_parallel names {proc!r}, which workload {workload.name!r} does not have")
+        why = data_parallel_blocker(workload, proc)
+        if why:
+            raise DesignError(f"data_parallel: {proc!r} cannot run data-parallel: {why}")
+        if table not in tables:
+            raise DesignError(f"data_parallel: {proc!r} splits on {table!r}, which is not a table "
+                              f"of workload {workload.name!r}")
+        field = keyed_field(workload, proc, table)
+        if field is None:
+            raise DesignError(f"data_parallel: {proc!r} does not access {table!r} by a key from its "
+                              f"input tuple (keys = \"input:FIELD\"), so it cannot split on it")
+        fragments = _fragment_partitions(design, table)
+        if not fragments:
+            raise DesignError(f"data_parallel: {proc!r} splits on {table!r}, but the design places "
+                              f"{table!r} whole (place its fragments {table}#0..{table}#N-1)")
+        co = tuple(a.table for a in workload.procedure(proc).accesses
+                   if a.table != table and keyed_field(workload, proc, a.table) == field
+                   and tables[a.table].rows == tables[table].rows
+                   and _fragment_partitions(design, a.table) == fragments)
+        routes[proc] = LaneRoute(proc, table, field, tables[table].rows, fragments, tuple(dict.fromkeys(co)))
+    return routes
+
+
+def _fragment_partitions(design: Design, table: str) -> tuple[int, ...]:
+    found: dict[int, int | None] = {}
+    for name, part in design.state.items():
+        m = FRAGMENT_NAME.match(name)
+        if m and m.group("table") == table:
+            found[int(m.group("index"))] = part
+    if not found:
+        return ()
+    n = max(found) + 1
+    if sorted(found) != list(range(n)):
+        missing = next(i for i in range(n) if i not in found)
+        raise DesignError(f"design places fragments of {table!r} but not {table}#{missing}")
+    if any(found[i] is None for i in range(n)):
+        raise DesignError(f"data_parallel: a fragment of {table!r} is replicated; its lanes need "
+                          f"each fragment on one partition")
+    return tuple(int(found[i]) for i in range(n))
+
+
+def lane_tables(workload: Workload) -> dict[str, str]:
+    """SP -> the table it would split on, for every SP that can run data-parallel: the table
+    it touches most rows of by an input key (ties: the first declared)."""
+    out = {}
+    for p in workload.procedures:
+        if data_parallel_blocker(workload, p.name):
+            continue
+        keyed = {}
+        for a in p.accesses:
+            if keyed_field(workload, p.name, a.table):
+                keyed[a.table] = keyed.get(a.table, 0.0) + a.expected_rows
+        out[p.name] = max(keyed, key=lambda t: (keyed[t], -list(keyed).index(t)))
+    return out
+
+
+FRAGMENTS_PER_PARTITION = 4  # fragments a split table gets per partition: the finer, the better balanced
+# what a transaction costs beyond its SP's declared work, in units of SP cost (the reference
+# cluster's 50 us per transaction over 100 us per unit): a lane is one more transaction a batch
+TXN_OVERHEAD_UNITS = 0.5
+
+
+def data_parallel_variant(workload: Workload, design: Design,
+                          fragments_per_partition: int = FRAGMENTS_PER_PARTITION,
+                          txn_overhead: float = TXN_OVERHEAD_UNITS) -> Design | None:
+    """`design` with every SP that can run data-parallel spread over the partitions: each
+    table it splits on (with the tables it reaches by the same key, so its lanes stay
+    single-partition) becomes `fragments_per_partition` fragments per partition, dealt out
+    largest key mass first to the partition with the least declared work so far (the SPs
+    `design` keeps where they are count as they are placed, each transaction also counting
+    `txn_overhead`, so a partition's first lane costs one more transaction). The rest stays where `design`
+    put it. None when no SP can, or the design already splits tables."""
+    if design.data_parallel or any(FRAGMENT_NAME.match(n) and n not in workload.table_names
+                                   for n in design.state):
+        return None
+    chosen = lane_tables(workload)
+    if not chosen:
+        return None
+    n = design.n_partitions
+    rows = {t.name: t.rows for t in workload.tables}
+    load = [0.0] * n
+    for p in workload.procedures:
+        if p.name not in chosen:
+            load[design.procedures[p.name]] += p.cost + txn_overhead
+    layouts: dict[str, list[int]] = {}
+    for proc in sorted(chosen, key=lambda name: (-workload.procedure(name).cost, name)):
+        table, cost = chosen[proc], workload.procedure(proc).cost
+        field = keyed_field(workload, proc, table)
+        group = [t for t in dict.fromkeys(a.table for a in workload.procedure(proc).accesses)
+                 if keyed_field(workload, proc, t) == field and rows[t] == rows[table]]
+        layout = next((layouts[t] for t in group if t in layouts), None)
+        shares = fragment_shares(rows[table], f"input:{field}",
+                                 len(layout) if layout else fragments_per_partition * n)
+        lanes: set[int] = set()
+
+        def add(i: int, q: int) -> None:
+            load[q] += shares[i] * cost + (0.0 if q in lanes else txn_overhead)
+            lanes.add(q)
+
+        if layout is None:
+            layout = [0] * len(shares)
+            for i in sorted(range(len(shares)), key=lambda i: (-shares[i], i)):
+                layout[i] = min(range(n), key=lambda q: (load[q] + shares[i] * cost
+                                                         + (0.0 if q in lanes else txn_overhead), q))
+                add(i, layout[i])
+        else:
+            for i, q in enumerate(layout):
+                add(i, q)
+        for t in group:
+            layouts.setdefault(t, layout)
+        chosen[proc] = next(t for t in group if layouts[t] is layout)
+    state = {}
+    for name, part in design.state.items():
+        if name in layouts:
+            state.update({f"{name}#{i}": q for i, q in enumerate(layouts[name])})
+        else:
+            state[name] = part
+    return replace(design, state=state, data_parallel=dict(chosen), cost=None,
+                   method=f"{design.method} + data-parallel".strip(" +"))
