@@ -216,7 +216,7 @@ def recommend(source: Source, machines: int | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
               search: DesignSearch | None = None, objective: str = "throughput",
               workload: Workload | None = None, sim_calibration=None,
-              data_parallel: bool = True) -> Recommendation:
+              data_parallel: bool = False) -> Recommendation:
     """The design for `source` on the cluster: the candidate (the search's good designs, the
     baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from advisor.design import Design
 from advisor.errors import DesignError
-from advisor.granularity import fragment_shares
+from advisor.granularity import base_table, fragment_shares
 from advisor.workload import Workload
 from traces.granularity import FRAGMENT_NAME, fragment_of
 
@@ -49,8 +49,9 @@ class LaneRoute:
 
 
 def keyed_field(workload: Workload, procedure: str, table: str) -> str | None:
-    """The input field that keys every access of `procedure` to `table`, or None."""
-    keys = {a.keys for a in workload.procedure(procedure).accesses if a.table == table}
+    """The input field that keys every access of `procedure` to `table` (or to its fragments,
+    in a workload already split at a design's granularity), or None."""
+    keys = {a.keys for a in workload.procedure(procedure).accesses if base_table(a.table) == table}
     if len(keys) != 1:
         return None
     kind, _, param = next(iter(keys)).partition(":")
@@ -68,7 +69,7 @@ def data_parallel_blocker(workload: Workload, procedure: str) -> str | None:
         return "it owns a window, which lives on one partition"
     if any(procedure in g for g in workload.nested):
         return "it belongs to a nested transaction"
-    if not any(keyed_field(workload, procedure, a.table) for a in p.accesses):
+    if not any(keyed_field(workload, procedure, base_table(a.table)) for a in p.accesses):
         return "none of its tables is accessed by a key taken from the input tuple"
     return None
 
@@ -77,7 +78,7 @@ def lane_routes(workload: Workload, design: Design) -> dict[str, LaneRoute]:
     """The lanes of every data-parallel SP of `design` (DesignError, one line, when the
     design asks for something the workload cannot do)."""
     routes: dict[str, LaneRoute] = {}
-    tables = {t.name: t for t in workload.tables}
+    tables = _table_rows(workload)
     for proc, table in design.data_parallel.items():
         if proc not in workload.procedure_names:
             raise DesignError(f"data_parallel names {proc!r}, which workload {workload.name!r} does not have")
@@ -95,12 +96,20 @@ def lane_routes(workload: Workload, design: Design) -> dict[str, LaneRoute]:
         if not fragments:
             raise DesignError(f"data_parallel: {proc!r} splits on {table!r}, but the design places "
                               f"{table!r} whole (place its fragments {table}#0..{table}#N-1)")
-        co = tuple(a.table for a in workload.procedure(proc).accesses
-                   if a.table != table and keyed_field(workload, proc, a.table) == field
-                   and tables[a.table].rows == tables[table].rows
-                   and _fragment_partitions(design, a.table) == fragments)
-        routes[proc] = LaneRoute(proc, table, field, tables[table].rows, fragments, tuple(dict.fromkeys(co)))
+        co = tuple(t for t in dict.fromkeys(base_table(a.table) for a in workload.procedure(proc).accesses)
+                   if t != table and keyed_field(workload, proc, t) == field
+                   and tables[t] == tables[table] and _fragment_partitions(design, t) == fragments)
+        routes[proc] = LaneRoute(proc, table, field, tables[table], fragments, co)
     return routes
+
+
+def _table_rows(workload: Workload) -> dict[str, int]:
+    """Rows of every table, also of a workload already split at a design's granularity (the
+    sum of its items' rows: `T#i`, `T@KEY`)."""
+    rows: dict[str, int] = {}
+    for t in workload.tables:
+        rows[base_table(t.name)] = rows.get(base_table(t.name), 0) + int(t.rows)
+    return rows
 
 
 def _fragment_partitions(design: Design, table: str) -> tuple[int, ...]:
@@ -130,8 +139,8 @@ def lane_tables(workload: Workload) -> dict[str, str]:
             continue
         keyed = {}
         for a in p.accesses:
-            if keyed_field(workload, p.name, a.table):
-                keyed[a.table] = keyed.get(a.table, 0.0) + a.expected_rows
+            if keyed_field(workload, p.name, base_table(a.table)):
+                keyed[base_table(a.table)] = keyed.get(base_table(a.table), 0.0) + a.expected_rows
         out[p.name] = max(keyed, key=lambda t: (keyed[t], -list(keyed).index(t)))
     return out
 
@@ -144,18 +153,20 @@ TXN_OVERHEAD_UNITS = 0.5
 
 def data_parallel_variant(workload: Workload, design: Design,
                           fragments_per_partition: int = FRAGMENTS_PER_PARTITION,
-                          txn_overhead: float = TXN_OVERHEAD_UNITS) -> Design | None:
+                          txn_overhead: float = TXN_OVERHEAD_UNITS,
+                          only: frozenset[str] | None = None) -> Design | None:
     """`design` with every SP that can run data-parallel spread over the partitions: each
     table it splits on (with the tables it reaches by the same key, so its lanes stay
     single-partition) becomes `fragments_per_partition` fragments per partition, dealt out
     largest key mass first to the partition with the least declared work so far (the SPs
     `design` keeps where they are count as they are placed, each transaction also counting
     `txn_overhead`, so a partition's first lane costs one more transaction). The rest stays where `design`
-    put it. None when no SP can, or the design already splits tables."""
+    put it. `only` limits the split to those SPs. None when no SP can, or the design already
+    splits tables."""
     if design.data_parallel or any(FRAGMENT_NAME.match(n) and n not in workload.table_names
                                    for n in design.state):
         return None
-    chosen = lane_tables(workload)
+    chosen = {p: t for p, t in lane_tables(workload).items() if only is None or p in only}
     if not chosen:
         return None
     n = design.n_partitions

@@ -36,6 +36,9 @@ def recommend(
     objective: str = typer.Option("throughput", "--objective",
                                   help="throughput: of the candidates, the one the simulator predicts "
                                        "fastest; cost: the cheapest by the cost model (no simulation)"),
+    data_parallel: bool = typer.Option(False, "--data-parallel",
+                                       help="also weigh running SPs that split by an input key as "
+                                            "data-parallel lanes over fragments; keep the faster"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
     as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
 ) -> None:
@@ -51,7 +54,7 @@ def recommend(
         sim_calibration = Calibration.load(calibration)
     rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
               weights=weights, seed=seed, replicate=replicate, objective=objective,
-              sim_calibration=sim_calibration)
+              sim_calibration=sim_calibration, data_parallel=data_parallel)
     if out is not None:
         rec.design.save(out)
     if as_json:

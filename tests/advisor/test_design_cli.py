@@ -94,7 +94,7 @@ def test_workloads_lists_every_bundled_workload(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     from advisor.spec import bundled_workloads
 
-    assert len(lines) == len(bundled_workloads()) == 12
+    assert len(lines) == len(bundled_workloads()) == 13
     assert all(len(line.split(None, 1)) == 2 for line in lines)
     assert "window-micro" in [line.split()[0] for line in lines]
 
