@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.data_parallel import data_parallel_variant, lane_routes
+from advisor.data_parallel import TXN_OVERHEAD_UNITS, data_parallel_variant, lane_routes
 from advisor.design import Design
 from advisor.workload import Workload
 
@@ -54,16 +54,25 @@ class DataParallelChoice:
         return f"granularity: {'picked' if self.picked else 'kept table level over'} data-parallel {lanes}: {self.reason}"
 
 
-def variants(workload: Workload, design: Design) -> list[Design]:
+def txn_overhead_units(params) -> float:
+    """What one more transaction a batch costs a partition, in units of SP cost, by the
+    simulator's prices: its fixed overhead, its work after the commit, and the request and
+    commit messages it takes (0.53 on the reference cluster; more where messages are dear)."""
+    return ((params.txn_overhead_s + params.txn_after_commit_s + 2 * params.msg_cpu_s)
+            / params.cost_unit_s)
+
+
+def variants(workload: Workload, design: Design, txn_overhead: float = TXN_OVERHEAD_UNITS) -> list[Design]:
     """Every SP that can split at once, then each of the heaviest alone (distinct ones)."""
-    every = data_parallel_variant(workload, design)
+    every = data_parallel_variant(workload, design, txn_overhead=txn_overhead)
     if every is None:
         return []
     out = [every]
     heavy = sorted(every.data_parallel, key=lambda p: (-workload.procedure(p).cost, p))
     if len(heavy) > 1:
         for name in heavy[:SINGLE_SP_VARIANTS]:
-            out.append(data_parallel_variant(workload, design, only=frozenset({name})))
+            out.append(data_parallel_variant(workload, design, txn_overhead=txn_overhead,
+                                             only=frozenset({name})))
     return out
 
 
@@ -74,7 +83,8 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
     when no SP of `workload` can run data-parallel (or the design already splits tables)."""
     from engine_sim.sim import Calibration, SimError, max_throughput
 
-    candidates = variants(workload, design)
+    cal = calibration if calibration is not None else Calibration.reference()
+    candidates = variants(workload, design, txn_overhead_units(getattr(cal, "params", cal)))
     if not candidates:
         return None
     works = [per_batch_work(workload, d) for d in candidates]
@@ -87,7 +97,6 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
         return DataParallelChoice(candidates[0], None, None, False,
                                   f"not weighed: {works[0]:,} transactions and MOVEs per batch "
                                   f"do not fit the simulation budget")
-    cal = calibration if calibration is not None else Calibration.reference()
 
     def predict(d: Design) -> float:
         return float(max_throughput(workload, d, calibration=cal, batches=batches, seed=seed,
