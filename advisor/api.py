@@ -15,6 +15,7 @@ from advisor.priced_weights import default_weights, weights_from_calibration
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.granularity import base_table, workload_at
+from advisor.data_parallel import lane_routes
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.graph import WorkloadGraph
 from advisor.search import DesignSearch
@@ -281,9 +282,11 @@ def recommend(source: Source, machines: int | None = None,
 
 def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
     """`load_source`, with a spec seen at the design's granularity when the design places
-    fragments or hot tuples of its tables (`advisor.granularity.workload_at`)."""
+    fragments or hot tuples of its tables (`advisor.granularity.workload_at`); the design's
+    data-parallel lanes are checked against it."""
     workload, graph = load_source(source)
     if workload is not None:
+        lane_routes(workload, design)  # lanes the workload cannot run: one line, before any work
         at = workload_at(workload, design.state)
         if at is not workload:
             workload, graph = at, WorkloadGraph.from_workload(at)

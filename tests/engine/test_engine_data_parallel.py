@@ -92,3 +92,18 @@ def test_statistics_split_like_the_spec(tmp_path, spark):
     assert set(rec.design.data_parallel) == {"ScoreCard"}
     r = run_workload(w.with_cluster(4, 1), rec.design, batches=40, in_process=True)  # runs on the spec
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
+
+
+@pytest.mark.parametrize("command", [["simulate", "fraud-scoring", "--design", "D"],
+                                     ["run", "fraud-scoring", "--design", "D", "--batches", "5", "--in-process"],
+                                     ["evaluate", "D", "fraud-scoring"], ["validate", "D", "fraud-scoring"],
+                                     ["report", "D", "fraud-scoring", "--out", "R"]])
+def test_every_command_refuses_lanes_the_workload_cannot_run(tmp_path, capsys, command):
+    _, _, v = variant(2)
+    v.data_parallel = {"RaiseAlert": "Alerts"}
+    path = v.save(tmp_path / "d.json")
+    args = [str(path) if a == "D" else str(tmp_path / "r.html") if a == "R" else a for a in command]
+    assert run_app(args) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("report: ")]
+    assert len(errors) == 1 and errors[0].startswith("error: data_parallel: 'RaiseAlert' cannot run data-parallel")
+    assert not (tmp_path / "r.html").exists()
