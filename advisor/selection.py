@@ -71,6 +71,7 @@ class Selection:
     calibration: str = ""
     enumerated: int = 0  # distinct designs from enumerating every assignment to machines
     distinct: int = 0  # distinct designs among the options (up to relabelling)
+    improvement: object = None  # advisor.sim_local_search.Improvement: the search after the pool
 
     def provenance(self) -> dict:
         out = {"objective": self.objective, "picked": self.chosen.label,
@@ -83,6 +84,11 @@ class Selection:
         if self.objective == "throughput":
             out["simulator"] = {"calibration": self.calibration, "batches": self.chosen.batches,
                                 "candidates_simulated": self.simulated}
+            imp = self.improvement
+            if imp is not None and imp.simulated:
+                out["simulated_search"] = {"designs_simulated": imp.simulated, "moves": list(imp.moves),
+                                           "from_tuples_per_s": round(imp.start_tps, 1),
+                                           "to_tuples_per_s": round(imp.end_tps, 1)}
         return out
 
 
@@ -307,6 +313,16 @@ class ThroughputJudge:
                 per_batch[id(o)] = worst
         return per_batch, spent
 
+    def _estimates(self, options: list[Option], cal) -> dict[int, float]:
+        """Each option's throughput by the analytical busy-time estimate (no simulation)."""
+        from advisor.sim_local_search import busy_prices
+        from costmodel.busy_time import busy_time
+
+        prices = busy_prices(getattr(cal, "params", cal))
+        batch = self.workload.input.batch_size
+        return {id(o): busy_time(self.graph.cost, o.proc_part, o.state_part, prices, batch).throughput_tps
+                for o in options}
+
     def judge(self, options: list[Option]) -> list[Option]:
         """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
         from engine_sim.sim import SimError, max_throughput
@@ -323,9 +339,12 @@ class ThroughputJudge:
             return int(min(cap, left / max(per_run, 1.0)))
 
         affordable = [o for o in options if id(o) in per_batch]
+        estimate = self._estimates(affordable, cal)
         while len(affordable) > 1 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
                                                   SCREEN_SHARE) < MIN_BATCHES:
-            affordable.pop()  # the lowest priority ones go first
+            # every candidate is screened by the busy-time estimate: the slowest by it go first
+            drop = min(range(len(affordable)), key=lambda k: (estimate[id(affordable[k])], -k))
+            del affordable[drop]
         if len(affordable) < len(options):
             self.note_ = (f"simulated {len(affordable)} of {len(options)} distinct candidates "
                           "(the rest did not fit the simulation budget)")
@@ -388,9 +407,23 @@ def select(options: list[Option], objective: str, workload: Workload | None,
         note = judge.note_ or "the simulation budget cannot cover two candidates"
         return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration=label,
                          note=f"picked by cost: {note}")
-    return Selection(objective, objective="throughput", chosen=pick_by_throughput(judged),
+    chosen = pick_by_throughput(judged)
+    improvement = None
+    if counts["enumerated"] == 0:  # the pool did not try every assignment: search from the pick
+        from advisor.sim_local_search import improve
+
+        started = time.perf_counter()
+        improvement = improve(graph, workload, chosen.proc_part, chosen.state_part, weights,
+                              calibration, seed)
+        sim_s += time.perf_counter() - started
+        if improvement.improved:
+            chosen = option(graph, weights, "simulated search", "simulated search",
+                            improvement.proc_part, improvement.state_part)
+            chosen.predicted_tps, chosen.batches = improvement.end_tps, 0
+            options = options + [chosen]
+    return Selection(objective, objective="throughput", chosen=chosen,
                      options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
-                     calibration=label, **counts)
+                     calibration=label, improvement=improvement, **counts)
 
 
 def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:

@@ -42,7 +42,7 @@ NOT_UNIT_FIXTURES = ("spark",)
 INTEGRATION_MODULES = frozenset({
     "test_demo.py", "test_design_cli.py", "test_engine_cli.py", "test_engine_crash.py",
     "test_engine_multiprocess.py", "test_engine_recovery.py", "test_engine_run.py",
-    "test_engine_data_parallel.py",
+    "test_engine_data_parallel.py", "test_busy_time.py",
     "test_engine_trace.py", "test_engine_work.py", "test_notebook.py", "test_recommend_pick.py",
     "test_report.py", "test_report_browser.py", "test_report_figures.py",
     "test_report_suggestions.py", "test_search.py", "test_search_local.py", "test_search_model.py",

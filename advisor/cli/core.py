@@ -93,6 +93,12 @@ def objective_lines(sel) -> list[str]:
              f"simulated in {sel.sim_s:.1f} s"
              + (f"; {sel.enumerated} of them from trying every assignment to machines"
                 if sel.enumerated else "") + ")"]
+    imp = sel.improvement
+    if imp is not None and imp.simulated:
+        lines.append(f"simulated search from the pool's pick: {imp.simulated} designs simulated, "
+                     + (f"{imp.start_tps:,.0f} -> {imp.end_tps:,.0f} tuples/s "
+                        f"({imp.end_tps / imp.start_tps:.2f}x: {', '.join(imp.moves)})" if imp.improved
+                        else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)"))
     if sel.note:
         lines.append(f"note: {sel.note}")
     return lines

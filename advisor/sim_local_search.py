@@ -1,0 +1,139 @@
+"""After the pool: a local search judged by the simulator, from the pick.
+
+The pool (the search's designs, the baselines, enumerated assignments on tiny graphs) can
+miss the fastest design on a dataflow of realistic size. So, from the pool's pick, each step
+takes the busiest partition by the analytical busy-time estimate (`costmodel.busy_time`:
+where the simulator says remote accesses and MOVEs land), tries moving each of its SPs, with
+the state only it touches, to every other partition, ranks those moves by the estimate,
+simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
+tie tolerance. It stops when no move pays or the budget of simulated events is spent, so the
+same input gives the same design on any host.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodel import REPLICATED, Weights
+from costmodel.busy_time import BusyPrices, busy_time
+from advisor.design import Design
+from advisor.graph import WorkloadGraph
+from advisor.workload import Workload
+
+EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
+BATCHES = 300  # per simulation: the final round of the pick, so its figures compare
+TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
+TOLERANCE = 0.02  # a move must be predicted this much faster to be kept
+MAX_STEPS = 20
+
+
+@dataclass
+class Improvement:
+    """What the simulator-guided search did: the designs it simulated, the predicted
+    throughput it started from (the pick, simulated again on its batches) and ended at."""
+
+    proc_part: np.ndarray
+    state_part: np.ndarray
+    start_tps: float
+    end_tps: float
+    simulated: int
+    moves: list[str]
+
+    @property
+    def improved(self) -> bool:
+        return bool(self.moves)
+
+
+def busy_prices(params) -> BusyPrices:
+    """The estimate's prices from the simulator's parameters (SimParams)."""
+    return BusyPrices(
+        txn_s=params.txn_overhead_s + params.txn_after_commit_s, cost_unit_s=params.cost_unit_s,
+        row_read_s=params.row_read_s, row_write_s=params.row_write_s, tuple_in_s=params.tuple_in_s,
+        tuple_out_s=params.tuple_out_s, fragment_s=params.fragment_s, prepare_s=params.prepare_s,
+        commit_s=params.commit_s, msg_cpu_s=params.msg_cpu_s, local_msg_cpu_s=params.local_msg_cpu_s,
+        latency_s=params.net_latency_s, local_latency_s=params.local_latency_s,
+        ser_byte_s=params.ser_byte_s, sched_s=params.sched_s, ack_s=params.ack_s)
+
+
+def private_state(graph: WorkloadGraph) -> list[np.ndarray]:
+    """For each SP, the free state items no other SP touches (they move with it)."""
+    c = graph.cost
+    users = np.bincount(c.ps_state, minlength=c.n_state) if c.ps_state.size else np.zeros(c.n_state)
+    pairs = np.unique(np.stack([c.ps_proc, c.ps_state]), axis=1) if c.ps_state.size else np.zeros((2, 0), int)
+    distinct = np.bincount(pairs[1], minlength=c.n_state)
+    out = [[] for _ in range(c.n_proc)]
+    for p, s in pairs.T:
+        if distinct[s] == 1 and users[s] > 0:
+            out[int(p)].append(int(s))
+    owned = c.owned_state  # windows always go with their owner
+    for s in owned:
+        out[int(c.state_owner[s])].append(int(s))
+    return [np.array(sorted(set(x)), dtype=np.int64) for x in out]
+
+
+def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
+            weights: Weights, calibration=None, seed: int = 0,
+            event_budget: int = EVENT_BUDGET) -> Improvement:
+    """Local search from (proc_part, state_part), judged by the simulator (see the module)."""
+    from engine_sim.sim import Calibration, SimError, max_throughput, run_once
+
+    cal = calibration if calibration is not None else Calibration.reference()
+    prices = busy_prices(getattr(cal, "params", cal))
+    c = graph.cost
+    n_parts = c.machines * c.partitions_per_machine
+    batch = workload.input.batch_size
+    private = private_state(graph)
+    proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
+
+    def design(p, s) -> Design:
+        return Design.from_arrays(graph, p, s, weights, method="simulated search")
+
+    try:
+        pilot = run_once(workload, design(proc, state), window=8, batches=20, calibration=cal, seed=seed)
+    except SimError:
+        return Improvement(proc, state, 0.0, 0.0, 0, [])
+    per_run = max(pilot.events / 20, 1.0) * BATCHES * 8  # a maximum-throughput search: ~8 runs
+    spent, simulated = 0.0, 0
+
+    def simulate(p, s) -> float:
+        nonlocal spent, simulated
+        spent += per_run
+        simulated += 1
+        try:
+            return float(max_throughput(workload, design(p, s), calibration=cal, batches=BATCHES,
+                                        seed=seed, tolerance=TOLERANCE / 2).throughput_tps)
+        except SimError:
+            return 0.0
+
+    start = best = simulate(proc, state)
+    moves: list[str] = []
+    for _ in range(MAX_STEPS):
+        if spent + TRIED_PER_STEP * per_run > event_budget:
+            break
+        load = busy_time(c, proc, state, prices, batch)
+        hot = int(np.argmax(load.partition))
+        tried = []
+        for i in np.flatnonzero(proc == hot):
+            for q in range(n_parts):
+                if q == hot:
+                    continue
+                p2, s2 = proc.copy(), state.copy()
+                p2[i] = q
+                mine = private[i]
+                if mine.size:
+                    s2[mine] = np.where(s2[mine] == REPLICATED, REPLICATED, q)
+                tried.append((busy_time(c, p2, s2, prices, batch).throughput_tps, int(i), q, p2, s2))
+        if not tried:
+            break
+        tried.sort(key=lambda t: (-t[0], t[1], t[2]))
+        found = None
+        for _est, i, q, p2, s2 in tried[:TRIED_PER_STEP]:
+            tps = simulate(p2, s2)
+            if tps > best * (1 + TOLERANCE) and (found is None or tps > found[0]):
+                found = (tps, i, q, p2, s2)
+        if found is None:
+            break
+        best, i, q, proc, state = found
+        moves.append(f"{graph.proc_names[i]} -> partition {q}")
+    return Improvement(proc, state, start, best, simulated, moves)
