@@ -3,9 +3,10 @@
 The pool (the search's designs, the baselines, enumerated assignments on tiny graphs) can
 miss the fastest design on a dataflow of realistic size. So, from the pool's pick, each step
 takes the busiest partition by the analytical busy-time estimate (`costmodel.busy_time`:
-where the simulator says remote accesses and MOVEs land), tries moving each of its SPs, with
-the state only it touches, to every other partition, ranks those moves by the estimate,
-simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
+where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
+every other partition (with the state only it touches, or with all the state it touches) and
+each state item it holds to the partition of an SP that uses it, ranks those moves by the
+estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. It stops when no move pays or the budget of simulated events is spent, so the
 same input gives the same design on any host.
 """
@@ -72,6 +73,47 @@ def private_state(graph: WorkloadGraph) -> list[np.ndarray]:
     return [np.array(sorted(set(x)), dtype=np.int64) for x in out]
 
 
+def touched_state(graph: WorkloadGraph) -> list[np.ndarray]:
+    """For each SP, the free state items it touches (windows excluded: they never move alone)."""
+    c = graph.cost
+    free = c.state_owner[c.ps_state] < 0
+    out = [[] for _ in range(c.n_proc)]
+    for p, s in zip(c.ps_proc[free], c.ps_state[free]):
+        out[int(p)].append(int(s))
+    return [np.array(sorted(set(x)), dtype=np.int64) for x in out]
+
+
+def _moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+           touched: list[np.ndarray], load):
+    """Moves off the busiest partition: each of its SPs to every other partition with the
+    state only it touches, or with all the state it touches; each state item it holds to the
+    partition of an SP that touches it. Yields (label, proc, state)."""
+    c = graph.cost
+    n_parts = c.machines * c.partitions_per_machine
+    hot = int(np.argmax(load.partition))
+    for i in np.flatnonzero(proc == hot):
+        for q in range(n_parts):
+            if q == hot:
+                continue
+            for kind, items in (("", private[i]), (" with all its state", touched[i])):
+                if kind and np.array_equal(items, private[i]):
+                    continue
+                p2, s2 = proc.copy(), state.copy()
+                p2[i] = q
+                s2[private[i]] = q  # its windows and private tables go with it
+                if items.size:
+                    s2[items] = np.where(s2[items] == REPLICATED, REPLICATED, q)
+                yield f"{graph.proc_names[i]}{kind} -> partition {q}", p2, s2
+    users = {}
+    for p, j in zip(c.ps_proc, c.ps_state):
+        users.setdefault(int(j), set()).add(int(proc[p]))
+    for j in np.flatnonzero((state == hot) & (c.state_owner < 0)):
+        for q in sorted(users.get(int(j), set()) - {hot}):
+            s2 = state.copy()
+            s2[j] = q
+            yield f"{graph.state_names[j]} -> partition {q}", proc, s2
+
+
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
             event_budget: int = EVENT_BUDGET) -> Improvement:
@@ -84,6 +126,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     n_parts = c.machines * c.partitions_per_machine
     batch = workload.input.batch_size
     private = private_state(graph)
+    touched = touched_state(graph)
     proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
 
     def design(p, s) -> Design:
@@ -111,29 +154,19 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     for _ in range(MAX_STEPS):
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
-        load = busy_time(c, proc, state, prices, batch)
-        hot = int(np.argmax(load.partition))
-        tried = []
-        for i in np.flatnonzero(proc == hot):
-            for q in range(n_parts):
-                if q == hot:
-                    continue
-                p2, s2 = proc.copy(), state.copy()
-                p2[i] = q
-                mine = private[i]
-                if mine.size:
-                    s2[mine] = np.where(s2[mine] == REPLICATED, REPLICATED, q)
-                tried.append((busy_time(c, p2, s2, prices, batch).throughput_tps, int(i), q, p2, s2))
+        tried = [(busy_time(c, p2, s2, prices, batch).throughput_tps, label, p2, s2)
+                 for label, p2, s2 in _moves(graph, proc, state, private, touched,
+                                             busy_time(c, proc, state, prices, batch))]
         if not tried:
             break
-        tried.sort(key=lambda t: (-t[0], t[1], t[2]))
+        tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
         found = None
-        for _est, i, q, p2, s2 in tried[:TRIED_PER_STEP]:
+        for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
             tps = simulate(p2, s2)
             if tps > best * (1 + TOLERANCE) and (found is None or tps > found[0]):
-                found = (tps, i, q, p2, s2)
+                found = (tps, label, p2, s2)
         if found is None:
             break
-        best, i, q, proc, state = found
-        moves.append(f"{graph.proc_names[i]} -> partition {q}")
+        best, label, proc, state = found
+        moves.append(label)
     return Improvement(proc, state, start, best, simulated, moves)

@@ -3,6 +3,7 @@ designs like the simulator, and the pick screens every candidate with it."""
 import numpy as np
 import pytest
 
+from advisor.api import recommend
 from advisor.design import Design
 from advisor.graph import WorkloadGraph
 from advisor.placement import place_state
@@ -67,3 +68,16 @@ def test_the_simulated_search_finds_a_faster_design_than_its_start():
     assert a.moves == b.moves and np.array_equal(a.proc_part, b.proc_part)
     assert a.end_tps == pytest.approx(max_throughput(w, Design.from_arrays(g, a.proc_part, a.state_part, Weights()),
                                                      batches=300).throughput_tps, rel=0.02)
+
+
+def test_recommend_searches_past_its_pool_where_the_pool_lacks_the_faster_design():
+    rec = recommend("linear-road")  # 4 machines x 2 partitions: the pool's best splits them poorly
+    imp = rec.selection.improvement
+    assert imp.improved and imp.end_tps > 1.02 * imp.start_tps
+    assert rec.selection.chosen.label == "simulated search"
+    pool_best = max(o.predicted_tps for o in rec.selection.options
+                    if o.source != "simulated search" and o.predicted_tps)
+    assert rec.selection.chosen.predicted_tps > pool_best
+    assert rec.design.provenance["simulated_search"]["moves"] == imp.moves
+    again = recommend("linear-road")
+    assert again.design.procedures == rec.design.procedures and again.design.state == rec.design.state
