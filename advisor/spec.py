@@ -16,6 +16,9 @@ from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, 
                               Window, Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
+# a procedure's cost per batch, in units of cost_unit_us: 1,000,000 units is 100 s of work a
+# batch at the default unit, past anything the engine or the simulator can run in its bound
+MAX_PROCEDURE_COST = 1_000_000
 
 
 class _Reader:
@@ -214,7 +217,7 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
         ))
     partition_key = r.string(data, "partition_key", entry, None)
     return Procedure(
-        name=name, cost=r.number(data, "cost", entry), accesses=tuple(accesses),
+        name=name, cost=r.number(data, "cost", entry, at_most=MAX_PROCEDURE_COST), accesses=tuple(accesses),
         partition_key=partition_key, code=r.string(data, "code", entry, None),
         oltp=r.boolean(data, "oltp", entry),
     )

@@ -13,6 +13,8 @@ for per-batch figures. Written atomically; read back as pandas DataFrames with
 """
 from __future__ import annotations
 
+import html
+
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -105,8 +107,9 @@ class Statistics:
 
     def _repr_html_(self) -> str:
         m = self.manifest
-        head = (f"<b>Workload statistics</b> ({m.get('granularity')}, {m.get('batches')} "
-                f"batches, from {m.get('source_trace')})")
+        e = html.escape  # the manifest comes from a trace anyone can write
+        head = (f"<b>Workload statistics</b> ({e(str(m.get('granularity')))}, {e(str(m.get('batches')))} "
+                f"batches, from {e(str(m.get('source_trace')))})")
         return head + "".join(f"<h4>{name}</h4>" + df.head(20).to_html(index=False)
                               for name, df in self.frames().items())
 

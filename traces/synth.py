@@ -38,10 +38,12 @@ from traces.keys import ZipfSampler, parse_keys
 from traces.windows import WindowReplay, spec_windows
 from traces.writer import TraceWriter
 
+MAX_COST_UNIT_US = 1e9  # microseconds per unit of cost: past this a duration overflows int64
 DEFAULT_CHUNK_ROWS = 1 << 20
 
 
 @dataclass(frozen=True)
+
 class SynthSummary:
     out: Path
     batches: int
@@ -128,6 +130,10 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         raise TraceError(f"--batches must be >= 1, got {batches}")
     if not 0.0 <= abort_rate < 1.0:
         raise TraceError(f"abort rate must be in [0, 1), got {abort_rate}")
+    if not (math.isfinite(cost_unit_us) and 0 < cost_unit_us <= MAX_COST_UNIT_US):
+        raise TraceError(f"--cost-unit-us must be a number > 0 and <= {MAX_COST_UNIT_US:g}, got {cost_unit_us}")
+    if not (math.isfinite(noise) and noise >= 0):
+        raise TraceError(f"noise must be a number >= 0, got {noise}")
     plan = _Plan(spec)
     started = time.perf_counter()
     chunk_batches = int(max(1, min(batches, chunk_rows // max(1.0, plan.rows_per_batch))))

@@ -110,3 +110,4 @@ def test_a_statistics_manifest_says_which_accesses_follow_an_input_field():
             check_manifest_fields(bad, "s")
     with pytest.raises(TraceError, match="'access_keys' must be an object"):
         check_manifest_fields({"access_keys": ["x"]}, "s")
+

@@ -53,6 +53,7 @@ def test_good_spec_parses_with_defaults():
     (('to = "Q"', 'to = "Z"'), "unknown procedure 'Z'"),
     (("rows = 10\n", "rows = -10\n"), "tables[0] 'A': rows must be >= 0, got -10"),
     (("cost = 2\n", 'cost = "two"\n'), "procedures[1] 'Q': cost must be a number, got 'two'"),
+    (("cost = 2\n", "cost = 1e308\n"), "procedures[1] 'Q': cost must be <= 1000000, got 1e+308"),
     (('key = "k"\n', ""), "tables[0] 'A': missing required field 'key'"),
     (("batch_size = 10", "batch_size = 0"), "[input]: batch_size must be > 0"),
     (('keys = "zipf:0.7"', 'keys = "gauss"'), "keys must be uniform, sequential"),

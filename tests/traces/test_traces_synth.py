@@ -216,3 +216,13 @@ def test_memory_stays_flat_at_ten_million_rows(tmp_path):
     assert large["rows"] > 9_000_000
     assert large["growth_kb"] < small["growth_kb"] + 100_000
     assert large["growth_kb"] < 2 * 2**20
+
+
+@pytest.mark.parametrize("unit", ["nan", "-5", "0", "1e12"])
+def test_a_cost_unit_the_trace_cannot_hold_is_refused_before_writing(tmp_path, capsys, unit):
+    out = tmp_path / "t"
+    assert run_app(["trace", "synth", "tpcdi-trade", "--batches", "5", "--out", str(out),
+                    "--cost-unit-us", unit]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --cost-unit-us must be a number > 0") and err.count("\n") == 1
+    assert not out.exists() and list(tmp_path.iterdir()) == []

@@ -1,0 +1,14 @@
+"""Statistics in a notebook: what a trace's manifest says is shown, never run."""
+import pandas as pd
+
+from traces.statistics import Statistics
+
+
+def test_statistics_render_a_hostile_manifest_escaped_in_a_notebook():
+    frame = pd.DataFrame({"name": ["<script>x</script>"]})
+    stats = Statistics(frame, frame, frame, frame,
+                       manifest={"granularity": "<img src=x onerror=alert(1)>", "batches": 3,
+                                 "source_trace": "</b><script>alert(2)</script>"})
+    out = stats._repr_html_()
+    assert "<script>" not in out and "<img" not in out
+    assert "&lt;img src=x onerror=alert(1)&gt;" in out and "&lt;script&gt;" in out
