@@ -10,13 +10,12 @@ from dataclasses import dataclass
 
 from advisor.data_parallel import TXN_OVERHEAD_UNITS, data_parallel_variant, lane_routes
 from advisor.design import Design
+from advisor.selection import MIN_BATCHES, TIE_TOLERANCE  # as the pick: a tie keeps the table level
 from advisor.workload import Workload
 
 COMPARE_BATCHES = 300  # simulated batches for each side (the final round's length)
-MIN_BATCHES = 40  # fewer than this per side and the comparison is not made
 EVENT_BUDGET = 300_000  # simulated units and MOVEs, both sides and every rate probe together
 RATE_PROBES = 7  # runs a maximum-throughput search takes, about
-TIE_TOLERANCE = 0.02  # as the pick's: closer than this is a tie, and the table level wins
 
 
 def per_batch_work(workload: Workload, design: Design) -> int:

@@ -315,10 +315,9 @@ class ThroughputJudge:
 
     def _estimates(self, options: list[Option], cal) -> dict[int, float]:
         """Each option's throughput by the analytical busy-time estimate (no simulation)."""
-        from advisor.sim_local_search import busy_prices
-        from costmodel.busy_time import busy_time
+        from costmodel.busy_time import BusyPrices, busy_time
 
-        prices = busy_prices(getattr(cal, "params", cal))
+        prices = BusyPrices.from_params(getattr(cal, "params", cal))
         batch = self.workload.input.batch_size
         return {id(o): busy_time(self.graph.cost, o.proc_part, o.state_part, prices, batch).throughput_tps
                 for o in options}

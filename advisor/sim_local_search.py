@@ -20,12 +20,12 @@ from costmodel import REPLICATED, Weights
 from costmodel.busy_time import BusyPrices, busy_time
 from advisor.design import Design
 from advisor.graph import WorkloadGraph
+from advisor.selection import TIE_TOLERANCE  # a move must be predicted this much faster
 from advisor.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
 BATCHES = 300  # per simulation: the final round of the pick, so its figures compare
 TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
-TOLERANCE = 0.02  # a move must be predicted this much faster to be kept
 MAX_STEPS = 20
 
 
@@ -44,17 +44,6 @@ class Improvement:
     @property
     def improved(self) -> bool:
         return bool(self.moves)
-
-
-def busy_prices(params) -> BusyPrices:
-    """The estimate's prices from the simulator's parameters (SimParams)."""
-    return BusyPrices(
-        txn_s=params.txn_overhead_s + params.txn_after_commit_s, cost_unit_s=params.cost_unit_s,
-        row_read_s=params.row_read_s, row_write_s=params.row_write_s, tuple_in_s=params.tuple_in_s,
-        tuple_out_s=params.tuple_out_s, fragment_s=params.fragment_s, prepare_s=params.prepare_s,
-        commit_s=params.commit_s, msg_cpu_s=params.msg_cpu_s, local_msg_cpu_s=params.local_msg_cpu_s,
-        latency_s=params.net_latency_s, local_latency_s=params.local_latency_s,
-        ser_byte_s=params.ser_byte_s, sched_s=params.sched_s, ack_s=params.ack_s)
 
 
 def private_state(graph: WorkloadGraph) -> list[np.ndarray]:
@@ -121,7 +110,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     from engine_sim.sim import Calibration, SimError, max_throughput, run_once
 
     cal = calibration if calibration is not None else Calibration.reference()
-    prices = busy_prices(getattr(cal, "params", cal))
+    prices = BusyPrices.from_params(getattr(cal, "params", cal))
     c = graph.cost
     n_parts = c.machines * c.partitions_per_machine
     batch = workload.input.batch_size
@@ -145,7 +134,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         simulated += 1
         try:
             return float(max_throughput(workload, design(p, s), calibration=cal, batches=BATCHES,
-                                        seed=seed, tolerance=TOLERANCE / 2).throughput_tps)
+                                        seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps)
         except SimError:
             return 0.0
 
@@ -163,7 +152,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         found = None
         for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
             tps = simulate(p2, s2)
-            if tps > best * (1 + TOLERANCE) and (found is None or tps > found[0]):
+            if tps > best * (1 + TIE_TOLERANCE) and (found is None or tps > found[0]):
                 found = (tps, label, p2, s2)
         if found is None:
             break

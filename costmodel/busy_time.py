@@ -52,6 +52,17 @@ class BusyPrices:
     ack_s: float = 1e-6
     tuple_bytes: float = DEFAULT_TUPLE_BYTES
 
+    @classmethod
+    def from_params(cls, params) -> "BusyPrices":
+        """The prices of a simulator's parameters (an engine_sim SimParams, read by name)."""
+        return cls(
+            txn_s=params.txn_overhead_s + params.txn_after_commit_s, cost_unit_s=params.cost_unit_s,
+            row_read_s=params.row_read_s, row_write_s=params.row_write_s, tuple_in_s=params.tuple_in_s,
+            tuple_out_s=params.tuple_out_s, fragment_s=params.fragment_s, prepare_s=params.prepare_s,
+            commit_s=params.commit_s, msg_cpu_s=params.msg_cpu_s, local_msg_cpu_s=params.local_msg_cpu_s,
+            latency_s=params.net_latency_s, local_latency_s=params.local_latency_s,
+            ser_byte_s=params.ser_byte_s, sched_s=params.sched_s, ack_s=params.ack_s)
+
 
 @dataclass
 class BusyTime:

@@ -7,7 +7,7 @@ from advisor.api import recommend
 from advisor.design import Design
 from advisor.graph import WorkloadGraph
 from advisor.placement import place_state
-from advisor.sim_local_search import busy_prices, improve
+from advisor.sim_local_search import improve
 from advisor.spec import load_workload
 from costmodel import Weights
 from costmodel.busy_time import BusyPrices, busy_time
@@ -42,7 +42,7 @@ def test_the_estimate_ranks_designs_like_the_simulator(name):
     w = load_workload(name).with_cluster(4, 1)
     g = WorkloadGraph.from_workload(w)
     rng = np.random.default_rng(1)
-    prices = busy_prices(Calibration.reference().params)
+    prices = BusyPrices.from_params(Calibration.reference().params)
     est, sim = [], []
     for k in range(16):
         proc = rng.integers(0, 4, g.cost.n_proc)
