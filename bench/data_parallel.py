@@ -154,7 +154,13 @@ def engine_ratio(name: str, args: argparse.Namespace) -> float | None:
               f"dp/table {ratios[-1]:.2f}", flush=True)
     median = statistics.median(ratios)
     print(f"{name:<16} median dp/table {median:.2f} measured ({args.repeats} pairs, "
-          f"{args.engine_batches} batches), {predicted:.2f} predicted\n", flush=True)
+          f"{args.engine_batches} batches), {predicted:.2f} predicted", flush=True)
+    if args.calibration:
+        calibrated = recommend(name, machines=m, partitions_per_machine=ppm, seed=args.seed, baselines=False,
+                               data_parallel=True, sim_calibration=Calibration.load(args.calibration))
+        print(f"{name:<16} with --calibration {args.calibration}: "
+              f"{calibrated.data_parallel.describe() if calibrated.data_parallel else 'no SP can split'}")
+    print(flush=True)
     return median
 
 
@@ -191,6 +197,9 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--engine-batches", type=int, default=3000, help="batches per engine run")
     ap.add_argument("--repeats", type=int, default=5, help="engine runs of each design")
     ap.add_argument("--no-engine", action="store_true", help="skip part 2")
+    ap.add_argument("--calibration", help="also say what the pick does with this host's calibration (part 2)")
+    ap.add_argument("--engine-only", action="store_true",
+                    help="skip part 1 (no Spark, no Java: for a lent many-core machine)")
     return ap.parse_args()
 
 
@@ -200,11 +209,12 @@ def main() -> int:
     machines = [int(m) for m in args.machines.split(",") if m.strip()]
     rows: list[Row] = []
     errors: list[str] = []
+    stats: dict[str, Path] = {}
     try:
-        stats = trace_all(names, args)
+        if not args.engine_only:
+            stats = trace_all(names, args)
     except Exception as exc:  # a bench: report and carry on to the summary
         errors.append(f"tracing: {type(exc).__name__}: {exc}")
-        stats = {}
     print(f"\n1. statistics path, predicted against the spec (reference cluster, "
           f"{args.sim_batches} batches, seed {args.seed})\n")
     print(f"{'workload':<16} {'m':>2} {'dp':>7} {'rec tps':>10} {'table tps':>10} {'ratio':>7} "

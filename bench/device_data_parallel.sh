@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# One prepared run on a lent many-core machine for the data-parallel lanes (issue 18, item 4):
+# the spec's table-level pick against its data-parallel pick on the multi-process engine, on
+# 2 and 4 machines, where every partition process has a core of its own (on the 2-core VM
+# three processes share two). Then a quick calibration of that host and what the pick does
+# with it. No Spark there (no Java): part 1 of bench/data_parallel.py is skipped. Needs
+# pymetis as a wheel in .whl/. Usage: OUT=dir bash bench/device_data_parallel.sh
+set -u
+OUT=${OUT:?set OUT to a folder for the results}
+PY=${PYTHON:-python3}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+else
+  export PYTHONPATH=$PWD
+fi
+export PYTHONUNBUFFERED=1
+{ echo "host: $(nproc) cores, $(uname -m), $($PY --version)"; date -u; uptime; } | tee "$OUT/host.txt"
+$PY -m advisor calibrate --quick --out "$OUT/calibration.json" 2>&1 | tail -5 | tee "$OUT/calibrate.txt"
+cal=(); [ -s "$OUT/calibration.json" ] && cal=(--calibration "$OUT/calibration.json")
+for m in 2 4; do
+  $PY bench/data_parallel.py --engine-only --workloads fraud-scoring,boundaries-1sp,move-micro \
+    --engine-machines $m --repeats 5 --engine-batches 3000 --sim-batches 1000 "${cal[@]}" 2>&1 \
+    | tee "$OUT/data_parallel_m$m.txt"
+done
+date -u | tee -a "$OUT/host.txt"
