@@ -12,12 +12,15 @@ data-parallel SPs spread over every partition, for the pick to weigh against it.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 from advisor.design import Design
 from advisor.errors import DesignError
 from advisor.granularity import base_table, fragment_shares
 from advisor.workload import Workload
 from traces.granularity import FRAGMENT_NAME, fragment_of
+
+_ROUTE_MEMO_ROWS = 1 << 16  # rows whose lane a route remembers (the hash is the cost)
 
 
 @dataclass(frozen=True)
@@ -33,15 +36,35 @@ class LaneRoute:
     fragment_partitions: tuple[int, ...]
     co_tables: tuple[str, ...] = ()  # keyed by the same field, as many rows, fragmented alike: local too
 
-    @property
+    @cached_property
     def lanes(self) -> tuple[int, ...]:
         return tuple(dict.fromkeys(self.fragment_partitions))
 
+    @cached_property
+    def _fragment_lane(self) -> tuple[int, ...]:
+        return tuple(self.lanes.index(p) for p in self.fragment_partitions)
+
+    @cached_property
+    def _lane_of_row(self) -> dict[int, int]:
+        return {}  # filled as keys are routed: a hash per distinct row, not per tuple
+
     def lane_of_key(self, value: int) -> int:
         """The lane (index into `lanes`) of a tuple whose key field holds `value`."""
-        part = self.fragment_partitions[fragment_of(int(value) % self.table_rows,
-                                                    len(self.fragment_partitions))]
-        return self.lanes.index(part)
+        row = int(value) % self.table_rows
+        lane = self._lane_of_row.get(row)
+        if lane is None:
+            lane = self._fragment_lane[fragment_of(row, len(self.fragment_partitions))]
+            if len(self._lane_of_row) < _ROUTE_MEMO_ROWS:
+                self._lane_of_row[row] = lane
+        return lane
+
+    def split(self, tuples, key_index: int) -> list[list]:
+        """`tuples` dealt to the lanes by the key at `key_index`, in their order."""
+        out: list[list] = [[] for _ in self.lanes]
+        lane_of = self.lane_of_key
+        for t in tuples:
+            out[lane_of(t[key_index])].append(t)
+        return out
 
     def lane_fragments(self, lane: int) -> tuple[int, ...]:
         part = self.lanes[lane]

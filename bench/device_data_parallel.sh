@@ -5,6 +5,7 @@
 # three processes share two). Then a quick calibration of that host and what the pick does
 # with it. No Spark there (no Java): part 1 of bench/data_parallel.py is skipped. Needs
 # pymetis as a wheel in .whl/. Usage: OUT=dir bash bench/device_data_parallel.sh
+# Options (environment): MACHINES="2 4", WORKLOADS=a,b,c, CALIBRATION=file (skips calibrating).
 set -u
 OUT=${OUT:?set OUT to a folder for the results}
 PY=${PYTHON:-python3}
@@ -16,10 +17,14 @@ else
 fi
 export PYTHONUNBUFFERED=1
 { echo "host: $(nproc) cores, $(uname -m), $($PY --version)"; date -u; uptime; } | tee "$OUT/host.txt"
-$PY -m advisor calibrate --quick --out "$OUT/calibration.json" 2>&1 | tail -5 | tee "$OUT/calibrate.txt"
+if [ -n "${CALIBRATION:-}" ]; then
+  cp "$CALIBRATION" "$OUT/calibration.json"
+else
+  $PY -m advisor calibrate --quick --out "$OUT/calibration.json" 2>&1 | tail -5 | tee "$OUT/calibrate.txt"
+fi
 cal=(); [ -s "$OUT/calibration.json" ] && cal=(--calibration "$OUT/calibration.json")
-for m in 2 4; do
-  $PY bench/data_parallel.py --engine-only --workloads fraud-scoring,boundaries-1sp,move-micro \
+for m in ${MACHINES:-2 4}; do
+  $PY bench/data_parallel.py --engine-only --workloads "${WORKLOADS:-fraud-scoring,boundaries-1sp,move-micro}" \
     --engine-machines $m --repeats 5 --engine-batches 3000 --sim-batches 1000 "${cal[@]}" 2>&1 \
     | tee "$OUT/data_parallel_m$m.txt"
 done

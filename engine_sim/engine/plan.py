@@ -46,6 +46,7 @@ class ProcPlan:
     tables: tuple[str, ...]  # tables it declares (for partition sets of real code)
     work_us: float = 0.0  # CPU work per declared batch: cost x cost_unit_us (declared SPs only)
     windows: tuple[str, ...] = ()  # the windows it owns: each execution steps them first
+    input_tuples: float = 0.0  # declared tuples a batch brings it: the input batch, or its streams'
 
 
 @dataclass
@@ -72,6 +73,15 @@ class Unit:
     def lane_of(self, value: int) -> int:
         """The lane of a tuple whose data-parallel key field holds `value`."""
         return self.route.lane_of_key(value) if self.route else value % len(self.lanes)
+
+    def split(self, tuples, key_index: int) -> list[list]:
+        """The sub-batch of each lane: `tuples` dealt out by their data-parallel key."""
+        if self.route:
+            return self.route.split(tuples, key_index)
+        out: list[list] = [[] for _ in self.lanes]
+        for t in tuples:
+            out[t[key_index] % len(out)].append(t)
+        return out
 
     @property
     def nested(self) -> bool:
@@ -191,7 +201,9 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
             outputs=[s for s in workload.streams if s.source == p.name],
             tables=tuple(dict.fromkeys(a.table for a in p.accesses)),
             work_us=0.0 if p.code else float(p.cost) * workload.input.cost_unit_us,
-            windows=tuple(w.name for w in workload.windows_of(p.name)))
+            windows=tuple(w.name for w in workload.windows_of(p.name)),
+            input_tuples=float(sum(s.tuples for s in workload.streams if s.target == p.name)
+                               or workload.input.batch_size))
 
     units: dict[str, Unit] = {}
     order: list[str] = []

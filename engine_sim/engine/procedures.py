@@ -81,11 +81,19 @@ def burn_cpu(us: float) -> int:
     return x
 
 
+def lane_share(plan, proc, tuples: int) -> float:
+    """The part of its SP's batch a data-parallel lane runs: its sub-batch's tuples over the
+    tuples the whole SP gets a batch (1 for an SP that is not split). A lane reads, writes,
+    works and emits that share of what the SP declares per batch."""
+    if proc.pk_index is None:
+        return 1.0
+    return tuples / (proc.input_tuples * plan.scale) if proc.input_tuples > 0 else 1.0
+
+
 def work_us(plan, proc, tuples: int) -> float:
     """A declared SP's CPU work for one batch: `cost x cost_unit_us` per declared batch,
     scaled with the batch size like its rows (a data-parallel sub-batch does its share)."""
-    share = tuples / plan.batch_size if proc.pk_index is not None else 1.0
-    return proc.work_us * plan.scale * share
+    return proc.work_us * plan.scale * lane_share(plan, proc, tuples)
 
 
 def is_write(op: tuple) -> bool:
@@ -106,7 +114,7 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
     ops = []
     tag_base = mix64(batch.carry ^ (proc.index << 48) ^ batch_id)
     # a data-parallel sub-batch does its share of the batch's rows
-    scale = plan.scale * (len(tuples) / plan.batch_size if proc.pk_index is not None else 1.0)
+    scale = plan.scale * lane_share(plan, proc, len(tuples))
     ops.extend(window_steps(plan, proc, child, batch_id, tuples))
     for ai, a in enumerate(proc.accesses):
         if a.probability < 1.0 and rng.random() >= a.probability:
@@ -133,14 +141,15 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
     for v in results:
         if v is not None:
             carry = mix64(carry ^ v)
-    return declared_outputs(plan, proc, rng, batch, carry)
+    return declared_outputs(plan, proc, rng, batch, carry, scale)
 
 
-def declared_outputs(plan, proc, rng: Rng, batch: Batch, carry: int) -> dict:
+def declared_outputs(plan, proc, rng: Rng, batch: Batch, carry: int, scale: float) -> dict:
+    """The declared streams' batches: `tuples x scale` each (a lane emits its share)."""
     out = {}
     tuples = batch.tuples
     for s in proc.outputs:
-        n = rng.round(s.tuples * plan.scale)
+        n = rng.round(s.tuples * scale)
         if tuples:
             out_tuples = tuple(tuples[i % len(tuples)] for i in range(n))
         else:
@@ -187,3 +196,25 @@ def merge_batches(batches) -> Batch:
     for b in batches:
         carry = mix64(carry ^ b.carry)
     return Batch(tuples, carry)
+
+
+def split_items(unit, pk: int, items) -> list[tuple]:
+    """A data-parallel unit's invocation as one sub-batch per lane: each input stream's
+    batches merged once, then every tuple dealt to the lane of its key."""
+    merged: dict = {}
+    for _src, dst, b in items:
+        merged.setdefault(dst, []).append(b)
+    per_lane: list[list] = [[] for _ in unit.lanes]
+    for dst, batches in merged.items():
+        whole = merge_batches(batches)
+        for k, part in enumerate(unit.split(whole.tuples, pk)):
+            per_lane[k].append((None, dst, Batch(tuple(part), whole.carry)))
+    return [tuple(subs) for subs in per_lane]
+
+
+def merge_items(items: list) -> list:
+    """Outputs of several lanes for the same stream become one batch per (from SP, to SP)."""
+    by_edge: dict[tuple, list] = {}
+    for src, dst, batch in items:
+        by_edge.setdefault((src, dst), []).append(batch)
+    return [(src, dst, merge_batches(bs)) for (src, dst), bs in by_edge.items()]

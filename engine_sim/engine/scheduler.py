@@ -16,8 +16,8 @@ import heapq
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.messages import BatchDone, Invoke, Skip, TxnRequest
 from engine_sim.engine.plan import DRIVER
-from engine_sim.engine.procedures import merge_batches
-from engine_sim.engine.txn import Batch, Txn
+from engine_sim.engine.procedures import merge_items, split_items
+from engine_sim.engine.txn import Txn
 
 _SKIP = "skip"
 
@@ -167,18 +167,9 @@ class UnitScheduler:
             self.lanes[0].pump()
             return
         # data-parallel: one sub-batch per lane, by the partition key of each tuple
-        pk = self.plan.procs[self.unit.members[0]].pk_index
-        lane_of = self.unit.lane_of
-        merged = {}
-        for src, dst, b in items:
-            merged.setdefault(dst, []).append(b)
+        subs = split_items(self.unit, self.plan.procs[self.unit.members[0]].pk_index, items)
         for lane in self.lanes:
-            subs = []
-            for dst, batches in merged.items():
-                whole = merge_batches(batches)
-                part = tuple(t for t in whole.tuples if lane_of(t[pk]) == lane.index)
-                subs.append((None, dst, Batch(part, whole.carry)))
-            lane.add(batch, tuple(subs), recovering)
+            lane.add(batch, subs[lane.index], recovering)
             lane.pump()
 
     # -- transactions ----------------------------------------------------------------------------
@@ -224,7 +215,7 @@ class UnitScheduler:
                 for to_unit, items in done[k].items():
                     per_unit.setdefault(to_unit, []).extend(items)
             for to_unit, items in per_unit.items():
-                self._send_downstream(to_unit, batch, _merge_items(items))
+                self._send_downstream(to_unit, batch, merge_items(items))
         if self.unit.sink:
             self.host.batch_done(self.unit.name, batch, failed)
         if recovering:
@@ -266,11 +257,3 @@ class UnitScheduler:
             del self.moves[(to_unit, batch)]
             refs = tuple((s, d, None) for s, d, _ in entry[0])
             self.host.send(self.plan.scheduler_node(to_unit), Invoke(to_unit, batch, self.unit.name, refs))
-
-
-def _merge_items(items: list) -> list:
-    """Outputs of several lanes for the same stream become one batch per (from SP, to SP)."""
-    by_edge: dict[tuple, list] = {}
-    for src, dst, batch in items:
-        by_edge.setdefault((src, dst), []).append(batch)
-    return [(src, dst, merge_batches(bs)) for (src, dst), bs in by_edge.items()]

@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from engine_sim.engine.inputs import input_batch
-from engine_sim.engine.procedures import body_for, is_write, merge_batches
+from engine_sim.engine.procedures import body_for, is_write, merge_batches, merge_items, split_items
 from engine_sim.engine.txn import Batch
 
 
@@ -88,20 +88,11 @@ class SerialExecution:
                     if produced is None:
                         raise SerialError(f"{step.unit} batch {step.batch} runs before {up} produced it")
                     per_lane.extend(produced.get(step.unit, ()))
-                got.extend(_merge_items(per_lane))
+                got.extend(merge_items(per_lane))
             items = tuple(got)
         if not unit.dp:
             return items
-        pk = plan.procs[unit.members[0]].pk_index
-        merged: dict = {}
-        for _src, dst, b in items:
-            merged.setdefault(dst, []).append(b)
-        subs = []
-        for dst, batches in merged.items():
-            whole = merge_batches(batches)
-            subs.append((None, dst, Batch(tuple(t for t in whole.tuples if unit.lane_of(t[pk]) == step.lane),
-                                          whole.carry)))
-        return tuple(subs)
+        return split_items(unit, plan.procs[unit.members[0]].pk_index, items)[step.lane]
 
     # -- one transaction ---------------------------------------------------------------------------
     def execute(self, step: SerialStep) -> None:
@@ -182,12 +173,3 @@ def state_digest(per_table: dict[str, int]) -> str:
 def serial_digest(plan, tes: list, order: list[int]) -> str:
     """Digest of the state reached by re-executing `tes` one at a time in `order`."""
     return SerialExecution(plan).run(steps_from(tes, order, plan)).digest()
-
-
-def _merge_items(items: list) -> list:
-    """Outputs of several lanes for one stream become one batch per (from SP, to SP), as the
-    scheduler merges them."""
-    by_edge: dict[tuple, list] = {}
-    for src, dst, batch in items:
-        by_edge.setdefault((src, dst), []).append(batch)
-    return [(src, dst, merge_batches(bs)) for (src, dst), bs in by_edge.items()]

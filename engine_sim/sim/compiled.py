@@ -92,6 +92,9 @@ class Edge:
     crosses_partition: bool
     crosses_machine: bool  # between the two units' partitions' machines
     streams: int = 1  # streams (from SP, to SP) merged into this edge: the engine's MOVE count
+    msg_share: float = 1.0  # of the one invocation message between the two SPs' schedulers
+    # (lanes: the engine's scheduler merges every lane's output into one message, so the
+    # lane-to-lane edges share its fixed cost by their shares of the key mass)
     move_txns: tuple[DistSpec, ...] | None = None  # move="txn" across partitions: one per stream
 
 
@@ -197,7 +200,8 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         if name in unit_of:
             continue
         if name in routes:
-            unit_of[name] = _lane_units(units, routes[name], part_machine, scheduler, central)
+            sched = part_machine[design.procedures[name]] if scheduler == "dls" else central
+            unit_of[name] = _lane_units(units, routes[name], part_machine, sched)
             continue
         members = group_of.get(name, (name,))
         base = design.procedures[members[0]]
@@ -222,7 +226,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         tuples = sum(t for t, _ in streams)
         nbytes = sum(n for _, n in streams)
         e = Edge(a, b, f"{ua.name}->{ub.name}", tuples, nbytes, ua.base != ub.base,
-                 ua.base // ppm != ub.base // ppm, streams=len(streams))
+                 ua.base // ppm != ub.base // ppm, streams=len(streams), msg_share=ua.share * ub.share)
         if move == "txn" and e.crosses_partition:
             # the engine's MOVE transaction: based on the producer's partition, it pops the
             # batch from its stream table, pushes it into the consumer's by a fragment, 2PC
@@ -331,9 +335,10 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
                 batch_rows.tolist(), works)
 
 
-def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], scheduler: str,
-                central: int) -> list[int]:
-    """One unit per lane of a data-parallel SP, each with its share of the key mass."""
+def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], sched: int) -> list[int]:
+    """One unit per lane of a data-parallel SP, each with its share of the key mass. Every
+    lane's scheduler is the SP's one scheduler on node `sched` (the engine's: beside the SP's
+    own partition, or central): it sends each lane its sub-batch and takes each lane's commit."""
     shares = fragment_shares(route.table_rows, f"input:{route.field}", len(route.fragment_partitions))
     split = frozenset((route.table, *route.co_tables))
     out = []
@@ -341,7 +346,7 @@ def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], sc
         m = part_machine[part]
         share = sum(shares[i] for i in route.lane_fragments(k))
         units.append(Unit(f"{route.procedure}[lane p{part}]", (route.procedure,), part, m,
-                          m if scheduler == "dls" else central, 0, share=share, lane_tables=split))
+                          sched, 0, share=share, lane_tables=split))
         out.append(len(units) - 1)
     return out
 

@@ -90,13 +90,14 @@ class EngineModel(DistributedMixin):
         self.e_send_cpu, self.e_recv_cpu, self.e_bytes = [], [], []
         for e in plan.edges:
             data = e.bytes if (rpc or e.move_txns is None) else 0.0
-            self.e_send_cpu.append(P.msg_cpu_s + data * P.ser_byte_s)
-            self.e_recv_cpu.append(P.msg_cpu_s + data * P.ser_byte_s)
+            self.e_send_cpu.append(P.msg_cpu_s * e.msg_share + data * P.ser_byte_s)
+            self.e_recv_cpu.append(P.msg_cpu_s * e.msg_share + data * P.ser_byte_s)
             self.e_bytes.append(P.control_bytes + data)
         self.e_move_txn = [e.move_txns for e in plan.edges]
         self.e_src = [e.src for e in plan.edges]
         self.e_streams = [e.streams if e.crosses_partition else 0 for e in plan.edges]
-        self.source_cpu = P.msg_cpu_s + plan.input_bytes * P.ser_byte_s
+        # the client's one message a batch; lanes fed by it share it by their key mass
+        self.u_source_cpu = [u.share * (P.msg_cpu_s + plan.input_bytes * P.ser_byte_s) for u in units]
         # -- state ---------------------------------------------------------------------------
         self.part_free = [0.0] * NP
         self.part_holder: list[Dtxn | None] = [None] * NP
@@ -253,7 +254,7 @@ class EngineModel(DistributedMixin):
 
     def _deliver(self, t: float, b: int, _unused) -> None:
         for u in self.plan.sources:
-            self._invoke(t, u, b, self.source_cpu)
+            self._invoke(t, u, b, self.u_source_cpu[u])
 
     # -- procedure schedulers (the common path is in hotpath.py) -------------------------------
     def _fan_in(self, t: float, u: int, b: int, cpu: float) -> bool:

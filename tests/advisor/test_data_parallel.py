@@ -101,6 +101,28 @@ def test_the_simulator_runs_every_lane_with_its_share():
     assert split > 1.5 * table  # ScoreCard is ~80 % of the work: four lanes relieve it
 
 
+def test_one_scheduler_sends_every_lane_its_sub_batch():
+    """As in the engine, a split SP's lanes are scheduled from the SP's own partition: each
+    lane on another partition costs a request and a commit message there, and the lanes'
+    streams share the one invocation message the scheduler merges them into."""
+    from engine_sim.sim import SimParams
+    from engine_sim.sim.compiled import compile_plan
+
+    w, d = table_design(4)
+    v = data_parallel_variant(w, d)
+    plan = compile_plan(w, v, params=SimParams(), scheduler="dls", move="rpc", batches=20,
+                        batch_size=None, seed=0)
+    lanes = [u for u in plan.units if u.name.startswith("ScoreCard[lane")]
+    route = lane_routes(w, v)["ScoreCard"]
+    assert len(route.lanes) >= 3 and len(lanes) == len(route.lanes)
+    assert {u.sched for u in lanes} == {plan.part_machine[v.procedures["ScoreCard"]]}
+    assert {u.machine for u in lanes} == {plan.part_machine[p] for p in route.lanes}
+    into = [e for e in plan.edges if e.name.startswith("Ingest") and "[lane" in e.name]
+    assert len(into) == len(lanes) and sum(e.msg_share for e in into) == pytest.approx(1.0)
+    plain = [e for e in plan.edges if "[lane" not in e.name]
+    assert all(e.msg_share == 1.0 for e in plain)
+
+
 def test_a_statistics_manifest_says_which_accesses_follow_an_input_field():
     good = {"input": {"fields": ["card_id"]}, "access_keys": {"ScoreCard": {"CardStats": "input:card_id"}}}
     check_manifest_fields(good, "s")

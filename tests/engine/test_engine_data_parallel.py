@@ -44,6 +44,26 @@ def test_every_tuple_runs_on_the_lane_that_holds_its_key(tmp_path):
                                                      "CardStats": "input:card_id"}}
 
 
+def test_lanes_emit_their_share_of_each_stream(tmp_path):
+    """Split or not, an SP sends downstream the tuples its stream declares per batch (the
+    lanes together, each its share), and a split SP downstream does its share of the work."""
+    w = load_workload("move-micro").with_cluster(4, 1)
+    table = Design("move-micro", 4, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    both = data_parallel_variant(w, table)
+    assert set(both.data_parallel) == {"SP1", "SP2"}
+    per_batch = {}
+    for label, d in (("table", table), ("lanes", both)):
+        r = run_workload(w, d, batches=40, in_process=True, trace_out=tmp_path / label)
+        assert r.history_check == "ok" and r.state_digest == r.serial_digest
+        flows = pq.read_table(tmp_path / label / "flows").to_pandas()
+        per_batch[label] = flows.groupby("batch_id")["tuples"].sum()
+        acc = pq.read_table(tmp_path / label / "accesses").to_pandas()
+        per_batch[label + " T2 rows"] = acc[acc["table"].str.startswith("T2")]["rows"].sum()
+    assert (per_batch["table"] == 10).all()
+    assert (per_batch["lanes"] == per_batch["table"]).all()  # was 4 x 10: every lane sent all 10
+    assert per_batch["lanes T2 rows"] == per_batch["table T2 rows"] == 40 * 10
+
+
 @pytest.mark.process
 def test_lanes_run_one_process_per_partition(tmp_path):
     w, _, v = variant(2)

@@ -77,7 +77,7 @@ def test_an_unloaded_partition_serves_each_batch_on_arrival():
     create = P.sched_s + P.local_msg_cpu_s
     ack = P.ack_s + P.local_msg_cpu_s
     for b in range(BATCHES):
-        expected = m.source_cpu + create + P.local_latency_s + m.u_service[0][b] + P.local_latency_s + ack
+        expected = m.u_source_cpu[0] + create + P.local_latency_s + m.u_service[0][b] + P.local_latency_s + ack
         assert m.done_at[b] - m.arrival[b] == pytest.approx(expected, rel=1e-9)
 
 
