@@ -181,3 +181,26 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def private_dir(path: str | Path) -> Path:
+    """`path` as a directory only this user can enter, made if missing (mode 0700). One that
+    is a link, or belongs to another user, or lets others write into it, is not used: a fresh
+    private directory is made instead (removed when the process exits), since a file read from
+    there would be whatever that other user put in it."""
+    import atexit
+    import stat
+    import tempfile
+
+    folder = Path(path)
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(folder)
+        if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
+                and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+            return folder
+    except OSError:
+        pass
+    fresh = Path(tempfile.mkdtemp(prefix=folder.name + "-"))
+    atexit.register(shutil.rmtree, fresh, True)
+    return fresh

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import Mapping
 
-from common.files import atomic_write_text
+from common.files import atomic_write_text, private_dir
 from traces.errors import TraceError
 
 DEFAULT_MASTER = "local[*]"
@@ -42,8 +42,7 @@ logger.gateway.level = {level}
 
 def log4j_config() -> Path:
     """A quiet log4j2 properties file (written once per user, reused)."""
-    folder = Path(tempfile.gettempdir()) / f"advisor-spark-{os.getuid()}"
-    folder.mkdir(exist_ok=True)
+    folder = private_dir(Path(tempfile.gettempdir()) / f"advisor-spark-{os.getuid()}")
     level = os.environ.get("ADVISOR_SPARK_LOG", "off").strip().lower() or "off"
     text = _LOG4J.replace("{level}", level)
     path = folder / f"log4j2-{level}.properties"

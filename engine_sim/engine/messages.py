@@ -228,6 +228,7 @@ class FinalReport:
     log_flushes: int = 0
     sent: int = 0  # messages this site sent (multi-process)
     cpu_s: float = 0.0  # CPU time of this site's process from its first message to Finish (multi-process)
+    refused: int = 0  # connections it closed for a frame this run did not seal (multi-process)
 
 
 @dataclass(slots=True)

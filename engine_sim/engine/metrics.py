@@ -43,6 +43,7 @@ class RunResult:
     log_records: int = 0
     log_flushes: int = 0
     messages: int = 0
+    refused_frames: int = 0  # frames an engine process refused: not sealed with the run's secret
     pids: list[int] = field(default_factory=list)  # partition processes started (multi-process)
     partition_cpu_s: list[float] = field(default_factory=list)  # CPU time of each partition's
     # process from its first message to the end of the run (multi-process; after a crash, of

@@ -62,8 +62,8 @@ def site_main(node: int, args: dict) -> None:
     plan.restart_limit = args["restart_limit"]
     plan.crash_at = args["crash_at"]
     cfg: SiteConfig = args["site_cfg"]
-    net = Net(node, args["sock_dir"], plan.machine, args["delay_s"])
-    store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync)
+    net = Net(node, args["sock_dir"], plan.machine, args["delay_s"], secret=cfg.secret)
+    store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync, secret=cfg.secret)
     site = Site(node, plan, cfg, net, store, epoch=args["epoch"], clock=args["clock"])
     net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
     net.flush(site.clock, site.epoch)
@@ -159,7 +159,7 @@ class MultiProcessRuntime:
         self.plan = plan
         self.ctx = _context()
         self.sock_dir = tempfile.mkdtemp(prefix="engs-")
-        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s)
+        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret)
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}
         self.args = dict(workload=workload, design=design, plan=plan_opts,
@@ -172,6 +172,7 @@ class MultiProcessRuntime:
         self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
         self.deadline: float | None = None  # perf_counter time the run must end by
         self.messages = 0
+        self.refused = 0  # frames refused by any process of the run: not sealed by it
         self.log_stats: list = []
         self.finals_log = {}
 
@@ -243,6 +244,7 @@ class MultiProcessRuntime:
                     self._check(started, deadline_s, d.phase)
             d.cpu_s = time.process_time() - cpu_started
             self.messages = self.net.sent + sum(r.sent for r in d.finals.values())
+            self.refused = self.net.refused + sum(r.refused for r in d.finals.values())
             return d
         finally:
             self._stop()

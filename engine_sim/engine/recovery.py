@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 
 from common.files import atomic_write_bytes
+from engine_sim.engine.errors import EngineFailure
+from engine_sim.engine.sealing import SealError, seal, unseal
 from engine_sim.engine.txn import LogRecord
 
 _FRAME = struct.Struct("<I")
@@ -45,18 +47,20 @@ class MemoryLogStore:
 
 
 class FileLogStore:
-    """An append-only file of length-prefixed pickles, fsync'ed on every group write."""
+    """An append-only file of length-prefixed pickles, each sealed with the run's secret,
+    fsync'ed on every group write."""
 
-    def __init__(self, path: str | Path, fsync: bool = True):
+    def __init__(self, path: str | Path, fsync: bool = True, *, secret: bytes):
         self.path = Path(path)
         self.fsync = fsync
+        self.secret = secret
         self.file = open(self.path, "ab")
         self.writes = 0
 
     def write(self, records: list) -> None:
         parts = []
         for r in records:
-            data = pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL)
+            data = seal(self.secret, pickle.dumps(r, protocol=pickle.HIGHEST_PROTOCOL))
             parts.append(_FRAME.pack(len(data)))
             parts.append(data)
         self.file.write(b"".join(parts))
@@ -66,14 +70,15 @@ class FileLogStore:
         self.writes += 1
 
     def read(self) -> list:
-        return read_log_file(self.path)
+        return read_log_file(self.path, self.secret)
 
     def close(self) -> None:
         self.file.close()
 
 
-def read_log_file(path: str | Path) -> list:
-    """Every complete record of a log file (a torn last record, from a crash, is ignored)."""
+def read_log_file(path: str | Path, secret: bytes) -> list:
+    """Every complete record of a log file (a torn last record, from a crash, is ignored; a
+    record this run did not write fails the run, unread)."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -83,9 +88,25 @@ def read_log_file(path: str | Path) -> list:
         (n,) = _FRAME.unpack_from(data, pos)
         if pos + _FRAME.size + n > len(data):
             break
-        out.append(pickle.loads(data[pos + _FRAME.size:pos + _FRAME.size + n]))
+        try:
+            record = unseal(secret, data[pos + _FRAME.size:pos + _FRAME.size + n])
+        except SealError:
+            raise EngineFailure(f"command log {path}: record {len(out) + 1} fails its integrity "
+                                f"check (changed on disk, or not written by this run)") from None
+        out.append(pickle.loads(record))
         pos += _FRAME.size + n
     return out
+
+
+def read_snapshot(path: Path, secret: bytes) -> bytes:
+    """A partition's snapshot as written by this run (else the run fails, unread)."""
+    try:
+        return bytes(unseal(secret, path.read_bytes()))
+    except SealError:
+        raise EngineFailure(f"snapshot {path} fails its integrity check (changed on disk, "
+                            f"or not written by this run)") from None
+    except OSError as exc:
+        raise EngineFailure(f"snapshot {path}: {exc.strerror or exc}") from None
 
 
 class CommandLog:

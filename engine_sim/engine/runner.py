@@ -148,7 +148,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         if in_process:
             from engine_sim.engine.inproc import InProcessRuntime
 
-            stores = {k: (FileLogStore(run_dir / f"p{k}.log", fsync) if on_disk else MemoryLogStore())
+            stores = {k: (FileLogStore(run_dir / f"p{k}.log", fsync, secret=site_cfg.secret) if on_disk
+                          else MemoryLogStore())
                       for k in range(plan.n_partitions)}
             try:
                 runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0)
@@ -156,7 +157,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             finally:
                 for store in stores.values():
                     store.close()
-            messages = runtime.messages
+            messages, refused = runtime.messages, 0
             log_stats = [(r.log_records, r.log_flushes) for r in driver.finals.values()]
         else:
             from engine_sim.engine.multiproc import MultiProcessRuntime
@@ -170,6 +171,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                                                        crash_at=crash_at))
             driver = runtime.run(timeout_s)
             messages = runtime.messages
+            refused = runtime.refused
             log_stats = runtime.log_stats
             pids = list(runtime.pids)
         if in_process:
@@ -183,6 +185,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         result = _result(plan, driver, batches, wall_total, messages, log_stats,
                          "in-process" if in_process else "multi-process", latency_bound_s, return_state)
         result.pids = pids
+        result.refused_frames = refused
         if trace_out is not None:
             from engine_sim.engine.trace_writer import write_trace
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import pickle
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.files import atomic_write_bytes
 from engine_sim.engine import messages as m
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import DRIVER
-from engine_sim.engine.recovery import CommandLog, snapshot_path
+from engine_sim.engine.recovery import CommandLog, read_snapshot, snapshot_path
+from engine_sim.engine.sealing import new_secret, seal
 from engine_sim.engine.scheduler import UnitScheduler, injected
 from engine_sim.engine.store import Store
 from engine_sim.engine.txn import Txn, make_txn_id
@@ -33,6 +34,7 @@ class SiteConfig:
     serve_budget_s: float = 0.002  # multi-process: serve this long, then send what it produced
     ack_interval_s: float = 0.002  # multi-process: sink completions go to the driver this often
     t0_ns: int = 0
+    secret: bytes = field(default_factory=new_secret, repr=False)  # seals frames, logs, snapshots
 
 
 def build_store(plan, pid: int) -> Store:
@@ -245,14 +247,14 @@ class Site:
         self.flush()  # everything before the cut is durable and its history shipped
         self.partition.store.gc_streams(gc_below)
         atomic_write_bytes(snapshot_path(Path(self.cfg.run_dir), number, self.node),
-                           self.partition.store.snapshot_bytes(), fsync=self.cfg.fsync)
+                           seal(self.cfg.secret, self.partition.store.snapshot_bytes()), fsync=self.cfg.fsync)
         self.snapshot_marker = number
         self.ship()
         return True
 
     def restore(self, number: int | None, reload: bool = True) -> None:
         if reload and number is not None:
-            data = snapshot_path(Path(self.cfg.run_dir), number, self.node).read_bytes()
+            data = read_snapshot(snapshot_path(Path(self.cfg.run_dir), number, self.node), self.cfg.secret)
             self.partition.store.restore_bytes(data)
         s = self.partition.store
         self.transport.send(DRIVER, m.StateReport(self.node, dict(s.progress), s.stream_batches(),
@@ -288,4 +290,5 @@ class Site:
                                                   self.partition.busy_s, self.log.records,
                                                   self.log.flushes,
                                                   getattr(self.transport, "sent", 0),
-                                                  self.run_cpu_s(started_finish)))
+                                                  self.run_cpu_s(started_finish),
+                                                  getattr(self.transport, "refused", 0)))

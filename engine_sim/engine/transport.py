@@ -2,8 +2,10 @@
 pair (so each pair is FIFO), non-blocking with user-space buffers (no process ever blocks on
 a full socket, so two busy partitions cannot deadlock writing to each other), no locks shared
 between processes (so a killed process cannot wedge the others). Messages to one receiver are
-bundled per loop turn and pickled once, with the sender's Lamport clock and recovery epoch.
-An optional delay holds messages between different machines for a while (calibration).
+bundled per loop turn and pickled once, with the sender's Lamport clock and recovery epoch,
+and sealed with the run's secret (sealing.py): a connection whose frame does not check is
+closed unread, so only the run's own processes are heard. An optional delay holds messages
+between different machines for a while (calibration).
 """
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ import time
 from pathlib import Path
 
 from engine_sim.engine.messages import Bundle
+from engine_sim.engine.sealing import SealError, seal, unseal
 
 _LEN = struct.Struct("<I")
+MAX_FRAME_BYTES = 1 << 30  # a longer length prefix is not a frame of this run
 
 
 def socket_path(sock_dir: str, node: int) -> str:
@@ -35,8 +39,11 @@ class _Out:
 
 
 class Net:
-    def __init__(self, node: int, sock_dir: str, machine_of=None, delay_s: float = 0.0):
+    def __init__(self, node: int, sock_dir: str, machine_of=None, delay_s: float = 0.0, *,
+                 secret: bytes):
         self.node = node
+        self.secret = secret
+        self.refused = 0  # connections closed for a frame that was not sealed by this run
         self.sock_dir = sock_dir
         self.machine_of = machine_of
         self.delay_s = delay_s
@@ -79,7 +86,8 @@ class Net:
         if self.pending:
             pending, self.pending = self.pending, {}
             for dst, msgs in pending.items():
-                data = pickle.dumps(Bundle(self.node, clock, epoch, msgs), protocol=pickle.HIGHEST_PROTOCOL)
+                data = seal(self.secret, pickle.dumps(Bundle(self.node, clock, epoch, msgs),
+                                                      protocol=pickle.HIGHEST_PROTOCOL))
                 self._enqueue(dst, _LEN.pack(len(data)) + data)
         for dst in list(self.waiting):
             self._enqueue(dst, b"")
@@ -173,9 +181,17 @@ class Net:
             pos = 0
             while len(buf) - pos >= _LEN.size:
                 (n,) = _LEN.unpack_from(buf, pos)
+                if n > MAX_FRAME_BYTES:
+                    closed = self._refuse(buf)
+                    break
                 if len(buf) - pos - _LEN.size < n:
                     break
-                bundles.append(pickle.loads(bytes(buf[pos + _LEN.size:pos + _LEN.size + n])))
+                try:
+                    data = unseal(self.secret, bytes(buf[pos + _LEN.size:pos + _LEN.size + n]))
+                except SealError:
+                    closed = self._refuse(buf)
+                    break
+                bundles.append(pickle.loads(data))
                 pos += _LEN.size + n
             del buf[:pos]
             if closed:
@@ -183,6 +199,12 @@ class Net:
                 sock.close()
                 del self.inbuf[sock]
         return bundles
+
+    def _refuse(self, buf: bytearray) -> bool:
+        """A frame this run did not seal: drop what the connection sent and close it."""
+        self.refused += 1
+        buf.clear()
+        return True
 
     def close(self) -> None:
         for out in self.outs.values():

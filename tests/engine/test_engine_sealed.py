@@ -1,0 +1,103 @@
+"""The engine hears only its own run: a frame on a partition's or the driver's socket that the
+run did not seal is refused unread (a pickle that would run a command never runs), and a
+command log or snapshot changed on disk fails recovery in one line instead of being loaded."""
+import pickle
+import socket
+import struct
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor.design import Design
+from advisor.spec import load_workload
+from engine_sim.engine import EngineFailure, run_workload
+from engine_sim.engine.recovery import FileLogStore, read_snapshot
+from engine_sim.engine.sealing import SealError, new_secret, seal, unseal
+
+
+class _Touch:
+    """Unpickling this creates PATH: what an attacker's frame would do if loaded."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_a_sealed_frame_opens_only_with_its_own_secret():
+    key, other = new_secret(), new_secret()
+    assert key != other and len(key) == 32
+    frame = seal(key, b"payload")
+    assert bytes(unseal(key, frame)) == b"payload"
+    for bad in (seal(other, b"payload"), frame[:-1] + b"X", b"short", b"\0" * 16 + b"payload"):
+        with pytest.raises(SealError):
+            unseal(key, bad)
+
+
+def test_a_log_or_snapshot_changed_on_disk_is_refused(tmp_path):
+    key = new_secret()
+    log = FileLogStore(tmp_path / "p0.log", fsync=False, secret=key)
+    log.write([("commit", 1), ("commit", 2)])
+    assert log.read() == [("commit", 1), ("commit", 2)]
+    data = bytearray((tmp_path / "p0.log").read_bytes())
+    data[-3] ^= 0xFF  # one flipped byte in the second record
+    (tmp_path / "p0.log").write_bytes(bytes(data))
+    with pytest.raises(EngineFailure, match=r"p0.log: record 2 fails its integrity check"):
+        log.read()
+    other = FileLogStore(tmp_path / "x.log", fsync=False, secret=new_secret())
+    other.write([("commit", 1)])
+    with pytest.raises(EngineFailure, match="record 1 fails"):
+        FileLogStore(tmp_path / "x.log", fsync=False, secret=key).read()
+    snap = tmp_path / "snap"
+    snap.write_bytes(seal(key, b"state"))
+    assert read_snapshot(snap, key) == b"state"
+    snap.write_bytes(pickle.dumps(_Touch(str(tmp_path / "pwned"))))
+    with pytest.raises(EngineFailure, match="snapshot .* fails its integrity check"):
+        read_snapshot(snap, key)
+    assert not (tmp_path / "pwned").exists()
+
+
+def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> None:
+    """Send every engine socket of the run a frame that would touch `marker` if unpickled:
+    one raw pickle, and one sealed with a key that is not the run's."""
+    raw = pickle.dumps(_Touch(str(marker)))
+    frames = [raw, seal(new_secret(), raw)]
+    done: set = set()
+    while not stop.is_set():
+        for path in sock_dir.glob("engs-*/*.sock"):
+            if path in done:
+                continue
+            for frame in frames:
+                try:
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                        s.connect(str(path))
+                        s.sendall(struct.pack("<I", len(frame)) + frame)
+                        sent.append(path.name)
+                except OSError:
+                    pass
+            done.add(path)
+        time.sleep(0.005)
+
+
+@pytest.mark.process
+def test_forged_frames_to_every_engine_socket_are_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's socket directory lands here
+    w = load_workload("move-micro")
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    marker, sent, stop = tmp_path / "pwned", [], threading.Event()
+    forger = threading.Thread(target=_forge, args=(tmp_path, marker, sent, stop), daemon=True)
+    forger.start()
+    try:
+        r = run_workload(w, d, batches=3000)
+    finally:
+        stop.set()
+        forger.join(5)
+    reached = set(sent)
+    assert {"driver.sock", "p0.sock", "p1.sock"} <= reached  # every socket got the forged frames
+    assert not marker.exists()  # nothing was unpickled
+    assert r.refused_frames >= 2 * len(reached) - 2  # a socket may close before its second frame
+    assert r.history_check == "ok" and r.state_digest == r.serial_digest
