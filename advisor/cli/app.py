@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 import typer
 
@@ -31,19 +33,49 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     pass
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised wherever the command is, so that it unwinds as Ctrl-C does: every
+    `finally` runs (Spark stopped, engine processes stopped, temporary files removed)."""
+
+
+_TERMINATED: list[int] = []  # SIGTERMs this process caught (typer hides what interrupted it)
+
+
+def _raise_terminated(signum, frame) -> None:
+    _TERMINATED.append(signum)
+    raise Terminated()
+
+
 def run_app(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
     """Run the CLI (`application`, default `app`) and return its exit status: a user error
     (`UserError`) or a usage error of the option parser is one line and its exit status;
-    anything else is an internal error, still without a traceback."""
+    Ctrl-C and SIGTERM clean up and end in one line with 130 and 143; anything else is an
+    internal error, still without a traceback."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+    _TERMINATED.clear()
+    try:
+        return _run(argv, application)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+def _interrupted() -> int:
+    terminated = bool(_TERMINATED)
+    typer.echo("terminated" if terminated else "interrupted", err=True)
+    return 143 if terminated else 130
+
+
+def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
     try:
         code = (application or app)(args=argv, standalone_mode=False)
     except typer.Exit as exc:
-        return exc.exit_code
+        return _interrupted() if exc.exit_code == 130 else exc.exit_code
     except SystemExit as exc:
         return int(exc.code or 0)
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        return 130
+        return _interrupted()
     except typer.Abort:  # end of input inside a prompt
         typer.echo("aborted", err=True)
         return 1
@@ -62,7 +94,10 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
         typer.echo(f"internal error: {type(exc).__name__}: {exc} "
                    "(set ADVISOR_DEBUG=1 for a traceback)", err=True)
         return 1
-    # without standalone mode, typer returns the status of a `typer.Exit` (Ctrl-C: 130)
+    # without standalone mode, typer returns the status of a `typer.Exit`; Ctrl-C (and so
+    # SIGTERM) is 130, with nothing said
+    if code == 130:
+        return _interrupted()
     return code if isinstance(code, int) else 0
 
 

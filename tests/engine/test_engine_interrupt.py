@@ -1,0 +1,49 @@
+"""Ctrl-C and SIGTERM during an engine run: the command says so in one line and exits 130 or
+143, and leaves no partition process and no log or socket directory behind."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from advisor.design import Design
+
+pytestmark = pytest.mark.process
+
+ADVISOR = [sys.executable, "-m", "advisor"]
+
+
+def _leftovers(tmp: Path) -> list[str]:
+    return sorted(p.name for p in tmp.iterdir() if p.name.startswith(("eng-", "engs-", "pymp-")))
+
+
+@pytest.mark.parametrize("sig, code, says", [(signal.SIGTERM, 143, "terminated"),
+                                             (signal.SIGINT, 130, "interrupted")])
+def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, sig, code, says):
+    design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([*ADVISOR, "run", "move-micro", "--design", str(design), "--batches", "5000000"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    me = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    partitions: list[psutil.Process] = []
+    while time.monotonic() < deadline and len(partitions) < 2:  # wait for both partitions to serve
+        time.sleep(0.2)
+        partitions = [c for c in me.children(recursive=True) if c.ppid() != proc.pid]  # the forkserver's
+    assert len(partitions) >= 2, "the run never started its partitions"
+    time.sleep(1.0)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert err.decode().strip().splitlines() == [says]
+    everyone = partitions + me.children(recursive=True) if me.is_running() else partitions
+    gone, alive = psutil.wait_procs(everyone, timeout=10)
+    assert not alive, f"partition processes left running: {[p.pid for p in alive]}"
+    assert _leftovers(tmp) == []
