@@ -21,6 +21,7 @@ from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state,
 from common.files import atomic_write_text, read_user_json
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
+from advisor.workload import MAX_MACHINES, MAX_PARTITIONS
 
 FORMAT = "advisor.design/1"
 
@@ -147,6 +148,9 @@ class Design:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise fail(f"{label} must be an integer >= 1, got {v!r}")
         n = machines * ppm
+        if machines > MAX_MACHINES or n > MAX_PARTITIONS:
+            raise fail(f"cluster: at most {MAX_MACHINES:,} machines and {MAX_PARTITIONS:,} partitions "
+                       f"in all, got {machines} x {ppm}")
 
         def placement(kind: str, name: str, entry) -> int | None:
             where = f"{kind}.{name}"

@@ -12,6 +12,12 @@ from graphlib import CycleError, TopologicalSorter
 from advisor.errors import SpecError
 
 KEY_DISTRIBUTIONS = ("uniform", "zipf:<theta>", "sequential", "input:<field>")
+# what the search, the simulator and the engine can hold: past these a number is refused up
+# front in one line instead of ending in a MemoryError, an overflow or a hang
+MAX_MACHINES = 10_000
+MAX_PARTITIONS = 100_000
+MAX_TABLE_ROWS = 10**15
+MAX_ROW_BYTES = 10**9
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,11 @@ class Table:
     row_bytes: int
     key: str
     read_mostly: bool = False
+
+    def __post_init__(self) -> None:
+        if self.rows > MAX_TABLE_ROWS or self.row_bytes > MAX_ROW_BYTES:
+            raise SpecError(f"table {self.name!r}: at most {MAX_TABLE_ROWS:.0e} rows of at most "
+                            f"{MAX_ROW_BYTES:,} bytes, got {self.rows:g} rows of {self.row_bytes:g} bytes")
 
     @property
     def bytes(self) -> int:
@@ -94,6 +105,12 @@ class Cluster:
     partitions_per_machine: int = 1
     machine_memory_mb: float | None = None
     machine_capacity: tuple[float, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.machines > MAX_MACHINES or self.machines * self.partitions_per_machine > MAX_PARTITIONS:
+            raise SpecError(f"a cluster has at most {MAX_MACHINES:,} machines and {MAX_PARTITIONS:,} "
+                            f"partitions in all, got {self.machines:g} machines x "
+                            f"{self.partitions_per_machine:g} partitions")
 
     @property
     def partitions(self) -> int:

@@ -2,6 +2,10 @@
 its exit status, a usage error one line and 2, a bug one line and 1, never a traceback."""
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 import typer
 
@@ -28,6 +32,9 @@ def application() -> typer.Typer:
             raise KeyError("oops")
         if what == "ctrl-c":
             raise KeyboardInterrupt
+        if what == "sigterm":
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises before this ends
         if what == "eof":
             raise EOFError
         typer.echo("fine")
@@ -45,7 +52,8 @@ def application() -> typer.Typer:
     ("failed", 1, "error: the run failed\n"),
     ("exit", 1, ""),
     ("bug", 1, "internal error: KeyError: 'oops' (set ADVISOR_DEBUG=1 for a traceback)\n"),
-    ("ctrl-c", 130, ""),
+    ("ctrl-c", 130, "interrupted\n"),
+    ("sigterm", 143, "terminated\n"),
     ("fine", 0, ""),
 ])
 def test_each_kind_of_ending_has_its_status_and_at_most_one_line(what, code, err, capsys,
@@ -94,3 +102,9 @@ def test_no_arguments_show_the_help_without_an_empty_error_line(capsys):
     assert run_app([]) == 2
     captured = capsys.readouterr()
     assert "Usage: " in captured.out and "recommend" in captured.out and captured.err == ""
+
+
+def test_sigterm_is_restored_after_the_command():
+    before = signal.getsignal(signal.SIGTERM)
+    assert run_app(["act", "fine"], application()) == 0
+    assert signal.getsignal(signal.SIGTERM) == before
