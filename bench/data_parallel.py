@@ -28,7 +28,9 @@ The bench always exits 0; misses print MISSED and the summary names the worst ro
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -175,6 +177,7 @@ def trace_all(names: list[str], args: argparse.Namespace) -> dict[str, Path]:
 
     spark = start_session("local[2]", SPARK_CONF)
     tmp = Path(tempfile.mkdtemp(prefix="data-parallel-"))
+    atexit.register(shutil.rmtree, tmp, True)  # traces and statistics: gone when the bench ends
     out: dict[str, Path] = {}
     try:
         for name in names:

@@ -22,8 +22,10 @@ A missed target prints MISSED; the bench exits non-zero only on errors.
 from __future__ import annotations
 
 import argparse
+import atexit
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -115,6 +117,7 @@ def main() -> int:
 
     spark = start_session("local[2]", SPARK_CONF)
     tmp = Path(tempfile.mkdtemp(prefix="trace-quality-"))
+    atexit.register(shutil.rmtree, tmp, True)  # traces and statistics: gone when the bench ends
     stats: dict[str, Path] = {}
     for name in names:
         t0 = time.perf_counter()
