@@ -5,6 +5,7 @@ simulator's errors). The CLI catches `UserError` once: it prints `error: <messag
 and exits with the error's `exit_code` (2: the input was wrong; a subclass may say 1: the input
 was fine but the run failed). Anything else is a bug and is reported as an internal error.
 """
+import errno
 
 
 class UserError(ValueError):
@@ -14,3 +15,15 @@ class UserError(ValueError):
     catches ValueError around a call keeps working."""
 
     exit_code = 2
+
+
+# the errors of a disk that is full, read-only or not ours: the user's to fix, not a bug
+DISK_ERRNOS = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "EIO")
+                        if hasattr(errno, name))
+
+
+def describe_os_error(exc: OSError) -> str:
+    """One line: the file, what went wrong, and the errno's name (`ENOSPC`...)."""
+    code = errno.errorcode.get(exc.errno, str(exc.errno))
+    where = f"cannot write {exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc} ({code})"

@@ -8,7 +8,7 @@ import threading
 
 import typer
 
-from common.errors import UserError
+from common.errors import DISK_ERRNOS, UserError, describe_os_error
 
 app = typer.Typer(
     name="advisor",
@@ -67,6 +67,14 @@ def _interrupted() -> int:
     return 143 if terminated else 130
 
 
+def _internal(exc: Exception) -> int:
+    if os.environ.get("ADVISOR_DEBUG"):
+        raise exc
+    typer.echo(f"internal error: {type(exc).__name__}: {exc} "
+               "(set ADVISOR_DEBUG=1 for a traceback)", err=True)
+    return 1
+
+
 def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
     try:
         code = (application or app)(args=argv, standalone_mode=False)
@@ -88,12 +96,13 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
         if exc.format_message():  # (no arguments at all: the help was the answer)
             typer.echo(f"error: {where}{exc.format_message()}", err=True)
         return exc.exit_code
-    except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
-        if os.environ.get("ADVISOR_DEBUG"):
-            raise
-        typer.echo(f"internal error: {type(exc).__name__}: {exc} "
-                   "(set ADVISOR_DEBUG=1 for a traceback)", err=True)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS or os.environ.get("ADVISOR_DEBUG"):
+            return _internal(exc)
+        typer.echo(f"error: {describe_os_error(exc)}", err=True)  # a full or read-only disk
         return 1
+    except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
+        return _internal(exc)
     # without standalone mode, typer returns the status of a `typer.Exit`; Ctrl-C (and so
     # SIGTERM) is 130, with nothing said
     if code == 130:

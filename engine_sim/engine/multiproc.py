@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from common.errors import DISK_ERRNOS, describe_os_error
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
@@ -50,7 +51,21 @@ def _own_cpu_share() -> None:
 
 
 def site_main(node: int, args: dict) -> None:
-    """A partition process: build the plan, serve messages until told to stop."""
+    """A partition process (see `_serve`). A disk error (a full or read-only log directory)
+    ends it with one line naming the file and the error, not a traceback; the driver sees the
+    process exit and ends the run."""
+    try:
+        _serve(node, args)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        sys.stderr.write(f"partition {node}: {describe_os_error(exc)}\n")
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _serve(node: int, args: dict) -> None:
+    """Build the plan, serve messages until told to stop."""
     _own_cpu_share()
     from engine_sim.engine.plan import build_plan
     from engine_sim.engine.recovery import FileLogStore

@@ -2,6 +2,7 @@
 its exit status, a usage error one line and 2, a bug one line and 1, never a traceback."""
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import time
@@ -37,6 +38,12 @@ def application() -> typer.Typer:
             time.sleep(5)  # the handler raises before this ends
         if what == "eof":
             raise EOFError
+        if what == "full":
+            raise OSError(errno.ENOSPC, "No space left on device", "/data/out.json")
+        if what == "readonly":
+            raise OSError(errno.EROFS, "Read-only file system")
+        if what == "refused":
+            raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
         typer.echo("fine")
 
     @app.command()
@@ -54,6 +61,10 @@ def application() -> typer.Typer:
     ("bug", 1, "internal error: KeyError: 'oops' (set ADVISOR_DEBUG=1 for a traceback)\n"),
     ("ctrl-c", 130, "interrupted\n"),
     ("sigterm", 143, "terminated\n"),
+    ("full", 1, "error: cannot write /data/out.json: No space left on device (ENOSPC)\n"),
+    ("readonly", 1, "error: Read-only file system (EROFS)\n"),
+    ("refused", 1, "internal error: ConnectionRefusedError: [Errno 111] Connection refused "
+                   "(set ADVISOR_DEBUG=1 for a traceback)\n"),
     ("fine", 0, ""),
 ])
 def test_each_kind_of_ending_has_its_status_and_at_most_one_line(what, code, err, capsys,
