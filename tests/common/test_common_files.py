@@ -160,7 +160,7 @@ USER_ERRORS = {
     "reports.validation_view": ["ValidationFormatError"],
 }
 # the engine's own consistency check and its 2PC abort signal: never a user's doing
-INTERNAL_ERRORS = {"SerialError", "Abort"}
+INTERNAL_ERRORS = {"SerialError", "Abort", "SealError"}  # SealError: turned into a refusal or an EngineFailure
 BUILTIN_BASES = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
 
 
