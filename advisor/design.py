@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,10 @@ from advisor.graph import WorkloadGraph
 from advisor.workload import MAX_MACHINES, MAX_PARTITIONS
 
 FORMAT = "advisor.design/1"
+
+
+_COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "total",
+                 "partition_load_balance", "machines_used")
 
 
 @dataclass
@@ -166,6 +171,8 @@ class Design:
             if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
                 raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
             m = entry.get("machine")
+            if m is not None and (isinstance(m, bool) or not isinstance(m, int)):
+                raise fail(f"{where}: machine must be an integer, got {m!r}")
             if m is not None and m != p // ppm:
                 raise fail(f"{where}: machine {m!r} does not hold partition {p} "
                            f"({ppm} partitions per machine)")
@@ -184,7 +191,16 @@ class Design:
         for proc in dp:
             if proc not in procs:
                 raise fail(f"data_parallel.{proc}: not a procedure of the design")
+        for key in ("workload", "method"):
+            if not isinstance(data.get(key, ""), str):
+                raise fail(f"{key} must be a name, got {data[key]!r}")
         cost = data.get("cost")
+        if cost is not None and not isinstance(cost, dict):
+            raise fail(f"cost must be an object, got {cost!r}")
+        for key, v in (cost or {}).items():
+            if key in _COST_NUMBERS and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                         or not math.isfinite(v)):
+                raise fail(f"cost.{key} must be a finite number, got {v!r}")
         breakdown = None
         if isinstance(cost, dict) and all(k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
             breakdown = CostBreakdown(float(cost["state_colocation"]), float(cost["processing_colocation"]),

@@ -24,6 +24,7 @@ Normalised to sum to 1; only their ratios matter.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import socket
@@ -134,6 +135,20 @@ class Calibration:
         for key in ("machine", "measurements", "prices", "fit"):
             if not isinstance(data.get(key, {}), dict):
                 raise CalibrationError(f"{source}: {key} must be an object")
+        if not isinstance(data.get("source", "measured"), str):
+            raise CalibrationError(f"{source}: source must be a name, got {data['source']!r}")
+        for key in ("measurements", "prices"):  # prices weigh the cost model; --refit refits measurements
+            for name, v in (data.get(key) or {}).items():
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                    raise CalibrationError(f"{source}: {key}.{name} must be a finite number >= 0, got {v!r}")
+        cpus = (data.get("machine") or {}).get("cpus")
+        if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1):
+            raise CalibrationError(f"{source}: machine.cpus must be an integer >= 1, got {cpus!r}")
+        checks = (data.get("fit") or {}).get("throughput_checks") or {}
+        rows = checks.values() if isinstance(checks, dict) else [None]
+        if any(not isinstance(r, dict) or not _positive(r.get("engine_bps")) for r in rows):
+            raise CalibrationError(f"{source}: fit.throughput_checks must map each check to "
+                                   f"{{\"engine_bps\": a number > 0, ...}}")
         return cls(params, data.get("machine", {}), data.get("measurements", {}),
                    data.get("prices", {}) or prices(params), weights,
                    str(data.get("source", "measured")), data.get("fit", {}))
@@ -141,3 +156,7 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         return cls.from_dict(read_user_json(path, CalibrationError), str(path))
+
+
+def _positive(v) -> bool:
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0

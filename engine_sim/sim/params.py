@@ -87,6 +87,9 @@ class SimParams:
     crowding: str = "occupancy"
 
     def __post_init__(self) -> None:
+        if not isinstance(self.site_per_partition, bool):
+            raise ValueError(f"simulator parameter site_per_partition must be true or false, "
+                             f"got {self.site_per_partition!r}")
         if self.crowding not in CROWDING:
             raise ValueError(f"simulator parameter crowding must be one of {', '.join(CROWDING)}, "
                              f"got {self.crowding!r}")

@@ -1,0 +1,155 @@
+"""A generator of bad inputs over the files the tool reads (specs, designs, calibrations,
+validation results, trace manifests): every leaf of a good file is replaced, one at a time,
+by a value of the wrong type, a NaN, an infinity, a negative number or a huge one. Each
+mutant must be refused by its loader with a one-line user error (exit 2 on the command line)
+or, for a value the format allows, be read: never another exception, never a traceback.
+Wrong types, NaN and infinities must always be refused."""
+from __future__ import annotations
+
+import copy
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from advisor.design import Design
+from advisor.api import load_source_for
+from advisor.spec import parse_workload
+from common.errors import UserError
+from engine_sim.sim.calibration_file import Calibration
+from reports.validation_view import read_validation
+
+ROOT = Path(__file__).resolve().parents[2]
+NUMBER_BAD = ("x", [1], {"a": 1}, True, float("nan"), float("inf"), -1, 1e308)
+STRING_BAD = (5, [1], {"a": 1}, True)
+MUST_REFUSE = ("wrong type", "nan", "inf")
+
+
+def _leaves(data, path=()):
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield from _leaves(v, path + (k,))
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            yield from _leaves(v, path + (i,))
+    else:
+        yield path, data
+
+
+def _put(data, path, value):
+    data = copy.deepcopy(data)
+    node = data
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return data
+
+
+def _kind(good, bad) -> str:
+    if isinstance(bad, float) and math.isnan(bad):
+        return "nan"
+    if isinstance(bad, float) and math.isinf(bad):
+        return "inf"
+    numeric = (int, float)
+    same = (isinstance(good, numeric) and not isinstance(good, bool) and isinstance(bad, numeric)
+            and not isinstance(bad, bool)) or type(good) is type(bad)
+    return "value" if same else "wrong type"
+
+
+def mutants(data, skip=()):
+    """(name, mutated data, kind) for every leaf and every bad value of its type."""
+    for path, good in _leaves(data):
+        if any(s in path for s in skip):
+            continue
+        bads = STRING_BAD if isinstance(good, str) else NUMBER_BAD if isinstance(good, (int, float)) \
+            else (5, "x")
+        for bad in bads:
+            if bad == good and type(bad) is type(good):
+                continue
+            yield ".".join(map(str, path)) + f"={bad!r}", _put(data, path, bad), _kind(good, bad)
+
+
+def _toml(data: dict) -> str:
+    """A minimal TOML writer for the spec's shapes: tables, arrays of tables, inline values."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, float):
+            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf") if math.isinf(v) else repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + "}"
+        return str(v)
+
+    lines, later = [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            later.append(f"\n[{k}]\n" + "".join(f"{kk} = {value(vv)}\n" for kk, vv in v.items()))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for item in v:
+                later.append(f"\n[[{k}]]\n" + "".join(f"{kk} = {value(vv)}\n" for kk, vv in item.items()))
+        else:
+            lines.append(f"{k} = {value(v)}")
+    return "\n".join(lines) + "\n" + "".join(later)
+
+
+def _check(load, name: str, kind: str) -> None:
+    try:
+        load()
+    except UserError as exc:
+        assert "\n" not in str(exc).strip(), f"{name}: a refusal of several lines: {exc}"
+        return
+    except Exception as exc:  # noqa: BLE001 - this is what the test looks for
+        pytest.fail(f"{name}: {type(exc).__name__}: {exc}")
+    assert kind not in MUST_REFUSE, f"{name}: accepted"
+
+
+SPECS = ("fraud-scoring", "voter-leaderboard", "window-micro", "tpcdi-trade")
+SPEC_CASES = [(spec, *m) for spec in SPECS
+              for m in mutants(tomllib.loads((ROOT / "advisor" / "workloads" / f"{spec}.toml").read_text()),
+                              skip=("description",))]
+
+
+@pytest.mark.parametrize("spec, name, data, kind", SPEC_CASES, ids=[f"{c[0]}:{c[1]}" for c in SPEC_CASES])
+def test_a_spec_with_a_bad_value_is_refused_in_one_line(spec, name, data, kind):
+    _check(lambda: parse_workload(_toml(data), f"{spec}.toml"), name, kind)
+
+
+def _design_dict() -> dict:
+    return json.loads(Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": None}).to_json())
+
+
+DESIGN_CASES = list(mutants(_design_dict(), skip=("provenance",)))
+
+
+@pytest.mark.parametrize("name, data, kind", DESIGN_CASES, ids=[c[0] for c in DESIGN_CASES])
+def test_a_design_with_a_bad_value_is_refused_in_one_line(name, data, kind):
+    _check(lambda: load_source_for(Design.from_dict(data, "d.json"), "move-micro"), name, kind)
+
+
+CALIBRATION = json.loads((ROOT / "bench" / "calibration.json").read_text())
+# `machine` and `fit` record where and how the fit was made (shown, not computed with), but
+# for the two fields `--refit` uses, mutated below
+CALIBRATION_CASES = list(mutants(CALIBRATION, skip=("machine", "fit")))
+CALIBRATION_CASES += [(f"machine.cpus={v!r}", _put(CALIBRATION, ("machine", "cpus"), v), "wrong type")
+                      for v in ("x", 0, True, 2.5)]
+_CHECK = next(iter(CALIBRATION["fit"]["throughput_checks"]))
+CALIBRATION_CASES += [(f"fit.throughput_checks.{_CHECK}.engine_bps={v!r}",
+                       _put(CALIBRATION, ("fit", "throughput_checks", _CHECK, "engine_bps"), v), "wrong type")
+                      for v in ("x", 0, float("nan"), None)]
+
+
+@pytest.mark.parametrize("name, data, kind", CALIBRATION_CASES, ids=[c[0] for c in CALIBRATION_CASES])
+def test_a_calibration_with_a_bad_value_is_refused_in_one_line(name, data, kind, tmp_path):
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    _check(lambda: Calibration.load(path), name, kind)
+
+
+def test_the_generator_covers_hundreds_of_cases():
+    assert len(SPEC_CASES) + len(DESIGN_CASES) + len(CALIBRATION_CASES) >= 300
