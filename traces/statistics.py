@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from common.files import discard_dir, publish_dir, staging_dir
 from traces.errors import TraceError
+from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
 from traces.windows import manifest_windows
 
 STATS_FORMAT = "advisor.stats/1"
@@ -221,62 +222,3 @@ def load_statistics_object(stats_dir: str | Path) -> Statistics:
     tables, manifest = read_statistics_arrow(stats_dir)
     return Statistics(**{n: t.to_pandas() for n, t in tables.items()}, manifest=manifest,
                       path=Path(stats_dir))
-
-
-def check_manifest_fields(manifest: dict, where: str) -> None:
-    """The manifest fields a workload is rebuilt from, where given, have the types they must
-    (absent or null is fine): one TraceError line naming the field otherwise."""
-    def fail(field_: str, must: str, value) -> TraceError:
-        return TraceError(f"{where}: {field_!r} must be {must}, got {value!r}")
-
-    def number(value, field_: str, *, integer: bool = False, zero: bool = False) -> None:
-        if value is None:
-            return
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value) \
-            and (value >= 0 if zero else value > 0) and (not integer or float(value).is_integer())
-        if not ok:
-            raise fail(field_, f"{'an integer' if integer else 'a number'} {'>= 0' if zero else '> 0'}", value)
-
-    def mapping(value, field_: str) -> dict:
-        if value is not None and not isinstance(value, dict):
-            raise fail(field_, "an object", value)
-        return value or {}
-
-    manifest_windows(manifest, where)
-    if manifest.get("workload") is not None and not isinstance(manifest["workload"], str):
-        raise fail("workload", "a name", manifest["workload"])
-    number(manifest.get("default_row_bytes"), "default_row_bytes", integer=True)
-    for name, info in mapping(manifest.get("tables"), "tables").items():
-        info = mapping(info, f"tables.{name}")
-        number(info.get("rows"), f"tables.{name}.rows", integer=True, zero=True)
-        number(info.get("row_bytes"), f"tables.{name}.row_bytes", integer=True)
-        if info.get("read_mostly") is not None and not isinstance(info["read_mostly"], bool):
-            raise fail(f"tables.{name}.read_mostly", "true or false", info["read_mostly"])
-    cluster = mapping(manifest.get("cluster"), "cluster")
-    for key in ("machines", "partitions_per_machine"):
-        number(cluster.get(key), f"cluster.{key}", integer=True)
-    number(cluster.get("machine_memory_mb"), "cluster.machine_memory_mb")
-    capacity = cluster.get("machine_capacity")
-    if capacity is not None:
-        if not isinstance(capacity, list):
-            raise fail("cluster.machine_capacity", "a list of numbers", capacity)
-        for c in capacity:
-            number(c, "cluster.machine_capacity[]")
-    inp = mapping(manifest.get("input"), "input")
-    number(inp.get("batch_size"), "input.batch_size", integer=True)
-    number(inp.get("rate"), "input.rate")
-    number(inp.get("cost_unit_us"), "input.cost_unit_us")
-    if inp.get("durations") not in (None, "work", "execution"):
-        raise fail("input.durations", "'work' or 'execution'", inp["durations"])
-    fields = inp.get("fields")
-    if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
-        raise fail("input.fields", "a list of names", fields)
-    for proc, keyed in mapping(manifest.get("access_keys"), "access_keys").items():
-        for table, keys in mapping(keyed, f"access_keys.{proc}").items():
-            kind, _, field_ = keys.partition(":") if isinstance(keys, str) else ("", "", "")
-            if kind != "input" or not field_ or (fields is not None and field_ not in fields):
-                raise fail(f"access_keys.{proc}.{table}", "'input:FIELD' naming a field of input.fields", keys)
-    nested = manifest.get("nested")
-    if nested is not None and not (isinstance(nested, list) and all(
-            isinstance(g, list) and all(isinstance(m, str) for m in g) for g in nested)):
-        raise fail("nested", "a list of lists of procedure names", nested)

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from traces.errors import TraceError
+from traces.manifest_fields import check_manifest_fields
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
 from traces.windows import WindowInfo, manifest_windows
 
@@ -74,6 +75,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     if not path.is_dir():
         raise TraceError(f"{where}: not a directory (a trace is a directory of Parquet datasets)")
     manifest = _manifest(path)
+    check_manifest_fields(manifest, f"{where}: {MANIFEST}")
     windows = manifest_windows(manifest, f"{where}: {MANIFEST}")
     files = {}
     for name in DATASETS:

@@ -151,5 +151,48 @@ def test_a_calibration_with_a_bad_value_is_refused_in_one_line(name, data, kind,
     _check(lambda: Calibration.load(path), name, kind)
 
 
+@pytest.fixture(scope="module")
+def engine_trace(tmp_path_factory) -> Path:
+    from advisor.spec import load_workload
+    from engine_sim.engine import run_workload
+
+    out = tmp_path_factory.mktemp("trace") / "t"
+    w = load_workload("move-micro")
+    run_workload(w, Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}),
+                 batches=20, in_process=True, trace_out=out)
+    return out
+
+
+def _trace_cases() -> list:
+    """The manifest of a trace the engine writes (its fields as `docs/traces.md` lists them)."""
+    manifest = {"format": "advisor.trace/1", "workload": "move-micro", "batches": 20, "batch_size": 10,
+                "procedures": ["SP1", "SP2"],
+                "tables": {"T1": {"rows": 10000, "row_bytes": 64, "read_mostly": False, "key": "tuple_id"}},
+                "streams": [{"from": "SP1", "to": "SP2", "tuples": 10, "tuple_bytes": 64}],
+                "nested": [["SP1", "SP2"]],
+                "input": {"batch_size": 10, "fields": ["tuple_id", "value"], "cost_unit_us": 100.0,
+                          "durations": "execution"},
+                "cluster": {"machines": 2, "partitions_per_machine": 1, "machine_memory_mb": 1024},
+                "access_keys": {"SP1": {"T1": "input:tuple_id"}}}
+    return list(mutants(manifest, skip=("seed",)))
+
+
+TRACE_CASES = _trace_cases()
+
+
+@pytest.mark.parametrize("name, data, kind", TRACE_CASES, ids=[c[0] for c in TRACE_CASES])
+def test_a_trace_manifest_with_a_bad_value_is_refused_before_spark(name, data, kind, engine_trace, tmp_path):
+    """`advisor trace validate` (no Spark) reads the manifest beside the engine's own data."""
+    import shutil
+
+    from traces.trace_checks import validate_trace
+
+    trace = tmp_path / "t"
+    shutil.copytree(engine_trace, trace)
+    written = json.loads((trace / "_trace.json").read_text())
+    (trace / "_trace.json").write_text(json.dumps({**written, **data}))
+    _check(lambda: validate_trace(trace), name, kind)
+
+
 def test_the_generator_covers_hundreds_of_cases():
-    assert len(SPEC_CASES) + len(DESIGN_CASES) + len(CALIBRATION_CASES) >= 300
+    assert len(SPEC_CASES) + len(DESIGN_CASES) + len(CALIBRATION_CASES) + len(TRACE_CASES) >= 300

@@ -1,0 +1,87 @@
+"""The manifest fields a workload is rebuilt from, checked by type and range: one line naming
+the field. Shared by the trace's validation (before Spark starts) and the statistics' reading."""
+from __future__ import annotations
+
+import numpy as np
+
+from traces.errors import TraceError
+from traces.windows import manifest_windows
+
+
+def check_manifest_fields(manifest: dict, where: str) -> None:
+    """The manifest fields a workload is rebuilt from, where given, have the types they must
+    (absent or null is fine): one TraceError line naming the field otherwise."""
+    def fail(field_: str, must: str, value) -> TraceError:
+        return TraceError(f"{where}: {field_!r} must be {must}, got {value!r}")
+
+    def number(value, field_: str, *, integer: bool = False, zero: bool = False) -> None:
+        if value is None:
+            return
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value) \
+            and (value >= 0 if zero else value > 0) and (not integer or float(value).is_integer())
+        if not ok:
+            raise fail(field_, f"{'an integer' if integer else 'a number'} {'>= 0' if zero else '> 0'}", value)
+
+    def mapping(value, field_: str) -> dict:
+        if value is not None and not isinstance(value, dict):
+            raise fail(field_, "an object", value)
+        return value or {}
+
+    manifest_windows(manifest, where)
+    if manifest.get("workload") is not None and not isinstance(manifest["workload"], str):
+        raise fail("workload", "a name", manifest["workload"])
+    number(manifest.get("default_row_bytes"), "default_row_bytes", integer=True)
+    for name, info in mapping(manifest.get("tables"), "tables").items():
+        info = mapping(info, f"tables.{name}")
+        number(info.get("rows"), f"tables.{name}.rows", integer=True, zero=True)
+        number(info.get("row_bytes"), f"tables.{name}.row_bytes", integer=True)
+        if info.get("read_mostly") is not None and not isinstance(info["read_mostly"], bool):
+            raise fail(f"tables.{name}.read_mostly", "true or false", info["read_mostly"])
+    cluster = mapping(manifest.get("cluster"), "cluster")
+    for key in ("machines", "partitions_per_machine"):
+        number(cluster.get(key), f"cluster.{key}", integer=True)
+    number(cluster.get("machine_memory_mb"), "cluster.machine_memory_mb")
+    capacity = cluster.get("machine_capacity")
+    if capacity is not None:
+        if not isinstance(capacity, list):
+            raise fail("cluster.machine_capacity", "a list of numbers", capacity)
+        for c in capacity:
+            number(c, "cluster.machine_capacity[]")
+    inp = mapping(manifest.get("input"), "input")
+    number(inp.get("batch_size"), "input.batch_size", integer=True)
+    number(inp.get("rate"), "input.rate")
+    number(inp.get("cost_unit_us"), "input.cost_unit_us")
+    if inp.get("durations") not in (None, "work", "execution"):
+        raise fail("input.durations", "'work' or 'execution'", inp["durations"])
+    fields = inp.get("fields")
+    if fields is not None and not (isinstance(fields, list) and all(isinstance(f, str) for f in fields)):
+        raise fail("input.fields", "a list of names", fields)
+    for proc, keyed in mapping(manifest.get("access_keys"), "access_keys").items():
+        for table, keys in mapping(keyed, f"access_keys.{proc}").items():
+            kind, _, field_ = keys.partition(":") if isinstance(keys, str) else ("", "", "")
+            if kind != "input" or not field_ or (fields is not None and field_ not in fields):
+                raise fail(f"access_keys.{proc}.{table}", "'input:FIELD' naming a field of input.fields", keys)
+    for key in ("batches", "batch_size"):  # a trace's own (top level)
+        number(manifest.get(key), key, integer=True)
+    streams = manifest.get("streams")
+    if streams is not None:
+        if not isinstance(streams, list):
+            raise fail("streams", "a list of {from, to, tuples, tuple_bytes}", streams)
+        for i, st in enumerate(streams):
+            st = mapping(st, f"streams[{i}]")
+            for end_ in ("from", "to"):
+                if not isinstance(st.get(end_), str):
+                    raise fail(f"streams[{i}].{end_}", "a procedure name", st.get(end_))
+            number(st.get("tuples"), f"streams[{i}].tuples", zero=True)
+            number(st.get("tuple_bytes"), f"streams[{i}].tuple_bytes", zero=True)
+    procedures = manifest.get("procedures")
+    if procedures is not None and not (isinstance(procedures, list) and all(isinstance(p, str) for p in procedures)):
+        raise fail("procedures", "a list of procedure names", procedures)
+    for key in ("key",):
+        for name, info in (manifest.get("tables") or {}).items():
+            if isinstance(info, dict) and info.get(key) is not None and not isinstance(info[key], str):
+                raise fail(f"tables.{name}.{key}", "a field name", info[key])
+    nested = manifest.get("nested")
+    if nested is not None and not (isinstance(nested, list) and all(
+            isinstance(g, list) and all(isinstance(m, str) for m in g) for g in nested)):
+        raise fail("nested", "a list of lists of procedure names", nested)
