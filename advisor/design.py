@@ -22,7 +22,7 @@ from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state,
 from common.files import atomic_write_text, read_user_json
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
-from advisor.workload import MAX_MACHINES, MAX_PARTITIONS
+from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
 FORMAT = "advisor.design/1"
 
@@ -153,9 +153,9 @@ class Design:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise fail(f"{label} must be an integer >= 1, got {v!r}")
         n = machines * ppm
-        if machines > MAX_MACHINES or n > MAX_PARTITIONS:
-            raise fail(f"cluster: at most {MAX_MACHINES:,} machines and {MAX_PARTITIONS:,} partitions "
-                       f"in all, got {machines} x {ppm}")
+        if machines > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or n > MAX_PARTITIONS:
+            raise fail(f"cluster: at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} partitions "
+                       f"per machine and {MAX_PARTITIONS:,} partitions in all, got {machines} x {ppm}")
 
         def placement(kind: str, name: str, entry) -> int | None:
             where = f"{kind}.{name}"

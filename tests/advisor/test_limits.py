@@ -9,16 +9,18 @@ from advisor.design import Design
 from advisor.errors import DesignError, SpecError
 from advisor.spec import load_workload, parse_workload
 from advisor.spec_writer import workload_to_toml
-from advisor.workload import MAX_MACHINES, MAX_PARTITIONS
+from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
 
 def test_a_cluster_past_the_limits_is_refused():
     w = load_workload("tpcdi-trade")
     assert w.with_cluster(MAX_MACHINES, 1).cluster.machines == MAX_MACHINES
-    with pytest.raises(SpecError, match="at most 10,000 machines and 100,000 partitions"):
+    with pytest.raises(SpecError, match="at most 1,000,000 machines, 4,096 partitions per machine"):
         w.with_cluster(MAX_MACHINES + 1)
-    with pytest.raises(SpecError, match="100,000 partitions"):
-        w.with_cluster(4, MAX_PARTITIONS // 4 + 1)
+    with pytest.raises(SpecError, match="4,096 partitions per machine"):
+        w.with_cluster(4, MAX_PARTITIONS_PER_MACHINE + 1)
+    with pytest.raises(SpecError, match="1,000,000 partitions in all"):
+        w.with_cluster(MAX_PARTITIONS // 1000 + 1, 1000)
 
 
 @pytest.mark.parametrize("argv", [
@@ -41,5 +43,5 @@ def test_a_design_file_for_a_huge_cluster_is_refused(tmp_path):
     d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
     data = json.loads(d.to_json())
     data["cluster"]["machines"] = 10**7
-    with pytest.raises(DesignError, match="at most 10,000 machines"):
+    with pytest.raises(DesignError, match="at most 1,000,000 machines"):
         Design.from_dict(data, "d.json")
