@@ -204,3 +204,47 @@ def private_dir(path: str | Path) -> Path:
     fresh = Path(tempfile.mkdtemp(prefix=folder.name + "-"))
     atexit.register(shutil.rmtree, fresh, True)
     return fresh
+
+
+# -- temporary directories a killed process leaves behind ---------------------------------------
+
+OWNER_FILE = ".owner-pid"
+
+
+def owned_temp_dir(prefix: str) -> Path:
+    """A private temporary directory with the creating process's pid in it, so that a later
+    run can tell one left by a process that was killed (SIGKILL runs no clean-up)."""
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    (folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return folder
+
+
+def sweep_abandoned_dirs(prefix: str) -> list[Path]:
+    """Remove this user's temporary directories named `prefix*` whose owner process is gone.
+    A directory without an owner file, of another user, or whose owner lives is left alone."""
+    import tempfile
+
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(prefix + "*"):
+        try:
+            if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+                continue
+            pid = int((folder / OWNER_FILE).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid > 0 and not _alive(pid):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process holds the pid now: not ours to judge
+    return True

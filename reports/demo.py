@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,9 @@ WORKLOAD = "tpcdi-trade"
 NAIVE = "single-machine"
 DEFAULT_BATCHES = 200
 MARKER = "demo.json"
+# written first, removed last: a demo that was interrupted (Ctrl-C, SIGTERM, SIGKILL, a full
+# disk) leaves it behind, so the next demo knows the directory is its own and starts afresh
+IN_PROGRESS = ".demo-in-progress"
 STEPS = 6
 
 
@@ -158,8 +162,11 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     if not isinstance(batches, int) or batches < 10:
         raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
     out = Path(out)
-    check_replaceable(out, MARKER, "a previous demo")
-    out.mkdir(parents=True, exist_ok=True)
+    check_replaceable(out, (MARKER, IN_PROGRESS), "a previous demo")
+    if out.exists():  # a previous demo's, finished or not: nothing of it is kept
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    atomic_write_text(out / IN_PROGRESS, f"{os.getpid()}\n", fsync=False)
     say = progress or (lambda _msg: None)
     step = _Steps(say)
     started = time.perf_counter()
@@ -243,5 +250,6 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     write_report(result.report_path, html)
     result.seconds = time.perf_counter() - started
     atomic_write_text(out / MARKER, json.dumps(result.to_dict(), indent=2) + "\n")
+    (out / IN_PROGRESS).unlink()
     step.done(f"wrote {result.report_path}")
     return result

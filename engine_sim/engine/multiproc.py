@@ -13,12 +13,12 @@ import shutil
 import signal
 import socket
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from common.errors import DISK_ERRNOS, describe_os_error
+from common.files import owned_temp_dir
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
@@ -173,7 +173,7 @@ class MultiProcessRuntime:
                  workload, design, options: dict):
         self.plan = plan
         self.ctx = _context()
-        self.sock_dir = tempfile.mkdtemp(prefix="engs-")
+        self.sock_dir = str(owned_temp_dir("engs-"))
         self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret)
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}

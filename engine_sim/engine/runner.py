@@ -3,10 +3,10 @@ per partition), check the history, measure, and write the trace."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
 from pathlib import Path
 
+from common.files import owned_temp_dir, sweep_abandoned_dirs
 from advisor.design import Design
 from advisor.errors import DesignError
 from advisor.graph import WorkloadGraph
@@ -134,7 +134,10 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         on_disk = True
     fsync = on_disk if fsync is None else bool(fsync)
     own_dir = log_dir is None
-    run_dir = Path(tempfile.mkdtemp(prefix="eng-")) if own_dir else Path(log_dir)
+    if own_dir:  # what runs killed with SIGKILL left behind goes first
+        for prefix in ("eng-", "engs-"):
+            sweep_abandoned_dirs(prefix)
+    run_dir = owned_temp_dir("eng-") if own_dir else Path(log_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic_ns()
     site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=group_commit,

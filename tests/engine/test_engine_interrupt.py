@@ -47,3 +47,35 @@ def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, sig, code, sa
     gone, alive = psutil.wait_procs(everyone, timeout=10)
     assert not alive, f"partition processes left running: {[p.pid for p in alive]}"
     assert _leftovers(tmp) == []
+
+
+def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, monkeypatch):
+    """SIGKILL runs no clean-up: the run's log and socket directories stay, marked with the
+    dead driver's pid; the next run removes them (and leaves a live run's alone)."""
+    import tempfile
+
+    from advisor.spec import load_workload
+    from engine_sim.engine import run_workload
+
+    design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    path = design.save(tmp_path / "d.json")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([*ADVISOR, "run", "move-micro", "--design", str(path), "--batches", "5000000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(p.name.startswith("engs-") for p in tmp.iterdir()):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    proc.kill()
+    proc.wait(30)
+    left = [n for n in _leftovers(tmp) if not n.startswith("pymp-")]
+    assert any(n.startswith("eng-") for n in left) and any(n.startswith("engs-") for n in left)
+    live = tmp / "eng-live"
+    live.mkdir()
+    (live / ".owner-pid").write_text(f"{os.getpid()}\n")  # a run of this process: still going
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    r = run_workload(load_workload("move-micro"), design, batches=20, in_process=True)
+    assert r.history_check == "ok"
+    assert [n for n in _leftovers(tmp) if not n.startswith("pymp-")] == ["eng-live"]

@@ -95,3 +95,25 @@ def test_demo_refuses_a_directory_that_is_not_its_own(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and "refusing" in err and "\n" not in err
     assert (out / "thesis.tex").read_text() == "precious" and len(list(out.iterdir())) == 1
+
+
+def test_an_interrupted_demo_can_be_run_again_into_the_same_directory(tmp_path):
+    """Ctrl-C after the engine traced: the directory holds a trace and the in-progress mark;
+    the next demo takes the directory as its own and starts afresh (it is interrupted at its
+    first step here, so no Spark starts)."""
+    from reports.demo import IN_PROGRESS, run_demo
+
+    out = tmp_path / "demo"
+
+    def stop_at(word):
+        def progress(line: str) -> None:
+            if word in line:
+                raise KeyboardInterrupt
+        return progress
+
+    with pytest.raises(KeyboardInterrupt):
+        run_demo(out, batches=20, progress=stop_at("Spark"))
+    assert (out / IN_PROGRESS).is_file() and (out / "trace" / "_trace.json").is_file()
+    with pytest.raises(KeyboardInterrupt):  # not refused: it started, and cleared the last one
+        run_demo(out, batches=20, progress=stop_at("engine"))
+    assert sorted(p.name for p in out.iterdir()) == [IN_PROGRESS]
