@@ -105,6 +105,7 @@ def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OU
     check_replaceable(target, markers, what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_siblings(target)
         return _new_dir(target, "tmp")
     except OSError as exc:
         raise UserError(f"{target}: cannot write: {exc.strerror or exc}") from None
@@ -147,6 +148,24 @@ def discard_dir(staged: str | Path) -> None:
 def _sibling(path: Path, kind: str) -> Path:
     """A hidden name next to `path` that no other writer (thread or process) picks."""
     return path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.{kind}")
+
+
+def _sweep_siblings(path: Path) -> None:
+    """Remove what writers of `path` that were killed (SIGKILL: no clean-up) left beside it:
+    the hidden `_sibling` names whose process is gone."""
+    prefix = f".{path.name}."
+    for entry in path.parent.iterdir():
+        if not entry.name.startswith(prefix):
+            continue
+        parts = entry.name[len(prefix):].split(".")
+        if len(parts) != 3 or not parts[0].isdigit() or parts[2] not in ("tmp", "old"):
+            continue
+        if _alive(int(parts[0])):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _new_file(path: Path) -> tuple[Path, int]:

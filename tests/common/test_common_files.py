@@ -237,3 +237,28 @@ def test_common_imports_only_the_standard_library_and_itself():
                 continue
             for root in roots:
                 assert root == "common" or root in sys.stdlib_module_names, f"{path}: {root}"
+
+
+def _dead_pid() -> int:
+    for pid in range(3_999_999, 3_000_000, -7):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    pytest.skip("no free pid found")
+
+
+def test_what_a_killed_writer_left_beside_its_output_is_removed_by_the_next(tmp_path):
+    """A writer killed with SIGKILL leaves its hidden staging directory (a trace synth: a
+    big one); the next writer of the same output removes it, never a live writer's."""
+    dead = tmp_path / f".out.{_dead_pid()}.abcd1234.tmp"
+    live = tmp_path / f".out.{os.getpid()}.ffff0000.tmp"
+    other = tmp_path / ".out.notes"
+    for d in (dead, live):
+        d.mkdir()
+        (d / "part-0.parquet").write_bytes(b"x" * 1000)
+    other.write_text("keep")
+    staged = files.staging_dir(tmp_path / "out", "_trace.json")
+    assert not dead.exists() and live.is_dir() and other.is_file() and staged.is_dir()
