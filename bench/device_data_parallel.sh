@@ -7,16 +7,7 @@
 # pymetis as a wheel in .whl/. Usage: OUT=dir bash bench/device_data_parallel.sh
 # Options (environment): MACHINES="2 4", WORKLOADS=a,b,c, CALIBRATION=file (skips calibrating).
 set -u
-OUT=${OUT:?set OUT to a folder for the results}
-PY=${PYTHON:-python3}
-if ls .whl/*.whl >/dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1
-{ echo "host: $(nproc) cores, $(uname -m), $($PY --version)"; date -u; uptime; } | tee "$OUT/host.txt"
+source "$(dirname "$0")/device_env.sh"
 if [ -n "${CALIBRATION:-}" ]; then
   cp "$CALIBRATION" "$OUT/calibration.json"
 else

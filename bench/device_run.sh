@@ -5,18 +5,9 @@
 # cut short still returns what it finished. Needs: pymetis as a wheel in .whl/ (no network
 # there), the checkout on PYTHONPATH. Usage: OUT=dir bash bench/device_run.sh [--quick]
 set -u
-OUT=${OUT:?set OUT to a folder for the results}
-PY=${PYTHON:-python3}
-if ls .whl/*.whl >/dev/null 2>&1; then
-  $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
-else
-  export PYTHONPATH=$PWD
-fi
-export PYTHONUNBUFFERED=1
+source "$(dirname "$0")/device_env.sh"
 quick=()
 [ "${1:-}" = "--quick" ] && quick=(--quick)
-{ echo "host: $(nproc) cores, $(uname -m), $($PY --version)"; date -u; uptime; } | tee "$OUT/host.txt"
 $PY bench/engine.py --only 6 "${quick[@]}" 2>&1 | tee "$OUT/engine6.txt"
 $PY -m advisor calibrate "${quick[@]}" --out "$OUT/calibration.json" 2>&1 | tee "$OUT/calibrate.txt"
 reps=3; [ ${#quick[@]} -gt 0 ] && reps=1

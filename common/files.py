@@ -218,7 +218,7 @@ def private_dir(path: str | Path) -> Path:
         if (stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid()
                 and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
             return folder
-    except OSError:
+    except OSError:  # cannot make or inspect it: a fresh private one instead, below
         pass
     fresh = Path(tempfile.mkdtemp(prefix=folder.name + "-"))
     atexit.register(shutil.rmtree, fresh, True)

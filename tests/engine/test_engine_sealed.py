@@ -77,7 +77,7 @@ def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> N
                         s.connect(str(path))
                         s.sendall(struct.pack("<I", len(frame)) + frame)
                         sent.append(path.name)
-                except OSError:
+                except OSError:  # the socket closed (the run ended or refused us): nothing to send to
                     pass
             done.add(path)
         time.sleep(0.005)
