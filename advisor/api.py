@@ -183,19 +183,30 @@ class Recommendation:
             chosen = self.data_parallel.variant_tps
         return {"recommended": chosen, **{name: by_label.get(name) for name in self.baselines}}
 
+    def estimated_tps(self) -> dict[str, float | None]:
+        """Tuples/s the analytical busy-time estimate allows the recommendation and each
+        baseline (None where the pick did not judge by throughput)."""
+        sel = self.selection
+        if sel is None:
+            return {name: None for name in self.all_designs()}
+        by_label = {o.label: o.estimated_tps for o in sel.options if o.source == "baseline"}
+        lanes = self.data_parallel is not None and self.data_parallel.picked  # not on the graph
+        return {"recommended": None if lanes else sel.chosen.estimated_tps,
+                **{name: by_label.get(name) for name in self.baselines}}
+
     def to_frame(self):
-        """Cost breakdown and predicted throughput of the recommendation and every baseline,
+        """Cost breakdown, estimated and predicted throughput of the recommendation and every baseline,
         one row each."""
         import pandas as pd
 
         rows = []
-        predicted = self.predicted_tps()
+        predicted, estimated = self.predicted_tps(), self.estimated_tps()
         for name, d in self.all_designs().items():
             c = d.cost
             rows.append({"design": name, "state_colocation": c.state_colocation,
                          "processing_colocation": c.processing_colocation,
                          "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible,
-                         "predicted_tps": predicted.get(name)})
+                         "estimated_tps": estimated.get(name), "predicted_tps": predicted.get(name)})
         return pd.DataFrame(rows).set_index("design")
 
     def plot(self, ax=None):

@@ -52,6 +52,7 @@ class Option:
     state_part: np.ndarray
     cost: CostBreakdown
     predicted_tps: float | None = None  # tuples/s the simulator predicts
+    estimated_tps: float | None = None  # tuples/s the analytical busy-time estimate allows
     batches: int = 0  # batches per simulation behind predicted_tps
     split_groups: int = 0  # nested groups whose SPs sit on more than one machine
 
@@ -315,12 +316,10 @@ class ThroughputJudge:
 
     def _estimates(self, options: list[Option], cal) -> dict[int, float]:
         """Each option's throughput by the analytical busy-time estimate (no simulation)."""
-        from costmodel.busy_time import BusyPrices, busy_time
+        from advisor.busy_estimate import BusyEstimate
 
-        prices = BusyPrices.from_params(getattr(cal, "params", cal))
-        batch = self.workload.input.batch_size
-        return {id(o): busy_time(self.graph.cost, o.proc_part, o.state_part, prices, batch).throughput_tps
-                for o in options}
+        estimate = BusyEstimate.of(self.graph, self.workload, getattr(cal, "params", cal))
+        return {id(o): estimate.throughput_tps(o.proc_part, o.state_part) for o in options}
 
     def judge(self, options: list[Option]) -> list[Option]:
         """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
@@ -337,8 +336,10 @@ class ThroughputJudge:
             left = share * budget / probes - RUN_OVERHEAD_EVENTS * len(group)
             return int(min(cap, left / max(per_run, 1.0)))
 
+        estimate = self._estimates(options, cal)
+        for o in options:
+            o.estimated_tps = estimate[id(o)]
         affordable = [o for o in options if id(o) in per_batch]
-        estimate = self._estimates(affordable, cal)
         while len(affordable) > 1 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
                                                   SCREEN_SHARE) < MIN_BATCHES:
             # every candidate is screened by the busy-time estimate: the slowest by it go first
@@ -419,6 +420,7 @@ def select(options: list[Option], objective: str, workload: Workload | None,
             chosen = option(graph, weights, "simulated search", "simulated search",
                             improvement.proc_part, improvement.state_part)
             chosen.predicted_tps, chosen.batches = improvement.end_tps, 0
+            chosen.estimated_tps = improvement.end_estimated_tps
             options = options + [chosen]
     return Selection(objective, objective="throughput", chosen=chosen,
                      options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
@@ -430,7 +432,7 @@ def _share_predictions(options: list[Option], unique: list[Option], graph: Workl
     judged = {canonical_key(o, graph): o for o in unique}
     for o in options:
         rep = judged[canonical_key(o, graph)]
-        o.predicted_tps, o.batches = rep.predicted_tps, rep.batches
+        o.predicted_tps, o.batches, o.estimated_tps = rep.predicted_tps, rep.batches, rep.estimated_tps
 
 
 def _calibration_label(cal) -> str:

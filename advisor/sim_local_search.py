@@ -2,7 +2,7 @@
 
 The pool (the search's designs, the baselines, enumerated assignments on tiny graphs) can
 miss the fastest design on a dataflow of realistic size. So, from the pool's pick, each step
-takes the busiest partition by the analytical busy-time estimate (`costmodel.busy_time`:
+takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
 every other partition (with the state only it touches, or with all the state it touches) and
 each state item it holds to the partition of an SP that uses it, ranks those moves by the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel import REPLICATED, Weights
-from costmodel.busy_time import BusyPrices, busy_time
+from advisor.busy_estimate import BusyEstimate
 from advisor.design import Design
 from advisor.graph import WorkloadGraph
 from advisor.selection import TIE_TOLERANCE  # a move must be predicted this much faster
@@ -40,6 +40,7 @@ class Improvement:
     end_tps: float
     simulated: int
     moves: list[str]
+    end_estimated_tps: float | None = None  # the busy-time estimate of where it ended
 
     @property
     def improved(self) -> bool:
@@ -110,10 +111,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     from engine_sim.sim import Calibration, SimError, max_throughput, run_once
 
     cal = calibration if calibration is not None else Calibration.reference()
-    prices = BusyPrices.from_params(getattr(cal, "params", cal))
-    c = graph.cost
-    n_parts = c.machines * c.partitions_per_machine
-    batch = workload.input.batch_size
+    estimate = BusyEstimate.of(graph, workload, getattr(cal, "params", cal))
     private = private_state(graph)
     touched = touched_state(graph)
     proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
@@ -143,9 +141,9 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     for _ in range(MAX_STEPS):
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
-        tried = [(busy_time(c, p2, s2, prices, batch).throughput_tps, label, p2, s2)
+        tried = [(estimate.throughput_tps(p2, s2), label, p2, s2)
                  for label, p2, s2 in _moves(graph, proc, state, private, touched,
-                                             busy_time(c, proc, state, prices, batch))]
+                                             estimate.estimate(proc, state))]
         if not tried:
             break
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
@@ -158,4 +156,4 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             break
         best, label, proc, state = found
         moves.append(label)
-    return Improvement(proc, state, start, best, simulated, moves)
+    return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state))

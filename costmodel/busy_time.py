@@ -6,14 +6,18 @@ charges a remote access or a MOVE to nobody, so it cannot tell which of two desi
 faster when the bottleneck is a partition that holds state others reach. This estimate
 charges work where the engine does it, as the simulator prices it:
 
-- an SP's own transaction on its base partition (fixed overhead, its work, its tuples in and
-  out, the rows it reads and writes locally);
-- a distributed transaction (an SP reaching state on other partitions, or a replicated table
-  it writes) holds its base partition and every participant from the lock to the commit: the
-  body, the remote work, a round trip for the locks and one for prepare and vote, the commit;
-- a MOVE between machines costs its sender's and its receiver's coordinator the message and
-  the (de)serialisation of its bytes; every transaction costs its machine's coordinator the
-  scheduling and the commit notification.
+- a transaction is an SP, or a nested group of SPs (one transaction whose body runs on the
+  partition of its first member); its body on that base partition: fixed overhead, its work,
+  its tuples in and out, the rows it reads and writes locally, window maintenance;
+- a distributed transaction (state on other partitions, a member elsewhere, a replicated
+  table written) takes its locks one partition after another in ascending order, each a
+  round trip that carries a declared SP's remote work; then its body, one fragment round per
+  member with remote work (a group or code), prepare and vote, and the commit. Every
+  partition it locks is held from its lock to the commit, so a partition locked early is
+  held for every later lock's round trip as well;
+- every message costs its sender's and its receiver's machine the message handling (a MOVE
+  between machines also the (de)serialisation of its bytes), and every transaction costs its
+  machine the scheduling and the commit notification.
 
 Nothing queues in this estimate (no contention, no latency bound), so it is an upper bound of
 the simulator's throughput that ranks designs, not a prediction of the engine.
@@ -51,6 +55,15 @@ class BusyPrices:
     sched_s: float = 3e-6
     ack_s: float = 1e-6
     tuple_bytes: float = DEFAULT_TUPLE_BYTES
+
+    @property
+    def remote_rtt_s(self) -> float:
+        """A request and its reply between machines: two messages, each handled at both ends."""
+        return 2 * self.latency_s + 4 * self.msg_cpu_s
+
+    @property
+    def local_rtt_s(self) -> float:
+        return 2 * self.local_latency_s + 4 * self.local_msg_cpu_s
 
     @classmethod
     def from_params(cls, params) -> "BusyPrices":
@@ -90,71 +103,153 @@ class BusyTime:
         return f"coordinator of machine {c}"
 
 
+@dataclass(frozen=True)
+class SpTraits:
+    """What the graph does not say about each SP and the estimate needs (from the workload):
+
+    work_s: its own work per batch in seconds (declared cost priced at the workload's cost
+    unit, window maintenance; an SP running code is charged none, as the simulator does);
+    code: runs code, so its remote work goes in fragment rounds after the locks, and a
+    replicated table it reads is locked everywhere;
+    rank: its place in the dataflow's topological order (a group's first member is its base).
+    """
+
+    work_s: np.ndarray
+    code: np.ndarray
+    rank: np.ndarray
+
+    @classmethod
+    def declared(cls, graph: CostGraph, prices: "BusyPrices") -> "SpTraits":
+        """Every SP declared (no code), priced at the default cost unit, in graph order."""
+        n = graph.n_proc
+        return cls(graph.proc_load * prices.cost_unit_s, np.zeros(n, dtype=bool), np.arange(n))
+
+
 def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = BusyPrices(),
-              batch_size: int = 10) -> BusyTime:
+              batch_size: int = 10, traits: SpTraits | None = None) -> BusyTime:
     """The busy time per batch of each partition and machine under a design (global partition
-    arrays in the graph's node order; REPLICATED state is on every partition)."""
+    arrays in the graph's node order; REPLICATED state is on every partition; owned state, a
+    window, is on its owner's partition whatever the array says)."""
+    P = prices
+    traits = traits or SpTraits.declared(graph, P)
     proc_part = np.asarray(proc_part, dtype=np.int64)
     state_part = np.asarray(state_part, dtype=np.int64)
     ppm = graph.partitions_per_machine
     n_parts = graph.machines * ppm
-    P = prices
+    n_proc = graph.n_proc
     busy = np.zeros(n_parts)
     coord = np.zeros(graph.machines)
 
-    # tuples in and out of each SP, and the MOVEs that cross machines
-    tuples_in = np.bincount(graph.pp_dst, weights=graph.pp_weight, minlength=graph.n_proc)
-    tuples_out = np.bincount(graph.pp_src, weights=graph.pp_weight, minlength=graph.n_proc)
-    src_m, dst_m = proc_part[graph.pp_src] // ppm, proc_part[graph.pp_dst] // ppm
-    remote_move = src_m != dst_m
-    move_s = np.where(remote_move, P.msg_cpu_s + graph.pp_weight * P.tuple_bytes * P.ser_byte_s,
-                      P.local_msg_cpu_s)
-    np.add.at(coord, src_m, move_s)
-    np.add.at(coord, dst_m, move_s)
-    # every transaction: scheduled and acknowledged on its machine's coordinator
-    np.add.at(coord, proc_part // ppm, P.sched_s + P.ack_s)
-
-    # each access: where it runs, and the partitions a transaction reaches beyond its own
-    e_proc, e_state = graph.ps_proc, graph.ps_state
-    rows = graph.ps_weight
-    row_s = rows * np.where(graph.ps_write, P.row_write_s, P.row_read_s)
-    where = state_part[e_state]
-    base = proc_part[e_proc]
-    replicated = where == REPLICATED
-    local = (where == base) | (replicated & ~graph.ps_write)
-    exec_s = (P.txn_s + graph.proc_load * P.cost_unit_s + tuples_in * P.tuple_in_s
-              + tuples_out * P.tuple_out_s)
-    exec_s += np.bincount(e_proc[local], weights=row_s[local], minlength=graph.n_proc)
-
-    # participants: (SP, partition) pairs other than its base; a replicated write reaches all
-    remote = ~local & ~replicated
-    pairs = [e_proc[remote] * n_parts + where[remote]]
-    rep_w = np.flatnonzero(replicated & graph.ps_write)
-    if rep_w.size:
-        every = np.arange(n_parts)
-        pairs.append((e_proc[rep_w][:, None] * n_parts + every[None, :]).ravel())
-    groups = graph.proc_group
-    if graph.has_groups:  # a group is one transaction: its members' partitions take part
+    # transactions: an SP, or a nested group run on its first member's partition
+    unit = np.arange(n_proc)
+    if graph.has_groups:
+        groups = graph.proc_group
         for g in np.unique(groups[groups >= 0]):
             members = np.flatnonzero(groups == g)
-            parts = np.unique(proc_part[members])
-            if parts.size > 1:
-                pairs.append((members[:, None] * n_parts + parts[None, :]).ravel())
-    pairs = np.unique(np.concatenate(pairs)) if pairs else np.zeros(0, dtype=np.int64)
-    pair_proc, pair_part = pairs // n_parts, pairs % n_parts
-    keep = pair_part != proc_part[pair_proc]
-    pair_proc, pair_part = pair_proc[keep], pair_part[keep]
-    n_remote = np.bincount(pair_proc, minlength=graph.n_proc)
-    cross = np.zeros(graph.n_proc, dtype=bool)
-    cross[pair_proc[pair_part // ppm != proc_part[pair_proc] // ppm]] = True
+            unit[members] = members[np.argmin(traits.rank[members])]
+    base = proc_part[unit]  # each SP's transaction's base partition
+    n_members = np.bincount(unit, minlength=n_proc)
+    shipped = (n_members == 1) & ~traits.code  # a declared lone SP ships its remote work
 
-    # remote rows run on their holders inside the hold; the hold adds two round trips and 2PC
-    remote_rows = np.bincount(e_proc[remote], weights=row_s[remote], minlength=graph.n_proc)
-    rtt = np.where(cross, 2 * P.latency_s + 4 * P.msg_cpu_s, 2 * P.local_latency_s + 4 * P.local_msg_cpu_s)
-    hold = exec_s + remote_rows + 2 * (rtt + P.fragment_s) + P.prepare_s + P.commit_s
-    dist = n_remote > 0
-    per_txn = np.where(dist, hold, exec_s)
-    np.add.at(busy, proc_part, per_txn)
-    np.add.at(busy, pair_part, hold[pair_proc])  # a participant is held as long as the base
-    np.add.at(coord, proc_part // ppm, np.where(dist, 4 * n_remote * P.msg_cpu_s, 0.0))
+    # streams: tuples in and out of each transaction; a MOVE across machines costs both ends
+    inner = unit[graph.pp_src] == unit[graph.pp_dst]
+    w_edge = np.where(inner, 0.0, graph.pp_weight)
+    tuples_in = np.bincount(unit[graph.pp_dst], weights=w_edge, minlength=n_proc)
+    tuples_out = np.bincount(unit[graph.pp_src], weights=w_edge, minlength=n_proc)
+    src_m, dst_m = base[graph.pp_src] // ppm, base[graph.pp_dst] // ppm
+    move_s = np.where(src_m != dst_m, P.msg_cpu_s + graph.pp_weight * P.tuple_bytes * P.ser_byte_s,
+                      P.local_msg_cpu_s)
+    move_s = np.where(inner, 0.0, move_s)
+    np.add.at(coord, src_m, move_s)
+    np.add.at(coord, dst_m, move_s)
+    is_unit = unit == np.arange(n_proc)
+    np.add.at(coord, base[is_unit] // ppm, P.sched_s + P.ack_s)
+
+    # accesses: where each runs; owned state (a window) is its owner's, always local
+    e_proc, e_state = graph.ps_proc, graph.ps_state
+    owned = graph.state_owner[e_state] >= 0 if graph.has_owned_state else np.zeros(e_proc.size, bool)
+    e_unit, e_base = unit[e_proc], base[e_proc]
+    where = np.where(owned, e_base, state_part[e_state])
+    replicated = where == REPLICATED
+    row_s = np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s))
+    local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
+    body = P.txn_s + traits.work_s + tuples_in * P.tuple_in_s + tuples_out * P.tuple_out_s
+    body = np.bincount(unit, weights=body - np.where(is_unit, 0.0, P.txn_s), minlength=n_proc)
+    body += np.bincount(e_unit[local], weights=row_s[local], minlength=n_proc)
+    body += P.local_msg_cpu_s * is_unit  # the commit notification to its scheduler
+
+    # the partitions each transaction locks besides its base: its members', the state it
+    # reaches, every partition for a replicated table written (or read by code)
+    lock = [unit * n_parts + proc_part]
+    remote = ~local
+    lock.append(e_unit[remote] * n_parts + where[remote])
+    everywhere = np.unique(e_unit[replicated & (graph.ps_write | traits.code[e_proc])])
+    if everywhere.size and n_parts > 1:
+        lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
+    pairs = np.unique(np.concatenate(lock))
+    pu, pq = pairs // n_parts, pairs % n_parts
+    foreign = pq != base[pu]
+    dist = np.bincount(pu[foreign], minlength=n_proc) > 0
+    single = is_unit & ~dist
+    np.add.at(busy, base[single], body[single])
+    if not dist.any():
+        return BusyTime(busy, coord, batch_size)
+
+    # remote work per (transaction, partition): rows done there (a replicated write: on all)
+    rw_u, rw_q, rw_s = [e_unit[remote]], [where[remote]], [row_s[remote]]
+    rep_w = np.flatnonzero(replicated & graph.ps_write)
+    if rep_w.size and n_parts > 1:
+        rw_u.append(np.repeat(e_unit[rep_w], n_parts))
+        rw_q.append(np.tile(np.arange(n_parts), rep_w.size))
+        rw_s.append(np.repeat(row_s[rep_w], n_parts))
+    rw_u, rw_q, rw_s = np.concatenate(rw_u), np.concatenate(rw_q), np.concatenate(rw_s)
+    keep = rw_q != base[rw_u]
+    rw_u, rw_q, rw_s = rw_u[keep], rw_q[keep], rw_s[keep]
+    work_at = np.zeros(pairs.size)
+    np.add.at(work_at, np.searchsorted(pairs, rw_u * n_parts + rw_q), rw_s)
+
+    # each locked partition's round trip with the base: between machines or inside one
+    cross = (pq // ppm) != (base[pu] // ppm)
+    rtt = np.where(cross, P.remote_rtt_s, P.local_rtt_s)
+    lock_step = np.where(foreign, rtt + P.fragment_s + np.where(shipped[pu], work_at, 0.0), 0.0)
+    # fragment rounds (group or code): one per member with remote work, as long as its slowest
+    rounds = np.zeros(n_proc)
+    fr = ~shipped[unit[e_proc]] & remote
+    if fr.any():
+        member_part = e_proc[fr] * n_parts + where[fr]
+        mp, inv = np.unique(member_part, return_inverse=True)
+        w_mp = np.bincount(inv, weights=row_s[fr])
+        m_of, q_of = mp // n_parts, mp % n_parts
+        step = np.where(q_of // ppm != base[m_of] // ppm, P.remote_rtt_s, P.local_rtt_s) + P.fragment_s + w_mp
+        longest = np.zeros(n_proc)
+        np.maximum.at(longest, m_of, step)
+        rounds = np.bincount(unit, weights=longest, minlength=n_proc)
+    prepare = np.zeros(n_proc)
+    np.maximum.at(prepare, pu[foreign], rtt[foreign] + P.prepare_s)
+    tail = body + rounds + prepare + P.commit_s  # from the last lock to the commit
+
+    # a partition is held from its lock (ascending order) to the commit: its own lock step and
+    # every later one, then the tail
+    seg_end = np.r_[np.flatnonzero(np.diff(pu)) + 1, pu.size]  # one past each transaction's last
+    next_txn = seg_end[np.searchsorted(seg_end, np.arange(pu.size), side="right")]
+    held = _suffix_within(lock_step, next_txn) + tail[pu]
+    in_dist = dist[pu]
+    np.add.at(busy, pq[in_dist], held[in_dist])
+
+    # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
+    msg_s = np.where(cross, P.msg_cpu_s, P.local_msg_cpu_s) * 5
+    sel = in_dist & foreign
+    np.add.at(coord, base[pu[sel]] // ppm, msg_s[sel])
+    np.add.at(coord, pq[sel] // ppm, msg_s[sel])
+    if fr.any():
+        frag_s = 2 * np.where(q_of // ppm != base[m_of] // ppm, P.msg_cpu_s, P.local_msg_cpu_s)
+        np.add.at(coord, base[m_of] // ppm, frag_s)
+        np.add.at(coord, q_of // ppm, frag_s)
     return BusyTime(busy, coord, batch_size)
+
+
+def _suffix_within(step: np.ndarray, next_txn: np.ndarray) -> np.ndarray:
+    """For each lock (in a transaction's order), the sum of its own step and every later
+    step of the same transaction (`next_txn`: index of the next transaction's first lock)."""
+    suffix = np.r_[np.cumsum(step[::-1])[::-1], 0.0]
+    return suffix[:-1] - suffix[next_txn]

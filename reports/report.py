@@ -210,9 +210,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         say("suggestions: applying each change to a copy of the spec")
         result = suggest(workload, design, graph, weights, options=o.predict, sim=own_sim, seed=o.seed)
         context["suggestions"] = [{"text": s.text, "reason": s.reason, "effect": s.gain_text} for s in result]
-        if not result.items:
-            context["suggestions_note"] = ("No change to try: no SP has a key to split on, no read-mostly table is "
-                                           "accessed across machines, and no cut stream joins a mergeable pair.")
+        context["suggestions_note"] = result.note
     context.update(_assignment(design, o.max_assignment_rows, graph))
     return _environment().get_template(TEMPLATE).render(**context)
 

@@ -61,8 +61,13 @@ class Suggestion:
 
 @dataclass
 class Suggestions:
+    """The changes predicted to help (`items`, best first) and those tried that are predicted
+    no faster than the design they start from (`not_helping`): a change is only suggested
+    when the same pick as `recommend`, on the changed dataflow, is predicted faster."""
+
     bottleneck: SimulatedBottleneck
     items: list[Suggestion] = field(default_factory=list)
+    not_helping: list[Suggestion] = field(default_factory=list)
 
     def __iter__(self):
         return iter(self.items)
@@ -72,12 +77,21 @@ class Suggestions:
 
     @property
     def best(self) -> Suggestion | None:
-        """The change predicted to help most; None when the simulator predicts none helps
-        (without a simulator, the first by cost)."""
-        top = self.items[0] if self.items else None
-        if top is None or (top.gain is not None and top.gain <= 0):
-            return None
-        return top
+        """The change predicted to help most; None when none is predicted to (without a
+        simulator, the first by cost)."""
+        return self.items[0] if self.items else None
+
+    @property
+    def note(self) -> str:
+        """One line on why nothing is suggested ('' when something is)."""
+        if self.items:
+            return ""
+        if self.not_helping:
+            top = self.not_helping[0]
+            return (f"No change is predicted to help: {len(self.not_helping)} tried, the best "
+                    f"({top.text}) is predicted at {top.gain:+.0%}.")
+        return ("No change to try: no SP has a key to split on, no read-mostly table is accessed "
+                "across machines, and no cut stream joins a mergeable pair.")
 
     def to_frame(self):
         import pandas as pd
@@ -138,7 +152,8 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
                                        new_design.cost.total, tps_before, tps_after))
     _keep_best_split(result)
     result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
-    result.items = result.items[:limit]
+    result.not_helping = [s for s in result.items if s.gain is not None and s.gain <= 0]
+    result.items = [s for s in result.items if s.gain is None or s.gain > 0][:limit]
     return result
 
 

@@ -104,27 +104,27 @@ def objective_lines(sel) -> list[str]:
     return lines
 
 
-def candidate_rows(rec) -> list[tuple[str, object, float | None]]:
+def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:
     """The recommendation, the search's distinct candidates, the baselines, and the best of
-    the enumerated designs (one row for all of them)."""
+    the enumerated designs (one row for all of them): (name, cost, estimated, predicted)."""
     sel = rec.selection
-    predicted = rec.predicted_tps()
-    rows = [("recommended", rec.design.cost, predicted["recommended"])]
+    predicted, estimated = rec.predicted_tps(), rec.estimated_tps()
+    rows = [("recommended", rec.design.cost, estimated["recommended"], predicted["recommended"])]
     dp = rec.data_parallel
     if dp is not None:  # the other side of the granularity comparison (cost: on the table graph)
-        rows.append(("table-level pick" if dp.picked else "data-parallel variant",
-                     sel.chosen.cost if dp.picked else dp.variant.cost,
-                     dp.table_tps if dp.picked else dp.variant_tps))
+        rows.append(("table-level pick", sel.chosen.cost, sel.chosen.estimated_tps, dp.table_tps)
+                    if dp.picked else ("data-parallel variant", dp.variant.cost, None, dp.variant_tps))
     seen = set()
     for o in sel.options:
         if o.source == "search" and o.label not in seen:
             seen.add(o.label)
-            rows.append((o.label, o.cost, o.predicted_tps))
-    rows += [(name, d.cost, predicted[name]) for name, d in rec.baselines.items()]
+            rows.append((o.label, o.cost, o.estimated_tps, o.predicted_tps))
+    rows += [(name, d.cost, estimated[name], predicted[name]) for name, d in rec.baselines.items()]
     enumerated = [o for o in sel.options if o.source == "enumeration" and o.predicted_tps is not None]
     if enumerated:
         best = max(enumerated, key=lambda o: o.predicted_tps)
-        rows.append((f"enumerated: best of {len(enumerated)}", best.cost, best.predicted_tps))
+        rows.append((f"enumerated: best of {len(enumerated)}", best.cost, best.estimated_tps,
+                     best.predicted_tps))
     return rows
 
 

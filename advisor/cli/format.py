@@ -11,22 +11,28 @@ def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | 
                            show_predicted=predicted is not None)
 
 
-def candidate_table(rows: list[tuple[str, object, float | None]], show_predicted: bool = True) -> str:
-    """Rows of (name, CostBreakdown, predicted tuples/s or None)."""
-    width = max([20] + [len(r[0]) for r in rows])
-    head = f"{'design':<{width}} {'state':>8} {'process':>8} {'balance':>8} {'total':>8}  feasible"
+NAME_WIDTH = 32  # a longer candidate name is shortened, so a row fits 80 columns
+
+
+def candidate_table(rows: list[tuple[str, object, float | None, float | None]],
+                    show_predicted: bool = True) -> str:
+    """Rows of (name, CostBreakdown, estimated tuples/s, predicted tuples/s), each None when
+    unknown: the cost the search minimises, whether the design fits the memory limits, the
+    busy-time estimate and the simulator's prediction (both tuples/s), and the prediction
+    over the fastest one's."""
+    width = min(NAME_WIDTH, max([20] + [len(r[0]) for r in rows]))
+    head = f"{'design':<{width}} {'cost':>7}  feasible"
     if show_predicted:
-        head += f" {'predicted tuples/s':>19} {'vs best':>8}"
-    best = max((r[2] for r in rows if r[2] is not None), default=None)
+        head += f" {'estimated':>10} {'predicted':>10} {'vs best':>7}"
+    best = max((r[3] for r in rows if r[3] is not None), default=None)
     lines = [head, "-" * len(head)]
-    for name, c, tps in rows:
-        line = (f"{name:<{width}} {c.state_colocation:>8.4f} {c.processing_colocation:>8.4f} "
-                f"{c.load_balance:>8.4f} {c.total:>8.4f}  {'yes' if c.feasible else 'NO':<8}")
+    for name, c, est, tps in rows:
+        shown = name if len(name) <= width else name[:width - 3] + "..."
+        line = f"{shown:<{width}} {c.total:>7.4f}  {'yes' if c.feasible else 'NO':<8}"
         if show_predicted:
-            if tps is None:
-                line += f" {'-':>19} {'-':>8}"
-            else:
-                line += f" {tps:>19,.0f} {tps / best if best else 0.0:>7.2f}x"
+            line += f" {'-' if est is None else f'{est:,.0f}':>10}"
+            line += (f" {'-':>10} {'-':>7}" if tps is None
+                     else f" {tps:>10,.0f} {tps / best if best else 0.0:>6.2f}x")
         lines.append(line.rstrip())
     return "\n".join(lines)
 

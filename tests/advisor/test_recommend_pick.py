@@ -102,23 +102,28 @@ def test_a_graph_too_large_to_simulate_falls_back_in_the_cli_output(monkeypatch,
     assert "predicted tuples/s" not in out
 
 
-def test_cli_table_shows_cost_and_predicted_throughput_per_candidate(tmp_path, capsys):
+def test_cli_table_shows_cost_estimate_and_prediction_per_candidate(tmp_path, capsys):
     out_path = tmp_path / "d.json"
     assert run_app(["recommend", "streaming-ledger", "--machines", "2", "-o", str(out_path)]) == 0
     text = capsys.readouterr().out
     assert "objective: throughput" in text
     rows = {}
     for line in text.splitlines():
-        m = re.match(r"^(\S.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(yes|NO)\s+([\d,]+)\s+([\d.]+)x$", line)
+        m = re.match(r"^(\S.*?)\s+([\d.]+)\s+(yes|NO)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)x$", line)
         if m:
-            rows[m.group(1)] = (float(m.group(5)), float(m.group(7).replace(",", "")))
+            rows[m.group(1)] = (float(m.group(2)), float(m.group(5).replace(",", "")),
+                                float(m.group(4).replace(",", "")))
+            assert len(line) <= 80, line  # the table fits a terminal's width
     for name in ("recommended", "single-machine", "round-robin", "hash-by-table", "state-only"):
         assert name in rows, (name, text)
     data = json.loads(out_path.read_text())
-    total, tps = rows["recommended"]
+    total, tps, estimated = rows["recommended"]
     assert total == pytest.approx(data["cost"]["total"], abs=1e-4)
+    assert tps <= estimated * 1.05  # the estimate queues nothing: about an upper bound
     assert tps == pytest.approx(data["provenance"]["predicted_tuples_per_s"], abs=1)
     assert tps >= max(v[1] for v in rows.values()) * (1 - selection.TIE_TOLERANCE)
+    rec = recommend("streaming-ledger", machines=2)
+    assert rows["recommended"][2] == pytest.approx(rec.estimated_tps()["recommended"], abs=1)
 
 
 def test_same_seed_same_pick():

@@ -1,0 +1,65 @@
+"""The busy-time estimate of a workload's designs: `costmodel.busy_time` given what the graph
+alone does not hold (each SP's priced work, whether it runs code, the dataflow's order).
+
+Why a module of its own: the pick's screening, the simulator-guided search and the bench all
+estimate designs of one workload many times; the per-SP inputs are built once here, and the
+three of them price a design the same way.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodel.busy_time import BusyPrices, BusyTime, SpTraits, busy_time
+
+WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
+
+
+@dataclass
+class BusyEstimate:
+    """Prices every design of one workload graph: `estimate(proc, state)` -> BusyTime."""
+
+    graph: object  # advisor.graph.WorkloadGraph
+    prices: BusyPrices
+    traits: SpTraits
+    batch_size: int
+
+    @classmethod
+    def of(cls, graph, workload, params) -> "BusyEstimate":
+        """The estimate of `graph` (a WorkloadGraph of `workload`) on the cluster `params`
+        describes (a simulator's SimParams)."""
+        prices = BusyPrices.from_params(params)
+        return cls(graph, prices, sp_traits(graph, workload, params), workload.input.batch_size)
+
+    def estimate(self, proc_part, state_part) -> BusyTime:
+        return busy_time(self.graph.cost, proc_part, state_part, self.prices, self.batch_size,
+                         self.traits)
+
+    def throughput_tps(self, proc_part, state_part) -> float:
+        return self.estimate(proc_part, state_part).throughput_tps
+
+
+def sp_traits(graph, workload, params) -> SpTraits:
+    """Each SP's work per batch as the simulator prices it (declared cost at the workload's
+    cost unit, nothing for code, window maintenance at its owner), code, topological rank."""
+    from engine_sim.sim.windows import window_work
+
+    unit_s = float(getattr(workload, "cost_unit_us", 100.0)) / 100.0 * params.cost_unit_s
+    rank_of = {n: i for i, n in enumerate(workload.topological_order())}
+    work, code, rank = [], [], []
+    for i, name in enumerate(graph.proc_names):
+        p = workload.procedure(name)
+        seconds = 0.0 if p.code is not None else p.cost * unit_s
+        for w in workload.windows_of(name):
+            seconds += float(window_work(workload, w, WINDOW_BATCHES, 1.0, params).seconds.mean())
+        work.append(seconds)
+        code.append(p.code is not None)
+        rank.append(rank_of.get(name, len(rank_of) + i))
+    return SpTraits(np.array(work), np.array(code, dtype=bool), np.array(rank))
+
+
+def estimate_throughput(graph, workload, proc_part, state_part, params) -> float:
+    """One design's estimated tuples per second (builds the per-SP inputs: for many designs
+    of one workload, keep a `BusyEstimate`)."""
+    return BusyEstimate.of(graph, workload, params).throughput_tps(proc_part, state_part)
