@@ -7,7 +7,7 @@ from advisor.api import recommend
 from advisor.design import Design
 from advisor.graph import WorkloadGraph
 from advisor.placement import place_state
-from advisor.sim_local_search import improve
+from advisor.sim_local_search import climb_estimate, improve, private_state, touched_state
 from advisor.spec import load_workload
 from costmodel import Weights
 from advisor.busy_estimate import BusyEstimate
@@ -124,3 +124,18 @@ def test_recommend_searches_past_its_pool_where_the_pool_lacks_the_faster_design
     assert rec.design.provenance["simulated_search"]["moves"] == imp.moves
     again = recommend("linear-road")
     assert again.design.procedures == rec.design.procedures and again.design.state == rec.design.state
+
+
+def test_the_climb_on_the_estimate_raises_it_without_simulating():
+    w = load_workload("tpcdi-trade").with_cluster(4, 1)
+    g = WorkloadGraph.from_workload(w)
+    estimate = BusyEstimate.of(g, w, Calibration.reference().params)
+    proc = np.zeros(g.cost.n_proc, dtype=np.int64)  # everything on partition 0
+    state = np.zeros(g.cost.n_state, dtype=np.int64)
+    p2, s2, moves = climb_estimate(g, estimate, proc, state, private_state(g), touched_state(g))
+    assert moves and estimate.throughput_tps(p2, s2) > 1.5 * estimate.throughput_tps(proc, state)
+    again = climb_estimate(g, estimate, proc, state, private_state(g), touched_state(g))
+    assert again[2] == moves and np.array_equal(again[0], p2)  # deterministic
+    # where it stops, no move off the busiest partition raises the estimate by CLIMB_GAIN
+    _, _, more = climb_estimate(g, estimate, p2, s2, private_state(g), touched_state(g))
+    assert more == []
