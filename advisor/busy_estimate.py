@@ -48,7 +48,13 @@ def sp_traits(graph, workload, params) -> SpTraits:
     unit_s = float(getattr(workload, "cost_unit_us", 100.0)) / 100.0 * params.cost_unit_s
     rank_of = {n: i for i, n in enumerate(workload.topological_order())}
     work, code, rank = [], [], []
+    known = set(workload.procedure_names)
     for i, name in enumerate(graph.proc_names):
+        if name not in known:  # a graph richer than its workload: priced as declared
+            work.append(float(graph.cost.proc_load[i]) * unit_s)
+            code.append(False)
+            rank.append(len(rank_of) + i)
+            continue
         p = workload.procedure(name)
         seconds = 0.0 if p.code is not None else p.cost * unit_s
         for w in workload.windows_of(name):
