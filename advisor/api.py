@@ -306,11 +306,15 @@ def load_source_for(design: Design, source: Source) -> tuple[Workload | None, Wo
 
 def evaluate(design: Design | str | Path, source: Source, weights: Weights | None = None
              ) -> CostBreakdown:
-    """The cost breakdown of any design (hand-written ones included) on a workload."""
+    """The cost breakdown of any design (hand-written ones included) on a workload: with
+    `weights`, else the design's own, else (a file without weights) the weights `recommend`
+    prices for this graph, so the two costs compare."""
     if not isinstance(design, Design):
         design = Design.load(design)
     _, graph = load_source_for(design, source)
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
+    if weights is None and not design.weights_stated:
+        weights = default_weights(graph)
     return design.score(graph, weights or design.weights)
 
 

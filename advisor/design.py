@@ -43,6 +43,8 @@ class Design:
     method: str = ""
     provenance: dict = field(default_factory=dict)
     data_parallel: dict[str, str] = field(default_factory=dict)  # SP -> table whose fragments are its lanes
+    weights_stated: bool = True  # False: its file gave no weights (`weights` are then the fixed
+    # defaults, and `advisor.api.evaluate` prices it with the weights `recommend` would use)
 
     # -- placement helpers ----------------------------------------------------------------
     @property
@@ -214,6 +216,7 @@ class Design:
             state={k: placement("state", k, v) for k, v in state.items()},
             weights=weights, cost=breakdown, method=str(data.get("method", "")),
             provenance=data.get("provenance") or {}, data_parallel=dict(dp),
+            weights_stated=bool(data.get("weights")),
         )
 
     @classmethod

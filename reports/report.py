@@ -79,6 +79,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     from advisor.api import Recommendation, load_source_for, recommend
     from advisor.granularity import workload_at
     from advisor.graph import WorkloadGraph
+    from advisor.priced_weights import default_weights
 
     if not isinstance(design, Design):
         design = Design.load(design)
@@ -90,6 +91,8 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     design.arrays(graph)  # fails with a one-line DesignError if the names do not match
     if workload is not None and workload is not spec:
         design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
+    if not design.weights_stated:  # a file without weights: those recommend prices, as evaluate does
+        design = replace(design, weights=default_weights(graph), weights_stated=True)
     design = replace(design, cost=design.score(graph))  # the caller's object stays as it was
     compared = {}
     if baselines:

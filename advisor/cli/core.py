@@ -141,13 +141,20 @@ def evaluate(
     from advisor.design import Design
 
     d = Design.load(design)
-    weights = resolve_weights(alpha if alpha is not None else d.weights.alpha,
-                             beta if beta is not None else d.weights.beta,
-                             gamma if gamma is not None else d.weights.gamma)
+    if (alpha, beta, gamma) == (None, None, None):
+        weights = None  # the design's own, or those recommend prices when its file has none
+    elif d.weights_stated:
+        weights = resolve_weights(alpha if alpha is not None else d.weights.alpha,
+                                  beta if beta is not None else d.weights.beta,
+                                  gamma if gamma is not None else d.weights.gamma)
+    else:
+        weights = resolve_weights(alpha, beta, gamma, source=source, machines=d.machines,
+                                  partitions_per_machine=d.partitions_per_machine)
     cost = run(d, source, weights)
     if as_json:
         typer.echo(json.dumps(cost.to_dict(), indent=2))
         return
+    weights = cost.weights
     typer.echo(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")
     typer.echo(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
     typer.echo(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")

@@ -7,6 +7,7 @@ from advisor.api import recommend
 from advisor.cli import run_app
 from advisor.design import Design
 from advisor.errors import DesignError
+from costmodel import Weights
 
 
 def test_design_json_round_trips_and_names_machines(tmp_path):
@@ -80,6 +81,22 @@ def test_hand_written_design_is_evaluated(tmp_path, capsys):
     assert cost["load_balance"] == pytest.approx(1.0)
 
 
+def test_a_design_without_weights_is_costed_with_the_weights_recommend_uses(tmp_path, capsys):
+    rec = recommend("tpcdi-trade", machines=4)
+    data = rec.design.to_dict()
+    del data["weights"], data["cost"]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(data))
+    assert run_app(["evaluate", str(path), "tpcdi-trade", "--json"]) == 0
+    total = json.loads(capsys.readouterr().out)["total"]
+    assert total == pytest.approx(rec.design.cost.total, abs=1e-9)  # the same weights, the same cost
+    fixed = rec.design.score(rec.graph.with_cluster(4, 1), Weights())
+    assert abs(fixed.total - total) > 1e-3  # the fixed defaults (what it used) give another figure
+    # one weight given: the others are the priced ones, not the fixed defaults
+    assert run_app(["evaluate", str(path), "tpcdi-trade", "--alpha", str(rec.design.weights.alpha), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == pytest.approx(total, rel=1e-6)
+
+
 def test_cli_overrides_cluster_and_weights(capsys):
     assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "-p", "2", "--alpha", "1",
                     "--beta", "0", "--gamma", "0", "--json"]) == 0
@@ -126,3 +143,16 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
     assert run_app(["recommend", "move-micro", "--out", str(blocker / "sub" / "d.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "cannot write" in err and err.count("\n") == 1
+
+
+def test_a_report_of_a_design_without_weights_uses_the_priced_weights(tmp_path):
+    from reports.report import report_recommendation
+
+    rec = recommend("tpcdi-trade", machines=4)
+    data = rec.design.to_dict()
+    del data["weights"], data["cost"]
+    path = tmp_path / "bare.json"
+    path.write_text(json.dumps(data))
+    shown = report_recommendation(path, "tpcdi-trade", baselines=False).design
+    assert shown.weights == rec.design.weights
+    assert shown.cost.total == pytest.approx(rec.design.cost.total, abs=1e-9)
