@@ -174,24 +174,30 @@ class Recommendation:
     def predicted_tps(self) -> dict[str, float | None]:
         """Tuples/s the simulator predicted for the recommendation and each baseline during the
         pick (None where nothing was simulated)."""
-        sel = self.selection
-        if sel is None:
-            return {name: None for name in self.all_designs()}
-        by_label = {o.label: o.predicted_tps for o in sel.options if o.source == "baseline"}
-        chosen = sel.chosen.predicted_tps
-        if self.data_parallel is not None and self.data_parallel.picked:
-            chosen = self.data_parallel.variant_tps
-        return {"recommended": chosen, **{name: by_label.get(name) for name in self.baselines}}
+        figures = self._pick_figures("predicted_tps")
+        if self._lanes_picked:
+            figures["recommended"] = self.data_parallel.variant_tps
+        return figures
 
     def estimated_tps(self) -> dict[str, float | None]:
         """Tuples/s the analytical busy-time estimate allows the recommendation and each
-        baseline (None where the pick did not judge by throughput)."""
+        baseline (None where the pick did not judge by throughput, and for data-parallel lanes,
+        which the graph does not show)."""
+        figures = self._pick_figures("estimated_tps")
+        if self._lanes_picked:
+            figures["recommended"] = None
+        return figures
+
+    @property
+    def _lanes_picked(self) -> bool:
+        return self.data_parallel is not None and self.data_parallel.picked
+
+    def _pick_figures(self, field: str) -> dict[str, float | None]:
         sel = self.selection
         if sel is None:
             return {name: None for name in self.all_designs()}
-        by_label = {o.label: o.estimated_tps for o in sel.options if o.source == "baseline"}
-        lanes = self.data_parallel is not None and self.data_parallel.picked  # not on the graph
-        return {"recommended": None if lanes else sel.chosen.estimated_tps,
+        by_label = {o.label: getattr(o, field) for o in sel.options if o.source == "baseline"}
+        return {"recommended": getattr(sel.chosen, field),
                 **{name: by_label.get(name) for name in self.baselines}}
 
     def to_frame(self):
