@@ -247,7 +247,7 @@ def _dead_pid() -> int:
             return pid
         except PermissionError:
             continue
-    pytest.skip("no free pid found")
+    pytest.fail("no free pid in 3,000,000-3,999,999: cannot stand in for a dead writer")
 
 
 def test_what_a_killed_writer_left_beside_its_output_is_removed_by_the_next(tmp_path):
