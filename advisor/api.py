@@ -18,6 +18,7 @@ from advisor.granularity import base_table, workload_at
 from advisor.data_parallel import lane_routes
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.graph import WorkloadGraph
+from advisor.profile import workload_profile
 from advisor.search import DesignSearch
 from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
                                 one_machine_option, option, search_options, select,
@@ -133,6 +134,7 @@ class Recommendation:
     search: DesignSearch | None = None
     selection: Selection | None = None
     data_parallel: DataParallelChoice | None = None  # the data-parallel variant it was weighed against
+    migration: object = None  # advisor.migration_pick.MigrationPlan: from a deployed design (`current`)
 
     @property
     def design_graph(self) -> WorkloadGraph:
@@ -177,6 +179,8 @@ class Recommendation:
         figures = self._pick_figures("predicted_tps")
         if self._lanes_picked:
             figures["recommended"] = self.data_parallel.variant_tps
+        if self.migration is not None:
+            figures["recommended"] = self.migration.chosen.predicted_tps
         return figures
 
     def estimated_tps(self) -> dict[str, float | None]:
@@ -186,6 +190,8 @@ class Recommendation:
         figures = self._pick_figures("estimated_tps")
         if self._lanes_picked:
             figures["recommended"] = None
+        if self.migration is not None:
+            figures["recommended"] = self.migration.chosen.estimated_tps
         return figures
 
     @property
@@ -234,7 +240,8 @@ def recommend(source: Source, machines: int | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
               search: DesignSearch | None = None, objective: str = "throughput",
               workload: Workload | None = None, sim_calibration=None,
-              data_parallel: bool = False) -> Recommendation:
+              data_parallel: bool = False, current: Design | str | Path | None = None,
+              max_move_mb: float | None = None) -> Recommendation:
     """The design for `source` on the cluster: the candidate (the search's good designs, the
     baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
@@ -245,10 +252,25 @@ def recommend(source: Source, machines: int | None = None,
     falls back to cost and `selection.note` says why. With `data_parallel`, the pick's
     data-parallel variant (SPs that split by key, as lanes over fragments of their tables) is
     simulated beside it and recommended when faster (`Recommendation.data_parallel` says).
+
+    With `current` (the deployed design, on its own cluster), the recommendation is the fastest
+    design reachable from it moving at most `max_move_mb` megabytes of state (no limit: the
+    fastest, renamed to move least), and `Recommendation.migration` holds every design weighed
+    and the frontier of megabytes against predicted throughput (`advisor.migration_pick`).
     """
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if max_move_mb is not None and current is None:
+        raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
+    if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and 0 <= max_move_mb < float("inf")):
+        raise AdvisorError(f"the move budget must be a number of megabytes >= 0, got {max_move_mb!r}")
+    if current is not None and data_parallel:
+        raise AdvisorError("a migration from a deployed design weighs table-level designs: "
+                           "leave out data_parallel")
     loaded, graph = load_source(source)
+    if current is not None:
+        current = current if isinstance(current, Design) else Design.load(current)
+        machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     check_cluster(machines, partitions_per_machine)
     graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload
@@ -275,6 +297,9 @@ def recommend(source: Source, machines: int | None = None,
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}
+    profile = workload_profile(graph)
+    if profile is not None:  # what a drift check compares a later workload with
+        provenance["workload_profile"] = profile
     design = Design.from_arrays(graph, chosen.proc_part, chosen.state_part, weights,
                                 method="advisor", provenance=provenance)
     choice = None
@@ -290,11 +315,33 @@ def recommend(source: Source, machines: int | None = None,
                                          "table_level_predicted_tuples_per_s": round(choice.table_tps, 1)})
     out = Recommendation(design, graph, workload=loaded or workload,
                          search=search, selection=selection, data_parallel=choice)
+    if current is not None:
+        from advisor.migration_pick import plan_migration
+
+        plan = plan_migration(out, current, max_move_mb, sim_calibration, seed)
+        out.migration = plan
+        out.design = replace(plan.chosen.design, method="advisor", provenance={
+            **provenance, "migration": {"from": current.provenance.get("input_sha256"),
+                                        "picked": plan.chosen.label,
+                                        "megabytes_moved": round(plan.chosen.megabytes, 6),
+                                        "max_move_mb": max_move_mb, "judged_by": plan.judged_by}})
     if baselines:
         for name, o in scored_baselines.items():
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,
                                                      method=name, provenance=dict(base_provenance))
     return out
+
+
+def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | None,
+                      partitions_per_machine: int | None) -> tuple[int, int]:
+    """The cluster of a migration: the deployed design's; one asked for must be the same."""
+    if current.workload != graph.name:
+        raise AdvisorError(f"the deployed design is of workload {current.workload!r}, not {graph.name!r}")
+    asked = (machines or current.machines, partitions_per_machine or current.partitions_per_machine)
+    if asked != (current.machines, current.partitions_per_machine):
+        raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
+                           f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
+    return asked
 
 
 def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
@@ -322,6 +369,42 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
     if weights is None and not design.weights_stated:
         weights = default_weights(graph)
     return design.score(graph, weights or design.weights)
+
+
+def diff(current: Design | str | Path, new: Design | str | Path, source: Source, calibration=None,
+         seed: int = 0, relabel: bool = True):
+    """What moving a deployment from `current` to `new` takes (`advisor.migration.DesignDiff`):
+    every SP and state item that moves, the bytes, the copy time at the simulator's (or the
+    calibration's) prices, and both designs' predicted throughput (the busy-time estimate
+    where the workload is too large to simulate; none for a bare graph)."""
+    from advisor.migration import diff as diff_of
+    from advisor.migration_pick import predict_designs
+
+    current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
+    workload, graph = load_source_for(current, source)
+    graph = graph.with_cluster(current.machines, current.partitions_per_machine)
+    if workload is not None:
+        workload = workload.with_cluster(current.machines, current.partitions_per_machine)
+    if calibration is None:
+        from engine_sim.sim import Calibration
+
+        calibration = Calibration.reference()
+    params = getattr(calibration, "params", calibration)
+    out = diff_of(current, new, graph, params, workload, relabel=relabel)
+    pair = [current, out.new]
+    for d in pair:
+        d.arrays(graph)  # a design that does not fit the source: one line, before any work
+    if workload is not None and simulation_blocker(workload, graph) is None:
+        figures, out.judged_by = predict_designs(pair, workload, calibration, seed), "simulator"
+    elif workload is not None:
+        from advisor.busy_estimate import BusyEstimate
+
+        estimate = BusyEstimate.of(graph, workload, params)
+        figures, out.judged_by = [estimate.throughput_tps(*d.arrays(graph)) for d in pair], "estimate"
+    else:
+        figures, out.judged_by = [None, None], ""
+    out.predicted_tps = dict(zip(("current", "new"), figures))
+    return out
 
 
 def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:

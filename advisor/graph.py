@@ -118,13 +118,6 @@ class WorkloadGraph:
     def n_nodes(self) -> int:
         return self.n_proc + self.n_state
 
-    @property
-    def window_names(self) -> list[str]:
-        return [n for j, n in enumerate(self.state_names) if self.is_window(j)]
-
-    def is_window(self, j: int) -> bool:
-        return bool(self.cost.state_owner[j] >= 0)
-
     def proc_index(self, name: str) -> int:
         return self._proc_index[name]
 
@@ -139,6 +132,18 @@ class WorkloadGraph:
     def window_names(self) -> list[str]:
         """The owned state items (windows), in state order."""
         return [self.state_names[j] for j in self.cost.owned_state]
+
+    def state_kind(self, j: int) -> str:
+        """What state item j is: "window" (owned by an SP), "fragment" (`T#i`), "tuple"
+        (`T@KEY`) or "table"."""
+        from traces.granularity import FRAGMENT_NAME, TUPLE_NAME
+
+        name = self.state_names[j]
+        if self.is_window(j):
+            return "window"
+        if FRAGMENT_NAME.match(name):
+            return "fragment"
+        return "tuple" if TUPLE_NAME.match(name) else "table"
 
     def owner_of(self, state: str) -> str | None:
         """The SP that owns a state item (a window), or None for free state."""

@@ -49,7 +49,7 @@ INTEGRATION_MODULES = frozenset({
     "test_sim_calibration.py", "test_sim_cli.py", "test_sim_fidelity_summary.py",
     "test_sim_shapes.py", "test_sim_validate.py", "test_traces_aggregate.py",
     "test_traces_cluster.py", "test_traces_graph.py", "test_tune.py",
-    "test_build_report.py", "test_windows_advisor.py",
+    "test_build_report.py", "test_windows_advisor.py", "test_migration_pick.py", "test_drift.py",
 })
 
 

@@ -4,6 +4,6 @@ Each module below registers its commands on `app`; heavy imports (Spark, the eng
 inside the commands so `advisor --help` stays fast.
 """
 from advisor.cli.app import app, main, run_app
-from advisor.cli import core, trace, engine, sim, product  # noqa: F401  each registers its commands
+from advisor.cli import core, trace, engine, sim, product, export, deploy  # noqa: F401  each registers its commands
 
 __all__ = ["app", "main", "run_app"]

@@ -39,6 +39,10 @@ def recommend(
     data_parallel: bool = typer.Option(False, "--data-parallel",
                                        help="also weigh running SPs that split by an input key as "
                                             "data-parallel lanes over fragments; keep the faster"),
+    current: Optional[Path] = typer.Option(None, "--current", help="the deployed design JSON: recommend "
+                                           "from it, with the frontier of megabytes moved against speed"),
+    max_move_mb: Optional[float] = typer.Option(None, "--max-move-mb", help="with --current: move at "
+                                                "most this many megabytes of state"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
     as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
 ) -> None:
@@ -54,7 +58,8 @@ def recommend(
         sim_calibration = Calibration.load(calibration)
     rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
               weights=weights, seed=seed, replicate=replicate, objective=objective,
-              sim_calibration=sim_calibration, data_parallel=data_parallel)
+              sim_calibration=sim_calibration, data_parallel=data_parallel,
+              current=current, max_move_mb=max_move_mb)
     if out is not None:
         rec.design.save(out)
     if as_json:
@@ -65,19 +70,41 @@ def recommend(
     typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     note = rec.granularity_note()
-    for line in objective_lines(rec.selection) + ([note] if note else []) + assumption_lines(rec.workload):
+    lines = objective_lines(rec.selection)
+    if rec.migration is not None:  # the selection's pick is the best without a move budget
+        lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
+    for line in lines + ([note] if note else []) + assumption_lines(rec.workload):
         typer.echo(line)
     typer.echo("")
     typer.echo(design_table(d, rec.design_graph))
     typer.echo("")
     typer.echo(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
     typer.echo("")
+    if rec.migration is not None:
+        for line in migration_lines(rec.migration):
+            typer.echo(line)
+        typer.echo("")
     for line in rec.bottleneck.describe():
         typer.echo(line)
     if not d.cost.feasible:
         typer.echo(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
     if out is not None:
         typer.echo(f"\nwrote {out}")
+
+
+def migration_lines(plan) -> list[str]:
+    """The pick from the deployed design and the frontier of megabytes against speed."""
+    by = {"simulator": "predicted tuples/s", "estimate": "estimated tuples/s", "cost": "cost"}[plan.judged_by]
+    c = plan.chosen
+    lines = [f"from the deployed design: picked {c.label!r}, moving {c.megabytes:,.3f} MB"
+             + (f" (budget {plan.max_move_mb:,.3f} MB)" if plan.max_move_mb is not None else "")
+             + f"; {len(plan.reachable)} designs weighed, by {by}",
+             f"  {'budget':<30}  {'MB moved':>10}  {by:>18}  design"]
+    for budget, r in plan.frontier():
+        value = r.speed(plan.judged_by)
+        shown = "-" if value is None else (f"{-value:.4f}" if plan.judged_by == "cost" else f"{value:,.0f}")
+        lines.append(f"  {budget:<30}  {r.megabytes:>10,.3f}  {shown:>18}  {r.label[:40]}")
+    return lines
 
 
 def objective_lines(sel) -> list[str]:

@@ -1,0 +1,95 @@
+"""`advisor diff`, `advisor check`: a deployed design against a new one and against the
+workload now."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from advisor.cli.app import app
+
+
+def _calibration(path: Optional[Path]):
+    if path is None:
+        return None
+    from engine_sim.sim import Calibration
+
+    return Calibration.load(path)
+
+
+def _place(partition: int | None, machine: int | None) -> str:
+    return "replicated" if partition is None else f"p{partition} (m{machine})"
+
+
+def diff_lines(d, current_label: str, new_label: str) -> list[str]:
+    """The human form of a DesignDiff: the summary, both designs' speed, one line per move."""
+    c = d.current
+    lines = [f"{current_label} -> {new_label} on {c.workload}: {c.machines} machines x "
+             f"{c.partitions_per_machine} partitions"
+             + (" (the new design's machines and partitions renamed to move least)" if d.relabelled else "")]
+    lines.append(f"moves: {len(d.procedure_moves)} SPs, {len(d.state_moves)} state items, "
+                 f"{d.megabytes_moved:,.3f} MB; estimated copy {d.copy_seconds:.3f} s")
+    now, new = d.predicted_tps.get("current"), d.predicted_tps.get("new")
+    if now is not None and new is not None:
+        ratio = f" ({new / now:.2f}x)" if now else ""
+        lines.append(f"{d.judged_by}: current {now:,.0f} tuples/s, new {new:,.0f} tuples/s{ratio}")
+    if d.moves:
+        width = max(len(m.name) for m in d.moves)
+        lines.append("")
+        lines.append(f"  {'kind':<9}  {'name':<{width}}  {'from':<13}  {'to':<13}  {'MB':>10}")
+        for m in d.moves:
+            mb = f"{m.bytes / 1e6:,.3f}" if m.kind != "procedure" else "-"
+            lines.append(f"  {m.kind:<9}  {m.name:<{width}}  {_place(m.from_partition, m.from_machine):<13}  "
+                         f"{_place(m.to_partition, m.to_machine):<13}  {mb:>10}")
+    return lines
+
+
+@app.command()
+def diff(
+    current: Path = typer.Argument(..., help="the deployed design JSON"),
+    new: Path = typer.Argument(..., help="the design to move to"),
+    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    calibration: Optional[Path] = typer.Option(None, help="calibration.json: its prices for the copy time "
+                                               "and the prediction (default: the reference cluster)"),
+    relabel: bool = typer.Option(True, "--relabel/--no-relabel",
+                                 help="rename the new design's machines and partitions to move least"),
+    seed: int = typer.Option(0),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """What moves from one design to another: SPs, state items, bytes, copy time, speed."""
+    from advisor.api import diff as run
+
+    d = run(current, new, source, calibration=_calibration(calibration), seed=seed, relabel=relabel)
+    if as_json:
+        typer.echo(json.dumps(d.to_dict(), indent=2))
+        return
+    for line in diff_lines(d, str(current), str(new)):
+        typer.echo(line)
+
+
+@app.command()
+def check(
+    design: Path = typer.Argument(..., help="the deployed design JSON"),
+    source: str = typer.Argument(..., help="the workload now: statistics directory of a new trace, or a spec"),
+    tolerance: float = typer.Option(0.10, help="how far below the best is still fine (0.10 = 10 %)"),
+    since: Optional[str] = typer.Option(None, help="the source the design was made from, to say what "
+                                        "changed (default: the profile kept in the design)"),
+    calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
+    seed: int = typer.Option(0),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Is the deployed design still within --tolerance of the best one now? Exit 0 when it
+    is, 3 when it is not (for a scheduled job)."""
+    from advisor.drift import check_drift
+
+    result = check_drift(design, source, tolerance=tolerance, since=since,
+                         calibration=_calibration(calibration), seed=seed)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        for line in result.describe():
+            typer.echo(line)
+    if not result.within:
+        raise typer.Exit(3)

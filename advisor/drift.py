@@ -1,0 +1,150 @@
+"""Is a deployed design still right for this week's workload?
+
+Why: a design lives for months while its workload drifts. `check_drift` recommends anew for
+the source a user brings now (a statistics directory from a new trace, or a spec), on the
+deployed design's cluster and from it (`recommend(current=...)`), so the deployed design and
+the best design are predicted by the same simulator in the same run, and their ratio says how
+far the deployed design has fallen behind. What changed in the workload is read against the
+profile kept in the design's provenance (or against `since`, the source it was made from).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.api import Source, load_source, recommend
+from advisor.design import Design
+from advisor.profile import Change, compare_profiles, workload_profile
+
+DEFAULT_TOLERANCE = 0.10
+
+
+@dataclass
+class DriftCheck:
+    """The deployed design against the best design for the workload now."""
+
+    design: Design
+    tolerance: float
+    deployed_tps: float | None = None  # predicted (or estimated, see `judged_by`)
+    best_tps: float | None = None
+    judged_by: str = "simulator"
+    best: Design | None = None  # renamed to move least from the deployed design
+    megabytes_to_best: float = 0.0
+    changes: list[Change] = field(default_factory=list)
+    compared_with: str | None = None  # where the changes were read against, None: nothing to compare
+    unplaced: list[str] = field(default_factory=list)  # SPs or state of the workload the design lacks
+
+    @property
+    def ratio(self) -> float | None:
+        """Deployed over best; 0 when the deployed design cannot run the workload at all."""
+        if self.unplaced:
+            return 0.0
+        if self.deployed_tps is None or not self.best_tps:
+            return None
+        return self.deployed_tps / self.best_tps
+
+    @property
+    def within(self) -> bool:
+        """Whether the deployed design is within the tolerance of the best (exit 0, else 3)."""
+        if self.unplaced:
+            return False
+        if self.judged_by == "cost":
+            return self.deployed_tps is not None and self.deployed_tps <= (self.best_tps or 0) + 1e-12
+        return self.ratio is not None and self.ratio >= 1.0 - self.tolerance - 1e-12
+
+    def describe(self) -> list[str]:
+        if self.unplaced:
+            lines = [f"OUT OF DATE: the workload now has {len(self.unplaced)} SP(s) or state item(s) the "
+                     f"deployed design does not place ({', '.join(self.unplaced[:5])}"
+                     f"{' ...' if len(self.unplaced) > 5 else ''}): recommend anew"]
+        elif self.judged_by == "cost":
+            lines = [f"deployed design cost {self.deployed_tps:.4f}, best {self.best_tps:.4f} (cost model: "
+                     f"nothing simulated)", "OK" if self.within else "OUT OF DATE: a cheaper design exists"]
+        else:
+            verdict = "OK" if self.within else "OUT OF DATE"
+            lines = [f"deployed design: {self.deployed_tps:,.0f} tuples/s, best now: {self.best_tps:,.0f} "
+                     f"tuples/s ({self.judged_by}): {self.ratio:.3f} of the best",
+                     f"{verdict}: tolerance {self.tolerance:.0%}; reaching the best moves "
+                     f"{self.megabytes_to_best:,.2f} MB"]
+        if self.compared_with is None:
+            lines.append("what changed: unknown (the design keeps no workload profile; give --since SOURCE)")
+        elif not self.changes:
+            lines.append(f"what changed since {self.compared_with}: nothing beyond 20 %")
+        else:
+            lines.append(f"what changed since {self.compared_with}:")
+            lines += [f"  {c.describe()}" for c in self.changes]
+        return lines
+
+    def to_dict(self) -> dict:
+        return {"workload": self.design.workload, "within_tolerance": self.within,
+                "tolerance": self.tolerance, "judged_by": self.judged_by,
+                "deployed": self.deployed_tps, "best": self.best_tps, "ratio": self.ratio,
+                "megabytes_to_best": self.megabytes_to_best, "unplaced": list(self.unplaced),
+                "compared_with": self.compared_with, "changes": [c.to_dict() for c in self.changes]}
+
+
+def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT_TOLERANCE,
+                since: Source | None = None, calibration=None, seed: int = 0) -> DriftCheck:
+    """How far `design` is from the best design for `source` now, and what changed."""
+    from advisor.errors import AdvisorError
+
+    if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+        raise AdvisorError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
+    design = design if isinstance(design, Design) else Design.load(design)
+    _, graph = load_source(source)
+    if graph.name != design.workload:
+        raise AdvisorError(f"the design is of workload {design.workload!r}, the source is {graph.name!r}")
+    out = DriftCheck(design, tolerance)
+    before, out.compared_with = _profile_before(design, since)
+    if before is not None:
+        after = workload_profile(graph)
+        out.changes = compare_profiles(before, after) if after is not None else []
+    _check_granularity(design, graph)
+    out.unplaced = ([n for n in graph.proc_names if n not in design.procedures]
+                    + [n for n in graph.state_names if n not in design.state])
+    if out.unplaced:
+        return out
+    # SPs or state the design places that the workload no longer has: the design still runs
+    # the rest, so it is judged without them
+    design = _without_gone(design, graph)
+    rec = recommend(source, current=design,
+                    sim_calibration=calibration, seed=seed)
+    plan = rec.migration
+    out.judged_by = plan.judged_by
+    deployed, best = plan.reachable[0], plan.best
+    if plan.judged_by == "cost":
+        out.deployed_tps, out.best_tps = deployed.cost, best.cost
+    else:
+        out.deployed_tps, out.best_tps = deployed.speed(plan.judged_by), best.speed(plan.judged_by)
+    out.best, out.megabytes_to_best = best.design, best.megabytes
+    return out
+
+
+def _profile_before(design: Design, since: Source | None) -> tuple[dict | None, str | None]:
+    if since is not None:
+        _, old = load_source(since)
+        return workload_profile(old), (since if isinstance(since, str) else getattr(since, "name", str(since)))
+    profile = design.provenance.get("workload_profile")
+    return (profile, "the design was made") if isinstance(profile, dict) else (None, None)
+
+
+def _check_granularity(design: Design, graph) -> None:
+    """A design that places fragments or tuples of a table the source holds whole (or the
+    reverse) is a granularity mismatch, not drift."""
+    from advisor.errors import AdvisorError
+    from advisor.granularity import base_table
+
+    ours = {n for n in design.state if n not in graph._state_index}
+    if any(base_table(n) != n for n in ours) or any(base_table(n) != n and n not in design.state
+                                                    for n in graph.state_names):
+        raise AdvisorError("the design and the source place state at different granularities "
+                           "(tables, fragments, tuples): check a design against statistics of its own granularity")
+
+
+def _without_gone(design: Design, graph) -> Design:
+    from dataclasses import replace
+
+    procs = {n: p for n, p in design.procedures.items() if n in graph._proc_index}
+    state = {n: p for n, p in design.state.items() if n in graph._state_index}
+    if len(procs) == len(design.procedures) and len(state) == len(design.state):
+        return design
+    return replace(design, procedures=procs, state=state)

@@ -1,0 +1,224 @@
+"""What moving a deployment from one design to another takes: the SPs and state items that move,
+the bytes, and an estimate of the time the copy needs.
+
+Why relabel first: a design's machine and partition numbers are names, not places. A new
+recommendation that is the deployed design with machines 0 and 1 swapped moves nothing once
+its machines are renamed, so `align` renames the new design's machines, then each machine's
+partitions, to keep as many bytes where they are as possible (an assignment problem, solved
+exactly), before anything is counted.
+
+The copy time is priced from the simulator's parameters (the reference cluster or a
+calibration): every byte is serialised by the sender, crosses the network once when it leaves
+its machine (each machine sends at its bandwidth, all machines at once) and is deserialised
+by the receiver, and every row is written again. Machines copy in parallel, so the busiest
+machine sets the time. It is an estimate of a bulk copy, not a measurement.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from advisor.design import Design
+from advisor.errors import DesignError
+from advisor.granularity import base_table
+from advisor.graph import WorkloadGraph
+
+DEFAULT_ROW_BYTES = 100  # per row, where the workload does not say (statistics without tables)
+
+
+@dataclass(frozen=True)
+class Move:
+    """One SP or state item that changes place. A partition of None is `replicated`."""
+
+    kind: str  # "procedure", "table", "fragment", "tuple" or "window"
+    name: str
+    from_partition: int | None
+    to_partition: int | None
+    from_machine: int | None
+    to_machine: int | None
+    bytes: float = 0.0  # what crosses from one place to another (a new replica: every copy)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "name": self.name, "from_partition": self.from_partition,
+                "to_partition": self.to_partition, "from_machine": self.from_machine,
+                "to_machine": self.to_machine, "bytes": self.bytes}
+
+
+@dataclass
+class DesignDiff:
+    """Everything that moves from `current` to `new` (`new` as aligned to `current`)."""
+
+    current: Design
+    new: Design
+    moves: list[Move]
+    copy_seconds: float
+    relabelled: bool = False  # whether `new`'s machines or partitions were renamed
+    predicted_tps: dict[str, float | None] = field(default_factory=dict)  # "current", "new"
+    judged_by: str = ""  # what `predicted_tps` comes from: "simulator", "estimate" or "" (nothing)
+
+    @property
+    def bytes_moved(self) -> float:
+        return float(sum(m.bytes for m in self.moves))
+
+    @property
+    def megabytes_moved(self) -> float:
+        return self.bytes_moved / 1e6
+
+    @property
+    def state_moves(self) -> list[Move]:
+        return [m for m in self.moves if m.kind != "procedure"]
+
+    @property
+    def procedure_moves(self) -> list[Move]:
+        return [m for m in self.moves if m.kind == "procedure"]
+
+    def to_dict(self) -> dict:
+        return {"workload": self.current.workload, "machines": self.current.machines,
+                "partitions_per_machine": self.current.partitions_per_machine,
+                "relabelled": self.relabelled, "bytes_moved": self.bytes_moved,
+                "copy_seconds": self.copy_seconds, "predicted_tuples_per_s": dict(self.predicted_tps),
+                "judged_by": self.judged_by,
+                "moves": [m.to_dict() for m in self.moves]}
+
+
+def check_comparable(current: Design, new: Design) -> None:
+    """Two designs of one workload on one cluster, placing the same SPs and state items."""
+    if current.workload != new.workload:
+        raise DesignError(f"the designs are of different workloads: {current.workload!r} and {new.workload!r}")
+    if (current.machines, current.partitions_per_machine) != (new.machines, new.partitions_per_machine):
+        raise DesignError(f"the designs are for different clusters: {current.machines} x "
+                          f"{current.partitions_per_machine} and {new.machines} x "
+                          f"{new.partitions_per_machine} partitions")
+    for what, a, b in (("procedure", current.procedures, new.procedures), ("state item", current.state, new.state)):
+        only = sorted(set(a) ^ set(b))
+        if only:
+            which = "the first" if only[0] in a else "the second"
+            raise DesignError(f"only {which} design places {what} {only[0]!r} (both must place "
+                              f"the same {what}s, at the same granularity)")
+
+
+def align(current: Design, new: Design, graph: WorkloadGraph) -> Design:
+    """`new` with its machines, then each machine's partitions, renamed to keep the most bytes
+    of state (then the most SPs) where `current` has them. The same design comes back when no
+    renaming helps."""
+    check_comparable(current, new)
+    ppm = current.partitions_per_machine
+    machine_keep = _kept(current, new, graph, lambda p: p // ppm, current.machines)
+    machine_of = _assignment(machine_keep)  # new machine -> current machine
+    renamed = {p: machine_of[p // ppm] * ppm + p % ppm for p in range(new.n_partitions)}
+    moved = _renamed(new, renamed)
+    for m in range(current.machines):  # within each machine, its partitions
+        keep = _kept(current, moved, graph, lambda p, m=m: p % ppm if p // ppm == m else -1, ppm)
+        local_of = _assignment(keep)
+        renamed = {p: (p // ppm) * ppm + (local_of[p % ppm] if p // ppm == m else p % ppm)
+                   for p in range(new.n_partitions)}
+        moved = _renamed(moved, renamed)
+    return moved
+
+
+def _kept(current: Design, new: Design, graph: WorkloadGraph, where, n: int) -> np.ndarray:
+    """keep[c, a]: what stays put when place c of `new` becomes place a of `current`
+    (bytes of state, plus a fraction of a byte per SP to break ties)."""
+    keep = np.zeros((n, n))
+    sizes = _state_bytes(graph)
+    for name, p in new.state.items():
+        q = current.state.get(name)
+        if p is None or q is None:
+            continue
+        c, a = where(p), where(q)
+        if c >= 0 and a >= 0:
+            keep[c, a] += sizes.get(name, 0.0)
+    for name, p in new.procedures.items():
+        c, a = where(p), where(current.procedures[name])
+        if c >= 0 and a >= 0:
+            keep[c, a] += 1e-3
+    return keep
+
+
+def _assignment(keep: np.ndarray) -> list[int]:
+    from scipy.optimize import linear_sum_assignment
+
+    rows, cols = linear_sum_assignment(keep, maximize=True)
+    out = list(range(keep.shape[0]))
+    for r, c in zip(rows, cols):
+        out[int(r)] = int(c)
+    if sum(keep[r, out[r]] for r in range(len(out))) <= sum(keep[r, r] for r in range(len(out))) + 1e-12:
+        return list(range(keep.shape[0]))  # renaming gains nothing: keep the names it has
+    return out
+
+
+def _renamed(design: Design, partition_of: dict[int, int]) -> Design:
+    if all(k == v for k, v in partition_of.items()):
+        return design
+    return replace(design,
+                   procedures={n: partition_of[p] for n, p in design.procedures.items()},
+                   state={n: (None if p is None else partition_of[p]) for n, p in design.state.items()},
+                   provenance={**design.provenance, "relabelled_to_match": True})
+
+
+def _state_bytes(graph: WorkloadGraph) -> dict[str, float]:
+    return dict(zip(graph.state_names, map(float, graph.cost.state_bytes)))
+
+
+def moves_between(current: Design, new: Design, graph: WorkloadGraph) -> list[Move]:
+    """The SPs and state items whose place differs (no renaming: see `align`), SPs first,
+    each list in name order. A state item that becomes replicated copies its bytes to every
+    other machine; one that stops being replicated keeps the copy already there."""
+    check_comparable(current, new)
+    sizes = _state_bytes(graph)
+    machine = current.machine_of_partition
+    moves = [Move("procedure", n, p, new.procedures[n], machine(p), machine(new.procedures[n]))
+             for n, p in sorted(current.procedures.items()) if new.procedures[n] != p]
+    for name in sorted(current.state):
+        p, q = current.state[name], new.state[name]
+        if p == q:
+            continue
+        size = sizes.get(name, 0.0)
+        copied = 0.0 if q is None and p is None else size * (current.machines - 1) if q is None else (
+            0.0 if p is None else size)
+        moves.append(Move(graph.state_kind(graph.state_index(name)), name, p, q, None if p is None else machine(p),
+                          None if q is None else machine(q), copied))
+    return moves
+
+
+def copy_seconds(moves: list[Move], design: Design, params, row_bytes: dict[str, float] | None = None) -> float:
+    """Estimated seconds to copy the moved state (module docstring): the busiest machine's
+    serialising, sending and writing, plus one network latency."""
+    state = [m for m in moves if m.kind != "procedure" and m.bytes > 0]
+    if not state:
+        return 0.0
+    cpu = np.zeros(design.machines)
+    wire = np.zeros(design.machines)
+    for m in state:
+        rows = m.bytes / (row_bytes or {}).get(m.name, DEFAULT_ROW_BYTES)
+        targets = ([m.to_machine] if m.to_machine is not None
+                   else [k for k in range(design.machines) if k != m.from_machine])
+        share = m.bytes / len(targets)
+        for t in targets:
+            cpu[m.from_machine] += share * params.ser_byte_s + rows / len(targets) * params.row_read_s
+            cpu[t] += share * params.ser_byte_s + rows / len(targets) * params.row_write_s
+            if t != m.from_machine:
+                wire[m.from_machine] += share / params.bandwidth_Bps
+    crossed = any(m.to_machine != m.from_machine for m in state)
+    return float(max(cpu.max(), wire.max()) + (params.net_latency_s if crossed else params.local_latency_s))
+
+
+def row_bytes_of(workload) -> dict[str, float]:
+    """Bytes per row of each table and per tuple of each window a workload names."""
+    if workload is None:
+        return {}
+    return {**{t.name: float(t.row_bytes) for t in workload.tables},
+            **{w.name: float(w.tuple_bytes) for w in workload.windows}}
+
+
+def diff(current: Design, new: Design, graph: WorkloadGraph, params, workload=None,
+         relabel: bool = True) -> DesignDiff:
+    """What moving from `current` to `new` takes (`new` renamed first unless `relabel` is False)."""
+    aligned = align(current, new, graph) if relabel else new
+    moves = moves_between(current, aligned, graph)
+    rows = row_bytes_of(workload)
+    per_item = {m.name: rows.get(m.name, rows.get(base_table(m.name), DEFAULT_ROW_BYTES)) for m in moves}
+    return DesignDiff(current, aligned, moves, copy_seconds(moves, current, params, per_item),
+                      relabelled=aligned is not new)
+

@@ -1,0 +1,257 @@
+"""The fastest design reachable from a deployed one within a budget of megabytes moved.
+
+Why: a deployed design is not redone from scratch because a better one exists; moving state
+costs a copy and a pause. So the designs weighed are the deployed one, every distinct
+candidate of the unconstrained pick (renamed to move least, `advisor.migration.align`) and
+the designs on a path from the deployed one to the best: moves applied one unit at a time (an
+SP with the windows it owns, or one state item), the unit that buys the most estimated
+throughput per megabyte first. Each is priced in megabytes moved and screened by the
+busy-time estimate; those on the estimate's frontier (no design both cheaper to reach and
+estimated faster) are simulated. The frontier of megabytes against predicted throughput is
+then monotone by construction: a larger budget keeps every design a smaller one could reach.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from advisor.design import Design
+from advisor.graph import WorkloadGraph
+from advisor.migration import DesignDiff, align, diff, moves_between
+from advisor.selection import TIE_TOLERANCE, distinct, simulation_blocker
+
+MAX_SIMULATED = 16  # frontier designs simulated (each a maximum-throughput search)
+SIM_BATCHES = 300  # per simulation: the pick's final round, so the figures compare
+BUDGET_FRACTIONS = (0.1, 0.25, 0.5)  # of the unconstrained best's megabytes: the frontier rows
+FULL_GREEDY_UNITS = 40  # above this many differing units, the path orders them in one pass
+
+
+@dataclass
+class Reachable:
+    """One design reachable from the deployed one: its megabytes moved and its speed."""
+
+    label: str
+    design: Design  # renamed to move least from the deployed design
+    megabytes: float
+    estimated_tps: float | None = None
+    predicted_tps: float | None = None
+    cost: float | None = None  # the cost model's total, with the recommendation's weights
+
+    def speed(self, judged_by: str) -> float | None:
+        """What the pick compares: the prediction, the estimate, or the cost (lower is faster);
+        None where this design was not judged that way."""
+        if judged_by == "simulator":
+            return self.predicted_tps
+        if judged_by == "estimate":
+            return self.estimated_tps
+        return None if self.cost is None else -self.cost
+
+
+@dataclass
+class MigrationPlan:
+    """The designs weighed from `current`, the pick within `max_move_mb` and the frontier."""
+
+    current: Design
+    reachable: list[Reachable]
+    chosen: Reachable
+    best: Reachable  # the fastest without a budget
+    max_move_mb: float | None = None
+    judged_by: str = "simulator"  # "simulator", "estimate" or "cost"
+    diff_: DesignDiff | None = field(default=None, repr=False)
+
+    def best_within(self, megabytes: float) -> Reachable:
+        """The fastest design that moves at most `megabytes` (ties within 2 %: fewer megabytes)."""
+        return _fastest([r for r in self.reachable if r.megabytes <= megabytes + 1e-9], self.judged_by)
+
+    def frontier(self) -> list[tuple[str, Reachable]]:
+        """(budget, the best within it), budgets ascending: no move, a few fractions of what the
+        unconstrained best moves (and the budget asked for), then the unconstrained best."""
+        top = self.best.megabytes
+        budgets = [(f * top, f"<= {f * top:,.3f} MB") for f in BUDGET_FRACTIONS]
+        if self.max_move_mb is not None and self.max_move_mb < top:
+            budgets.append((self.max_move_mb, f"<= {self.max_move_mb:,.3f} MB (asked)"))
+        return ([("no move", self.reachable[0])]
+                + [(label, self.best_within(mb)) for mb, label in sorted(budgets)]
+                + [("unconstrained", self.best)])
+
+    def to_dict(self) -> dict:
+        return {"max_move_mb": self.max_move_mb, "judged_by": self.judged_by,
+                "chosen": self.chosen.label, "chosen_megabytes": self.chosen.megabytes,
+                "frontier": [{"budget": b, "design": r.label, "megabytes": r.megabytes,
+                              "estimated_tuples_per_s": r.estimated_tps,
+                              "predicted_tuples_per_s": r.predicted_tps} for b, r in self.frontier()]}
+
+
+def _fastest(points: list[Reachable], judged_by: str) -> Reachable:
+    """The fastest of `points` (the deployed design is always judged, so never empty); ties
+    within TIE_TOLERANCE go to fewer megabytes. Costs tie only when equal."""
+    judged = [r for r in points if r.speed(judged_by) is not None]
+    top = max(r.speed(judged_by) for r in judged)
+    slack = abs(top) * TIE_TOLERANCE if judged_by != "cost" else 1e-12
+    near = [r for r in judged if r.speed(judged_by) >= top - slack]
+    return min(near, key=lambda r: r.megabytes)
+
+
+def plan_migration(rec, current: Design, max_move_mb: float | None = None, calibration=None,
+                   seed: int = 0) -> MigrationPlan:
+    """Weigh the designs reachable from `current` for a recommendation `rec` of the same
+    workload and cluster (module docstring); by cost alone when `rec` was picked by cost."""
+    graph = rec.graph
+    workload = rec.workload
+    weights = rec.design.weights
+    cal = calibration
+    if cal is None:
+        from engine_sim.sim import Calibration
+
+        cal = Calibration.reference()
+    params = getattr(cal, "params", cal)
+    estimate = _estimator(graph, workload, params)
+    points = [Reachable("deployed design", current, 0.0)]
+
+    def megabytes(d: Design) -> float:
+        return sum(m.bytes for m in moves_between(current, d, graph)) / 1e6
+
+    options = distinct(list(rec.selection.options) if rec.selection else [], graph) if rec.selection else []
+    targets = [("recommended", rec.design)] + [(o.label, Design.from_arrays(graph, o.proc_part, o.state_part, weights,
+                                                                             method=o.label)) for o in options]
+    seen = {_key(current)}
+    for label, d in targets:
+        aligned = align(current, d, graph)
+        key = _key(aligned)
+        if key in seen:
+            continue
+        seen.add(key)
+        points.append(Reachable(label, aligned, megabytes(aligned)))
+    goal = points[1].design
+    points += _path(current, goal, graph, estimate, weights)
+    for r in points:
+        cost = r.design.score(graph, weights)
+        r.design = replace(r.design, weights=weights, cost=cost)
+        r.cost = cost.total
+        if estimate is not None:
+            r.estimated_tps = estimate(r.design)
+    by_cost = rec.selection is None or rec.selection.objective == "cost"
+    judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed)
+    plan = MigrationPlan(current, points, points[0], points[0], max_move_mb, judged_by)
+    plan.best = plan.best_within(float("inf"))
+    plan.chosen = plan.best if max_move_mb is None else plan.best_within(max_move_mb)
+    plan.diff_ = diff(current, plan.chosen.design, graph, params, workload, relabel=False)
+    return plan
+
+
+def _key(d: Design) -> tuple:
+    return tuple(sorted(d.procedures.items())), tuple(sorted(d.state.items(), key=str))
+
+
+def _estimator(graph: WorkloadGraph, workload, params):
+    if workload is None:
+        return None
+    from advisor.busy_estimate import BusyEstimate
+
+    est = BusyEstimate.of(graph, workload, params)
+    return lambda d: est.throughput_tps(*d.arrays(graph))
+
+
+def _units(current: Design, goal: Design, graph: WorkloadGraph) -> list[tuple[str, dict, dict]]:
+    """The moves from `current` to `goal` in units that must go together: an SP with the
+    windows it owns, or one free state item. (label, SP changes, state changes)."""
+    units = []
+    owned: dict[str, list[str]] = {}
+    for name in graph.state_names:
+        owner = graph.owner_of(name)
+        if owner is not None:
+            owned.setdefault(owner, []).append(name)
+    for name in graph.proc_names:
+        windows = owned.get(name, [])
+        if goal.procedures[name] != current.procedures[name] or any(
+                goal.state[w] != current.state[w] for w in windows):
+            units.append((f"{name} -> partition {goal.procedures[name]}", {name: goal.procedures[name]},
+                          {w: goal.state[w] for w in windows}))
+    for name in graph.state_names:
+        if graph.owner_of(name) is None and goal.state[name] != current.state[name]:
+            where = "replicated" if goal.state[name] is None else f"partition {goal.state[name]}"
+            units.append((f"{name} -> {where}", {}, {name: goal.state[name]}))
+    return units
+
+
+def _apply(d: Design, unit) -> Design:
+    _, procs, state = unit
+    return replace(d, procedures={**d.procedures, **procs}, state={**d.state, **state})
+
+
+def _path(current: Design, goal: Design, graph: WorkloadGraph, estimate, weights) -> list[Reachable]:
+    """Designs between `current` and `goal`: one more unit each, the unit with the best
+    estimated gain per megabyte first (by cost where nothing estimates)."""
+    units = _units(current, goal, graph)
+    if len(units) < 2:
+        return []
+
+    def mb(unit) -> float:  # what the unit alone moves, priced as every diff prices it
+        return sum(m.bytes for m in moves_between(current, _apply(current, unit), graph)) / 1e6
+
+    def speed(d: Design) -> float:
+        if estimate is not None:
+            return estimate(d)
+        return -d.score(graph, weights).total
+
+    out: list[Reachable] = []
+    here, here_speed = current, speed(current)
+    remaining = list(units)
+    one_pass = len(units) > FULL_GREEDY_UNITS
+    if one_pass:  # order once, by each unit's gain per megabyte from the deployed design
+        remaining.sort(key=lambda u: -_ratio(speed(_apply(current, u)) - here_speed, mb(u)))
+    while len(remaining) > 1:
+        if one_pass:
+            unit = remaining.pop(0)
+        else:
+            gains = [_ratio(speed(_apply(here, u)) - here_speed, mb(u)) for u in remaining]
+            unit = remaining.pop(int(np.argmax(gains)))
+        here = _apply(here, unit)
+        here_speed = speed(here)
+        out.append(Reachable(f"path: {len(units) - len(remaining)} of {len(units)} moves ({unit[0]})",
+                             here, sum(m.bytes for m in moves_between(current, here, graph)) / 1e6))
+    return out
+
+
+def _ratio(gain: float, megabytes: float) -> float:
+    """Gain per megabyte; a free move (no bytes) ranks by its gain alone, above any paid one."""
+    return gain * 1e9 if megabytes <= 0 else gain / megabytes
+
+
+def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: int) -> str:
+    """Simulate the estimate's frontier (at most MAX_SIMULATED designs); say what judged."""
+    if workload is None:
+        return "cost"
+    if simulation_blocker(workload, graph) is not None:
+        return "estimate"
+
+    order = sorted(points, key=lambda r: (r.megabytes, -(r.estimated_tps or 0.0)))
+    frontier, top = [], -1.0
+    for r in order:
+        if (r.estimated_tps or 0.0) > top * (1 + 1e-9):
+            frontier.append(r)
+            top = r.estimated_tps or 0.0
+    if len(frontier) > MAX_SIMULATED:  # keep the ends and an even spread between them
+        keep = np.unique(np.linspace(0, len(frontier) - 1, MAX_SIMULATED).round().astype(int))
+        frontier = [frontier[k] for k in keep]
+    chosen = {id(r) for r in frontier}
+    judged = frontier + [p for p in points[:2] if id(p) not in chosen]
+    for r, tps in zip(judged, predict_designs([r.design for r in judged], workload, cal, seed)):
+        r.predicted_tps = tps
+    return "simulator"  # only simulated designs compete: an estimate is not a prediction
+
+
+def predict_designs(designs: list[Design], workload, calibration, seed: int = 0) -> list[float]:
+    """Each design's maximum throughput by the simulator (0 where it cannot run it), with the
+    batches and tolerance of the pick's final round, so the figures compare with its own."""
+    from engine_sim.sim import SimError, max_throughput
+
+    out = []
+    for d in designs:
+        try:
+            out.append(float(max_throughput(workload, d, calibration=calibration, batches=SIM_BATCHES,
+                                            seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps))
+        except SimError:
+            out.append(0.0)
+    return out

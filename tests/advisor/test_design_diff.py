@@ -1,0 +1,113 @@
+"""`advisor diff`: what moves from one design to another, with its bytes from the graph."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from advisor.api import diff, load_source, recommend
+from advisor.cli import run_app
+from advisor.errors import DesignError
+from advisor.migration import align, copy_seconds, moves_between
+from engine_sim.sim import Calibration
+
+PARAMS = Calibration.reference().params
+
+
+@pytest.fixture(scope="module")
+def tpcdi():
+    rec = recommend("tpcdi-trade", machines=4, objective="cost", seed=0)
+    return rec.design, rec.graph, rec.workload
+
+
+def _swap_machines(design, a: int, b: int):
+    ppm = design.partitions_per_machine
+
+    def moved(p):
+        if p is None:
+            return None
+        m = {a: b, b: a}.get(p // ppm, p // ppm)
+        return m * ppm + p % ppm
+    return replace(design, procedures={n: moved(p) for n, p in design.procedures.items()},
+                   state={n: moved(p) for n, p in design.state.items()})
+
+
+def test_a_design_with_its_machines_renamed_moves_nothing_once_aligned(tpcdi):
+    design, graph, _ = tpcdi
+    used = sorted({p for p in design.state.values() if p is not None})
+    renamed = _swap_machines(design, used[0], used[1])
+    assert moves_between(design, renamed, graph)  # as written, machines differ
+    aligned = align(design, renamed, graph)
+    assert aligned.procedures == design.procedures and aligned.state == design.state
+    assert moves_between(design, aligned, graph) == []
+
+
+def test_moved_bytes_are_the_graph_sizes_and_a_new_replica_copies_to_every_machine(tpcdi):
+    design, graph, workload = tpcdi
+    table = max(workload.tables, key=lambda t: t.bytes)
+    here = design.state[table.name]
+    elsewhere = (here + 1) % design.n_partitions
+    moved = replace(design, state={**design.state, table.name: elsewhere})
+    (move,) = moves_between(design, moved, graph)
+    assert (move.kind, move.name, move.from_partition, move.to_partition) == ("table", table.name, here, elsewhere)
+    assert move.bytes == table.rows * table.row_bytes
+    replicated = replace(design, state={**design.state, table.name: None})
+    (copy,) = moves_between(design, replicated, graph)
+    assert copy.bytes == table.bytes * (design.machines - 1) and copy.to_partition is None
+    # dropping the replicas again copies nothing
+    (back,) = moves_between(replicated, design, graph)
+    assert back.bytes == 0
+    # the copy takes longer the more bytes move, and an SP alone copies nothing
+    small = min((t for t in workload.tables if design.state[t.name] is not None), key=lambda t: t.bytes)
+    light = replace(design, state={**design.state, small.name: (design.state[small.name] + 1) % 4})
+    assert copy_seconds(moves_between(design, moved, graph), design, PARAMS) > \
+        copy_seconds(moves_between(design, light, graph), design, PARAMS) > 0
+    sp = next(iter(design.procedures))
+    only_sp = replace(design, procedures={**design.procedures, sp: (design.procedures[sp] + 1) % 4})
+    assert copy_seconds(moves_between(design, only_sp, graph), design, PARAMS) == 0
+
+
+def test_diff_predicts_both_designs_with_the_simulator(tpcdi):
+    design, _, _ = tpcdi
+    slow = recommend("tpcdi-trade", machines=4, objective="cost").baselines["round-robin"]
+    d = diff(slow, design, "tpcdi-trade")
+    assert d.judged_by == "simulator"
+    assert d.predicted_tps["new"] > d.predicted_tps["current"] > 0
+    assert d.bytes_moved == pytest.approx(sum(m.bytes for m in d.state_moves)) and d.bytes_moved > 0
+
+
+def test_cli_diff_human_and_json(tpcdi, tmp_path, capsys):
+    design, graph, workload = tpcdi
+    table = max(workload.tables, key=lambda t: t.bytes)
+    moved = replace(design, state={**design.state, table.name: (design.state[table.name] + 1) % 4})
+    a, b = design.save(tmp_path / "a.json"), moved.save(tmp_path / "b.json")
+    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--json", "--no-relabel"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in data["moves"]] == [table.name] and not data["relabelled"]
+    assert data["bytes_moved"] == table.bytes and data["copy_seconds"] > 0
+    # renaming machines may move other (smaller) items instead, never more bytes
+    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bytes_moved"] <= table.bytes
+    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--no-relabel"]) == 0
+    out = capsys.readouterr().out
+    assert f"{table.bytes / 1e6:,.3f} MB" in out and table.name in out and "simulator: current" in out
+
+
+def test_bad_diff_inputs_are_one_line_and_exit_2(tpcdi, tmp_path, capsys):
+    design, _, _ = tpcdi
+    a = design.save(tmp_path / "a.json")
+    other = recommend("voter-leaderboard", machines=2, objective="cost").design.save(tmp_path / "voter.json")
+    bigger = recommend("tpcdi-trade", machines=5, objective="cost").design.save(tmp_path / "five.json")
+    window = recommend("window-micro", machines=2, objective="cost").design
+    owner = window.procedures["InsertWindow"]
+    misplaced = replace(window, state={**window.state, "Window": (owner + 1) % 2})
+    w1, w2 = window.save(tmp_path / "w1.json"), misplaced.save(tmp_path / "w2.json")
+    for args, message in [([a, other, "tpcdi-trade"], "different workloads"),
+                          ([a, bigger, "tpcdi-trade"], "different clusters"),
+                          ([w1, w2, "window-micro"], "window")]:
+        with pytest.raises(DesignError):  # the API raises what the CLI prints
+            diff(*args)
+        assert run_app(["diff", *map(str, args)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1

@@ -1,0 +1,91 @@
+"""`advisor check`: is a deployed design still within tolerance of the best one now, and what
+changed in the workload (exit 0 when it is, 3 when it is not)."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from advisor.api import recommend
+from advisor.cli import run_app
+from advisor.drift import check_drift
+from advisor.spec import load_workload
+from advisor.spec_writer import workload_to_toml
+from advisor.workload import Access, Procedure, Stream, workload_as_plain
+
+
+def drifted(spec):
+    """tpcdi-trade where DateTimeLookup starts reading 20 rows of DimAccount per batch: the
+    deployed design leaves that access distributed."""
+    return replace(spec, procedures=tuple(
+        replace(p, accesses=p.accesses + (Access("DimAccount", "read", 20.0),)) if p.name == "DateTimeLookup"
+        else p for p in spec.procedures))
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("drift")
+    spec = load_workload("tpcdi-trade")
+    rec = recommend(spec, machines=4)
+    (root / "now.toml").write_text(workload_to_toml(drifted(spec)))
+    return spec, rec.design, rec.design.save(root / "deployed.json"), root
+
+
+def test_the_design_is_fine_for_its_own_workload(deployed, capsys):
+    _, design, path, _ = deployed
+    assert run_app(["check", str(path), "tpcdi-trade"]) == 0
+    out = capsys.readouterr().out
+    assert "OK: tolerance 10%" in out and "1.000 of the best" in out and "nothing beyond 20 %" in out
+
+
+def test_a_drifted_workload_is_out_of_date_and_the_change_is_named(deployed, capsys):
+    _, design, path, root = deployed
+    assert run_app(["check", str(path), str(root / "now.toml"), "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert not data["within_tolerance"] and data["ratio"] < 0.9 and data["megabytes_to_best"] > 0
+    assert data["compared_with"] == "the design was made"
+    assert {"kind": "state", "name": "DimAccount", "before": 10.0, "after": 30.0,
+            "unit": "rows/batch"} in data["changes"]
+    # a tolerance wide enough takes it back to 0
+    result = check_drift(design, root / "now.toml", tolerance=0.99 - data["ratio"] + 0.01)
+    assert result.within and result.ratio == pytest.approx(data["ratio"], rel=1e-9)
+
+
+def test_a_new_sp_the_design_does_not_place_is_out_of_date(deployed, tmp_path, capsys):
+    spec, _, path, _ = deployed
+    grown = replace(spec, procedures=spec.procedures + (Procedure("Audit", 1.0, (Access("DimTrade", "read", 5.0),)),),
+                    streams=spec.streams + (Stream("TradeInsert", "Audit", 10),))
+    (tmp_path / "grown.toml").write_text(workload_to_toml(grown))
+    assert run_app(["check", str(path), str(tmp_path / "grown.toml"), "--since", "tpcdi-trade"]) == 3
+    out = capsys.readouterr().out
+    assert "OUT OF DATE" in out and "Audit" in out and "new stream TradeInsert -> Audit" in out
+
+
+def test_bad_check_inputs_are_one_line_and_exit_2(deployed, capsys):
+    _, _, path, _ = deployed
+    for args, message in [([str(path), "tpcdi-trade", "--tolerance", "1.5"], "tolerance"),
+                          ([str(path), "voter-leaderboard"], "voter-leaderboard"),
+                          ([str(path), "no-such-workload"], "no-such-workload")]:
+        assert run_app(["check", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.spark
+def test_a_trace_made_after_the_change_is_out_of_date(spark, tmp_path, capsys):
+    """The user's path: the design recommended from one trace, checked against a trace made
+    after the workload changed (and against a second trace of the unchanged workload)."""
+    from traces.aggregate import aggregate
+    from traces.synth import synthesize
+
+    spec = load_workload("tpcdi-trade")
+    for name, w, seed in (("before", spec, 1), ("again", spec, 2), ("after", drifted(spec), 3)):
+        synthesize(workload_as_plain(w), tmp_path / f"trace-{name}", batches=300, seed=seed)
+        aggregate(tmp_path / f"trace-{name}", tmp_path / name, "table", spark=spark, progress=None)
+    design = recommend(str(tmp_path / "before"), machines=4).design.save(tmp_path / "d.json")
+    assert run_app(["check", str(design), str(tmp_path / "again")]) == 0
+    capsys.readouterr()
+    assert run_app(["check", str(design), str(tmp_path / "after")]) == 3
+    out = capsys.readouterr().out
+    assert "OUT OF DATE" in out and "state DimAccount" in out

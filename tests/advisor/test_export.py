@@ -1,0 +1,244 @@
+"""`advisor export`: VoltDB DDL parsed back, CSV and GraphML read back, equal to the design."""
+import csv
+import io
+import re
+from pathlib import Path
+
+import networkx as nx
+import pytest
+import sqlglot
+from sqlglot import exp
+
+from advisor.api import load_source_for, recommend
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.errors import AdvisorError, DesignError
+from advisor.export import ExportResult, export_design, export_voltdb
+from advisor.export_voltdb import Identifiers
+from advisor.granularity import base_table
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTITION_TABLE = re.compile(r"PARTITION TABLE (\w+) ON COLUMN (\w+)")
+CREATE_PROCEDURE = re.compile(r"CREATE PROCEDURE (?:(\w+) )?(?:PARTITION ON TABLE (\w+) COLUMN (\w+) )?"
+                              r"(?:AS (.+)|FROM CLASS ([\w.]+))", re.S)
+
+
+@pytest.fixture(scope="module")
+def trade():
+    return recommend("tpcdi-trade", machines=4, objective="cost", seed=0).design
+
+
+def trade_fragments(trade: Design) -> Design:
+    """tpcdi-trade at fragment granularity: DimTrade hashed over 4 partitions, DimAccount in
+    2 fragments and a hot tuple, DimSecurity replicated."""
+    state = {n: p for n, p in trade.state.items() if n not in ("DimTrade", "DimAccount")}
+    state |= {f"DimTrade#{i}": i for i in range(4)} | {"DimAccount#0": 0, "DimAccount#1": 2,
+                                                        "DimAccount@5": 3, "DimSecurity": None}
+    return Design("tpcdi-trade", 4, 1, dict(trade.procedures), state, method="by hand")
+
+
+def fraud_lanes() -> Design:
+    """fraud-scoring with ScoreCard in data-parallel lanes over CardProfiles' fragments."""
+    frags = {f"{t}#{i}": i for t in ("CardProfiles", "CardStats") for i in range(4)}
+    return Design("fraud-scoring", 4, 1, {"Ingest": 0, "ScoreCard": 0, "RaiseAlert": 1},
+                  frags | {"Alerts": 1}, data_parallel={"ScoreCard": "CardProfiles"})
+
+
+@pytest.fixture(scope="module")
+def cases(trade) -> list[tuple[str, Design]]:
+    """(source, design): whole tables, fragments and hot tuples, data-parallel lanes,
+    windows and streams, a nested transaction, an SP that owns only a window."""
+    out = [("tpcdi-trade", trade), ("tpcdi-trade", trade_fragments(trade)), ("fraud-scoring", fraud_lanes())]
+    return out + [(name, recommend(name, objective="cost", seed=0, baselines=False).design)
+                  for name in ("linear-road", "voter-leaderboard", "window-micro")]
+
+
+def parse_ddl(text: str):
+    """(tables: name -> columns, partitions: [(table, column)], procedures: name ->
+    (table, column, body)), failing on any statement that is none of VoltDB's four forms."""
+    code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    tables, partitions, procedures = {}, [], {}
+    for stmt in (" ".join(s.split()) for s in code.split(";")):
+        if not stmt:
+            continue
+        if stmt.startswith("CREATE TABLE"):
+            create = sqlglot.parse_one(stmt)
+            assert isinstance(create, exp.Create) and create.kind == "TABLE"
+            cols = {c.name: c for c in create.this.expressions}
+            tables[create.this.this.name] = cols
+        elif m := PARTITION_TABLE.fullmatch(stmt):
+            partitions.append(m.groups())
+        elif m := CREATE_PROCEDURE.fullmatch(stmt):
+            name, table, column, body, cls = m.groups()
+            assert (name is None) == (cls is not None)  # FROM CLASS names the class, not the procedure
+            procedures[name or cls.rsplit(".", 1)[1]] = (table, column, body)
+        else:
+            pytest.fail(f"not a VoltDB DDL statement: {stmt}")
+    return tables, partitions, procedures
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_voltdb_ddl_parses_and_partitions_exactly_the_tables_the_design_places(cases, case):
+    source, design = cases[case]
+    workload, _ = load_source_for(design, source)
+    result = export_design(design, source, "voltdb")
+    tables, partitions, procedures = parse_ddl(result.text)
+    placed = {}
+    for item, p in design.state.items():
+        if item not in workload.window_names:
+            placed[base_table(item)] = placed.get(base_table(item), False) or p is not None
+    assert set(tables) == set(placed)  # every table once, no window
+    for table, cols in tables.items():
+        assert [c.args["kind"].sql() for c in cols.values()][0] == "BIGINT"
+        assert "NOT NULL" in [x.sql() for x in next(iter(cols.values())).constraints]
+    by_table = {t: [c for pt, c in partitions if pt == t] for t in tables}
+    for table, is_partitioned in placed.items():
+        if is_partitioned:  # exactly one PARTITION, on a real column: the spec's key
+            assert len(by_table[table]) == 1 and by_table[table][0] in tables[table]
+            assert by_table[table][0] == workload.table(next(
+                n for n in workload.table_names if base_table(n) == table)).key
+        else:
+            assert by_table[table] == []
+    assert set(procedures) == set(workload.procedure_names)
+    for name, (table, column, body) in procedures.items():
+        if table is not None:  # single-partition: on a partitioned table's partitioning column
+            assert by_table[table] == [column]
+        if body is not None:  # the placeholder SQL is SQL over the tables created above
+            select = sqlglot.parse_one(body)
+            assert isinstance(select, exp.Select)
+            assert {t.name for t in select.find_all(exp.Table)} <= set(tables)
+            if table is not None:
+                assert [c.name for c in select.find_all(exp.Column)] == [column]
+                assert select.find(exp.Placeholder) is not None
+    header = result.text.split("\n\n", 1)[0]
+    assert result.not_expressible and all(f"--   - {n}" in header for n in result.not_expressible)
+
+
+def test_voltdb_routes_procedures_by_their_input_keys(trade):
+    text = export_design(trade_fragments(trade), "tpcdi-trade", "voltdb").text
+    _, partitions, procedures = parse_ddl(text)
+    assert procedures["AccountLookup"][:2] == ("DimAccount", "account_id")  # input:account_id
+    assert procedures["TradeInsert"][0] is None  # sequential keys: multi-partition
+    assert procedures["SecurityLookup"][0] is None  # reads only replicated DimSecurity
+    assert "DimSecurity" not in {t for t, _ in partitions}
+    replicated = dict(trade_fragments(trade).state) | {f"DimTrade#{i}": None for i in range(4)}
+    d = Design("tpcdi-trade", 4, 1, dict(trade.procedures), replicated)
+    text = export_design(d, "tpcdi-trade", "voltdb").text
+    assert parse_ddl(text)[2]["TradeInsert"][0] is None
+    assert "TradeInsert: multi-partition, it writes replicated table DimTrade" in text
+    fraud = export_design(fraud_lanes(), "fraud-scoring", "voltdb")
+    _, _, procedures = parse_ddl(fraud.text)
+    assert procedures["ScoreCard"][:2] == ("CardProfiles", "card_id")
+    assert procedures["Ingest"] == (None, None, None)  # no table: FROM CLASS
+    assert any(n.startswith("data-parallel lanes: ScoreCard") for n in fraud.not_expressible)
+
+
+def test_voltdb_lists_what_it_cannot_express(trade, cases):
+    notes = export_design(trade, "tpcdi-trade", "voltdb").not_expressible
+    for table, p in trade.state.items():  # whole tables on one partition each
+        assert f"table {table}: the design keeps it on partition {p} (machine {p})" in " ".join(notes)
+    notes = export_design(trade_fragments(trade), "tpcdi-trade", "voltdb").not_expressible
+    assert any("DimTrade#0->0, DimTrade#1->1" in n for n in notes)
+    assert any("hot tuples DimAccount@5" in n for n in notes)
+    notes = export_design(cases[3][1], "linear-road", "voltdb").not_expressible
+    assert sum(n.startswith("window ") for n in notes) == 2
+    assert any(n.startswith("window SegmentSpeeds (owned by SegmentStatistics") for n in notes)
+    assert sum(n.startswith("stream ") for n in notes) == 4
+    notes = export_design(cases[4][1], "voter-leaderboard", "voltdb").not_expressible
+    assert "nested transaction (Vote, UpdateLeaderboard, DeleteContestant): VoltDB commits each " \
+           "procedure call alone" in notes
+
+
+def test_identifiers_are_valid_unique_and_renames_are_said():
+    ids = Identifiers()
+    assert [ids("Window"), ids("my table"), ids("my-table"), ids("1x"), ids("ok")] == [
+        "Window_", "my_table", "my_table_2", "x_1x", "ok"]
+    assert ids("my table") == "my_table" and ("ok", "ok") not in ids.renamed
+    assert len(ids.renamed) == 4
+
+
+def export_rows(text: str) -> dict[str, dict]:
+    return {r["name"]: r for r in csv.DictReader(io.StringIO(text))}
+
+
+@pytest.mark.parametrize("case", [1, 2, 3])
+def test_csv_reads_back_equal_to_the_design(cases, case):
+    source, design = cases[case]
+    _, graph = load_source_for(design, source)
+    rows = export_rows(export_design(design, source, "csv").text)
+    assert len(rows) == graph.n_nodes
+    for i, name in enumerate(graph.proc_names):
+        r = rows[name]
+        p = design.procedures[name]
+        assert (r["kind"], r["partition"], r["machine"], r["replicated"]) == (
+            "procedure", str(p), str(p // design.partitions_per_machine), "false")
+        assert float(r["load"]) == graph.cost.proc_load[i] and r["bytes"] == ""
+        assert r["data_parallel"] == design.data_parallel.get(name, "")
+    for j, name in enumerate(graph.state_names):
+        r, p = rows[name], design.state[name]
+        kind = ("window" if graph.is_window(j) else "fragment" if "#" in name
+                else "tuple" if "@" in name else "table")
+        assert r["kind"] == kind and r["replicated"] == str(p is None).lower()
+        assert r["partition"] == ("" if p is None else str(p))
+        assert r["machine"] == ("" if p is None else str(p // design.partitions_per_machine))
+        assert float(r["bytes"]) == graph.cost.state_bytes[j] and r["load"] == ""
+
+
+@pytest.mark.parametrize("case", [1, 3])
+def test_graphml_reads_back_equal_to_the_design(cases, case, tmp_path):
+    source, design = cases[case]
+    _, graph = load_source_for(design, source)
+    path = export_design(design, source, "graphml").write(tmp_path / "g.graphml")
+    g = nx.read_graphml(path)
+    assert g.number_of_nodes() == graph.n_nodes and g.graph["workload"] == source
+    ppm = design.partitions_per_machine
+    for name, p in design.procedures.items():
+        node = g.nodes[name]
+        assert (node["kind"], node["partition"], node["machine"], node["replicated"]) == (
+            "procedure", p, p // ppm, False)
+    for name, p in design.state.items():
+        node = g.nodes[name]
+        assert node["kind"] in ("table", "fragment", "tuple", "window")
+        want = (-1, -1, True) if p is None else (p, p // ppm, False)
+        assert (node["partition"], node["machine"], node["replicated"]) == want
+    assert g.number_of_edges() > 0
+
+
+def test_api_refuses_a_bare_graph_and_a_missing_directory(trade, tmp_path):
+    _, graph = load_source_for(trade, "tpcdi-trade")
+    with pytest.raises(AdvisorError, match="needs the workload"):
+        export_voltdb(trade, None, graph)
+    with pytest.raises(AdvisorError, match="does not exist"):
+        ExportResult("csv", "x\n").write(tmp_path / "no" / "x.csv")
+    with pytest.raises(DesignError, match="does not place"):
+        export_design(trade, "linear-road", "csv")
+
+
+@pytest.mark.parametrize("fmt", ["voltdb", "csv", "graphml"])
+def test_cli_writes_each_format(trade, fmt, tmp_path, capsys):
+    design = trade.save(tmp_path / "d.json")
+    out = tmp_path / f"out.{fmt}"
+    spec = str(ROOT / "advisor" / "workloads" / "tpcdi-trade.toml")  # a spec path works too
+    assert run_app(["export", str(design), spec, "--format", fmt, "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    result = export_design(trade, "tpcdi-trade", fmt)
+    assert out.read_text() == result.text and f"wrote {out}" in stdout
+    for line in result.not_expressible:  # printed, one by one
+        assert f"  - {line}\n" in stdout
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("args, problem", [
+    (["tpcdi-trade", "--format", "xml"], "unknown export format 'xml'"),
+    (["linear-road", "--format", "voltdb"], "does not place"),
+    (["tpcdi-trade", "--format", "csv", "--out", "{tmp}/missing/x.csv"], "does not exist"),
+])
+def test_cli_bad_inputs_are_one_line_and_write_nothing(trade, tmp_path, capsys, args, problem):
+    design = trade.save(tmp_path / "d.json")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    if "--out" not in args:
+        args += ["--out", str(tmp_path / "x.out")]
+    assert run_app(["export", str(design)] + args) == 2
+    err = capsys.readouterr().err
+    assert problem in err and err.count("\n") == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["d.json"]

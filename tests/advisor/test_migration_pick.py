@@ -1,0 +1,79 @@
+"""`recommend --current`: the fastest design reachable from a deployed one within a budget of
+megabytes moved, and the frontier of megabytes against predicted throughput."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.api import diff, recommend
+from advisor.cli import run_app
+from advisor.design import Design
+from advisor.errors import AdvisorError
+
+
+@pytest.fixture(scope="module")
+def deployed(tmp_path_factory):
+    """tpcdi-trade on 4 machines, deployed round-robin (slow), and the plan from it."""
+    root = tmp_path_factory.mktemp("migration")
+    current = recommend("tpcdi-trade", machines=4, objective="cost").baselines["round-robin"]
+    path = current.save(root / "current.json")
+    return current, path, recommend("tpcdi-trade", current=current)
+
+
+def test_the_frontier_is_monotone_and_each_pick_keeps_its_budget(deployed):
+    current, _, rec = deployed
+    plan = rec.migration
+    assert plan.judged_by == "simulator"
+    rows = plan.frontier()
+    assert rows[0][1] is plan.reachable[0] and rows[-1][1] is plan.best
+    speeds = [r.predicted_tps for _, r in rows]
+    assert all(b >= a * (1 - 0.02) for a, b in zip(speeds, speeds[1:])), speeds  # ties: fewer MB
+    budgets = sorted({r.megabytes for r in plan.reachable} | {0.0})
+    best = [plan.best_within(b) for b in budgets]
+    assert all(r.megabytes <= b + 1e-9 for r, b in zip(best, budgets))
+    assert all(y.predicted_tps >= x.predicted_tps * (1 - 0.02) for x, y in zip(best, best[1:]))
+    # the unconstrained pick is the pool's best, renamed to move least, and much faster here
+    assert plan.best.predicted_tps >= 0.98 * max(r.predicted_tps or 0 for r in plan.reachable)
+    assert plan.best.predicted_tps > 2 * plan.reachable[0].predicted_tps
+    assert rec.design.procedures == plan.best.design.procedures
+    assert rec.predicted_tps()["recommended"] == plan.best.predicted_tps
+
+
+def test_a_budget_bounds_the_bytes_the_recommendation_moves(deployed, tmp_path, capsys):
+    current, path, rec = deployed
+    budget = rec.migration.best.megabytes / 2
+    out = tmp_path / "within.json"
+    assert run_app(["recommend", "tpcdi-trade", "--current", str(path), "--max-move-mb", str(budget),
+                    "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "from the deployed design: picked" in text and "(asked)" in text
+    picked = Design.load(out)
+    moved = diff(current, picked, "tpcdi-trade", relabel=False)
+    assert moved.megabytes_moved <= budget + 1e-9
+    assert picked.provenance["migration"]["max_move_mb"] == budget
+    # the API gives the same design (same input, same design)
+    api = recommend("tpcdi-trade", current=current, max_move_mb=budget).design
+    assert api.procedures == picked.procedures and api.state == picked.state
+    assert moved.predicted_tps["new"] >= moved.predicted_tps["current"]
+    # nothing to move: a budget of 0 moves no state
+    zero = recommend("tpcdi-trade", current=current, max_move_mb=0).design
+    assert diff(current, zero, "tpcdi-trade", relabel=False).bytes_moved == 0
+
+
+def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys):
+    _, path, _ = deployed
+    voter = recommend("voter-leaderboard", machines=4, objective="cost").design.save(tmp_path / "v.json")
+    cases = [(["--current", str(path), "--max-move-mb", "-1"], "megabytes >= 0"),
+             (["--max-move-mb", "5"], "needs the deployed design"),
+             (["--current", str(voter)], "voter-leaderboard"),
+             (["--current", str(path), "--machines", "5"], "keeps the cluster"),
+             (["--current", str(path), "--data-parallel"], "data_parallel")]
+    for args, message in cases:
+        out = tmp_path / "never.json"
+        assert run_app(["recommend", "tpcdi-trade", *args, "--out", str(out)]) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
+        assert not out.exists()
+    with pytest.raises(AdvisorError):
+        recommend("tpcdi-trade", current=str(path), max_move_mb=float("nan"))
