@@ -27,6 +27,11 @@ from advisor.graph import WorkloadGraph
 DEFAULT_ROW_BYTES = 100  # per row, where the workload does not say (statistics without tables)
 
 
+def place_label(partition: int | None, machine: int | None) -> str:
+    """`p3 (m1)`, or `replicated`."""
+    return "replicated" if partition is None else f"p{partition} (m{machine})"
+
+
 @dataclass(frozen=True)
 class Move:
     """One SP or state item that changes place. A partition of None is `replicated`."""
@@ -72,6 +77,19 @@ class DesignDiff:
     @property
     def procedure_moves(self) -> list[Move]:
         return [m for m in self.moves if m.kind == "procedure"]
+
+    def summary(self) -> list[str]:
+        """What moves, in two lines, and both designs' speed where they were judged."""
+        c = self.current
+        lines = [f"{c.workload}: {c.machines} machines x {c.partitions_per_machine} partitions"
+                 + ("; the new design's machines and partitions renamed to move least" if self.relabelled else ""),
+                 f"moves: {len(self.procedure_moves)} SPs, {len(self.state_moves)} state items, "
+                 f"{self.megabytes_moved:,.3f} MB; estimated copy {self.copy_seconds:.3f} s"]
+        now, new = self.predicted_tps.get("current"), self.predicted_tps.get("new")
+        if now is not None and new is not None:
+            ratio = f" ({new / now:.2f}x)" if now else ""
+            lines.append(f"{self.judged_by}: current {now:,.0f} tuples/s, new {new:,.0f} tuples/s{ratio}")
+        return lines
 
     def to_dict(self) -> dict:
         return {"workload": self.current.workload, "machines": self.current.machines,

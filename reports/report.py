@@ -114,7 +114,7 @@ def _source_label(source) -> str:
 def build_report(recommendation, *, predictions: dict | None = None, validation=None,
                  source=None, title: str | None = None,
                  options: ReportOptions | None = None,
-                 progress: Callable[[str], None] | None = None) -> str:
+                 progress: Callable[[str], None] | None = None, migration=None) -> str:
     """The report of `recommendation.design` as an HTML string, from results already computed.
 
     The recommendation carries the graph (on the design's cluster), the spec to simulate (its
@@ -122,7 +122,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     `predictions` maps "recommended" and baseline names to simulator results (`reports.predict`)
     already made; only the missing ones are simulated. `validation` is a validation file, its
     JSON or a `ValidationResult` (shown when given); `source` names what the design was made for
-    (a path, a name or a Workload; default: the spec or the graph).
+    (a path, a name or a Workload; default: the spec or the graph). `migration` is a
+    `DesignDiff` from the deployed design to this one (`advisor.api.diff`): a section of its own.
     """
     from advisor import __version__
     from reports import figures as F
@@ -215,6 +216,9 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         context["suggestions"] = [{"text": s.text, "reason": s.reason, "effect": s.gain_text} for s in result]
         context["suggestions_note"] = result.note
     context.update(_assignment(design, o.max_assignment_rows, graph))
+    from reports.migration_view import migration_context
+
+    context["migration"] = migration_context(migration)
     return _environment().get_template(TEMPLATE).render(**context)
 
 

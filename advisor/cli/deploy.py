@@ -19,30 +19,19 @@ def _calibration(path: Optional[Path]):
     return Calibration.load(path)
 
 
-def _place(partition: int | None, machine: int | None) -> str:
-    return "replicated" if partition is None else f"p{partition} (m{machine})"
-
-
 def diff_lines(d, current_label: str, new_label: str) -> list[str]:
-    """The human form of a DesignDiff: the summary, both designs' speed, one line per move."""
-    c = d.current
-    lines = [f"{current_label} -> {new_label} on {c.workload}: {c.machines} machines x "
-             f"{c.partitions_per_machine} partitions"
-             + (" (the new design's machines and partitions renamed to move least)" if d.relabelled else "")]
-    lines.append(f"moves: {len(d.procedure_moves)} SPs, {len(d.state_moves)} state items, "
-                 f"{d.megabytes_moved:,.3f} MB; estimated copy {d.copy_seconds:.3f} s")
-    now, new = d.predicted_tps.get("current"), d.predicted_tps.get("new")
-    if now is not None and new is not None:
-        ratio = f" ({new / now:.2f}x)" if now else ""
-        lines.append(f"{d.judged_by}: current {now:,.0f} tuples/s, new {new:,.0f} tuples/s{ratio}")
+    """The human form of a DesignDiff: the summary, then one line per move."""
+    from advisor.migration import place_label
+
+    lines = [f"{current_label} -> {new_label}", *d.summary()]
     if d.moves:
         width = max(len(m.name) for m in d.moves)
         lines.append("")
         lines.append(f"  {'kind':<9}  {'name':<{width}}  {'from':<13}  {'to':<13}  {'MB':>10}")
         for m in d.moves:
             mb = f"{m.bytes / 1e6:,.3f}" if m.kind != "procedure" else "-"
-            lines.append(f"  {m.kind:<9}  {m.name:<{width}}  {_place(m.from_partition, m.from_machine):<13}  "
-                         f"{_place(m.to_partition, m.to_machine):<13}  {mb:>10}")
+            lines.append(f"  {m.kind:<9}  {m.name:<{width}}  {place_label(m.from_partition, m.from_machine):<13}  "
+                         f"{place_label(m.to_partition, m.to_machine):<13}  {mb:>10}")
     return lines
 
 

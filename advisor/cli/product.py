@@ -21,6 +21,8 @@ def report(
     scaling: bool = typer.Option(True, "--scaling/--no-scaling", help="throughput against machines"),
     suggestions: bool = typer.Option(True, "--suggestions/--no-suggestions", help="changes with predicted gain"),
     title: Optional[str] = typer.Option(None, help="report title"),
+    current: Optional[Path] = typer.Option(None, "--current", help="the deployed design JSON: a section "
+                                           "on what moving it to this design takes"),
     seed: int = typer.Option(0),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
@@ -40,9 +42,16 @@ def report(
     say = None if quiet else (lambda msg: typer.echo(f"report: {msg}", err=True))
     if say:
         say("scoring baselines")
+    migration = None
+    if current is not None:
+        from advisor.api import diff
+
+        if say:
+            say("comparing with the deployed design")
+        migration = diff(current, d, source, seed=seed)
     rec = report_recommendation(d, source, workload=workload, seed=seed)
     write_report(out, build_report(rec, validation=result, source=source, title=title,
-                                   options=options, progress=say))
+                                   options=options, progress=say, migration=migration))
     typer.echo(f"wrote {out}")
 
 

@@ -77,3 +77,19 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
         assert not out.exists()
     with pytest.raises(AdvisorError):
         recommend("tpcdi-trade", current=str(path), max_move_mb=float("nan"))
+
+
+def test_the_report_shows_what_moving_the_deployed_design_takes(deployed, tmp_path, capsys):
+    current, path, rec = deployed
+    new = rec.design.save(tmp_path / "new.json")
+    out = tmp_path / "report.html"
+    assert run_app(["report", str(new), "tpcdi-trade", "--current", str(path), "--out", str(out), "-q",
+                    "--no-sensitivity", "--no-scaling", "--no-suggestions"]) == 0
+    html = out.read_text()
+    section = html[html.index('<section id="migration">'):]
+    section = section[:section.index("</section>")]
+    moved = diff(current, rec.design, "tpcdi-trade")
+    assert f"{moved.megabytes_moved:,.3f} MB" in section
+    assert section.count("<tr>") == 1 + len(moved.moves)  # the header and one row per move
+    for m in moved.moves:
+        assert f"<td>{m.name}</td>" in section
