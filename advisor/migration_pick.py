@@ -25,6 +25,7 @@ MAX_SIMULATED = 16  # frontier designs simulated (each a maximum-throughput sear
 SIM_BATCHES = 300  # per simulation: the pick's final round, so the figures compare
 BUDGET_FRACTIONS = (0.1, 0.25, 0.5)  # of the unconstrained best's megabytes: the frontier rows
 FULL_GREEDY_UNITS = 40  # above this many differing units, the path orders them in one pass
+CLIMB_STEPS = 20  # steps of the budget-aware hill climb from the deployed design
 
 
 @dataclass
@@ -125,12 +126,14 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
         points.append(Reachable(label, aligned, megabytes(aligned)))
     goal = points[1].design
     points += _path(current, goal, graph, estimate, weights)
+    if estimate is not None:
+        points += _climb(current, graph, estimate, weights)
     for r in points:
         cost = r.design.score(graph, weights)
         r.design = replace(r.design, weights=weights, cost=cost)
         r.cost = cost.total
         if estimate is not None:
-            r.estimated_tps = estimate(r.design)
+            r.estimated_tps = estimate.throughput_tps(*r.design.arrays(graph))
     by_cost = rec.selection is None or rec.selection.objective == "cost"
     judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed)
     plan = MigrationPlan(current, points, points[0], points[0], max_move_mb, judged_by)
@@ -145,12 +148,12 @@ def _key(d: Design) -> tuple:
 
 
 def _estimator(graph: WorkloadGraph, workload, params):
+    """The busy-time estimate of this workload's designs, or None without a workload."""
     if workload is None:
         return None
     from advisor.busy_estimate import BusyEstimate
 
-    est = BusyEstimate.of(graph, workload, params)
-    return lambda d: est.throughput_tps(*d.arrays(graph))
+    return BusyEstimate.of(graph, workload, params)
 
 
 def _units(current: Design, goal: Design, graph: WorkloadGraph) -> list[tuple[str, dict, dict]]:
@@ -192,7 +195,7 @@ def _path(current: Design, goal: Design, graph: WorkloadGraph, estimate, weights
 
     def speed(d: Design) -> float:
         if estimate is not None:
-            return estimate(d)
+            return estimate.throughput_tps(*d.arrays(graph))
         return -d.score(graph, weights).total
 
     out: list[Reachable] = []
@@ -211,6 +214,34 @@ def _path(current: Design, goal: Design, graph: WorkloadGraph, estimate, weights
         here_speed = speed(here)
         out.append(Reachable(f"path: {len(units) - len(remaining)} of {len(units)} moves ({unit[0]})",
                              here, sum(m.bytes for m in moves_between(current, here, graph)) / 1e6))
+    return out
+
+
+def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Reachable]:
+    """Designs a hill climb from the deployed one reaches, whatever the unconstrained best is:
+    each step takes the move off the busiest partition (`busiest_partition_moves`) with the
+    best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN."""
+    from advisor.sim_local_search import CLIMB_GAIN, busiest_partition_moves, private_state, touched_state
+
+    private, touched = private_state(graph), touched_state(graph)
+    proc, state = current.arrays(graph)
+    here = estimate.estimate(proc, state)
+    moved, out = 0.0, []
+    for step in range(CLIMB_STEPS):
+        best = None
+        for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, here):
+            e = estimate.estimate(p2, s2)
+            if e.throughput_tps <= here.throughput_tps * (1 + CLIMB_GAIN):
+                continue
+            d = Design.from_arrays(graph, p2, s2, weights, method="migration climb")
+            mb = sum(m.bytes for m in moves_between(current, d, graph)) / 1e6
+            score = _ratio(e.throughput_tps - here.throughput_tps, max(mb - moved, 0.0))
+            if best is None or score > best[0]:
+                best = (score, label, p2, s2, e, d, mb)
+        if best is None:
+            break
+        _, label, proc, state, here, d, moved = best
+        out.append(Reachable(f"climb: {step + 1} moves ({label})", d, moved))
     return out
 
 

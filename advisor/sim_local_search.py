@@ -77,7 +77,7 @@ def touched_state(graph: WorkloadGraph) -> list[np.ndarray]:
     return [np.array(sorted(set(x)), dtype=np.int64) for x in out]
 
 
-def _moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
            touched: list[np.ndarray], load):
     """Moves off the busiest partition: each of its SPs to every other partition with the
     state only it touches, or with all the state it touches; each state item it holds to the
@@ -117,7 +117,7 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     moves: list[str] = []
     for _ in range(max_steps):
         best = None
-        for label, p2, s2 in _moves(graph, proc, state, private, touched, current):
+        for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, current):
             e = estimate.estimate(p2, s2)
             if best is None or e.throughput_tps > best[0].throughput_tps:
                 best = (e, label, p2, s2)
@@ -173,7 +173,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
         tried = [(estimate.throughput_tps(p2, s2), label, p2, s2)
-                 for label, p2, s2 in _moves(graph, proc, state, private, touched,
+                 for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched,
                                              estimate.estimate(proc, state))]
         if not tried:
             break
