@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -33,7 +33,7 @@ def recommend(
     calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate`: measured weights"),
     seed: int = typer.Option(0, help="seed of the search (same seed, same design)"),
     replicate: bool = typer.Option(False, "--replicate", help="replicate read-mostly state where it pays"),
-    objective: str = typer.Option("throughput", "--objective",
+    objective: Literal["throughput", "cost"] = typer.Option("throughput", "--objective",
                                   help="throughput: of the candidates, the one the simulator predicts "
                                        "fastest; cost: the cheapest by the cost model (no simulation)"),
     data_parallel: bool = typer.Option(False, "--data-parallel",

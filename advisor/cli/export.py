@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import typer
 
@@ -12,7 +13,8 @@ from advisor.cli.app import app
 def export(
     design: Path = typer.Argument(..., help="design JSON (any, hand-written included)"),
     source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
-    fmt: str = typer.Option(..., "--format", "-f", help="voltdb (DDL), csv (placement table) or graphml"),
+    fmt: Literal["voltdb", "csv", "graphml"] = typer.Option(
+        ..., "--format", "-f", help="voltdb (DDL), csv (placement table) or graphml"),
     out: Path = typer.Option(..., "--out", "-o", help="file to write (its directory must exist)"),
 ) -> None:
     """Export a design for a real system; print what the target cannot express."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -33,10 +33,10 @@ def simulate(
     design: Path = typer.Option(..., "--design", "-d", help="design JSON to simulate"),
     machines: Optional[int] = typer.Option(None, "--machines", "-m",
                                            help="simulate the design scaled to N machines"),
-    rescale: str = typer.Option("spread", help="how --machines rescales: spread (keep co-location) "
-                                              "or recommend (a fresh advisor design)"),
-    scheduler: str = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
-    move: str = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
+    rescale: Literal["spread", "recommend"] = typer.Option(
+        "spread", help="how --machines rescales: spread (keep co-location) or recommend (a fresh advisor design)"),
+    scheduler: Literal["dls", "central"] = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
+    move: Literal["rpc", "txn"] = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate` "
                                                          "(default: the reference-cluster parameters)"),
     rate: Optional[float] = typer.Option(None, help="offered input batches/s (default: search the "

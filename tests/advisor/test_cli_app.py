@@ -119,3 +119,15 @@ def test_sigterm_is_restored_after_the_command():
     before = signal.getsignal(signal.SIGTERM)
     assert run_app(["act", "fine"], application()) == 0
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+@pytest.mark.parametrize("command, listed", [
+    ("recommend", "<throughput|cost>"), ("simulate", "<spread|recommend>"), ("simulate", "<dls|central>"),
+    ("simulate", "<rpc|txn>"), ("export", "<voltdb|csv|graphml>"),
+])
+def test_help_lists_the_valid_values_of_a_choice(command, listed, capsys, monkeypatch):
+    import advisor.cli  # noqa: F401  registers every command
+
+    monkeypatch.setenv("COLUMNS", "200")
+    assert run_app([command, "--help"]) == 0
+    assert listed in capsys.readouterr().out

@@ -229,7 +229,7 @@ def test_cli_writes_each_format(trade, fmt, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, problem", [
-    (["tpcdi-trade", "--format", "xml"], "unknown export format 'xml'"),
+    (["tpcdi-trade", "--format", "xml"], "'xml' is not one of 'voltdb', 'csv', 'graphml'"),
     (["linear-road", "--format", "voltdb"], "does not place"),
     (["tpcdi-trade", "--format", "csv", "--out", "{tmp}/missing/x.csv"], "does not exist"),
 ])

@@ -57,8 +57,8 @@ def test_simulate_at_a_given_rate_with_a_calibration_file(tpcdi_json, tmp_path, 
 
 
 @pytest.mark.parametrize("extra, problem", [
-    (["--scheduler", "fifo"], "unknown scheduler 'fifo'"),
-    (["--move", "copy"], "unknown MOVE implementation"),
+    (["--scheduler", "fifo"], "'fifo' is not one of 'dls', 'central'"),
+    (["--move", "copy"], "'copy' is not one of 'rpc', 'txn'"),
     (["--rate", "0"], "input rate must be a positive number"),
     (["--machines", "0"], "--machines must be >= 1"),
     (["--calibration", "/nonexistent/cal.json"], "no such file"),
