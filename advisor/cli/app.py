@@ -33,6 +33,14 @@ def _options(version: bool = typer.Option(False, "--version", callback=_print_ve
     pass
 
 
+# -- options several commands share, with the same help everywhere ----------------------------
+SEED_HELP = "seed of every random choice (same seed, same result)"
+JSON_HELP = "print the result as JSON instead of a summary"
+PPM_HELP = "partitions per machine (default: the source's)"
+WEIGHT_HELP = {"alpha": "weight of state co-location (distributed transactions)",
+               "beta": "weight of processing co-location (MOVEs)", "gamma": "weight of load balancing"}
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised wherever the command is, so that it unwinds as Ctrl-C does: every
     `finally` runs (Spark stopped, engine processes stopped, temporary files removed)."""

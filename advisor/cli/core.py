@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli.app import SEED_HELP, JSON_HELP, PPM_HELP, WEIGHT_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
 
 
@@ -26,12 +26,12 @@ def workloads() -> None:
 def recommend(
     source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     machines: Optional[int] = typer.Option(None, "--machines", "-m", help="machines (default: the spec's)"),
-    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p"),
-    alpha: Optional[float] = typer.Option(None, help="weight of state co-location (distributed txns)"),
-    beta: Optional[float] = typer.Option(None, help="weight of processing co-location (MOVEs)"),
-    gamma: Optional[float] = typer.Option(None, help="weight of load balancing"),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
+    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
+    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
+    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate`: measured weights"),
-    seed: int = typer.Option(0, help="seed of the search (same seed, same design)"),
+    seed: int = typer.Option(0, help=SEED_HELP),
     replicate: bool = typer.Option(False, "--replicate", help="replicate read-mostly state where it pays"),
     objective: Literal["throughput", "cost"] = typer.Option("throughput", "--objective",
                                   help="throughput: of the candidates, the one the simulator predicts "
@@ -159,9 +159,10 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:
 def evaluate(
     design: Path = typer.Argument(..., help="design JSON (any, hand-written included)"),
     source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
-    alpha: Optional[float] = typer.Option(None), beta: Optional[float] = typer.Option(None),
-    gamma: Optional[float] = typer.Option(None),
-    as_json: bool = typer.Option(False, "--json"),
+    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
+    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
+    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Print the cost breakdown of a design on a workload."""
     from advisor.api import evaluate as run, resolve_weights

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli.app import SEED_HELP, JSON_HELP, app
 
 
 def _calibration(path: Optional[Path]):
@@ -44,8 +44,8 @@ def diff(
                                                "and the prediction (default: the reference cluster)"),
     relabel: bool = typer.Option(True, "--relabel/--no-relabel",
                                  help="rename the new design's machines and partitions to move least"),
-    seed: int = typer.Option(0),
-    as_json: bool = typer.Option(False, "--json"),
+    seed: int = typer.Option(0, help=SEED_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """What moves from one design to another: SPs, state items, bytes, copy time, speed."""
     from advisor.api import diff as run
@@ -66,8 +66,8 @@ def check(
     since: Optional[str] = typer.Option(None, help="the source the design was made from, to say what "
                                         "changed (default: the profile kept in the design)"),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
-    seed: int = typer.Option(0),
-    as_json: bool = typer.Option(False, "--json"),
+    seed: int = typer.Option(0, help=SEED_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Is the deployed design still within --tolerance of the best one now? Exit 0 when it
     is, 3 when it is not (for a scheduled job)."""

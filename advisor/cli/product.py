@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli.app import SEED_HELP, PPM_HELP, WEIGHT_HELP, app
 
 
 @app.command()
@@ -23,7 +23,7 @@ def report(
     title: Optional[str] = typer.Option(None, help="report title"),
     current: Optional[Path] = typer.Option(None, "--current", help="the deployed design JSON: a section "
                                            "on what moving it to this design takes"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help=SEED_HELP),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
@@ -60,12 +60,13 @@ def tune(
     source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
     machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
-    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p"),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory for each round's spec and design"),
-    alpha: Optional[float] = typer.Option(None), beta: Optional[float] = typer.Option(None),
-    gamma: Optional[float] = typer.Option(None),
+    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
+    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
+    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
     min_gain: float = typer.Option(0.01, help="smallest predicted throughput gain that counts (0.01 = 1%)"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help=SEED_HELP),
 ) -> None:
     """Recommend, predict, find the bottleneck, change the dataflow, repeat while it helps."""
     from advisor.api import resolve_weights
@@ -99,7 +100,7 @@ def tune(
 def demo(
     out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", help="directory for report.html, design.json, statistics"),
     batches: int = typer.Option(None, help="engine batches per run (default: a quick demo)"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help=SEED_HELP),
 ) -> None:
     """The whole loop on the bundled TPC-DI workload: trace the engine under a naive design,
     aggregate the trace with Spark, recommend, validate on engine and simulator, report."""

@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from advisor.cli.app import app
+from advisor.cli.app import SEED_HELP, JSON_HELP, app
 from advisor.cli.format import assumption_lines
 
 
@@ -44,7 +44,7 @@ def simulate(
     latency_bound: float = typer.Option(1.0, help="latency bound in seconds (mean batch latency)"),
     batches: int = typer.Option(2000, help="batches to simulate per run"),
     batch_size: Optional[int] = typer.Option(None, help="tuples per batch (default: the spec's)"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help=SEED_HELP),
     this_host: bool = typer.Option(False, "--this-host", help="with --calibration: predict the "
                                    "engine on the measuring host (its cores shared by every "
                                    "emulated machine) instead of a real cluster"),
@@ -85,7 +85,7 @@ def calibrate(
                                     "(one thread) instead of one process per partition"),
     refit: Optional[Path] = typer.Option(None, "--refit", help="fit the current simulator to this calibration "
                                          "file's stored measurements again, without running the engine"),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
     from engine_sim.calibrate import calibrate as run, refit as run_refit
@@ -128,8 +128,8 @@ def validate(
     sim: bool = typer.Option(False, "--sim", help="run the simulator (only; default: both)"),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
     batches: int = typer.Option(300, help="batches for the engine run (and the simulator's)"),
-    seed: int = typer.Option(0),
-    as_json: bool = typer.Option(False, "--json"),
+    seed: int = typer.Option(0, help=SEED_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
 ) -> None:
     """Run a design on the engine and the simulator; print both, the predicted cost and the

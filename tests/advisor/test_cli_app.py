@@ -131,3 +131,18 @@ def test_help_lists_the_valid_values_of_a_choice(command, listed, capsys, monkey
     monkeypatch.setenv("COLUMNS", "200")
     assert run_app([command, "--help"]) == 0
     assert listed in capsys.readouterr().out
+
+
+def test_every_option_of_every_command_has_help_text():
+    import typer.main
+
+    import advisor.cli  # noqa: F401  registers every command
+    from advisor.cli.app import app
+
+    missing = []
+    for name, command in typer.main.get_command(app).commands.items():
+        subcommands = command.commands.items() if hasattr(command, "commands") else [("", command)]
+        for sub, c in subcommands:
+            missing += [f"{name} {sub} --{p.name}".replace("  ", " ") for p in c.params
+                        if p.param_type_name == "option" and not getattr(p, "help", None)]
+    assert missing == []
