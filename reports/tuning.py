@@ -12,16 +12,21 @@ throughput. Stop when no change helps or after the given number of rounds.
 from __future__ import annotations
 
 import html
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from common.files import atomic_write_text, discard_dir, publish_dir, staging_dir
 from costmodel import Weights
 from advisor.design import Design
 from advisor.errors import AdvisorError
 from advisor.workload import Workload
 from reports.predict import PredictOptions, predict
 from reports.suggestions import Suggestion, Suggestions, design_for, suggest
+
+
+SAVED_MARKER = "tuning.json"  # the manifest that marks a directory `TuningStudy.save` wrote
 
 
 @dataclass
@@ -134,15 +139,29 @@ class TuningStudy:
         return "\n".join(lines)
 
     def save(self, out: str | Path) -> list[Path]:
-        """Each round's spec (TOML) and design (JSON) into `out`: round-NN.toml, round-NN.design.json."""
+        """Each round's spec (TOML) and design (JSON) into `out` (round-NN.toml,
+        round-NN.design.json) and a manifest (`tuning.json`). The set is built beside `out` and
+        renamed into place whole, so a failure (a full disk) leaves no partial set; `out` may be
+        missing, empty, or a previous tuning output (anything else is refused)."""
         from advisor.spec_writer import write_workload
 
         out = Path(out)
-        written = []
-        for r in self.rounds:
-            written.append(write_workload(r.workload, out / f"round-{r.index:02d}.toml"))
-            written.append(r.design.save(out / f"round-{r.index:02d}.design.json"))
-        return written
+        staged = staging_dir(out, SAVED_MARKER, "a previous `advisor tune` output")
+        try:
+            names = []
+            for r in self.rounds:
+                names.append(write_workload(r.workload, staged / f"round-{r.index:02d}.toml").name)
+                names.append(r.design.save(staged / f"round-{r.index:02d}.design.json").name)
+            best = self.best if self.rounds else None
+            manifest = {"rounds": len(self.rounds), "stopped": self.stopped, "files": names,
+                        "best_round": None if best is None else best.index,
+                        "best_predicted_tuples_per_s": None if best is None else best.predicted_tps}
+            atomic_write_text(staged / SAVED_MARKER, json.dumps(manifest, indent=2) + "\n")
+            publish_dir(staged, out, SAVED_MARKER, "a previous `advisor tune` output")
+        except BaseException:
+            discard_dir(staged)
+            raise
+        return [out / n for n in names]
 
     def _repr_html_(self) -> str:
         e = html.escape

@@ -79,6 +79,11 @@ def tune(
         raise AdvisorError(f"--rounds must be >= 0, got {rounds}")
     if not 0 <= min_gain < 10:
         raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
+    if out is not None:  # a directory it may not replace fails before the study runs
+        from common.files import check_replaceable
+        from reports.tuning import SAVED_MARKER
+
+        check_replaceable(out, SAVED_MARKER, "a previous `advisor tune` output")
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
                         weights=resolve_weights(alpha, beta, gamma), seed=seed, min_gain=min_gain)
 

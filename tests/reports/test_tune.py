@@ -84,3 +84,36 @@ def test_a_study_stops_when_nothing_helps():
     # one machine: no split or replication can raise throughput there
     s = TuningStudy("tpcdi-trade", machines=1).run(rounds=3)
     assert len(s.rounds) == 1 and "no change" in s.stopped
+
+
+def test_tune_out_refuses_a_foreign_directory_up_front_and_replaces_its_own(tmp_path, capsys):
+    foreign = tmp_path / "notes"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("keep me")
+    assert run_app(["tune", "tpcdi-trade", "--machines", "4", "--rounds", "0", "--out", str(foreign)]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to replace it" in err and err.count("\n") == 1
+    assert [p.name for p in foreign.iterdir()] == ["mine.txt"]
+    out = tmp_path / "tuned"
+    for _ in range(2):  # a previous output of tune is replaced whole
+        assert run_app(["tune", "tpcdi-trade", "--machines", "4", "--rounds", "0", "--out", str(out)]) == 0
+        names = sorted(p.name for p in out.iterdir())
+        assert names == ["round-00.design.json", "round-00.toml", "tuning.json"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left
+
+
+def test_a_failed_save_leaves_no_partial_set(tmp_path, monkeypatch):
+    from reports.tuning import TuningStudy
+
+    study = TuningStudy("tpcdi-trade", machines=4).run(rounds=0)
+    out = tmp_path / "tuned"
+    study.save(out)
+    before = sorted(p.read_bytes() for p in out.iterdir())
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(Design, "save", full_disk)
+    with pytest.raises(OSError):
+        study.save(out)
+    assert sorted(p.read_bytes() for p in out.iterdir()) == before  # the previous set, whole
+    assert [p.name for p in tmp_path.iterdir()] == ["tuned"]
