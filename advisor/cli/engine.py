@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -32,32 +32,54 @@ def run(
     crash_at: Optional[str] = typer.Option(None, "--crash-at",
                                            help="ROLE,STEP[,N]: the coordinator or participant of the N-th "
                                                 "distributed txn dies before_vote, after_vote or "
-                                                "after_decision of 2PC, then the cluster recovers"),
+                                                "after_decision of 2PC, then the cluster recovers; "
+                                                "migration,moving|switched[,P]: partition P dies during "
+                                                "the migration's move or on its switch"),
     timeout: Optional[float] = typer.Option(None, "--timeout",
                                             help="seconds before the run fails (default: scales with the run)"),
+    migrate_to: Optional[Path] = typer.Option(None, "--migrate-to",
+                                              help="design JSON to migrate to at --at-batch while the run goes on"),
+    at_batch: Optional[int] = typer.Option(None, "--at-batch",
+                                           help="batch K: the input pauses there, the state and SPs move, "
+                                                "and the run resumes under --migrate-to"),
+    migration: Literal["live", "restart", "compare"] = typer.Option(
+        "live", "--migration", help="live (rows sent between partitions at the pause), restart (stop, dump "
+                                    "the whole state, restart and reload) or compare (both)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from advisor.design import Design
     from advisor.spec import load_workload
     from common.files import check_replaceable
+    from common.errors import UserError
     from engine_sim.engine import run_workload
+    from engine_sim.engine.migration import compare_migration
     from traces.schema import MANIFEST
 
     workload = load_workload(source)
     d = Design.load(design)
+    target = None if migrate_to is None else Design.load(migrate_to)
     if trace_out is not None:  # before the run, not after it
         check_replaceable(trace_out, MANIFEST, "a trace directory")
-    result = run_workload(workload, d, batches=batches, scheduler=scheduler, move=move,
-                          recovery=recovery, crash_after=crash_after, in_process=in_process,
-                          seed=seed, trace_out=trace_out, batch_size=batch_size,
-                          latency_bound_s=latency_bound, group_commit=group_commit,
-                          data_parallel=data_parallel, crash_at=crash_at, timeout_s=timeout)
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+    options = dict(batches=batches, scheduler=scheduler, move=move, recovery=recovery,
+                   crash_after=crash_after, in_process=in_process, seed=seed, trace_out=trace_out,
+                   batch_size=batch_size, latency_bound_s=latency_bound, group_commit=group_commit,
+                   data_parallel=data_parallel, crash_at=crash_at, timeout_s=timeout)
+    if migration == "compare":
+        if target is None:
+            raise UserError("--migration compare needs --migrate-to and --at-batch")
+        both = compare_migration(workload, d, target, at_batch=at_batch, **options)
+        results = [both.live, both.restart]
+        lines = both.describe()
+        data = both.to_dict()
     else:
-        for line in result.describe():
-            typer.echo(line)
-    if result.history_check != "ok":  # includes a state that differs from the serial re-execution
-        typer.echo(f"error: run failed its correctness check: {result.history_check}", err=True)
+        result = run_workload(workload, d, migrate_to=target, migrate_at_batch=at_batch,
+                              migrate_mode=migration, **options)
+        results = [result]
+        lines = result.describe()
+        data = result.to_dict()
+    typer.echo(json.dumps(data, indent=2) if as_json else "\n".join(lines))
+    failed = next((r.history_check for r in results if r.history_check != "ok"), None)
+    if failed is not None:  # includes a state that differs from the serial re-execution
+        typer.echo(f"error: run failed its correctness check: {failed}", err=True)
         raise typer.Exit(1)

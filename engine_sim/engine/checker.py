@@ -9,6 +9,9 @@ read and wrote there. It is correct when
 - every window (dissertation 3.3.5) is touched only by its owner SP (isolation), and the
   owner's executions reach it in batch order, one batch after the other with no gap (the
   window's contents are the owner's consecutive batches);
+- where the run migrated to another design (kind "migration", at a batch boundary), every
+  execution ran under the design its batch belongs to, and the migration stands between the
+  two designs' executions in the serialization graph (it moved their rows);
 - the serialization graph is acyclic: conflict edges (two accesses to one row, one a write,
   in partition order), batch-order edges (an SP's batches in order) and dataflow-order edges
   (within a batch, upstream SP before downstream SP). An acyclic graph means the execution is
@@ -30,6 +33,7 @@ class TE:
     positions: dict = field(default_factory=dict)  # partition -> sortable position
     accesses: list = field(default_factory=list)  # (partition, table, key, mode)
     ts: int = 0  # commit timestamp: breaks ties in the serial order (the real order, if legal)
+    era: int = 0  # the design it ran under (a migration: the design it switched to)
 
     def label(self) -> str:
         lane = f"/{self.lane}" if self.lane else ""
@@ -72,6 +76,7 @@ class CheckResult:
 def check_history(tes: list[TE], flow: Dataflow, batches: range | None = None) -> CheckResult:
     violations: list[str] = []
     _exactly_once(tes, flow, batches, violations)
+    _eras(tes, violations)
     _nesting(tes, flow, violations)
     _windows(tes, flow, violations)
     edges = _edges(tes, flow)
@@ -133,6 +138,8 @@ def _exactly_once(tes, flow, batches, out) -> None:
     counts: dict[tuple, int] = {}
     requests: dict[tuple, int] = {}
     for te in tes:
+        if te.kind == "migration":
+            continue
         if te.kind == "oltp":
             requests[(te.procedure, te.batch)] = requests.get((te.procedure, te.batch), 0) + 1
             continue
@@ -156,6 +163,27 @@ def _exactly_once(tes, flow, batches, out) -> None:
                     out.append(f"exactly-once violated: {proc} never committed batch {b}"
                                f"{f' (lane {lane})' if lane else ''}")
                     return
+
+
+# -- migrations ----------------------------------------------------------------------------------
+
+def _eras(tes, out) -> None:
+    """Designs follow one another at batch boundaries: the k-th migration switches to design k
+    at a later batch than the one before it, and every execution ran under the design of its
+    batch (a batch at or after a migration's batch, under the design it switched to)."""
+    from bisect import bisect_right
+
+    bounds: list[int] = []
+    for k, m in enumerate(sorted((te for te in tes if te.kind == "migration"), key=lambda te: te.era), 1):
+        if m.era != k or (bounds and m.batch <= bounds[-1]):
+            out.append(f"migrations out of sequence: {m.label()} switches to design {m.era}")
+            return
+        bounds.append(m.batch)
+    for te in tes:
+        if te.kind != "migration" and te.era != bisect_right(bounds, te.batch):
+            out.append(f"{te.label()} ran under design {te.era}, but its batch belongs to design "
+                       f"{bisect_right(bounds, te.batch)} (migrations at batches {bounds or 'none'})")
+            return
 
 
 # -- nested transactions ---------------------------------------------------------------------------
@@ -288,6 +316,15 @@ def _edges(tes, flow) -> dict[tuple[int, int], str]:
             for u in ups:
                 for d in by_batch.get((dst, b), ()):
                     add(u, d, "dataflow order")
+    # a migration moved rows between partitions: the executions of the designs before it come
+    # first, those of the designs after it come after (their conflicts are on other partitions)
+    for m in (te for te in tes if te.kind == "migration"):
+        for te in tes:
+            if te.kind != "migration":
+                if te.era < m.era:
+                    add(te, m, "migration order")
+                else:
+                    add(m, te, "migration order")
     return edges
 
 

@@ -37,6 +37,8 @@ class Recovery:
     def start(self) -> None:
         d = self.d
         self.t0 = time.perf_counter()
+        if d.migration is not None:  # the cluster comes back under the design the log names
+            d.migration.on_crash()
         d.phase = "recover"
         _, snap_ts = d.snapshot
         keep = []
@@ -198,8 +200,11 @@ def start_recovery(driver, node: int) -> None:
 
 # -- crash points: a partition dies at a chosen step of two-phase commit ------------------------
 
-ROLES = ("coordinator", "participant")
+ROLES = ("coordinator", "participant", "migration")
 STEPS = ("before_vote", "after_vote", "after_decision")
+# a migration's partition dies after sending the rows it loses (before the switch: the run
+# recovers to the old design), or on the switch (after it: to the new one)
+MIGRATION_STEPS = ("moving", "switched")
 
 
 class CrashPoint(BaseException):
@@ -214,7 +219,9 @@ class CrashPoint(BaseException):
 
 def parse_crash_at(spec) -> tuple | None:
     """(role, step[, n]) -> (role, step, n): crash at the n-th distributed transaction (default
-    the first) that reaches `step` on a partition playing `role` in it."""
+    the first) that reaches `step` on a partition playing `role` in it. ("migration", step[,
+    p]): partition p (default None: the run's crash partition) dies at that step of the
+    migration."""
     if spec is None:
         return None
     from engine_sim.engine.errors import EngineError
@@ -224,17 +231,23 @@ def parse_crash_at(spec) -> tuple | None:
     if not isinstance(spec, (tuple, list)) or len(spec) not in (2, 3):
         raise EngineError(f"crash_at must be (role, step[, n]), got {spec!r}")
     role, step = spec[0], spec[1]
-    n = spec[2] if len(spec) == 3 else 1
+    migration = role == "migration"
+    n = spec[2] if len(spec) == 3 else (None if migration else 1)
     if role not in ROLES:
         raise EngineError(f"crash_at role must be one of {', '.join(ROLES)}, got {role!r}")
-    if step not in STEPS:
-        raise EngineError(f"crash_at step must be one of {', '.join(STEPS)}, got {step!r}")
+    steps = MIGRATION_STEPS if migration else STEPS
+    if step not in steps:
+        raise EngineError(f"crash_at step{' of a migration' if migration else ''} must be one of "
+                          f"{', '.join(steps)}, got {step!r}")
+    if n is None:
+        return (role, step, None)
     try:
         n = int(n)
     except (TypeError, ValueError):
-        n = 0
-    if n < 1:
-        raise EngineError(f"crash_at count must be an integer >= 1, got {spec[2]!r}")
+        n = -1
+    if n < (0 if migration else 1):
+        what = "partition must be an integer >= 0" if migration else "count must be an integer >= 1"
+        raise EngineError(f"crash_at {what}, got {spec[2]!r}")
     return (role, step, n)
 
 
@@ -247,9 +260,13 @@ def crash_point(partition, role: str, step: str) -> None:
     site = partition.site
     if site.epoch != 0:
         return
-    partition.crash_seen = getattr(partition, "crash_seen", 0) + 1
-    if partition.crash_seen < spec[2]:
-        return
+    if role == "migration":  # spec[2]: the partition that dies
+        if site.node != spec[2]:
+            return
+    else:
+        partition.crash_seen = getattr(partition, "crash_seen", 0) + 1
+        if partition.crash_seen < spec[2]:
+            return
     die(site)
 
 

@@ -30,25 +30,24 @@ class DriverConfig:
     want_state: bool = False
     fsync: bool = False
     t0_ns: int = 0
+    migrate_at: int | None = None  # migrate to the runtime's next plan at this batch (migration.py)
+    migrate_mode: str = "live"
 
 
 class Driver:
     node = DRIVER
 
-    def __init__(self, plan, cfg: DriverConfig, runtime):
-        self.plan = plan
-        self.cfg = cfg
-        self.runtime = runtime
+    def __init__(self, plan, cfg: DriverConfig, runtime, next_plan=None):
         self.clock = 0
         self.epoch = 0
-        self.schedulers: dict[str, UnitScheduler] = {}
-        if plan.scheduler == "central":
-            self.schedulers = {u: UnitScheduler(self, u) for u, unit in plan.units.items() if not unit.oltp}
-        self.entry = {u: entry_members(plan, u) for u in plan.borders}
-        self.inject_units: dict[int, tuple] = {}  # scheduler node -> border units it schedules
-        for u in plan.borders:
-            node = plan.scheduler_node(u)
-            self.inject_units[node] = self.inject_units.get(node, ()) + (u,)
+        self.cfg = cfg
+        self.runtime = runtime
+        self.set_plan(plan, 0, -1)
+        self.migration = None
+        if cfg.migrate_at is not None:
+            from engine_sim.engine.migration import MigrationControl
+
+            self.migration = MigrationControl(self, next_plan, cfg.migrate_at, cfg.migrate_mode)
         self.injections: dict[int, list] = {}  # scheduler node -> batch ids not sent yet
         self.window = max(1, cfg.window)
         self.window_history: list[int] = [self.window]
@@ -84,6 +83,21 @@ class Driver:
         self.last_done_us = None
         self.cpu_s = 0.0  # CPU time of the driver's process while it ran (multi-process)
 
+    def set_plan(self, plan, era: int, committed: int) -> None:
+        """Run `plan` (design `era`): at the start, and when a migration commits (every
+        scheduler then starts after batch `committed`)."""
+        self.plan = plan
+        self.era = era
+        self.schedulers: dict[str, UnitScheduler] = {}
+        if plan.scheduler == "central":
+            self.schedulers = {u: UnitScheduler(self, u, dict.fromkeys(range(len(unit.lanes)), committed))
+                               for u, unit in plan.units.items() if not unit.oltp}
+        self.entry = {u: entry_members(plan, u) for u in plan.borders}
+        self.inject_units: dict[int, tuple] = {}  # scheduler node -> border units it schedules
+        for u in plan.borders:
+            node = plan.scheduler_node(u)
+            self.inject_units[node] = self.inject_units.get(node, ()) + (u,)
+
     # -- plumbing ---------------------------------------------------------------------------------
     @property
     def records(self) -> list:
@@ -99,6 +113,10 @@ class Driver:
     def records(self, records: list) -> None:
         self._packed = []
         self._records = records
+
+    def add_record(self, record) -> None:
+        """A record the driver itself commits (a migration), without decoding the history."""
+        self._records.append(record)
 
     def now_us(self) -> int:
         return (time.monotonic_ns() - self.cfg.t0_ns) // 1000
@@ -132,16 +150,25 @@ class Driver:
     def submit(self, b: int, resubmit: bool = False) -> None:
         """Submit input batch b: queued for the border units' schedulers and sent in groups
         (`send_injections`), one Inject per scheduler node for all batches of a loop turn."""
+        self.send_input(b, oltp=not resubmit)
+        if not resubmit:
+            self.admit(b)
+
+    def send_input(self, b: int, oltp: bool = True) -> None:
         for node in self.inject_units:
             self.injections.setdefault(node, []).append(b)
-        if not resubmit:
+        if oltp:
             for proc in self.plan.oltp_units:
                 self.submit_oltp(proc, b, 0)
-            self.submit_us.setdefault(b, self.now_us())
-            if self.started_us is None:
-                self.started_us = self.submit_us[b]
-            self.outstanding.add(b)
-            self.sink_reports[b] = set()
+
+    def admit(self, b: int) -> None:
+        """Batch b arrived: its latency counts from now (it may wait in the client's queue
+        while a migration pauses the input)."""
+        self.submit_us.setdefault(b, self.now_us())
+        if self.started_us is None:
+            self.started_us = self.submit_us[b]
+        self.outstanding.add(b)
+        self.sink_reports[b] = set()
 
     def submit_oltp(self, proc: str, b: int, restarts: int, age: int = 0) -> None:
         plan = self.plan
@@ -165,16 +192,24 @@ class Driver:
 
     def _poll_run(self) -> bool:
         did = False
+        mig = self.migration
         while self.next_batch < self.cfg.batches and len(self.outstanding) < self.window:
-            self.submit(self.next_batch)
+            if mig is not None and mig.holds(self.next_batch):
+                mig.hold(self.next_batch)  # it arrives and waits while the migration pauses the input
+            else:
+                self.submit(self.next_batch)
             self.next_batch += 1
             did = True
-        if (self.cfg.snapshot_every and self.snap_inflight is None
+        migrating = False
+        if mig is not None:
+            did = mig.poll() or did
+            migrating = mig.active
+        if (self.cfg.snapshot_every and self.snap_inflight is None and not migrating
                 and self.completed_count >= self.next_snapshot_at and self.next_batch < self.cfg.batches):
             self.request_snapshot()
             did = True
         if (self.next_batch >= self.cfg.batches and not self.outstanding and not self.oltp_pending
-                and self.snap_inflight is None):
+                and self.snap_inflight is None and not migrating):
             self.phase = "finish"
             for node in range(self.plan.n_partitions):
                 self.send(node, m.Finish(self.cfg.want_state))
@@ -229,6 +264,9 @@ class Driver:
         elif t in (m.Ready, m.StateReport):
             if self.recovery is not None:
                 self.recovery.handle(msg)
+        elif t is m.MigrateReady or t is m.MigrateSwitched:
+            if self.migration is not None:
+                self.migration.handle(msg)
         elif t is m.FinalReport:
             self.finals[msg.node] = msg
             self.busy[msg.node] = msg.busy_s
@@ -325,6 +363,6 @@ class Driver:
 
     def _maybe_snapshot_complete(self, n: int) -> None:
         if n in self.snap_done and len(self.snap_markers.get(n, ())) == self.plan.n_partitions:
-            write_manifest(self.cfg.run_dir, n, self.snap_done[n], self.cfg.fsync)
+            write_manifest(self.cfg.run_dir, n, self.snap_done[n], self.cfg.fsync, design=self.era)
             self.snapshot = (n, self.snap_done[n])
             self.snap_inflight = None

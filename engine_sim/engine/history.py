@@ -5,15 +5,16 @@ from engine_sim.engine.checker import TE, CheckResult, Dataflow, check_history
 
 
 def executions(records) -> list[TE]:
-    """Committed executions of workload SPs (system MOVE/snapshot transactions touch no
-    workload state and carry no ordering constraint)."""
+    """Committed executions of workload SPs, and the migrations between designs (system
+    MOVE/snapshot transactions touch no workload state and carry no ordering constraint)."""
     out = []
     for r in records:
-        if r.status != "commit" or r.kind not in ("stream", "oltp"):
+        if r.status != "commit" or r.kind not in ("stream", "oltp", "migration"):
             continue
         out.append(TE(id=(r.txn_id, r.child), procedure=r.procedure, batch=r.batch, lane=r.lane,
                       kind=r.kind, group=r.group, positions=dict(r.positions),
-                      accesses=[(p, t, k, mo) for p, t, k, mo, _n in r.accesses], ts=r.commit_ts))
+                      accesses=[(p, t, k, mo) for p, t, k, mo, _n in r.accesses], ts=r.commit_ts,
+                      era=r.era))
     return out
 
 

@@ -29,18 +29,22 @@ class _Port:
 
 class InProcessRuntime:
     def __init__(self, plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, log_stores: dict,
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, next_plan=None):
         self.plan = plan
+        self.plans = [plan] if next_plan is None else [plan, next_plan]  # the plan of each era
         self.site_cfg = site_cfg
         self.log_stores = log_stores
         self.queue: deque = deque()
         self.delayed: list = []  # (due, seq, src, dst, clock, msg) cross-machine messages
         self.delay_s = delay_s
         self._seq = 0
-        self.sites = {k: Site(k, plan, site_cfg, _Port(self, k), log_stores[k])
-                      for k in range(plan.n_partitions)}
-        self.driver = Driver(plan, driver_cfg, self)
+        self.sites = {k: self._site(k, 0, 0, 0) for k in range(plan.n_partitions)}
+        self.driver = Driver(plan, driver_cfg, self, next_plan)
         self.messages = 0
+
+    def _site(self, k: int, epoch: int, clock: int, era: int) -> Site:
+        return Site(k, self.plans[era], self.site_cfg, _Port(self, k), self.log_stores[k], epoch=epoch,
+                    clock=clock, era=era, plan_of=self.plans.__getitem__)
 
     # -- transport -------------------------------------------------------------------------------
     def clock_of(self, node: int) -> int:
@@ -66,9 +70,14 @@ class InProcessRuntime:
         self.queue.clear()
         self.delayed.clear()
         for k in self.sites:
-            self.sites[k] = Site(k, self.plan, self.site_cfg, _Port(self, k), self.log_stores[k],
-                                 epoch=epoch, clock=clock)
+            self.sites[k] = self._site(k, epoch, clock, self.driver.era)
             self.queue.append((k, DRIVER, clock, Ready(k, 0, epoch)))
+
+    def restart(self, era: int, clock: int) -> None:
+        """A migration's stop and restart: every site is replaced by a new one running design
+        `era`, with its initial state (it loads the real one from the dumps next)."""
+        for k in self.sites:
+            self.sites[k] = self._site(k, self.driver.epoch, clock, era)
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, deadline_s: float | None = None) -> Driver:

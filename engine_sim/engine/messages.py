@@ -158,10 +158,12 @@ class SnapshotDone:
 
 @dataclass(slots=True)
 class Reset:
-    """Crash recovery, step 1: drop all volatile state and unflushed log, adopt the epoch."""
+    """Crash recovery, step 1: drop all volatile state and unflushed log, adopt the epoch
+    (and the design `era` the recovered cluster runs: 0 before a migration commits)."""
 
     epoch: int
     clock: int
+    era: int = 0
 
 
 @dataclass(slots=True)
@@ -234,6 +236,65 @@ class FinalReport:
 @dataclass(slots=True)
 class Stop:
     pass
+
+
+# -- migration between designs at a batch boundary (migration.py) -------------------------------
+@dataclass(slots=True)
+class MigrateStart:
+    """Every batch before `at_batch` committed: lay the state out as design `era` (live: send
+    what this partition loses; restart: dump everything) and keep it as snapshot `number`."""
+
+    era: int
+    number: int
+    at_batch: int
+    mode: str  # live | restart
+
+
+@dataclass(slots=True)
+class MigrateRows:
+    """Live: the rows (windows whole) one partition hands another, pickled once by the sender
+    (so their size on the wire is known): {table: ({key: value}, virtual)}."""
+
+    era: int
+    payload: bytes
+
+
+@dataclass(slots=True)
+class Reload:
+    """Restart: a new partition loads the whole state from the `partitions` dumps of snapshot
+    `number` and keeps its own rows."""
+
+    era: int
+    number: int
+    partitions: int
+
+
+@dataclass(slots=True)
+class MigrateReady:
+    """A partition holds its part of the state under design `era` (and wrote its snapshot)."""
+
+    node: int
+    era: int
+    seq: int  # its last position: the positions after the switch start above every one
+    rows: dict  # state item -> rows it sent (live), dumped or loaded (restart)
+    wire_bytes: int  # bytes of those rows as pickled for the wire or the dump
+    windows: tuple  # the windows it holds now
+    busy_s: float
+
+
+@dataclass(slots=True)
+class MigrateSwitch:
+    """The migration committed: run design `era` from batch `at_batch` on."""
+
+    era: int
+    floor: int
+    at_batch: int
+
+
+@dataclass(slots=True)
+class MigrateSwitched:
+    node: int
+    era: int
 
 
 @dataclass(slots=True)

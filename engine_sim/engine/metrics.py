@@ -56,6 +56,7 @@ class RunResult:
     # the state a serial re-execution of the committed transactions reaches, in the checker's
     # serialization order ("" when the history check failed before it could run)
     serial_digest: str = ""
+    migration: object = None  # engine_sim.engine.migration.MigrationResult (a run that migrated)
 
     def to_dict(self) -> dict:
         def clean(v):
@@ -86,6 +87,8 @@ class RunResult:
         if self.crashed:
             rows.append(("recovery", f"crashed, recovered in {self.recovery_s:.3f} s "
                                      f"({self.replayed} replayed)"))
+        if self.migration is not None:
+            rows += self.migration.describe()
         rows += [("history check", self.history_check), ("state digest", self.state_digest),
                  ("serial digest", (self.serial_digest or "not computed") +
                   ("  (equal)" if self.serial_digest == self.state_digest else "  (DIFFERS)"

@@ -72,14 +72,19 @@ def _serve(node: int, args: dict) -> None:
     from engine_sim.engine.site import Site
 
     _die_with_parent(args["sock_dir"])
-    plan = build_plan(args["workload"], args["design"], **args["plan"])
-    plan.abort_rate = args["abort_rate"]
-    plan.restart_limit = args["restart_limit"]
-    plan.crash_at = args["crash_at"]
+    plans = []  # the plan of each era: the run's design, and the design it migrates to
+    for design in args["designs"]:
+        plans.append(build_plan(args["workload"], design, **args["plan"]))
+        plans[-1].abort_rate = args["abort_rate"]
+        plans[-1].restart_limit = args["restart_limit"]
+        plans[-1].crash_at = args["crash_at"]
+    plan_of = plans.__getitem__
+    plan = plan_of(args["era"])
     cfg: SiteConfig = args["site_cfg"]
     net = Net(node, args["sock_dir"], plan.machine, args["delay_s"], secret=cfg.secret)
     store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync, secret=cfg.secret)
-    site = Site(node, plan, cfg, net, store, epoch=args["epoch"], clock=args["clock"])
+    site = Site(node, plan, cfg, net, store, epoch=args["epoch"], clock=args["clock"], era=args["era"],
+                plan_of=plan_of)
     net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
     net.flush(site.clock, site.epoch)
     busy_wait = 0.0
@@ -97,7 +102,8 @@ def _serve(node: int, args: dict) -> None:
             for msg in b.messages:
                 if type(msg) is m.Reset:
                     net.reset()
-                    site = Site(node, plan, cfg, net, store, epoch=msg.epoch, clock=max(msg.clock, site.clock))
+                    site = Site(node, plan_of(msg.era), cfg, net, store, epoch=msg.epoch,
+                                clock=max(msg.clock, site.clock), era=msg.era, plan_of=plan_of)
                     net.send(DRIVER, m.Ready(node, os.getpid(), site.epoch))
                     break
                 if type(msg) is m.Stop:
@@ -170,18 +176,19 @@ def _drain(net: Net, seconds: float = 0.5) -> None:
 
 class MultiProcessRuntime:
     def __init__(self, plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, delay_s: float, *,
-                 workload, design, options: dict):
+                 workload, design, options: dict, next_plan=None):
         self.plan = plan
         self.ctx = _context()
         self.sock_dir = str(owned_temp_dir("engs-"))
         self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret)
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}
-        self.args = dict(workload=workload, design=design, plan=plan_opts,
+        designs = (design,) if next_plan is None else (design, next_plan.design)
+        self.args = dict(workload=workload, designs=designs, plan=plan_opts, era=0,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
                          site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
                          crash_at=options.get("crash_at"))
-        self.driver = Driver(plan, driver_cfg, self)
+        self.driver = Driver(plan, driver_cfg, self, next_plan)
         self.procs: dict[int, mp.Process] = {}
         self.pids: list[int] = []  # every partition process this run started
         self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
@@ -192,8 +199,8 @@ class MultiProcessRuntime:
         self.finals_log = {}
 
     # -- processes ---------------------------------------------------------------------------------
-    def _spawn(self, node: int, epoch: int, clock: int) -> None:
-        args = dict(self.args, epoch=epoch, clock=clock)
+    def _spawn(self, node: int, epoch: int, clock: int, era: int | None = None) -> None:
+        args = dict(self.args, epoch=epoch, clock=clock, era=self.driver.era if era is None else era)
         p = self.ctx.Process(target=site_main, args=(node, args), name=f"partition-{node}", daemon=True)
         p.start()
         self.procs[node] = p
@@ -217,24 +224,37 @@ class MultiProcessRuntime:
         self.net.drop(node)
         for k in self.procs:
             if k != node:
-                self.net.send(k, m.Reset(epoch, clock))
+                self.net.send(k, m.Reset(epoch, clock, self.driver.era))
         self._spawn(node, epoch, clock)
+
+    def restart(self, era: int, clock: int) -> None:
+        """A migration's stop and restart: every partition process stops (each dumped its
+        state), and a new one per partition starts under design `era`; back once all are up."""
+        d = self.driver
+        for k in self.procs:
+            self.net.send(k, m.Stop())
+        self.net.flush(d.clock, d.epoch)
+        _drain(self.net)
+        for k, p in list(self.procs.items()):
+            p.join(self._left(10.0))
+            if p.exitcode is None:
+                raise EngineFailure(f"partition {k} process {p.pid} did not stop for the restart")
+            self.killed.add(p.pid)
+            self.net.drop(k)
+        for k in list(self.procs):
+            self._spawn(k, d.epoch, clock, era)
+        self._await_ready("restarting partitions")
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, deadline_s: float | None = None) -> Driver:
         d = self.driver
-        started = time.perf_counter()
+        started = self.started = time.perf_counter()
+        self.deadline_s = deadline_s
         self.deadline = None if deadline_s is None else started + deadline_s
         try:
             for k in range(self.plan.n_partitions):
                 self._spawn(k, 0, 0)
-            ready: set[int] = set()
-            while len(ready) < self.plan.n_partitions:
-                for b in self.net.poll(0.05):
-                    for msg in b.messages:
-                        if type(msg) is m.Ready:
-                            ready.add(msg.node)
-                self._check(started, deadline_s, "starting partitions")
+            self._await_ready("starting partitions")
             d.t_started = time.perf_counter()
             cpu_started = time.process_time()
             idle = 0.0
@@ -263,6 +283,19 @@ class MultiProcessRuntime:
             return d
         finally:
             self._stop()
+
+    def _await_ready(self, what: str) -> None:
+        """Until every partition process said Ready (anything else goes to the driver)."""
+        d = self.driver
+        ready: set[int] = set()
+        while len(ready) < self.plan.n_partitions:
+            for b in self.net.poll(0.05):
+                for msg in b.messages:
+                    if type(msg) is m.Ready:
+                        ready.add(msg.node)
+                    elif b.epoch >= d.epoch:
+                        d.handle(msg, b.src)
+            self._check(self.started, self.deadline_s, what)
 
     def _left(self, most: float) -> float:
         """Seconds a blocking step may take: at most `most`, never past the run's deadline."""

@@ -252,7 +252,8 @@ class Partition:
                 txn_id=txn.replay_of or txn.id, kind=txn.kind, procedure=m, unit=txn.unit,
                 lane=txn.lane, batch=txn.batch, status=status, restarts=txn.restarts, base=self.pid,
                 partitions=partitions, start_us=started, end_us=end, child=child, group=group,
-                replay=txn.replay_of is not None, epoch=self.site.epoch, reason=reason)
+                replay=txn.replay_of is not None, epoch=self.site.epoch, reason=reason,
+                era=self.site.era)
             if out is not None:
                 rec.commit_ts = out.commit_ts
                 counts: dict = {}

@@ -157,18 +157,22 @@ def snapshot_path(run_dir: Path, number: int, partition: int) -> Path:
     return Path(run_dir) / f"snap-{number}-p{partition}.pkl"
 
 
-def write_manifest(run_dir: Path, number: int, commit_ts: int, fsync: bool) -> None:
-    """A snapshot counts only once every partition wrote its part: then this names it."""
+def write_manifest(run_dir: Path, number: int, commit_ts: int, fsync: bool, design: int = 0) -> None:
+    """A snapshot counts only once every partition wrote its part: then this names it, and
+    the design (era) its layout is of. Written atomically: naming a migration's snapshot with
+    the new design is the migration's commit record."""
     atomic_write_bytes(Path(run_dir) / "snapshot.json",
-                       json.dumps({"number": number, "commit_ts": commit_ts}).encode(), fsync=fsync)
+                       json.dumps({"number": number, "commit_ts": commit_ts, "design": design}).encode(),
+                       fsync=fsync)
 
 
-def read_manifest(run_dir: Path) -> tuple[int | None, int]:
+def read_manifest(run_dir: Path) -> tuple[int | None, int, int]:
+    """(snapshot number, its commit timestamp, the design its layout is of)."""
     path = Path(run_dir) / "snapshot.json"
     if not path.exists():
-        return None, 0
+        return None, 0, 0
     data = json.loads(path.read_text())
-    return int(data["number"]), int(data["commit_ts"])
+    return int(data["number"]), int(data["commit_ts"]), int(data.get("design", 0))
 
 
 # -- what to replay ----------------------------------------------------------------------------

@@ -82,7 +82,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                  abort_rate: float = 0.0, restart_limit: int = 100, fsync: bool | None = None,
                  log_dir: str | Path | None = None, log_to_disk: bool | None = None,
                  machine_delay_ms: float = 0.0, return_state: bool = False,
-                 timeout_s: float | None = None, crash_at=None) -> RunResult:
+                 timeout_s: float | None = None, crash_at=None, migrate_to: Design | None = None,
+                 migrate_at_batch: int | None = None, migrate_mode: str = "live") -> RunResult:
     """Run `batches` input batches of `workload` under `design` and prove the history.
 
     Extra options: `window` batches in flight (halved while the mean latency exceeds the
@@ -95,6 +96,14 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     error), `crash_at` = (role, step[, n]): the partition playing `role` ("coordinator" or
     "participant") in the n-th distributed transaction dies at `step` of 2PC ("before_vote",
     "after_vote", "after_decision"), then the cluster recovers.
+
+    `migrate_to` (a design of the same workload and cluster) and `migrate_at_batch` K: at batch
+    K the run pauses its input, moves state and SPs to `migrate_to` and goes on under it
+    (`migrate_mode` "live": rows sent between partitions; "restart": stop, dump the whole state,
+    restart under the new design and reload it); `result.migration` says what it took
+    (migration.py). `crash_at=("migration", "moving" | "switched"[, partition])`: that partition
+    (default `crash_partition`) dies during the move, before the commit point (the run recovers
+    to `design`), or on the switch, after it (to `migrate_to`).
     """
     if not isinstance(workload, Workload):
         raise EngineError(f"expected a Workload, got {type(workload).__name__}")
@@ -104,24 +113,39 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     if not in_process and design.n_partitions > MAX_PROCESSES:
         raise EngineError(f"the design has {design.n_partitions} partitions; the multi-process engine runs "
                           f"at most {MAX_PROCESSES} here (use in_process=True or the simulator)")
-    plan = build_plan(workload, design, seed=seed, batch_size=batch_size, scheduler=scheduler,
-                      move=move, recovery=recovery, data_parallel=data_parallel)
-    plan.abort_rate = float(abort_rate)
-    plan.restart_limit = int(restart_limit)
     crash_at = parse_crash_at(crash_at)
     if crash_at is not None and recovery == "off":
         raise EngineError("a crash point needs recovery (strong or weak), not recovery off")
     if crash_at is not None and crash_after is not None:
         raise EngineError("ask for one crash: crash_after or crash_at, not both")
-    plan.crash_at = crash_at
+    options = dict(seed=seed, batch_size=batch_size, scheduler=scheduler, move=move, recovery=recovery,
+                   data_parallel=data_parallel)
+
+    def compiled(d: Design):
+        p = build_plan(workload, d, **options)
+        p.abort_rate = float(abort_rate)
+        p.restart_limit = int(restart_limit)
+        p.crash_at = crash_at
+        return p
+
+    plan = compiled(design)
     if crash_partition is None:
         crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
     if not 0 <= crash_partition < plan.n_partitions:
         raise EngineError(f"crash partition {crash_partition} is outside 0..{plan.n_partitions - 1}")
+    next_plan = _migration_plan(workload, design, plan, compiled, batches, migrate_to, migrate_at_batch,
+                                migrate_mode, crash_at, crash_after)
+    if crash_at is not None and crash_at[0] == "migration":
+        part = crash_partition if crash_at[2] is None else crash_at[2]
+        if not 0 <= part < plan.n_partitions:
+            raise EngineError(f"crash partition {part} is outside 0..{plan.n_partitions - 1}")
+        crash_at = (crash_at[0], crash_at[1], part)
+        plan.crash_at = next_plan.crash_at = crash_at
     if snapshot_every is None:
         snapshot_every = max(1, batches // 4) if recovery != "off" else 0
     if crash_after is not None:
-        most = most_commits(plan, batches, crash_partition, snapshot_every)
+        most = max(most_commits(p, batches, crash_partition, snapshot_every)
+                   for p in (plan, next_plan) if p is not None)
         if crash_after > most:
             raise EngineError(f"--crash-after {crash_after} cannot happen: partition {crash_partition} "
                               f"commits at most {most} transactions in {batches} batches")
@@ -145,7 +169,9 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), window=window,
                               latency_bound_s=latency_bound_s, snapshot_every=snapshot_every,
                               crash_after=crash_after, crash_partition=crash_partition,
-                              want_state=return_state, fsync=fsync, t0_ns=t0)
+                              want_state=return_state, fsync=fsync, t0_ns=t0,
+                              migrate_at=migrate_at_batch if next_plan is not None else None,
+                              migrate_mode=migrate_mode)
     started = time.perf_counter()
     try:
         if in_process:
@@ -155,7 +181,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                           else MemoryLogStore())
                       for k in range(plan.n_partitions)}
             try:
-                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0)
+                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0,
+                                           next_plan)
                 driver = runtime.run(timeout_s)
             finally:
                 for store in stores.values():
@@ -167,11 +194,9 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
 
             runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, machine_delay_ms / 1000.0,
                                           workload=workload, design=design,
-                                          options=dict(seed=seed, batch_size=batch_size,
-                                                       scheduler=scheduler, move=move,
-                                                       recovery=recovery, data_parallel=data_parallel,
-                                                       abort_rate=abort_rate, restart_limit=restart_limit,
-                                                       crash_at=crash_at))
+                                          options=dict(options, abort_rate=abort_rate,
+                                                       restart_limit=restart_limit, crash_at=crash_at),
+                                          next_plan=next_plan)
             driver = runtime.run(timeout_s)
             messages = runtime.messages
             refused = runtime.refused
@@ -181,12 +206,14 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             pids = []
         if (crash_after is not None or crash_at is not None) and not driver.crashed:
             asked = f"after {crash_after} commits of partition {crash_partition}" if crash_at is None \
+                else f"at migration step {crash_at[1]} on partition {crash_at[2]}" if crash_at[0] == "migration" \
                 else f"at {crash_at[0]} {crash_at[1]} of distributed transaction {crash_at[2]}"
             raise EngineFailure(f"the crash asked for ({asked}) never happened: the run ended first "
                                 f"(partition commits: {dict(sorted(driver.commits.items()))})")
         wall_total = time.perf_counter() - started
         result = _result(plan, driver, batches, wall_total, messages, log_stats,
-                         "in-process" if in_process else "multi-process", latency_bound_s, return_state)
+                         "in-process" if in_process else "multi-process", latency_bound_s, return_state,
+                         next_plan)
         result.pids = pids
         result.refused_frames = refused
         if trace_out is not None:
@@ -204,7 +231,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state) -> RunResult:
+def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,
+            next_plan=None) -> RunResult:
     records = driver.records
     tes = executions(records)
     check = check_records(records, plan, batches, tes)
@@ -224,7 +252,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
     serial = ""
     if check.ok:
         try:
-            serial = serial_digest(plan, tes, check.order)
+            serial = serial_digest(plan, tes, check.order, None if next_plan is None else [plan, next_plan])
         except SerialError as exc:
             violations.append(f"serial re-execution failed: {exc}")
         if serial and serial != digest:
@@ -266,7 +294,27 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         log_records=sum(a for a, _ in log_stats), log_flushes=sum(b for _, b in log_stats),
         messages=messages, violations=violations[:20], state=state,
         partition_cpu_s=[finals[k].cpu_s for k in range(n) if k in finals] if mode != "in-process" else [],
-        driver_cpu_s=driver.cpu_s)
+        driver_cpu_s=driver.cpu_s,
+        migration=None if driver.migration is None else driver.migration.result(plan.workload, plan,
+                                                                                  plan.batch_size))
+
+
+def _migration_plan(workload, design, plan, compiled, batches, target, at_batch, mode, crash_at,
+                    crash_after):
+    """The plan of the design a run migrates to (None: no migration), after every check."""
+    from engine_sim.engine.migration import migration_plan
+
+    if target is None:
+        if at_batch is not None or mode != "live":
+            raise EngineError("--at-batch and --migration need --migrate-to (the design to migrate to)")
+        if crash_at is not None and crash_at[0] == "migration":
+            raise EngineError("a migration crash point needs a migration (--migrate-to and --at-batch)")
+        return None
+    if at_batch is None:
+        raise EngineError("--migrate-to needs --at-batch (the batch at which to migrate)")
+    if mode == "restart" and (crash_at is not None or crash_after is not None):
+        raise EngineError("a crash during a migration is tested with the live migration, not restart")
+    return migration_plan(workload, design, target, plan, compiled, batches, at_batch, mode)
 
 
 def default_timeout_s(plan, batches: int) -> float:

@@ -9,7 +9,9 @@ lane, and the order): inputs are derived again - border units get the client's b
 produced earlier in the serial order - and keys are drawn again from the generators seeded
 per (SP, batch, lane). Each partition of the design keeps its own store here too, so
 operations resolve exactly as in the engine, and the digest (a sum of row hashes) does not
-depend on where rows live.
+depend on where rows live. A migration in the order lays the rows out again as the next
+design places them (gathered from every store, dealt out anew: not the engine's moves), and
+the steps after it run under that design.
 """
 from __future__ import annotations
 
@@ -25,10 +27,10 @@ from engine_sim.engine.txn import Batch
 class SerialStep:
     """One committed transaction of the serial order."""
 
-    kind: str  # stream | oltp
+    kind: str  # stream | oltp | migration
     unit: str  # scheduling unit (SP or nested group) or OLTP procedure
     batch: int
-    lane: int = 0
+    lane: int = 0  # a migration: the design it switches to
 
 
 class SerialError(Exception):
@@ -45,6 +47,9 @@ def steps_from(tes: list, order: list[int], plan) -> list[SerialStep]:
         if key in seen:
             continue
         seen.add(key)
+        if te.kind == "migration":
+            steps.append(SerialStep(te.kind, te.procedure, te.batch, te.era))
+            continue
         unit = te.procedure if te.kind == "oltp" else plan.procs[te.procedure].unit
         steps.append(SerialStep(te.kind, unit, te.batch, te.lane))
     return steps
@@ -53,9 +58,10 @@ def steps_from(tes: list, order: list[int], plan) -> list[SerialStep]:
 class SerialExecution:
     """Stores of every partition, in this process, and the outputs produced so far."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, plans: list | None = None):
         from engine_sim.engine.site import build_store
 
+        self.plans = plans or [plan]  # the design of each era (a migration switches to the next)
         self.plan = plan
         # the declared CPU work changes no state: the oracle skips it (it would only double the run)
         self.procs = {name: replace(p, work_us=0.0) for name, p in plan.procs.items()}
@@ -96,6 +102,9 @@ class SerialExecution:
 
     # -- one transaction ---------------------------------------------------------------------------
     def execute(self, step: SerialStep) -> None:
+        if step.kind == "migration":
+            self.relayout(self.plans[step.lane])
+            return
         plan = self.plan
         unit = plan.units[step.unit]
         members = unit.members
@@ -127,6 +136,30 @@ class SerialExecution:
             s.commit()
         if step.kind == "stream":
             self.outputs[(step.unit, step.batch, step.lane)] = outputs
+
+    def relayout(self, plan) -> None:
+        """Every row where `plan` places it: gathered from every store (one copy of a
+        replicated table), dealt out anew. Rows of data-parallel tables stay on their partition
+        (their routing follows the input, not the design)."""
+        from engine_sim.engine.site import build_store
+
+        old = self.plan.placement
+        rows: dict[str, dict] = {}
+        for _k, store in sorted(self.stores.items()):
+            for table, data in store.tables.items():
+                if not (old.replicated(table) and table in rows):
+                    rows.setdefault(table, {}).update(data)
+        where = plan.placement
+        stores = {k: build_store(plan, k) for k in range(plan.n_partitions)}
+        for k, store in stores.items():
+            for table in store.tables:
+                if table in where.dp_tables:
+                    store.tables[table] = dict(self.stores[k].tables.get(table, {}))
+                else:
+                    store.tables[table] = {key: v for key, v in rows.get(table, {}).items()
+                                           if where.row_partition(table, key) in (k, None)}
+        self.plan, self.stores = plan, stores
+        self.procs = {name: replace(p, work_us=0.0) for name, p in plan.procs.items()}
 
     def _drive(self, body, base: int, parts: set) -> dict:
         value = None
@@ -170,6 +203,7 @@ def state_digest(per_table: dict[str, int]) -> str:
                           .encode()).hexdigest()
 
 
-def serial_digest(plan, tes: list, order: list[int]) -> str:
-    """Digest of the state reached by re-executing `tes` one at a time in `order`."""
-    return SerialExecution(plan).run(steps_from(tes, order, plan)).digest()
+def serial_digest(plan, tes: list, order: list[int], plans: list | None = None) -> str:
+    """Digest of the state reached by re-executing `tes` one at a time in `order` (`plans`:
+    the design of each era, when the run migrated)."""
+    return SerialExecution(plan, plans).run(steps_from(tes, order, plan)).digest()

@@ -21,6 +21,9 @@ from engine_sim.engine.store import Store
 from engine_sim.engine.txn import Txn, make_txn_id
 
 
+_MIGRATION = (m.MigrateStart, m.MigrateRows, m.Reload, m.MigrateSwitch)
+
+
 @dataclass
 class SiteConfig:
     run_dir: str
@@ -58,9 +61,12 @@ def build_store(plan, pid: int) -> Store:
 
 class Site:
     def __init__(self, pid: int, plan, cfg: SiteConfig, transport, log_store, epoch: int = 0,
-                 clock: int = 0):
+                 clock: int = 0, era: int = 0, plan_of=None):
         self.node = pid
         self.plan = plan
+        self.era = era  # the design it runs: 0, or 1 once a migration switched to the next one
+        self.plan_of = plan_of or (lambda _era: plan)  # the plan of each era (migration.py)
+        self.moving = None  # a migration's move in progress (migration.SiteMove)
         self.cfg = cfg
         self.transport = transport
         self.epoch = epoch
@@ -70,10 +76,6 @@ class Site:
         self.partition = Partition(self, pid, build_store(plan, pid))
         self.schedulers: dict[str, UnitScheduler] = {}
         self.early: dict[str, list] = {}  # messages for schedulers not restored yet
-        if plan.scheduler == "dls" and epoch == 0:
-            for name, unit in plan.units.items():
-                if unit.base == pid and not unit.oltp:
-                    self.schedulers[name] = UnitScheduler(self, name)
         self.pending_acks: list = []
         self.done: dict[str, tuple[list, list]] = {}  # sink unit -> (batches, failed) to acknowledge
         self.done_since = 0.0
@@ -81,6 +83,24 @@ class Site:
         self.shipped_at = time.perf_counter()
         self.snapshot_marker: int | None = None
         self.cpu_started: float | None = None  # process CPU clock at the first message: the run's start
+        if epoch == 0:
+            self._make_schedulers(-1)
+
+    def _make_schedulers(self, committed: int) -> None:
+        """DLS: a scheduler for every unit based here, each lane past batch `committed`."""
+        plan = self.plan
+        self.schedulers = {}
+        if plan.scheduler == "dls":
+            for name, unit in plan.units.items():
+                if unit.base == self.node and not unit.oltp:
+                    self.schedulers[name] = UnitScheduler(self, name, dict.fromkeys(range(len(unit.lanes)),
+                                                                                    committed))
+
+    def set_plan(self, plan, era: int, committed: int) -> None:
+        """A migration committed: run `plan` from batch committed + 1 on."""
+        self.plan = self.partition.plan = plan
+        self.era = era
+        self._make_schedulers(committed)
 
     # -- clock ------------------------------------------------------------------------------------
     def new_txn_id(self) -> int:
@@ -149,6 +169,10 @@ class Site:
                 getattr(s, method)(early)
         elif t is m.Finish:
             self.finish(msg.want_state)
+        elif t in _MIGRATION:
+            from engine_sim.engine.migration import on_site_message
+
+            on_site_message(self, msg)
         else:
             raise TypeError(f"site {self.node}: unexpected message {t.__name__}")
 

@@ -65,6 +65,20 @@ class Store:
         self.undo.append((container, key, old))
         return True
 
+    def add_table(self, name: str, virtual: bool) -> dict:
+        """A table this partition starts to hold (a migration): its rows, empty if new."""
+        if name not in self.tables:
+            self.tables[name] = {}
+            self._salt[name] = stable_seed("table", name)
+            if virtual:
+                self.virtual = self.virtual | {name}
+        return self.tables[name]
+
+    def drop_table(self, name: str) -> None:
+        """A table this partition no longer holds (a migration moved its rows away)."""
+        self.tables.pop(name, None)
+        self.virtual = self.virtual - {name}
+
     def default(self, table: str, key):
         return mix64(self._salt[table] ^ (key if isinstance(key, int) else stable_seed(key))) >> 16
 

@@ -74,6 +74,7 @@ class TxnRecord:
     replay: bool = False
     epoch: int = 0  # recovery epoch it ran in
     reason: str = ""  # why it aborted
+    era: int = 0  # the design it ran under: 0, then 1 after a migration (kind "migration": the switch)
 
 
 @dataclass(slots=True)
