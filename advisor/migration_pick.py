@@ -113,7 +113,7 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
     def megabytes(d: Design) -> float:
         return sum(m.bytes for m in moves_between(current, d, graph)) / 1e6
 
-    options = distinct(list(rec.selection.options) if rec.selection else [], graph) if rec.selection else []
+    options = distinct(list(rec.selection.options), graph) if rec.selection else []
     targets = [("recommended", rec.design)] + [(o.label, Design.from_arrays(graph, o.proc_part, o.state_part, weights,
                                                                              method=o.label)) for o in options]
     seen = {_key(current)}
@@ -124,8 +124,9 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
             continue
         seen.add(key)
         points.append(Reachable(label, aligned, megabytes(aligned)))
-    goal = points[1].design
-    points += _path(current, goal, graph, estimate, weights)
+    goal = align(current, rec.design, graph)
+    if _key(goal) != _key(current):  # (the deployed design may already be the recommendation)
+        points += _path(current, goal, graph, estimate, weights)
     if estimate is not None:
         points += _climb(current, graph, estimate, weights)
     for r in points:
@@ -267,7 +268,8 @@ def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: i
         keep = np.unique(np.linspace(0, len(frontier) - 1, MAX_SIMULATED).round().astype(int))
         frontier = [frontier[k] for k in keep]
     chosen = {id(r) for r in frontier}
-    judged = frontier + [p for p in points[:2] if id(p) not in chosen]
+    always = [points[0]] + [r for r in points if r.label == "recommended"]  # deployed, unconstrained pick
+    judged = frontier + [p for p in always if id(p) not in chosen]
     for r, tps in zip(judged, predict_designs([r.design for r in judged], workload, cal, seed)):
         r.predicted_tps = tps
     return "simulator"  # only simulated designs compete: an estimate is not a prediction

@@ -93,3 +93,12 @@ def test_the_report_shows_what_moving_the_deployed_design_takes(deployed, tmp_pa
     assert section.count("<tr>") == 1 + len(moved.moves)  # the header and one row per move
     for m in moved.moves:
         assert f"<td>{m.name}</td>" in section
+
+
+def test_a_deployed_design_that_is_already_the_pick_moves_nothing():
+    deployed = recommend("tpcdi-trade", machines=4, objective="cost").design
+    rec = recommend("tpcdi-trade", current=deployed, objective="cost")
+    plan = rec.migration
+    assert plan.judged_by == "cost" and plan.chosen is plan.reachable[0] and plan.chosen.megabytes == 0
+    assert not any(r.label.startswith("path:") for r in plan.reachable)
+    assert rec.design.procedures == deployed.procedures and rec.design.state == deployed.state
