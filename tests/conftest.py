@@ -48,8 +48,10 @@ INTEGRATION_MODULES = frozenset({
     "test_report_suggestions.py", "test_search.py", "test_search_local.py", "test_search_model.py",
     "test_sim_calibration.py", "test_sim_cli.py", "test_sim_fidelity_summary.py",
     "test_sim_shapes.py", "test_sim_validate.py", "test_traces_aggregate.py",
-    "test_traces_cluster.py", "test_traces_graph.py", "test_tune.py",
+    "test_traces_cluster.py", "test_traces_graph.py", "test_traces_in_place.py", "test_tune.py",
     "test_build_report.py", "test_windows_advisor.py", "test_migration_pick.py", "test_drift.py",
+    "test_long_run_history.py",
+    "test_docs_blocks.py",
 })
 
 

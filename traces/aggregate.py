@@ -29,7 +29,8 @@ from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
-from traces.trace_checks import TraceInfo, validate_trace
+from traces.spark_trace_checks import validate_with_spark
+from traces.trace_checks import TraceInfo, is_local_trace, validate_trace
 
 # Below this bound on all rows of a trace, per-transaction sums are packed two to a long.
 PACK_LIMIT = 1 << 31
@@ -53,27 +54,18 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
     steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
-    with prog.step(f"validating trace {trace_dir}"):
-        info = validate_trace(trace_dir)
-    prog.line(f"trace: {info.rows['txns']:,} txns, {info.rows['accesses']:,} access rows, "
-              f"{info.rows['flows']:,} flows; granularity {gran.label}")
-    own_session = False
+    local = is_local_trace(trace_dir)
+    if local:  # checked with Arrow before Spark starts
+        with prog.step(f"validating trace {trace_dir}"):
+            info = validate_trace(trace_dir)
+        _say_trace(prog, info, gran)
     with prog.step("Spark session"):
-        if spark is None:
-            from traces.spark_session import active_session
-
-            spark = active_session()
-            if spark is not None:
-                prog.line(f"reusing the running Spark session (master {spark.sparkContext.master})")
-        if spark is None:
-            from traces.java import check_java
-            from traces.spark_session import DEFAULT_MASTER, start_session
-
-            prog.line(check_java())
-            spark = start_session(master or DEFAULT_MASTER, conf)
-            own_session = True
-            prog.line(f"Spark {spark.version} on {spark.sparkContext.master}")
+        spark, own_session = _session(spark, master, conf, prog)
     try:
+        if not local:  # elsewhere, Spark reads it in place and checks it first
+            with prog.step(f"validating trace {trace_dir} in place, with Spark"):
+                info = validate_with_spark(str(trace_dir), spark)
+            _say_trace(prog, info, gran)
         with StageWatcher(spark, prog):
             parts = _run(spark, info, gran, prog)
         master_used = spark.sparkContext.master
@@ -87,6 +79,46 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         with prog.step(f"writing statistics to {out}"):
             write_statistics(stats, out)
     return stats
+
+
+def check_trace(trace_dir: str | Path, *, spark=None, master: str | None = None,
+                conf: dict[str, str] | None = None,
+                progress: Callable[[str], None] | None = None) -> TraceInfo:
+    """Validate a trace wherever it is: a local one with Arrow (no Spark), one elsewhere with
+    Spark (the given, the running, or a new session on `master` with `conf`)."""
+    if is_local_trace(trace_dir):
+        return validate_trace(trace_dir)
+    prog = Progress(1, progress)
+    spark, own_session = _session(spark, master, conf, prog)
+    try:
+        return validate_with_spark(str(trace_dir), spark)
+    finally:
+        if own_session:
+            spark.stop()
+
+
+def _say_trace(prog: Progress, info: TraceInfo, gran: Granularity) -> None:
+    prog.line(f"trace: {info.rows['txns']:,} txns, {info.rows['accesses']:,} access rows, "
+              f"{info.rows['flows']:,} flows; granularity {gran.label}")
+
+
+def _session(spark, master: str | None, conf: dict[str, str] | None, prog: Progress):
+    """(the session to use, whether this job started it and must stop it)."""
+    if spark is not None:
+        return spark, False
+    from traces.spark_session import active_session
+
+    spark = active_session()
+    if spark is not None:
+        prog.line(f"reusing the running Spark session (master {spark.sparkContext.master})")
+        return spark, False
+    from traces.java import check_java
+    from traces.spark_session import DEFAULT_MASTER, start_session
+
+    prog.line(check_java())
+    spark = start_session(master or DEFAULT_MASTER, conf)
+    prog.line(f"Spark {spark.version} on {spark.sparkContext.master}")
+    return spark, True
 
 
 def check_options(granularity: str, hot_tuples: int) -> Granularity:
@@ -108,7 +140,7 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
             schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
         # the schema is known (validated), so Spark need not run a job to infer it
         return spark.read.schema(from_arrow_schema(schema)).parquet(
-            *[str(p.absolute()) for p in info.files[dataset]])
+            *info.locations(dataset))
 
     txns, flows, accesses = read("txns"), read("flows"), read("accesses")
     if info.key_type != "string":

@@ -156,7 +156,7 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
     stats_manifest = {
         "created_by": "traces.aggregate",
         **gran.to_dict(),
-        "source_trace": str(info.path.absolute()),
+        "source_trace": info.source,
         "trace_format": manifest.get("format"),
         "workload": manifest.get("workload"),
         "workload_sha256": manifest.get("workload_sha256"),

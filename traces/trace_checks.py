@@ -29,15 +29,24 @@ SCAN_BATCH_ROWS = 1 << 20
 class TraceInfo:
     """What validation learned: enough for the aggregation to plan its work."""
 
-    path: Path
+    path: Path | str  # a local directory, or the URI Spark reads in place
     manifest: dict
-    files: dict[str, list[Path]]
+    files: dict[str, list]  # per dataset, its Parquet files (Paths, or URIs read in place)
     rows: dict[str, int]
     key_type: str  # "string" | "int64"
     procedures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)  # every table the accesses name
     rows_bound: int | None = None  # >= the sum of accesses.rows (from Parquet statistics)
     windows: dict[str, WindowInfo] = field(default_factory=dict)  # from the manifest
+
+    @property
+    def source(self) -> str:
+        """Where the trace is, as Spark is given it: an absolute path or a URI."""
+        return str(self.path.absolute()) if isinstance(self.path, Path) else self.path
+
+    def locations(self, dataset: str) -> list[str]:
+        """The dataset's files as Spark reads them."""
+        return [str(f.absolute()) if isinstance(f, Path) else f for f in self.files[dataset]]
 
 
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
@@ -49,10 +58,15 @@ def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
                   if p.is_file() and not p.name.startswith((".", "_")))
 
 
+def is_local_trace(location: str | Path) -> bool:
+    """A path or a file:// URI: validated with Arrow before Spark starts. Anything else
+    (`hdfs://`, `s3a://`, `viewfs://`...) is read in place by Spark, which validates it."""
+    scheme, sep, _ = str(location).partition("://")
+    return not sep or scheme.lower() == "file"
+
+
 def local_trace_path(trace_dir: str | Path) -> Path:
-    """A trace location as a local path: a path, or a `file://` URI. A trace is validated
-    (with Arrow) before Spark starts, so a trace elsewhere (`hdfs://`, `s3a://`...) is one line
-    saying to bring it here first."""
+    """A local trace location (a path, or a `file://` URI of this host) as a path."""
     text = str(trace_dir)
     scheme, sep, _ = text.partition("://")
     if not sep:
@@ -62,8 +76,8 @@ def local_trace_path(trace_dir: str | Path) -> Path:
         if parsed.netloc not in ("", "localhost"):
             raise TraceError(f"{text}: a file:// URI of another host ({parsed.netloc}) is not readable here")
         return Path(url2pathname(parsed.path))
-    raise TraceError(f"{text}: a trace on {scheme}:// cannot be validated before Spark starts; copy it "
-                     "to a local directory (or mount it) and aggregate that")
+    raise TraceError(f"{text}: a trace on {scheme}:// is read in place by Spark: aggregate it "
+                     "(advisor trace aggregate), or validate it with a Spark session")
 
 
 def validate_trace(trace_dir: str | Path) -> TraceInfo:
@@ -75,7 +89,6 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     if not path.is_dir():
         raise TraceError(f"{where}: not a directory (a trace is a directory of Parquet datasets)")
     manifest = _manifest(path)
-    check_manifest_fields(manifest, f"{where}: {MANIFEST}")
     windows = manifest_windows(manifest, f"{where}: {MANIFEST}")
     files = {}
     for name in DATASETS:
@@ -109,18 +122,32 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
 def _manifest(path: Path) -> dict:
     file = path / MANIFEST
     if not file.is_file():
-        raise TraceError(f"{path}: {MANIFEST} is missing (a trace starts with its manifest, "
-                         f'{{"format": "{TRACE_FORMAT}"}})')
+        raise TraceError(missing_manifest(path))
     try:
-        manifest = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = file.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(f"{path}: {MANIFEST}: not valid JSON ({exc})") from None
+    return parse_manifest(text, str(path))
+
+
+def missing_manifest(where) -> str:
+    return (f"{where}: {MANIFEST} is missing (a trace starts with its manifest, "
+            f'{{"format": "{TRACE_FORMAT}"}})')
+
+
+def parse_manifest(text: str, where: str) -> dict:
+    """The manifest's JSON as an object of this format; one TraceError line otherwise."""
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceError(f"{where}: {MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
-        raise TraceError(f"{path}: {MANIFEST}: must be a JSON object")
+        raise TraceError(f"{where}: {MANIFEST}: must be a JSON object")
     fmt = manifest.get("format")
     if fmt != TRACE_FORMAT:
-        raise TraceError(f"{path}: {MANIFEST}: format {fmt!r} is not supported "
+        raise TraceError(f"{where}: {MANIFEST}: format {fmt!r} is not supported "
                          f"(this version reads {TRACE_FORMAT!r})")
+    check_manifest_fields(manifest, f"{where}: {MANIFEST}")
     return manifest
 
 
@@ -142,13 +169,18 @@ def _open(where: str, dataset: str, file: Path) -> pq.ParquetFile:
 
 
 def _check_schema(where: str, dataset: str, file: Path, expected: pa.Schema) -> str | None:
-    schema = _open(where, dataset, file).schema_arrow
+    return check_schema(where, dataset, _open(where, dataset, file).schema_arrow, file.name, expected)
+
+
+def check_schema(where: str, dataset: str, schema: pa.Schema, file_name: str,
+                 expected: pa.Schema) -> str | None:
+    """Every column the format asks for, of its type; the key's type ('int64' | 'string')."""
     key_type = None
     for f in expected:
         idx = schema.get_field_index(f.name)
         if idx < 0:
             raise TraceError(f"{where}: {dataset}: column {f.name!r} is missing "
-                             f"(in {file.name}; columns: {', '.join(schema.names)})")
+                             f"(in {file_name}; columns: {', '.join(schema.names)})")
         actual = schema.field(idx).type
         if dataset == "accesses" and f.name == "key":
             if pa.types.is_int64(actual):
@@ -158,10 +190,10 @@ def _check_schema(where: str, dataset: str, file: Path, expected: pa.Schema) -> 
                 key_type = "string"
                 continue
             raise TraceError(f"{where}: {dataset}: column 'key' has type {actual}, "
-                             f"expected int64 or string (in {file.name}, from row 0)")
+                             f"expected int64 or string (in {file_name}, from row 0)")
         if not _same_type(actual, f.type):
             raise TraceError(f"{where}: {dataset}: column {f.name!r} has type {actual}, "
-                             f"expected {f.type} (in {file.name}, from row 0)")
+                             f"expected {f.type} (in {file_name}, from row 0)")
     return key_type
 
 

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Optional
 
 import typer
 
 from advisor.cli.app import app
+from advisor.cli.choices import MigrationMode, MoveMode, Recovery, Scheduler
 
 
 @app.command("run")
@@ -16,9 +17,9 @@ def run(
     design: Path = typer.Option(..., "--design", "-d", help="design JSON (advisor recommend --out)"),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to run"),
     trace_out: Optional[Path] = typer.Option(None, "--trace-out", help="write the run's Parquet trace here"),
-    scheduler: str = typer.Option("dls", help="dls (a scheduler beside each SP) or central"),
-    move: str = typer.Option("rpc", help="MOVE as an rpc (ships the batch) or as a distributed txn"),
-    recovery: str = typer.Option("weak", help="command logging: strong, weak or off"),
+    scheduler: Scheduler = typer.Option("dls", help="dls (a scheduler beside each SP) or central"),
+    move: MoveMode = typer.Option("rpc", help="MOVE as an rpc (ships the batch) or as a distributed txn"),
+    recovery: Recovery = typer.Option("weak", help="command logging: strong, weak or off"),
     crash_after: Optional[int] = typer.Option(None, "--crash-after",
                                               help="kill a partition after K commits, then recover"),
     in_process: bool = typer.Option(False, "--in-process",
@@ -42,7 +43,7 @@ def run(
     at_batch: Optional[int] = typer.Option(None, "--at-batch",
                                            help="batch K: the input pauses there, the state and SPs move, "
                                                 "and the run resumes under --migrate-to"),
-    migration: Literal["live", "restart", "compare"] = typer.Option(
+    migration: MigrationMode = typer.Option(
         "live", "--migration", help="live (rows sent between partitions at the pause), restart (stop, dump "
                                     "the whole state, restart and reload) or compare (both)"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),

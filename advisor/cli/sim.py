@@ -8,6 +8,7 @@ from typing import Literal, Optional
 import typer
 
 from advisor.cli.app import SEED_HELP, JSON_HELP, app
+from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
 
 
@@ -35,8 +36,8 @@ def simulate(
                                            help="simulate the design scaled to N machines"),
     rescale: Literal["spread", "recommend"] = typer.Option(
         "spread", help="how --machines rescales: spread (keep co-location) or recommend (a fresh advisor design)"),
-    scheduler: Literal["dls", "central"] = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
-    move: Literal["rpc", "txn"] = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
+    scheduler: Scheduler = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
+    move: MoveMode = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
     calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate` "
                                                          "(default: the reference-cluster parameters)"),
     rate: Optional[float] = typer.Option(None, help="offered input batches/s (default: search the "

@@ -13,6 +13,9 @@ trace_app = typer.Typer(name="trace", no_args_is_help=True,
                         help="Workload traces: synthesize, validate, aggregate into statistics.")
 app.add_typer(trace_app, name="trace")
 
+TRACE_HELP = ("trace directory: a path, a file:// URI, or any URI the Spark session can read "
+              "(hdfs://, s3a://..., read in place)")
+
 
 @trace_app.command("synth")
 def synth(
@@ -39,11 +42,18 @@ def synth(
 
 
 @trace_app.command("validate")
-def validate(trace_dir: str = typer.Argument(..., help="trace directory (a path or a file:// URI)")) -> None:
-    """Check a trace against the format; one line per problem found (the first), exit 2."""
-    from traces.trace_checks import validate_trace
+def validate(
+    trace_dir: str = typer.Argument(..., help=TRACE_HELP),
+    spark_master: Optional[str] = typer.Option(None, help="Spark master URL, for a trace Spark "
+                                               "reads in place (default local[*])"),
+    spark_conf: Optional[List[str]] = typer.Option(None, help="key=value, repeatable"),
+) -> None:
+    """Check a trace against the format; the first problem found is one line, exit 2. A
+    local trace is checked with Arrow; one elsewhere (hdfs://, s3a://...) with Spark."""
+    from traces.aggregate import check_trace
+    from traces.spark_session import parse_conf
 
-    info = validate_trace(trace_dir)
+    info = check_trace(trace_dir, master=spark_master, conf=parse_conf(spark_conf))
     typer.echo(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "
                f"{info.rows['accesses']:,} access rows ({info.key_type} keys), "
                f"{info.rows['flows']:,} flows, procedures: {', '.join(info.procedures)}")
@@ -51,7 +61,7 @@ def validate(trace_dir: str = typer.Argument(..., help="trace directory (a path 
 
 @trace_app.command("aggregate")
 def aggregate(
-    trace_dir: str = typer.Argument(..., help="trace directory (a path or a file:// URI)"),
+    trace_dir: str = typer.Argument(..., help=TRACE_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="statistics directory to write"),
     granularity: str = typer.Option("table", help="table | fragment:N | tuple[:N]"),
     hot_tuples: int = typer.Option(100, help="tuple granularity: the K hottest tuples kept"),

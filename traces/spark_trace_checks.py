@@ -1,0 +1,204 @@
+"""Check a trace that Spark reads in place (`hdfs://`, `s3a://`, `viewfs://`... any filesystem
+the Spark session knows) against the format, before the aggregation job reads it.
+
+A local trace is checked with Arrow before Spark starts (`traces.trace_checks`); a trace
+elsewhere can only be reached through Spark's own filesystems, so the same checks run there:
+the manifest and the file listing through Hadoop's FileSystem API on the driver, the schema
+from the Parquet footers, and the data checks (nulls, negative counts, unknown values,
+procedures a flow names that never ran) as one aggregation per dataset. A check fails in one
+line naming the dataset, the column, how many rows and the first file holding one. What
+Spark itself cannot read (a scheme it has no filesystem for, a path that does not exist, no
+permission) is one line with Spark's reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from traces.errors import TraceError
+from traces.schema import DATASETS, MANIFEST
+from traces.trace_checks import TraceInfo, check_schema, missing_manifest, parse_manifest
+from traces.windows import manifest_windows
+
+MAX_REASON_CHARS = 300
+
+
+def spark_reason(exc: BaseException) -> str:
+    """The reason Spark (or the JVM under it) gives, as one short line: the innermost
+    distinct messages of the Java cause chain, without stack traces."""
+    java = getattr(exc, "java_exception", None)
+    messages: list[str] = []
+    while java is not None and len(messages) < 8:
+        message = java.getMessage()
+        text = str(message) if message is not None else str(java.getClass().getSimpleName())
+        first = text.strip().splitlines()[0] if text.strip() else text
+        if first and first not in messages:
+            messages.append(first)
+        java = java.getCause()
+    messages = [m for m in messages if not any(m != other and m in other for other in messages)]
+    if not messages:
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        messages = lines[:1] or [type(exc).__name__]
+    return "; ".join(messages[-2:])[:MAX_REASON_CHARS]
+
+
+class _HadoopDir:
+    """A directory on one of the session's Hadoop filesystems, through the JVM."""
+
+    def __init__(self, spark, location: str):
+        jvm = spark._jvm
+        self._jvm = jvm
+        self.location = location.rstrip("/")
+        self.path = jvm.org.apache.hadoop.fs.Path(self.location)
+        self.fs = self.path.getFileSystem(spark._jsc.hadoopConfiguration())
+
+    def child(self, name: str):
+        return self._jvm.org.apache.hadoop.fs.Path(self.path, name)
+
+    def kind(self, path=None) -> str | None:
+        """'dir', 'file' or None (absent)."""
+        path = self.path if path is None else path
+        if not self.fs.exists(path):
+            return None
+        return "dir" if self.fs.getFileStatus(path).isDirectory() else "file"
+
+    def read_text(self, path) -> str:
+        stream = self.fs.open(path)
+        try:
+            return str(self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        finally:
+            stream.close()
+
+    def parquet_files(self, path) -> list[str]:
+        """The Parquet files under `path`, in name order; hidden and _ files skipped, as the
+        local listing does."""
+        found = []
+        entries = self.fs.listFiles(path, True)
+        while entries.hasNext():
+            entry = entries.next()
+            name = str(entry.getPath().getName())
+            if entry.isFile() and name.endswith(".parquet") and not name.startswith((".", "_")):
+                found.append(str(entry.getPath().toString()))
+        return sorted(found)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """One data check: rows where `bad` holds fail with `problem` (shown with one bad value)."""
+
+    column: str
+    problem: str
+    bad: object  # a pyspark Column
+
+
+def validate_with_spark(location: str, spark) -> TraceInfo:
+    """Raise TraceError on the first problem; return a summary of a good trace."""
+    where = location.rstrip("/")
+    try:
+        return _validate(where, spark)
+    except TraceError:
+        raise
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # Py4JJavaError, AnalysisException...: Spark's reason, one line
+        raise TraceError(f"{where}: Spark cannot read this trace: {spark_reason(exc)}") from None
+
+
+def _validate(where: str, spark) -> TraceInfo:
+    root = _HadoopDir(spark, where)
+    kind = root.kind()
+    if kind is None:
+        raise TraceError(f"{where}: no such trace directory")
+    if kind != "dir":
+        raise TraceError(f"{where}: not a directory (a trace is a directory of Parquet datasets)")
+    manifest_path = root.child(MANIFEST)
+    if root.kind(manifest_path) != "file":
+        raise TraceError(missing_manifest(where))
+    manifest = parse_manifest(root.read_text(manifest_path), where)
+    windows = manifest_windows(manifest, f"{where}: {MANIFEST}")
+    files: dict[str, list[str]] = {}
+    for name in DATASETS:
+        folder = root.child(name)
+        files[name] = root.parquet_files(folder) if root.kind(folder) == "dir" else []
+        if not files[name]:
+            detail = "no Parquet files in it" if root.kind(folder) == "dir" else "directory missing"
+            raise TraceError(f"{where}: dataset {name!r} is missing ({name}/: {detail})")
+    key_type = "string"
+    for name, expected in DATASETS.items():
+        found = check_schema(where, name, _footer_schema(spark, files[name]),
+                             files[name][0].rsplit("/", 1)[-1], expected)
+        if found is not None:
+            key_type = found
+    txns = _read(spark, files["txns"], "txns", key_type)
+    accesses = _read(spark, files["accesses"], "accesses", key_type)
+    flows = _read(spark, files["flows"], "flows", key_type)
+    from pyspark.sql import functions as F
+
+    def non_negative(*names: str) -> list[_Check]:
+        return [_Check(n, "negative value", F.col(n) < 0) for n in names]
+
+    def nulls(dataset: str) -> list[_Check]:
+        return [_Check(n, "null value", F.col(n).isNull()) for n in DATASETS[dataset].names]
+
+    txn_rows, procedures = _run_checks(where, "txns", txns, nulls("txns") + non_negative(
+        "start_us", "batch_id", "base_partition", "restarts") + [
+        _Check("end_us", "end_us before start_us (negative duration)", F.col("end_us") < F.col("start_us")),
+        _Check("status", "status is not 'commit' or 'abort'", ~F.col("status").isin("commit", "abort")),
+        _Check("procedure", "empty procedure name", F.col("procedure") == "")], collect="procedure")
+    if txn_rows == 0:
+        raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
+    access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
+        _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
+        _Check("table", "empty table name", F.col("table") == "")], collect="table")
+    known = sorted(procedures)
+    flow_checks = nulls("flows") + non_negative("batch_id", "tuples", "bytes") + [
+        _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))
+        for c in ("from_procedure", "to_procedure")]
+    flow_rows, _ = _run_checks(where, "flows", flows, flow_checks)
+    rows_bound = accesses.agg(F.sum("rows")).first()[0]
+    rows = {"txns": txn_rows, "accesses": access_rows, "flows": flow_rows}
+    return TraceInfo(where, manifest, files, rows, key_type, known, sorted(tables),
+                     int(rows_bound or 0), windows)
+
+
+def _footer_schema(spark, files: list[str]) -> pa.Schema:
+    """The dataset's schema as its Parquet footers declare it (first file)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(spark.read.parquet(files[0]).schema)
+
+
+def _read(spark, files: list[str], dataset: str, key_type: str):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = DATASETS[dataset]
+    if dataset == "accesses" and key_type == "int64":
+        schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
+    return spark.read.schema(from_arrow_schema(schema)).parquet(*files)
+
+
+def _run_checks(where: str, dataset: str, frame, checks: list[_Check],
+                collect: str | None = None) -> tuple[int, set[str]]:
+    """One aggregation: the row count, and per check how many rows fail, one failing value
+    and the first file holding one. The first failing check is raised."""
+    from pyspark.sql import functions as F
+
+    file = F.col("_metadata.file_path")
+    aggs = [F.count(F.lit(1)).alias("rows")]
+    for i, c in enumerate(checks):
+        aggs += [F.sum(c.bad.cast("long")).alias(f"n{i}"),
+                 F.min(F.when(c.bad, file)).alias(f"f{i}"),
+                 F.first(F.when(c.bad, F.col(c.column).cast("string")), ignorenulls=True).alias(f"v{i}")]
+    if collect is not None:
+        aggs.append(F.collect_set(collect).alias("names"))
+    row = frame.agg(*aggs).first()
+    for i, c in enumerate(checks):
+        failing = row[f"n{i}"] or 0
+        if failing:
+            value = "" if c.problem == "null value" else f" (e.g. {row[f'v{i}']!r})"
+            first_file = str(row[f"f{i}"]).rsplit("/", 1)[-1]
+            raise TraceError(f"{where}: {dataset}: column {c.column!r}: {c.problem}{value} in "
+                             f"{failing:,} rows (first in {first_file})")
+    names = set(row["names"]) if collect is not None else set()
+    return int(row["rows"]), names
