@@ -19,6 +19,7 @@ import pyarrow as pa
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST
 from traces.trace_checks import TraceInfo, check_schema, missing_manifest, parse_manifest
+from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_message
 from traces.windows import manifest_windows
 
 MAX_REASON_CHARS = 300
@@ -156,10 +157,36 @@ def _validate(where: str, spark) -> TraceInfo:
         _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))
         for c in ("from_procedure", "to_procedure")]
     flow_rows, _ = _run_checks(where, "flows", flows, flow_checks)
+    _check_integrity(where, txns, accesses, access_rows)
     rows_bound = accesses.agg(F.sum("rows")).first()[0]
     rows = {"txns": txn_rows, "accesses": access_rows, "flows": flow_rows}
     return TraceInfo(where, manifest, files, rows, key_type, known, sorted(tables),
                      int(rows_bound or 0), windows)
+
+
+def _check_integrity(where: str, txns, accesses, access_rows: int) -> None:
+    """The referential checks of `traces.trace_integrity`, as two Spark jobs."""
+    from pyspark.sql import functions as F
+
+    per_txn = txns.groupBy("txn_id").agg(
+        F.count(F.lit(1)).alias("rows"), F.countDistinct("procedure").alias("procedures"),
+        F.min("batch_id").alias("low"), F.max("batch_id").alias("high"),
+        F.first("procedure").alias("procedure"))
+    bad = per_txn.filter((F.col("rows") > F.col("procedures")) | (F.col("low") != F.col("high")))
+    found = bad.orderBy("txn_id").limit(1).collect()
+    if found:
+        t = found[0]
+        problem = (f"transaction {t['txn_id']} has {t['rows']} rows for {t['procedures']} procedure(s)"
+                   if t["rows"] > t["procedures"] else
+                   f"transaction {t['txn_id']} is in batch {t['low']} and in batch {t['high']}")
+        raise TraceError(f"{where}: txns: column 'txn_id': {problem}; a txn_id names one execution")
+    refs = accesses.select("txn_id", F.col("_metadata.file_path").alias("file"))
+    orphans = refs.join(txns.select("txn_id").distinct(), "txn_id", "left_anti")
+    found = orphans.agg(F.count(F.lit(1)).alias("n"), F.min("txn_id").alias("txn"),
+                        F.min("file").alias("file")).first()
+    if found["n"] > MAX_UNMATCHED_FRACTION * access_rows:
+        raise TraceError(unmatched_message(where, found["n"], access_rows, None,
+                                           str(found["file"]).rsplit("/", 1)[-1], found["txn"]))
 
 
 def _footer_schema(spark, files: list[str]) -> pa.Schema:

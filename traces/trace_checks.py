@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
+from traces.trace_integrity import check_integrity
 from traces.windows import WindowInfo, manifest_windows
 
 SCAN_BATCH_ROWS = 1 << 20
@@ -113,6 +114,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     procedures = _check_txns(where, files["txns"])
     tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
+    check_integrity(where, files["txns"], files["accesses"], _batches)
     return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables),
                      _rows_bound(files["accesses"]), windows)
 

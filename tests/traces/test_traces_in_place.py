@@ -119,6 +119,11 @@ BAD_TRACES = {
     "column 'to_procedure': a procedure that never ran": lambda d: _rewrite(
         d / "flows" / "part-00000.parquet",
         _set("to_procedure", lambda t: ["Ghost"] + t["to_procedure"].to_pylist()[1:])),
+    "has no row in txns, and 300 of ": lambda d: _rewrite(
+        d / "accesses" / "part-00000.parquet",
+        _set("txn_id", lambda t: [10 ** 12] * 300 + t["txn_id"].to_pylist()[300:])),
+    "transaction 7 has 160 rows for 4 procedure(s)": lambda d: _rewrite(
+        d / "txns" / "part-00000.parquet", _set("txn_id", lambda t: [7] * t.num_rows)),
     "'nested' must be": lambda d: (d / MANIFEST).write_text(json.dumps(
         {**json.loads((d / MANIFEST).read_text()), "nested": 7})),
 }

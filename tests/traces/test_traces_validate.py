@@ -136,8 +136,36 @@ def _mixed_key_types(t):
     pq.write_table(ints, t / "accesses" / "part-00001.parquet")
 
 
+def _one_id_for_all(t):
+    rewrite(t, "txns", lambda x: x.set_column(0, "txn_id", pa.array([7] * x.num_rows, pa.int64())))
+
+
+def _id_in_two_batches(t):
+    """Row 0's id given to the first row of another procedure in another batch (a nested
+    group, were they in one batch)."""
+    x = pq.read_table(part(t, "txns"))
+    procs, batches = x.column("procedure").to_pylist(), x.column("batch_id").to_pylist()
+    j = next(i for i in range(x.num_rows) if procs[i] != procs[0] and batches[i] != batches[0])
+    pq.write_table(set_value(x, "txn_id", j, x.column("txn_id")[0].as_py()), part(t, "txns"))
+    return [f"row {j} ", f"in batch {batches[j]} and in batch {batches[0]}"]
+
+
+def _orphan_accesses(t):
+    """Rows 12.. (2 % of the accesses) name a transaction txns does not hold."""
+    def change(x):
+        ids = x.column("txn_id").to_pylist()
+        n = x.num_rows // 50
+        ids[12:12 + n] = [10 ** 12] * n
+        return x.set_column(0, "txn_id", pa.array(ids, pa.int64()))
+    rewrite(t, "accesses", change)
+
+
 BAD = [
     # (make it bad, words the one line must contain)
+    (_one_id_for_all, ["txns", "'txn_id'", "transaction 7", "appears twice", "one execution"]),
+    (_id_in_two_batches, ["txns", "'txn_id'"]),
+    (_orphan_accesses, ["accesses", "'txn_id'", "row 12", "transaction 1000000000000 has no row in txns",
+                        "more than 1%"]),
     (_missing_dataset, ["flows", "missing"]),
     (_missing_column, ["txns", "'status'", "missing"]),
     (_wrong_type, ["txns", "'start_us'", "type string", "int64", "row 0"]),
@@ -198,6 +226,17 @@ def test_bad_options_are_one_line(good_trace, tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("error:") == 1 and "Traceback" not in err, argv
     assert not (tmp_path / "s").exists()
+
+
+def test_a_few_accesses_of_unknown_transactions_are_tolerated(trace):
+    """Fewer than 1 % (a trace cut out of a running system): valid; the aggregation counts them."""
+    total = validate_trace(trace).rows["accesses"]
+    rewrite(trace, "accesses", lambda x: set_value(x, "txn_id", 3, 10 ** 12))
+    assert validate_trace(trace).rows["accesses"] == total
+    rewrite(trace, "accesses", lambda x: x.set_column(0, "txn_id", pa.array(
+        [10 ** 12] * (total // 100 + 1) + x.column("txn_id").to_pylist()[total // 100 + 1:], pa.int64())))
+    with pytest.raises(TraceError, match=f"{total // 100 + 1:,} of {total:,} access rows"):
+        validate_trace(trace)
 
 
 def test_good_traces_pass_with_string_or_int64_keys(good_trace, tmp_path, capsys):
