@@ -3,6 +3,15 @@ that can split by key run as data-parallel lanes over fragments of its tables
 (`advisor.data_parallel.data_parallel_variant`) is simulated beside it, on the same batches
 and seed, and recommended when it is predicted faster beyond the tie tolerance. The choice
 and its figures are kept, so the output can say which granularity won and why.
+
+A workload rebuilt from statistics knows its SP costs only as well as the trace's durations
+tell them apart from the engine's overhead on the tracing host
+(`advisor.statistics_workload.cost_scenarios`). A tie at the measured costs is then settled
+over that range, for a variant whose lanes only take partitions where the table level runs no
+SP (it adds no work where a cost the statistics got wrong could make a new bottleneck): one that
+is as fast at both ends of the range and faster at one is picked, and the reason says so. A
+variant that shares partitions with other SPs is not settled this way: the range is one
+unknown (the host's overhead) and cannot bound each SP's own error.
 """
 from __future__ import annotations
 
@@ -40,6 +49,7 @@ class DataParallelChoice:
     picked: bool
     reason: str
     tried: int = 0
+    settled_by: str = ""  # how a tie at a statistics workload's measured costs was settled
 
     @property
     def speedup(self) -> float | None:
@@ -79,8 +89,9 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
                         batches: int = COMPARE_BATCHES) -> DataParallelChoice | None:
     """Simulate `design` and its data-parallel variants (`variants`), within an event budget
     (the same input gives the same choice on any host), and keep the fastest variant; None
-    when no SP of `workload` can run data-parallel (or the design already splits tables)."""
-    from engine_sim.sim import Calibration, SimError, max_throughput
+    when no SP of `workload` can run data-parallel (or the design already splits tables). A
+    tie at a statistics workload's measured costs is settled over their range (`settle_tie`)."""
+    from engine_sim.sim import Calibration, SimError
 
     cal = calibration if calibration is not None else Calibration.reference()
     candidates = variants(workload, design, txn_overhead_units(getattr(cal, "params", cal)))
@@ -98,8 +109,7 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
                                   f"do not fit the simulation budget")
 
     def predict(d: Design) -> float:
-        return float(max_throughput(workload, d, calibration=cal, batches=batches, seed=seed,
-                                    tolerance=TIE_TOLERANCE / 2).throughput_tps)
+        return predicted_tps(workload, d, cal, batches, seed)
 
     try:
         table = predict(design)
@@ -111,6 +121,66 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
     verdict = "faster" if picked else ("as fast (a tie keeps the table level)" if dp >= table * (1 - TIE_TOLERANCE)
                                        else "slower")
     of = f"best of {len(scored)} variants, " if len(scored) > 1 else ""
-    return DataParallelChoice(best, dp, table, picked,
-                              f"predicted {dp:,.0f} tuples/s vs {table:,.0f} at table level "
-                              f"({of}{dp / table:.2f}x, {verdict})", tried=len(scored))
+    reason = f"predicted {dp:,.0f} tuples/s vs {table:,.0f} at table level ({of}{dp / table:.2f}x, {verdict})"
+    if not picked:
+        ties = [(tps, d) for tps, _, d in scored if tps >= table * (1 - TIE_TOLERANCE)]
+        try:
+            settled = settle_tie(workload, design, ties, calibration=cal, seed=seed, batches=batches) \
+                if ties else None
+        except SimError:
+            settled = None
+        if settled is not None:
+            dp, best, why = settled
+            return DataParallelChoice(best, dp, table, True,
+                                      f"predicted {dp:,.0f} tuples/s vs {table:,.0f} at table level "
+                                      f"({of}{dp / table:.2f}x, a tie at the measured costs) {why}",
+                                      tried=len(scored), settled_by=why)
+    return DataParallelChoice(best, dp, table, picked, reason, tried=len(scored))
+
+
+def predicted_tps(workload: Workload, design: Design, calibration, batches: int, seed: int) -> float:
+    """The simulator's maximum throughput, as the pick measures every side (half its tie)."""
+    from engine_sim.sim import max_throughput
+
+    return float(max_throughput(workload, design, calibration=calibration, batches=batches, seed=seed,
+                                tolerance=TIE_TOLERANCE / 2).throughput_tps)
+
+
+def lanes_only_where_idle(workload: Workload, design: Design, variant: Design) -> bool:
+    """Whether every lane of `variant` runs on a partition where `design` runs no SP that
+    `variant` keeps whole: such a split adds no work where the statistics' uncertain costs
+    could make it the bottleneck, so a tie it wins somewhere it cannot lose by much."""
+    kept = {design.procedures[p] for p in workload.procedure_names if p not in variant.data_parallel}
+    return all(not kept.intersection(route.lanes) for route in lane_routes(workload, variant).values())
+
+
+def settle_tie(workload: Workload, design: Design, ties: list[tuple[float, Design]], calibration,
+               seed: int, batches: int) -> tuple[float, Design, str] | None:
+    """The variant of `ties` (predicted throughput at the measured costs, design) whose lanes
+    take only partitions `design` leaves without SP work (`lanes_only_where_idle`) and that is
+    as fast as `design` at both ends of the cost range of a workload rebuilt from statistics
+    and faster at one, with what settled it; None when none is, or the costs are not
+    measured. Of several, the one with the best ratio at its worse end."""
+    from advisor.statistics_workload import cost_scenarios
+
+    scenarios = cost_scenarios(workload)
+    if not scenarios:
+        return None
+    ties = [(tps, v) for tps, v in ties if lanes_only_where_idle(workload, design, v)]
+    if not ties:
+        return None
+    tables = [predicted_tps(w, design, calibration, batches, seed) for _, w in scenarios]
+    best = None
+    for tps, variant in ties:
+        ratios = [predicted_tps(w, variant, calibration, batches, seed) / t if t > 0 else 0.0
+                  for (_, w), t in zip(scenarios, tables)]
+        if min(ratios) < 1 - TIE_TOLERANCE or max(ratios) <= 1 + TIE_TOLERANCE:
+            continue
+        if best is None or (min(ratios), tps) > (min(best[0]), best[1]):
+            best = (ratios, tps, variant)
+    if best is None:
+        return None
+    ratios, tps, variant = best
+    ends = "; ".join(f"{r:.2f}x with {label}" for (label, _), r in zip(scenarios, ratios))
+    return tps, variant, (f"settled by the costs' uncertainty (the statistics cannot tell an SP's "
+                          f"work from the tracing host's engine overhead): {ends}")

@@ -20,6 +20,13 @@ exactly the workload's items. What the statistics say, and how it becomes the wo
 - windows, nested groups, the cluster (memory limit and capacities included) and the input
   (batch size, rate, fields) from the manifest.
 
+How much of a measured duration was the engine's overhead on the tracing host is not in the
+statistics either: a busy host runs the engine's per-transaction and per-row code slower than its
+calibration says, and an SP that touches many rows then looks heavier than it is.
+`cost_scenarios` gives the same workload at the two ends of what the durations allow (no overhead
+at all; the overhead scaled up until the first SP's work reaches its floor), for a pick that a tie
+at the measured costs leaves open.
+
 What a trace cannot tell is assumed, and the workload's `assumed` lists it: the key distribution of
 an access (uniform: the simulator does not use keys; the engine draws rows uniformly), unless
 the manifest's `access_keys` says an SP reaches a table by a field of its input tuple (what
@@ -29,6 +36,7 @@ length); the input batch size when the trace does not record it (10 tuples, S-St
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.errors import AdvisorError
@@ -40,10 +48,63 @@ DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
 
 
-def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | None = None
-                             ) -> Workload:
+def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | None = None,
+                             overhead_scale: float = 1.0) -> Workload:
     """The workload of a statistics directory (see the module docstring); `calibration` prices
-    the overhead taken off measured execution times (default: the advisor's calibration)."""
+    the overhead taken off measured execution times (default: the advisor's calibration), and
+    `overhead_scale` multiplies those prices (a host busier, or quieter, than calibrated)."""
+    return _build(*_read(stats_dir), calibration, overhead_scale)[0]
+
+
+@dataclass(frozen=True)
+class MeasuredCost:
+    """One timed transaction of the statistics: its median duration and the engine overhead
+    taken off it at the calibration's prices (both in microseconds)."""
+
+    duration_us: float
+    overhead_us: float
+
+
+def overhead_scale_bound(stats_dir: str | Path, calibration: str | Path | None = None) -> float | None:
+    """The largest `overhead_scale` the measured durations allow: where the first SP's work
+    reaches its floor (`MIN_WORK_SHARE` of its duration). None when nothing is taken off
+    (durations of work, or a calibration without overhead prices)."""
+    return _scale_bound(_build(*_read(stats_dir), calibration, 1.0)[1])
+
+
+def _scale_bound(timings: dict[str, MeasuredCost]) -> float | None:
+    bounds = [(1 - MIN_WORK_SHARE) * t.duration_us / t.overhead_us
+              for t in timings.values() if t.overhead_us > 0 and t.duration_us > 0]
+    return min(bounds) if bounds else None
+
+
+def cost_scenarios(workload: Workload, calibration: str | Path | None = None
+                   ) -> list[tuple[str, Workload]]:
+    """`workload` (rebuilt from the statistics directory it names as its source) with its SP
+    costs at the two ends of what the measured durations allow: no engine overhead in them,
+    and the overhead at `overhead_scale_bound` times its calibrated price. Everything else
+    (cluster, granularity, accesses) stays as `workload` has it. Empty for a spec, and for
+    statistics whose durations are work already."""
+    from traces.statistics import is_statistics_dir
+
+    source = workload.source
+    if not workload.assumed or not source or not is_statistics_dir(source):
+        return []
+    read = _read(source)
+    bound = _scale_bound(_build(*read, calibration, 1.0)[1])
+    if bound is None:
+        return []
+    out = []
+    for label, scale in (("no engine overhead in the measured durations", 0.0),
+                         (f"the engine overhead at {bound:.2f}x its calibrated price", bound)):
+        costs = {p.name: p.cost for p in _build(*read, calibration, scale)[0].procedures}
+        procedures = tuple(replace(p, cost=costs.get(p.name, p.cost)) for p in workload.procedures)
+        out.append((label, replace(workload, procedures=procedures)))
+    return out
+
+
+def _read(stats_dir: str | Path) -> tuple[dict, dict, str, object]:
+    """The statistics' frames, manifest, where they are and their read-mostly flags."""
     from traces.errors import TraceError
     from traces.statistics import read_statistics_arrow
 
@@ -54,10 +115,11 @@ def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | No
         raise AdvisorError(str(exc)) from None
     frames = {name: t.to_pandas() for name, t in tables.items()}
     # the reader checked the counts and the manifest's fields (traces.statistics.check_statistics)
-    return _build(frames, manifest, where, calibration, read_mostly_items(tables["state"], manifest))
+    return frames, manifest, where, read_mostly_items(tables["state"], manifest)
 
 
-def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -> Workload:
+def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
+           overhead_scale: float) -> tuple[Workload, dict[str, MeasuredCost]]:
     batches = float(manifest["batches"])  # checked by the reader: a number > 0
     procs, ps, streams, state = (frames["procedures"], frames["procedure_state"],
                                  frames["streams"], frames["state"])
@@ -87,9 +149,11 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
     unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
     durations = inp.get("durations") or "execution"
     per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
+    per_txn_us, per_row_us = per_txn_us * overhead_scale, per_row_us * overhead_scale
     if durations != "work":
         assumed.append(f"SP work: median execution time less {per_txn_us:.0f} us per transaction "
-                       f"and {per_row_us:.2f} us per row accessed (calibration prices)")
+                       f"and {per_row_us:.2f} us per row accessed (calibration prices; what the engine "
+                       f"overhead really was on the tracing host is not in the statistics)")
 
     windows = _windows(manifest, known, where, dict(zip(state["state"], state["estimated_bytes"])))
     window_names = {w.name for w in windows}
@@ -127,12 +191,14 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
     # one timed transaction: an SP, or a nested group whose members report its shared duration
     timed = {n: shared.get(n, (n,)) for n in names}
     procedures = []
+    timings: dict[str, MeasuredCost] = {}
     for r in procs.itertuples(index=False):
         calls_per_batch = float(r.invocations) / batches
         members = timed[r.procedure]
         measured_us = float(r.p50_cost_us)
         rows = sum(rows_per_batch[m] for m in members) / max(calls_per_batch, 1e-12)
-        work_us = max(measured_us - per_txn_us - per_row_us * rows, MIN_WORK_SHARE * measured_us)
+        timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows)
+        work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
         procedures.append(Procedure(r.procedure, cost=work_us / len(members) * calls_per_batch / unit_us,
                                     accesses=tuple(accesses[r.procedure])))
 
@@ -170,7 +236,7 @@ def _build(frames: dict, manifest: dict, where: str, calibration, read_mostly) -
                         fields=tuple(inp.get("fields") or ()), cost_unit_us=unit_us),
         cluster=cluster, description=description, source=where,
         sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
-    )
+    ), timings
 
 
 def _overhead_us(calibration) -> tuple[float, float]:

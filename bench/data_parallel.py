@@ -12,7 +12,9 @@ from the user's side, in two parts:
    both predicted against the bundled *spec* (the ground truth the trace came from), and so is
    the recommendation made from the spec itself. A row meets the target when the
    data-parallel variant was picked and is predicted faster than the table-level pick.
-   Where it was not picked, the row says whether the variant would have paid.
+   Where it was not picked, the row says whether the variant would have paid; where a tie at
+   the statistics' measured costs was settled over their uncertainty
+   (`advisor.granularity_pick.settle_tie`), a line under the row says how.
 2. Engine: on `--engine-machines` machines, the spec path's table-level pick and its
    data-parallel pick run on the multi-process engine (a process per partition, as
    `advisor run` does), alternating, `--repeats` times each. The machine is shared and noisy,
@@ -60,6 +62,7 @@ class Row:
     table_tps: float
     variant_tps: float | None
     stats_over_spec: float
+    settled: str = ""  # how a tie at the measured costs was settled, when it was
 
     @property
     def ratio(self) -> float:
@@ -117,14 +120,17 @@ def stats_row(name: str, stats: Path, m: int, ppm: int, args: argparse.Namespace
         variant_tps = rec_tps
     else:
         variant_tps = predict(spec, choice.variant, args.sim_batches, args.seed)
+    settled = choice.settled_by if choice is not None else ""
     return Row(name, m, dp_state(by_stats), rec_tps, table_tps, variant_tps,
-               rec_tps / spec_tps if spec_tps > 0 else float("nan"))
+               rec_tps / spec_tps if spec_tps > 0 else float("nan"), settled)
 
 
 def print_row(r: Row) -> None:
     variant = f"{r.variant_tps / r.table_tps:>7.2f}x" if r.variant_tps and r.table_tps else f"{'-':>8}"
     print(f"{r.workload:<16} {r.machines:>2} {r.dp:>7} {r.rec_tps:>10,.0f} {r.table_tps:>10,.0f} "
           f"{r.ratio:>6.2f}x {variant} {r.stats_over_spec:>10.3f}  {r.verdict()}", flush=True)
+    if r.settled:
+        print(f"{'':<19} a tie at the measured costs, {r.settled}", flush=True)
 
 
 def engine_ratio(name: str, args: argparse.Namespace) -> float | None:

@@ -12,16 +12,61 @@ refused in one line, never overwritten.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import secrets
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from common.errors import UserError
 
 OURS = "a directory this tool wrote"
+
+# a disk that is full: the input was fine, the run failed (exit 1); any other reason a path
+# cannot be written (read-only, no permission, a file in the way) is the path's (exit 2)
+FULL_ERRNOS = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO")
+                        if hasattr(errno, name))
+
+
+class DiskFullError(UserError):
+    """A write that failed because the disk is full (or failing): exit 1, the input was fine."""
+
+    exit_code = 1
+
+
+def errno_of(exc: OSError) -> int | None:
+    """The errno of a failed write, also where only the message says it (pyarrow's do:
+    'Error writing bytes to file. Detail: [errno 28] No space left on device')."""
+    if exc.errno is not None:
+        return exc.errno
+    found = re.search(r"\[errno (\d+)\]", str(exc))
+    return int(found.group(1)) if found else None
+
+
+def cannot_write(path: str | Path, exc: OSError) -> UserError:
+    """The one-line error of a failed write: the path, the reason and the errno's name."""
+    number = errno_of(exc)
+    if number is None:
+        reason = str(exc.strerror or exc)
+    else:
+        said = exc.strerror if exc.errno is not None else None  # else a message around the errno
+        reason = f"{said or os.strerror(number)} ({errno.errorcode.get(number, number)})"
+    kind = DiskFullError if number in FULL_ERRNOS else UserError
+    return kind(f"{path}: cannot write: {reason}")
+
+
+@contextmanager
+def writing(path: str | Path) -> Iterator[None]:
+    """Within the block, an OSError (a full or read-only disk...) is the one-line error of
+    writing `path`, the output the user asked for, whatever file inside it failed."""
+    try:
+        yield
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> Path:
@@ -46,7 +91,7 @@ def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> 
         if fsync:
             _fsync_dir(path.parent)
     except OSError as exc:
-        raise UserError(f"{path}: cannot write: {exc.strerror or exc}") from None
+        raise cannot_write(path, exc) from None
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -108,7 +153,7 @@ def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OU
         _sweep_siblings(target)
         return _new_dir(target, "tmp")
     except OSError as exc:
-        raise UserError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise cannot_write(target, exc) from None
 
 
 def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[str],
@@ -129,13 +174,48 @@ def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[
                 os.rename(old / "previous", target)
             raise
     except OSError as exc:
-        raise UserError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise cannot_write(target, exc) from None
     finally:
         if old is not None and not (old / "previous").exists():  # else rolling back failed: keep it
             shutil.rmtree(old, ignore_errors=True)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+@contextmanager
+def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str = OURS) -> Iterator[Path]:
+    """Build an output in place at `target`, for outputs whose files name their own final
+    paths (a demo's statistics name its trace): the previous output is set aside under a
+    hidden sibling name first, and put back if the build fails or is interrupted (the partial
+    build removed), dropped once it succeeds. A build killed outright leaves the set-aside
+    copy for the next writer beside it to sweep."""
+    target = Path(target).absolute()
+    check_replaceable(target, markers, what)
+    aside = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_siblings(target)
+        if target.exists():
+            aside = _new_dir(target, "old")
+            os.rename(target, aside / "previous")
+        target.mkdir()
+    except OSError as exc:
+        if aside is not None and (aside / "previous").exists() and not target.exists():
+            os.rename(aside / "previous", target)
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+        raise cannot_write(target, exc) from None
+    try:
+        yield target
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        if aside is not None:
+            os.rename(aside / "previous", target)
+            shutil.rmtree(aside, ignore_errors=True)
+        raise
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
 
 
 def discard_dir(staged: str | Path) -> None:

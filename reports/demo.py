@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from common.files import atomic_write_text, check_replaceable
+from common.files import atomic_write_text, rebuilding_dir
 from advisor.errors import AdvisorError
 
 WORKLOAD = "tpcdi-trade"
@@ -150,7 +149,20 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
              progress: Callable[[str], None] | None = print, spark=None,
              host_cores: int | None = None) -> DemoResult:
     """Run the demo into `out`; `spark`: an existing session to reuse (tests); `host_cores`:
-    how many machines the engine may run side by side here (default: this host's cores)."""
+    how many machines the engine may run side by side here (default: this host's cores).
+    A previous demo in `out` is kept until this one is complete, and put back if it fails or
+    is interrupted."""
+    if not isinstance(batches, int) or batches < 10:
+        raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
+    with rebuilding_dir(out, (MARKER, IN_PROGRESS), "a previous demo") as out:
+        atomic_write_text(out / IN_PROGRESS, f"{os.getpid()}\n", fsync=False)
+        result = _demo(out, batches, seed, progress, spark, host_cores)
+        (out / IN_PROGRESS).unlink()
+    return result
+
+
+def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | None, spark,
+          host_cores: int | None) -> DemoResult:
     from advisor.api import recommend
     from advisor.spec import load_workload
     from engine_sim.validation import ValidationResult, validation_document
@@ -159,14 +171,6 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     from reports.report import ReportOptions, build_report, write_report
     from reports.sensitivity import design_signature
 
-    if not isinstance(batches, int) or batches < 10:
-        raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
-    out = Path(out)
-    check_replaceable(out, (MARKER, IN_PROGRESS), "a previous demo")
-    if out.exists():  # a previous demo's, finished or not: nothing of it is kept
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    atomic_write_text(out / IN_PROGRESS, f"{os.getpid()}\n", fsync=False)
     say = progress or (lambda _msg: None)
     step = _Steps(say)
     started = time.perf_counter()
@@ -250,6 +254,5 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     write_report(result.report_path, html)
     result.seconds = time.perf_counter() - started
     atomic_write_text(out / MARKER, json.dumps(result.to_dict(), indent=2) + "\n")
-    (out / IN_PROGRESS).unlink()
     step.done(f"wrote {result.report_path}")
     return result

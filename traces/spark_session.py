@@ -3,18 +3,31 @@
 `local[*]` by default; `--spark-master spark://host:port` (or yarn, k8s...) runs the very
 same job on a cluster. The JVM gets a log4j2 configuration that keeps Spark's own logging
 at ERROR, so the user sees our progress lines and nothing else.
+
+The JVM is started here rather than inside PySpark, so that this process always holds it: it
+leads a process group of its own (it and everything it starts stop together, and a Ctrl-C on
+the terminal reaches only the command, which stops it), its output goes to a file (no Java
+stack trace on the terminal when it is stopped halfway), and its temporary files live in one
+owned directory (removed when the process ends; swept by the next run after a SIGKILL).
 """
 from __future__ import annotations
 
+import atexit
+import logging
 import os
+import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Iterator, Mapping
 
-from common.files import atomic_write_text, private_dir
+from common.files import atomic_write_text, owned_temp_dir, sweep_abandoned_dirs
 from traces.errors import TraceError
 
 DEFAULT_MASTER = "local[*]"
@@ -40,15 +53,11 @@ logger.gateway.level = {level}
 """
 
 
-def log4j_config() -> Path:
-    """A quiet log4j2 properties file (written once per user, reused)."""
-    folder = private_dir(Path(tempfile.gettempdir()) / f"advisor-spark-{os.getuid()}")
+def log4j_config(folder: Path) -> Path:
+    """A quiet log4j2 properties file in `folder` (the JVM's own temporary directory)."""
     level = os.environ.get("ADVISOR_SPARK_LOG", "off").strip().lower() or "off"
-    text = _LOG4J.replace("{level}", level)
-    path = folder / f"log4j2-{level}.properties"
-    if not path.is_file() or path.read_text() != text:
-        atomic_write_text(path, text, fsync=False)
-    return path
+    return atomic_write_text(Path(folder) / f"log4j2-{level}.properties",
+                             _LOG4J.replace("{level}", level), fsync=False)
 
 
 def parse_conf(pairs: list[str] | None) -> dict[str, str]:
@@ -69,9 +78,13 @@ def active_session():
     return SparkSession.getActiveSession()
 
 
-def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The settings the job runs with; the user's --spark-conf wins over ours."""
-    quiet = f"-Dlog4j2.configurationFile=file:{log4j_config()}"
+def session_conf(master: str, conf: Mapping[str, str] | None = None,
+                 temp_dir: Path | None = None) -> dict[str, str]:
+    """The settings the job runs with; the user's --spark-conf wins over ours. `temp_dir`: the
+    directory of the JVM about to start, for its quiet logging configuration and its temporary
+    files (java.io.tmpdir, so Spark's local directories too); none when the JVM runs already."""
+    jvm_options = "" if temp_dir is None else (
+        f"-Dlog4j2.configurationFile=file:{log4j_config(temp_dir)} -Djava.io.tmpdir={temp_dir}")
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -89,7 +102,7 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
         settings["spark.driver.memory"] = LOCAL_DRIVER_MEMORY
     user = dict(conf or {})
     extra = user.pop("spark.driver.extraJavaOptions", "")
-    settings["spark.driver.extraJavaOptions"] = f"{quiet} {extra}".strip()
+    settings["spark.driver.extraJavaOptions"] = f"{jvm_options} {extra}".strip()
     settings.update(user)
     return settings
 
@@ -124,17 +137,171 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in session_conf(master, conf).items():
-        builder = builder.config(key, value)
-    spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
-    spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
+    jvm = None
+    if SparkContext._gateway is None:  # else the JVM this process already runs is reused
+        jvm = _launch_jvm(master, conf)
+        settings = jvm.settings
+    else:
+        settings = session_conf(master, conf)
+    try:
+        builder = SparkSession.builder.master(master).appName(app_name)
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
+        spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
+    except BaseException:  # a failed or interrupted start leaves no JVM behind
+        if jvm is not None:
+            jvm.stop()
+        raise
     return spark
 
 
 SESSION_START_TIMEOUT_S = 20.0  # a remote master that has not taken the application by then
+JVM_TEMP_PREFIX = "advisor-jvm-"  # the owned temporary directory of each JVM started here
+JVM_OUTPUT = "jvm-output.log"
+
+
+@dataclass
+class SparkJvm:
+    """A Spark JVM this process started: its process (the leader of its own process group),
+    the settings it was started with, and its owned temporary directory."""
+    proc: subprocess.Popen
+    settings: dict[str, str]
+    temp_dir: Path
+
+    def stop(self) -> None:
+        """Kill the JVM and every process it started, then remove its temporary files. SIGKILL:
+        the session is stopped or abandoned, so nothing in the JVM is worth a shutdown, and its
+        shutdown hooks' work (removing Spark's directories) is done here, wholly."""
+        from pyspark import SparkContext
+
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass  # the group is gone already
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        gateway = SparkContext._gateway
+        if gateway is not None and getattr(gateway, "proc", None) is self.proc:
+            SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
+            SparkContext._active_spark_context = None
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self in _JVMS:
+            _JVMS.remove(self)
+
+    def first_output_line(self) -> str:
+        """The JVM's first line of output that is not a warning: the cause of a failed start
+        (what follows it is the JVM's "could not create..." and a stack trace)."""
+        try:
+            lines = (self.temp_dir / JVM_OUTPUT).read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return next((line.strip() for line in lines if line.strip() and not line.startswith("WARNING")), "")
+
+
+_JVMS: list[SparkJvm] = []  # the JVMs this process started and has not stopped
+
+
+@atexit.register
+def _stop_jvms() -> None:
+    """At exit (also after Ctrl-C or SIGTERM), stop every JVM this process started: none
+    outlives the command, and their temporary directories go with them."""
+    for jvm in list(_JVMS):
+        jvm.stop()
+
+
+def _launch_jvm(master: str, conf: Mapping[str, str] | None) -> SparkJvm:
+    """Start the driver JVM through PySpark's own launcher (`launch_gateway`), holding on to
+    its process from the moment it exists: a Ctrl-C or SIGTERM while the JVM starts, or a JVM
+    that cannot start, stops it and removes its files before the error goes up."""
+    from pyspark import SparkConf, SparkContext, java_gateway
+
+    sweep_abandoned_dirs(JVM_TEMP_PREFIX)  # what runs killed with SIGKILL left
+    root = logging.getLogger()
+    if not any(isinstance(f, Py4jCallErrorsNotLogged) for f in root.filters):
+        root.addFilter(Py4jCallErrorsNotLogged())
+    temp_dir = owned_temp_dir(JVM_TEMP_PREFIX)
+    settings = session_conf(master, conf, temp_dir)
+    started: list[subprocess.Popen] = []
+
+    class TrackedPopen(subprocess.Popen):
+        """The launcher's Popen, recording the process before a signal can interrupt."""
+
+        def __init__(self, *args, **kwargs) -> None:
+            with _signals_deferred():
+                super().__init__(*args, **kwargs)
+                started.append(self)
+
+    popen_kwargs: dict = {"start_new_session": True}
+    quiet = os.environ.get("ADVISOR_SPARK_LOG", "off").strip().lower() in ("", "off")
+    output = open(temp_dir / JVM_OUTPUT, "wb") if quiet else None
+    if output is not None:
+        popen_kwargs.update(stdout=output, stderr=output)
+    saved_popen, saved_tempdir = java_gateway.Popen, tempfile.tempdir
+    java_gateway.Popen = TrackedPopen
+    tempfile.tempdir = str(temp_dir)  # the launcher's connection-file directory goes in there too
+    try:
+        gateway = java_gateway.launch_gateway(SparkConf(loadDefaults=False).setAll(settings.items()),
+                                              popen_kwargs=popen_kwargs)
+        jvm = SparkJvm(gateway.proc, settings, temp_dir)
+        _JVMS.append(jvm)  # stopped at exit at the latest
+    except BaseException as exc:
+        failed = SparkJvm(started[0], settings, temp_dir) if started else None
+        cause = failed.first_output_line() if failed is not None else ""
+        if failed is not None:
+            failed.stop()
+        else:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        if not isinstance(exc, Exception):
+            raise  # Ctrl-C, SIGTERM: the caller says so
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise TraceError(f"Spark could not start with master {master!r}: {first}"
+                         + (f" (the JVM said: {cause})" if cause else "")) from None
+    finally:
+        java_gateway.Popen, tempfile.tempdir = saved_popen, saved_tempdir
+        if output is not None:
+            output.close()
+    SparkContext._ensure_initialized(gateway=gateway)
+    return jvm
+
+
+class Py4jCallErrorsNotLogged(logging.Filter):
+    """Drops what py4j logs on the root logger: every call into the JVM that fails (the JVM
+    stopped, a Ctrl-C or SIGTERM in the middle of a call) is logged there, traceback and all,
+    and then raised. The raised error is what the caller reports, once, in one line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        import py4j
+
+        self.py4j_dir = os.path.dirname(py4j.__file__) + os.sep
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.pathname.startswith(self.py4j_dir)
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends (then act as they would have): a process
+    is started and recorded in one step. Only the main thread receives signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in caught:
+            signal.raise_signal(sig)
 
 
 def _get_or_create(builder, master: str, timeout_s: float | None):
@@ -172,7 +339,11 @@ def _stop_gateway() -> None:
 
     gateway = getattr(SparkContext, "_gateway", None)
     proc = getattr(gateway, "proc", None)
-    if proc is not None:
+    for jvm in list(_JVMS):
+        if jvm.proc is proc:
+            jvm.stop()
+            return
+    if proc is not None:  # a JVM this module did not start
         proc.kill()
         proc.wait(timeout=10)
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.files import discard_dir, publish_dir, staging_dir
+from common.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
 from traces.windows import manifest_windows
@@ -119,15 +119,16 @@ def write_statistics(stats: Statistics, out: str | Path) -> Path:
     """Write all four tables and the manifest into a staging dir, then rename into place."""
     staged = staging_dir(out, STATS_MANIFEST, "a statistics directory")
     try:
-        digest = hashlib.sha256()
-        for name, schema in TABLES.items():
-            table = pa.Table.from_pandas(getattr(stats, name), schema=schema, preserve_index=False)
-            pq.write_table(table, staged / f"{name}.parquet")
-            digest.update((staged / f"{name}.parquet").read_bytes())
-        manifest = {"format": STATS_FORMAT, **stats.manifest, "sha256": digest.hexdigest()}
-        (staged / STATS_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        stats.manifest = manifest
-        path = publish_dir(staged, out, STATS_MANIFEST, "a statistics directory")
+        with writing(out):
+            digest = hashlib.sha256()
+            for name, schema in TABLES.items():
+                table = pa.Table.from_pandas(getattr(stats, name), schema=schema, preserve_index=False)
+                pq.write_table(table, staged / f"{name}.parquet")
+                digest.update((staged / f"{name}.parquet").read_bytes())
+            manifest = {"format": STATS_FORMAT, **stats.manifest, "sha256": digest.hexdigest()}
+            (staged / STATS_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+            stats.manifest = manifest
+            path = publish_dir(staged, out, STATS_MANIFEST, "a statistics directory")
     except BaseException:
         discard_dir(staged)
         raise

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.files import discard_dir, publish_dir, staging_dir
+from common.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
 
@@ -45,16 +45,17 @@ class TraceWriter:
         table = self._as_table(dataset, data)
         if table.num_rows == 0:
             return
-        writer = self._writers.get(dataset)
-        if writer is None:
-            folder = self._staged / dataset
-            folder.mkdir()
-            writer = pq.ParquetWriter(folder / PART_FILE, table.schema,
-                                      compression=self.compression)
-            self._writers[dataset] = writer
-        elif not table.schema.equals(writer.schema):
-            table = table.cast(writer.schema)
-        writer.write_table(table, row_group_size=max(table.num_rows, 1))
+        with writing(self.out):
+            writer = self._writers.get(dataset)
+            if writer is None:
+                folder = self._staged / dataset
+                folder.mkdir()
+                writer = pq.ParquetWriter(folder / PART_FILE, table.schema,
+                                          compression=self.compression)
+                self._writers[dataset] = writer
+            elif not table.schema.equals(writer.schema):
+                table = table.cast(writer.schema)
+            writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows[dataset] += table.num_rows
 
     @staticmethod
@@ -78,16 +79,17 @@ class TraceWriter:
         if self._closed:
             return self.out
         try:
-            for name, schema in DATASETS.items():
-                if name in self._writers:
-                    self._writers.pop(name).close()
-                else:  # an empty dataset still exists, with its schema
-                    folder = self._staged / name
-                    folder.mkdir()
-                    pq.write_table(schema.empty_table(), folder / PART_FILE)
-            manifest = {"format": TRACE_FORMAT, **self.metadata, "rows": dict(self.rows)}
-            (self._staged / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-            publish_dir(self._staged, self.out, MANIFEST, "a trace directory")
+            with writing(self.out):
+                for name, schema in DATASETS.items():
+                    if name in self._writers:
+                        self._writers.pop(name).close()
+                    else:  # an empty dataset still exists, with its schema
+                        folder = self._staged / name
+                        folder.mkdir()
+                        pq.write_table(schema.empty_table(), folder / PART_FILE)
+                manifest = {"format": TRACE_FORMAT, **self.metadata, "rows": dict(self.rows)}
+                (self._staged / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+                publish_dir(self._staged, self.out, MANIFEST, "a trace directory")
         except BaseException:
             self.abort()
             raise

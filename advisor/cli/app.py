@@ -9,6 +9,7 @@ import threading
 import typer
 
 from common.errors import DISK_ERRNOS, UserError, describe_os_error
+from common.files import errno_of
 
 app = typer.Typer(
     name="advisor",
@@ -105,10 +106,12 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
             typer.echo(f"error: {where}{exc.format_message()}", err=True)
         return exc.exit_code
     except OSError as exc:
-        if exc.errno not in DISK_ERRNOS or os.environ.get("ADVISOR_DEBUG"):
+        number = errno_of(exc)  # (pyarrow's say it in the message only)
+        if number not in DISK_ERRNOS or os.environ.get("ADVISOR_DEBUG"):
             return _internal(exc)
-        typer.echo(f"error: {describe_os_error(exc)}", err=True)  # a full or read-only disk
-        return 1
+        said = exc.strerror if exc.errno is not None else os.strerror(number)
+        typer.echo(f"error: {describe_os_error(OSError(number, said, exc.filename))}", err=True)
+        return 1  # a full or read-only disk
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         return _internal(exc)
     # without standalone mode, typer returns the status of a `typer.Exit`; Ctrl-C (and so

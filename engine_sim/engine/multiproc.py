@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from common.errors import DISK_ERRNOS, describe_os_error
-from common.files import owned_temp_dir
+from common.files import errno_of, owned_temp_dir, sweep_abandoned_dirs
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
@@ -32,10 +32,32 @@ _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.work
             "advisor.design", "numpy"]
 
 
+MP_TEMP_PREFIX = "pymp-"  # the name multiprocessing gives its own temporary directory
+
+
 def _context():
+    _own_mp_temp_dir()
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
     return ctx
+
+
+def _own_mp_temp_dir() -> None:
+    """multiprocessing keeps the forkserver's socket in a `pymp-*` directory of its own making,
+    removed at exit but not after a SIGKILL, and then nobody can tell whose it was. Make that
+    directory here instead, as an owned one (it names this process), before multiprocessing
+    makes one: its removal at exit is multiprocessing's as before, and what a killed run left
+    is swept by the next (a `pymp-*` directory without an owner file is not ours, and stays).
+    Where multiprocessing keeps its directory elsewhere, it makes its own, as before."""
+    from multiprocessing import process, util
+
+    sweep_abandoned_dirs(MP_TEMP_PREFIX)
+    config = getattr(process.current_process(), "_config", None)
+    if not isinstance(config, dict) or config.get("tempdir") is not None:
+        return  # made already (by an earlier run of this process, or by multiprocessing)
+    folder = owned_temp_dir(MP_TEMP_PREFIX)
+    util.Finalize(None, shutil.rmtree, args=(str(folder), True), exitpriority=-100)
+    config["tempdir"] = str(folder)
 
 
 def _own_cpu_share() -> None:
@@ -52,15 +74,21 @@ def _own_cpu_share() -> None:
 
 def site_main(node: int, args: dict) -> None:
     """A partition process (see `_serve`). A disk error (a full or read-only log directory)
-    ends it with one line naming the file and the error, not a traceback; the driver sees the
-    process exit and ends the run."""
+    ends it with one line naming the file (or, where the error does not say which, the run's
+    log directory) and the errno, sent to the driver, which ends the run with it."""
     try:
         _serve(node, args)
     except OSError as exc:
-        if exc.errno not in DISK_ERRNOS:
+        number = errno_of(exc)
+        if number not in DISK_ERRNOS:
             raise
-        sys.stderr.write(f"partition {node}: {describe_os_error(exc)}\n")
-        sys.stderr.flush()
+        where = exc.filename or args["site_cfg"].run_dir
+        line = f"partition {node}: {describe_os_error(OSError(number, os.strerror(number), where))}"
+        try:
+            args["disk_errors"].send(line)
+        except OSError:  # no driver to tell: say it here
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
         os._exit(1)
 
 
@@ -184,7 +212,9 @@ class MultiProcessRuntime:
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}
         designs = (design,) if next_plan is None else (design, next_plan.design)
-        self.args = dict(workload=workload, designs=designs, plan=plan_opts, era=0,
+        # the one line a partition that hit a disk error says, for the driver to end the run with
+        self.disk_errors, disk_errors = self.ctx.Pipe(duplex=False)
+        self.args = dict(disk_errors=disk_errors, workload=workload, designs=designs, plan=plan_opts, era=0,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
                          site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
                          crash_at=options.get("crash_at"))
@@ -321,6 +351,8 @@ class MultiProcessRuntime:
                 self.net.drop(k)
                 self._spawn(k, d.epoch, d.clock)
                 continue
+            if self.disk_errors.poll():
+                raise EngineFailure(self.disk_errors.recv())
             how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
                 f"exited with status {p.exitcode}"
             raise EngineFailure(f"partition {k} process {how} while {what}")
@@ -346,5 +378,7 @@ class MultiProcessRuntime:
         for p in self.procs.values():
             p.join(1.0)
         self.net.close()
+        self.disk_errors.close()
+        self.args["disk_errors"].close()
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         self.log_stats = [(r.log_records, r.log_flushes) for r in self.driver.finals.values()]

@@ -48,7 +48,8 @@ def test_a_failed_write_leaves_the_previous_file_and_no_temporary(tmp_path, monk
     monkeypatch.setattr(files.os, "fsync", disk_full)
     with pytest.raises(UserError) as info:
         atomic_write_bytes(path, b"new" * 100_000)
-    assert str(info.value) == f"{path}: cannot write: No space left on device"
+    assert str(info.value) == f"{path}: cannot write: No space left on device (ENOSPC)"
+    assert info.value.exit_code == 1  # a full disk: the input was fine
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["x.json"]
 
 
@@ -150,6 +151,7 @@ def test_a_failed_publish_puts_the_previous_output_back(tmp_path):
 # -- errors --------------------------------------------------------------------------------
 
 USER_ERRORS = {
+    "common.files": ["DiskFullError"],
     "advisor.errors": ["AdvisorError", "SpecError", "DesignError"],
     "traces.errors": ["TraceError", "JavaError"],
     "engine_sim.engine.errors": ["EngineError", "EngineFailure"],

@@ -97,11 +97,11 @@ def test_demo_refuses_a_directory_that_is_not_its_own(tmp_path, capsys):
     assert (out / "thesis.tex").read_text() == "precious" and len(list(out.iterdir())) == 1
 
 
-def test_an_interrupted_demo_can_be_run_again_into_the_same_directory(tmp_path):
-    """Ctrl-C after the engine traced: the directory holds a trace and the in-progress mark;
-    the next demo takes the directory as its own and starts afresh (it is interrupted at its
-    first step here, so no Spark starts)."""
-    from reports.demo import IN_PROGRESS, run_demo
+def test_an_interrupted_demo_leaves_nothing_and_puts_the_previous_one_back(tmp_path):
+    """Ctrl-C after the engine traced: the partial demo is removed and the previous demo is
+    back, file for file; a first demo interrupted leaves no directory; the next demo runs into
+    the same directory (each is interrupted before Spark starts here)."""
+    from reports.demo import MARKER, run_demo
 
     out = tmp_path / "demo"
 
@@ -113,7 +113,12 @@ def test_an_interrupted_demo_can_be_run_again_into_the_same_directory(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         run_demo(out, batches=20, progress=stop_at("Spark"))
-    assert (out / IN_PROGRESS).is_file() and (out / "trace" / "_trace.json").is_file()
-    with pytest.raises(KeyboardInterrupt):  # not refused: it started, and cleared the last one
-        run_demo(out, batches=20, progress=stop_at("engine"))
-    assert sorted(p.name for p in out.iterdir()) == [IN_PROGRESS]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    out.mkdir()
+    (out / MARKER).write_text('{"previous": true}\n')
+    (out / "report.html").write_text("<p>the last demo</p>")
+    with pytest.raises(KeyboardInterrupt):  # it traced into the directory, then stopped
+        run_demo(out, batches=20, progress=stop_at("Spark"))
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "report.html"]
+    assert (out / "report.html").read_text() == "<p>the last demo</p>"
+    assert [p.name for p in tmp_path.iterdir()] == ["demo"]  # nothing set aside is left
