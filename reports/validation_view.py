@@ -46,6 +46,22 @@ class ValidationEntry:
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _finite_non_negative(value) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and value >= 0)
+
+
+def _check_cost(cost, fail) -> None:
+    """The predicted cost's terms: `feasible` a boolean, every other term a finite number >= 0."""
+    if not isinstance(cost, dict):
+        raise fail("\"predicted_cost\" must be an object")
+    for name, value in cost.items():
+        ok = isinstance(value, bool) if name == "feasible" else _finite_non_negative(value)
+        if not ok:
+            must = "a boolean" if name == "feasible" else "a finite number >= 0"
+            raise fail(f"predicted_cost.{name} must be {must}, got {value!r}")
+
+
 def _entry(e, where: str) -> ValidationEntry:
     def fail(problem: str) -> ValidationFormatError:
         return ValidationFormatError(f"{where}: {problem}")
@@ -70,6 +86,20 @@ def _entry(e, where: str) -> ValidationEntry:
         raise fail("\"bottleneck\" must be an object")
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise fail("\"notes\" must be a list of strings")
+    for name in ("machines", "partitions_per_machine"):
+        value = e.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise fail(f"\"{name}\" must be an integer >= 1, got {value!r}")
+    _check_cost(e.get("predicted_cost", {}), fail)
+    for side in ("engine", "simulator"):
+        for metric, _label, _fmt in METRICS:  # what the report shows of each side
+            value = (e[side] or {}).get(metric)
+            if value is not None and not _finite_non_negative(value):
+                raise fail(f"{side}.{metric} must be a finite number >= 0, got {value!r}")
+    for name, item in bottleneck.items():
+        text = item.get("text") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or (text is not None and not isinstance(text, str)):
+            raise fail(f"bottleneck.{name} must be an object whose \"text\" is a string")
     return ValidationEntry(e["design"], e["engine"], e["simulator"], bottleneck, notes)
 
 

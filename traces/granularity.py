@@ -18,6 +18,9 @@ DEFAULT_TUPLE_FRAGMENTS = 8
 DEFAULT_HOT_TUPLES = 100
 
 
+FRAGMENT_HASH = "crc32(utf8(key)) mod fragments"  # how a key finds its fragment (the only one)
+
+
 @dataclass(frozen=True)
 class Granularity:
     kind: str  # "table" | "fragment" | "tuple"
@@ -35,7 +38,7 @@ class Granularity:
     def to_dict(self) -> dict:
         return {"granularity": self.label, "kind": self.kind, "fragments": self.fragments,
                 "hot_tuples": self.hot_tuples,
-                "hash": "crc32(utf8(key)) mod fragments" if self.fragments else None}
+                "hash": FRAGMENT_HASH if self.fragments else None}
 
 
 def parse_granularity(text: str, hot_tuples: int = DEFAULT_HOT_TUPLES) -> Granularity:

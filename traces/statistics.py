@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 
 from common.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
+from traces.granularity import FRAGMENT_HASH
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
 from traces.windows import manifest_windows
 
@@ -188,6 +189,7 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
             or batches <= 0:
         raise TraceError(f"{path}: {STATS_MANIFEST}: 'batches' must be a number > 0, got {batches!r}")
     check_manifest_fields(manifest, f"{path}: {STATS_MANIFEST}")
+    _check_own_fields(manifest, f"{path}: {STATS_MANIFEST}")
     for name, table in tables.items():
         for field_ in table.schema:
             column = table.column(field_.name)
@@ -203,6 +205,36 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
                 row = int(np.argmax(bad))
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: must be a "
                                  f"finite number >= 0, got {values[row]:g}")
+
+
+# the fields the aggregation itself writes (beside the trace manifest's, checked above)
+STATS_COUNTS = ("txns", "access_rows", "flow_rows", "unmatched_access_rows", "fragments", "hot_tuples",
+                "default_row_bytes")
+STATS_CHOICES = {"kind": ("table", "fragment", "tuple"), "key_type": ("string", "int64"),
+                 "hash": (FRAGMENT_HASH,)}
+STATS_TEXTS = ("granularity", "trace_format", "workload", "workload_sha256", "sha256",
+               "source_trace", "spark_master", "created_by")
+
+
+def _check_own_fields(manifest: dict, where: str) -> None:
+    """Counts are integers >= 0, choices one of theirs, texts strings (absent or null is fine)."""
+    def fail(name: str, must: str) -> TraceError:
+        return TraceError(f"{where}: {name!r} must be {must}, got {manifest[name]!r}")
+
+    for name in STATS_COUNTS:
+        value = manifest.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise fail(name, "an integer >= 0")
+    for name, choices in STATS_CHOICES.items():
+        if manifest.get(name) is not None and manifest[name] not in choices:
+            raise fail(name, " or ".join(repr(c) for c in choices))
+    for name in STATS_TEXTS:
+        if manifest.get(name) is not None and not isinstance(manifest[name], str):
+            raise fail(name, "a string")
+    seconds = manifest.get("seconds")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
+                                or not np.isfinite(seconds) or seconds < 0):
+        raise fail("seconds", "a number >= 0")
 
 
 def load_statistics(stats_dir: str | Path) -> dict[str, pd.DataFrame]:

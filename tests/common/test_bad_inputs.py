@@ -1,5 +1,5 @@
 """A generator of bad inputs over the files the tool reads (specs, designs, calibrations,
-validation results, trace manifests): every leaf of a good file is replaced, one at a time,
+validation results, trace manifests, statistics manifests): every leaf of a good file is replaced, one at a time,
 by a value of the wrong type, a NaN, an infinity, a negative number or a huge one. Each
 mutant must be refused by its loader with a one-line user error (exit 2 on the command line)
 or, for a value the format allows, be read: never another exception, never a traceback.
@@ -17,9 +17,10 @@ import pytest
 from advisor.design import Design
 from advisor.api import load_source_for
 from advisor.spec import parse_workload
+from advisor.statistics_workload import workload_from_statistics
 from common.errors import UserError
 from engine_sim.sim.calibration_file import Calibration
-from reports.validation_view import read_validation
+from reports.validation_view import METRICS, read_validation
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER_BAD = ("x", [1], {"a": 1}, True, float("nan"), float("inf"), -1, 1e308)
@@ -194,5 +195,55 @@ def test_a_trace_manifest_with_a_bad_value_is_refused_before_spark(name, data, k
     _check(lambda: validate_trace(trace), name, kind)
 
 
+# Made once with the tool itself (`validate_design` of move-micro on the engine and the
+# simulator; `advisor trace aggregate` of a 40-batch engine trace of it): the good files.
+DATA = Path(__file__).parent / "data"
+VALIDATION = json.loads((DATA / "validation-move-micro.json").read_text())
+_SHOWN = {m for m, _label, _fmt in METRICS}
+
+
+def _read_by_the_report(name: str) -> bool:
+    """A validation file's engine and simulator results are kept whole as measured; the
+    reader interprets (and checks) the metrics the report shows and the bottleneck's texts."""
+    path = name.split("=", 1)[0].split(".")
+    if len(path) > 3 and path[2] in ("engine", "simulator"):
+        return path[3] in _SHOWN and len(path) == 4
+    if len(path) > 3 and path[2] == "bottleneck":
+        return path[-1] == "text"
+    return True
+
+
+VALIDATION_CASES = [c for c in mutants(VALIDATION) if _read_by_the_report(c[0])]
+
+
+def test_the_good_validation_file_and_statistics_are_read():
+    assert read_validation(DATA / "validation-move-micro.json").entries[0].engine is not None
+    assert list(workload_from_statistics(DATA / "stats-move-micro").procedure_names) == ["SP1", "SP2"]
+
+
+@pytest.mark.parametrize("name, data, kind", VALIDATION_CASES, ids=[c[0] for c in VALIDATION_CASES])
+def test_a_validation_file_with_a_bad_value_is_refused_in_one_line(name, data, kind, tmp_path):
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(data))
+    _check(lambda: read_validation(path), name, kind)
+
+
+STATS_MANIFEST = json.loads((DATA / "stats-move-micro" / "_stats.json").read_text())
+# where and when it was made (shown, never computed with)
+STATS_CASES = list(mutants(STATS_MANIFEST, skip=("source_trace", "spark_master", "seconds", "created_by")))
+
+
+@pytest.mark.parametrize("name, data, kind", STATS_CASES, ids=[c[0] for c in STATS_CASES])
+def test_a_statistics_manifest_with_a_bad_value_is_refused_in_one_line(name, data, kind, tmp_path):
+    """What `recommend STATS` and every other command read first: the workload rebuilt."""
+    import shutil
+
+    stats = tmp_path / "stats"
+    shutil.copytree(DATA / "stats-move-micro", stats)
+    (stats / "_stats.json").write_text(json.dumps(data))
+    _check(lambda: workload_from_statistics(stats), name, kind)
+
+
 def test_the_generator_covers_hundreds_of_cases():
-    assert len(SPEC_CASES) + len(DESIGN_CASES) + len(CALIBRATION_CASES) + len(TRACE_CASES) >= 300
+    cases = (SPEC_CASES, DESIGN_CASES, CALIBRATION_CASES, TRACE_CASES, VALIDATION_CASES, STATS_CASES)
+    assert sum(map(len, cases)) >= 300 and min(map(len, cases)) >= 30
