@@ -32,6 +32,7 @@ import pytest
 # The advisor prices its default weights with the user's calibration when there is one
 # (~/.config/sstore-advisor/calibration.json): tests see the shipped one only, wherever they run.
 os.environ.pop("ADVISOR_CALIBRATION", None)
+os.environ.pop("COLUMNS", None)  # human output is wrapped only where a test asks for a width
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
 atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)  # a test run leaves no directory
 
@@ -48,9 +49,10 @@ INTEGRATION_MODULES = frozenset({
     "test_report_suggestions.py", "test_search.py", "test_search_local.py", "test_search_model.py",
     "test_sim_calibration.py", "test_sim_cli.py", "test_sim_fidelity_summary.py",
     "test_sim_shapes.py", "test_sim_validate.py", "test_traces_aggregate.py",
-    "test_traces_cluster.py", "test_traces_graph.py", "test_traces_in_place.py", "test_tune.py",
+    "test_traces_cluster.py", "test_traces_graph.py", "test_traces_in_place.py", "test_cli_terminal.py", "test_tune.py",
     "test_build_report.py", "test_windows_advisor.py", "test_migration_pick.py", "test_drift.py",
     "test_long_run_history.py",
+    "test_migration_bench.py",
     "test_docs_blocks.py",
 })
 

@@ -15,7 +15,7 @@ app = typer.Typer(
     name="advisor",
     help="Design advisor for transactional streaming deployments (S-Store style).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # `advisor --install-completion` (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
 

@@ -9,6 +9,7 @@ import typer
 
 from advisor.cli.app import SEED_HELP, JSON_HELP, PPM_HELP, WEIGHT_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
+from advisor.cli.terminal import output_width, say, shorten
 
 
 @app.command()
@@ -18,8 +19,9 @@ def workloads() -> None:
 
     items = bundled_workloads()
     width = max(len(n) for n in items)
-    for name, description in items.items():
-        typer.echo(f"{name:<{width}}  {description}")
+    columns = output_width()
+    for name, description in items.items():  # one line each: a description is cut to fit
+        say(shorten(f"{name:<{width}}  {description}", columns))
 
 
 @app.command()
@@ -67,29 +69,29 @@ def recommend(
         return
     d = rec.design
     weights = d.weights
-    typer.echo(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
+    say(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
                f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     note = rec.granularity_note()
     lines = objective_lines(rec.selection)
     if rec.migration is not None:  # the selection's pick is the best without a move budget
         lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
     for line in lines + ([note] if note else []) + assumption_lines(rec.workload):
-        typer.echo(line)
-    typer.echo("")
-    typer.echo(design_table(d, rec.design_graph))
-    typer.echo("")
-    typer.echo(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
-    typer.echo("")
+        say(line)
+    say("")
+    say(design_table(d, rec.design_graph))
+    say("")
+    say(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
+    say("")
     if rec.migration is not None:
         for line in migration_lines(rec.migration):
-            typer.echo(line)
-        typer.echo("")
+            say(line)
+        say("")
     for line in rec.bottleneck.describe():
-        typer.echo(line)
+        say(line)
     if not d.cost.feasible:
-        typer.echo(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
+        say(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
     if out is not None:
-        typer.echo(f"\nwrote {out}")
+        say(f"\nwrote {out}")
 
 
 def migration_lines(plan) -> list[str]:
@@ -183,11 +185,11 @@ def evaluate(
         typer.echo(json.dumps(cost.to_dict(), indent=2))
         return
     weights = cost.weights
-    typer.echo(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")
-    typer.echo(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
-    typer.echo(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
-    typer.echo(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")
-    typer.echo(f"  total                   {cost.total:.4f}")
+    say(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")
+    say(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
+    say(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
+    say(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")
+    say(f"  total                   {cost.total:.4f}")
     if not cost.feasible:
         over = ", ".join(f"machine {m}: {x:.1f} MB" for m, x in enumerate(cost.memory_overflow_mb) if x > 0)
-        typer.echo(f"  INFEASIBLE: over memory by {over}")
+        say(f"  INFEASIBLE: over memory by {over}")

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import SEED_HELP, JSON_HELP, app
+from advisor.cli.terminal import say
 
 
 def _calibration(path: Optional[Path]):
@@ -55,7 +56,7 @@ def diff(
         typer.echo(json.dumps(d.to_dict(), indent=2))
         return
     for line in diff_lines(d, str(current), str(new)):
-        typer.echo(line)
+        say(line)
 
 
 @app.command()
@@ -79,6 +80,6 @@ def check(
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:
         for line in result.describe():
-            typer.echo(line)
+            say(line)
     if not result.within:
         raise typer.Exit(3)

@@ -9,6 +9,7 @@ import typer
 
 from advisor.cli.app import app
 from advisor.cli.choices import MigrationMode, MoveMode, Recovery, Scheduler
+from advisor.cli.terminal import say
 
 
 @app.command("run")
@@ -79,8 +80,11 @@ def run(
         results = [result]
         lines = result.describe()
         data = result.to_dict()
-    typer.echo(json.dumps(data, indent=2) if as_json else "\n".join(lines))
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+    else:
+        say("\n".join(lines))
     failed = next((r.history_check for r in results if r.history_check != "ok"), None)
     if failed is not None:  # includes a state that differs from the serial re-execution
-        typer.echo(f"error: run failed its correctness check: {failed}", err=True)
+        say(f"error: run failed its correctness check: {failed}", err=True)
         raise typer.Exit(1)

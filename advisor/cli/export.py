@@ -7,6 +7,7 @@ from typing import Literal
 import typer
 
 from advisor.cli.app import app
+from advisor.cli.terminal import say
 
 
 @app.command()
@@ -25,8 +26,8 @@ def export(
     check_output(out)  # both before any work: a bad option costs nothing
     result = export_design(Design.load(design), source, fmt)
     result.write(out)
-    typer.echo(f"wrote {out} ({fmt})")
+    say(f"wrote {out} ({fmt})")
     if result.not_expressible:
-        typer.echo(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {out}):")
+        say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {out}):")
         for line in result.not_expressible:
-            typer.echo(f"  - {line}")
+            say(f"  - {line}")

@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import SEED_HELP, PPM_HELP, WEIGHT_HELP, app
+from advisor.cli.terminal import say
 
 
 @app.command()
@@ -39,7 +40,7 @@ def report(
 
         workload = load_workload(spec)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)
-    say = None if quiet else (lambda msg: typer.echo(f"report: {msg}", err=True))
+    say = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
     if say:
         say("scoring baselines")
     migration = None
@@ -52,7 +53,7 @@ def report(
     rec = report_recommendation(d, source, workload=workload, seed=seed)
     write_report(out, build_report(rec, validation=result, source=source, title=title,
                                    options=options, progress=say, migration=migration))
-    typer.echo(f"wrote {out}")
+    say(f"wrote {out}")
 
 
 @app.command()
@@ -88,17 +89,17 @@ def tune(
                         weights=resolve_weights(alpha, beta, gamma), seed=seed, min_gain=min_gain)
 
     def show(r) -> None:
-        typer.echo(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"
+        say(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"
                    + (f" after: {r.change}" if r.change else " (starting dataflow)"), err=True)
 
     study.run(rounds=rounds, progress=show)
-    typer.echo(study.table())
-    typer.echo(f"stopped: {study.stopped}")
+    say(study.table())
+    say(f"stopped: {study.stopped}")
     best = study.best
-    typer.echo(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
+    say(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
     if out is not None:
         written = study.save(out)
-        typer.echo(f"wrote {len(written)} files to {out} (round-NN.toml, round-NN.design.json)")
+        say(f"wrote {len(written)} files to {out} (round-NN.toml, round-NN.design.json)")
 
 
 @app.command()
@@ -112,8 +113,8 @@ def demo(
     from reports.demo import DEFAULT_BATCHES, run_demo
 
     result = run_demo(out, batches=batches or DEFAULT_BATCHES, seed=seed,
-                      progress=lambda msg: typer.echo(msg))
+                      progress=lambda msg: say(msg))
     for line in result.summary():
-        typer.echo(line)
+        say(line)
     if not result.beats_every_baseline:
         raise typer.Exit(1)

@@ -10,6 +10,7 @@ import typer
 from advisor.cli.app import SEED_HELP, JSON_HELP, app
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
+from advisor.cli.terminal import say
 
 
 def _calibration(path: Optional[Path]):
@@ -72,9 +73,9 @@ def simulate(
         typer.echo(json.dumps(data, indent=2))
         return
     for line in r.describe(cal.label(this_host)) + assumption_lines(workload):
-        typer.echo(line)
+        say(line)
     if out is not None:
-        typer.echo(f"wrote {out}")
+        say(f"wrote {out}")
 
 
 @app.command()
@@ -108,17 +109,17 @@ def calibrate(
         typer.echo(json.dumps(cal.to_dict(), indent=2))
         return
     w = cal.weights
-    typer.echo(f"calibrated on {cal.machine.get('hostname')} ({cal.machine.get('cpus')} cpus, "
+    say(f"calibrated on {cal.machine.get('hostname')} ({cal.machine.get('cpus')} cpus, "
                f"{cal.machine.get('engine_mode')} engine)")
     for key, value in cal.prices.items():
-        typer.echo(f"  {key:<22} {value * 1e6:10.1f} us")
-    typer.echo(f"  fit: median error {cal.fit['median_relative_error']:.1%} over "
+        say(f"  {key:<22} {value * 1e6:10.1f} us")
+    say(f"  fit: median error {cal.fit['median_relative_error']:.1%} over "
                f"{len(cal.fit['probes'])} micro-benchmarks")
     for key, row in cal.fit["throughput_checks"].items():
-        typer.echo(f"  check {key:<28} engine {row['engine_bps']:8,.0f} b/s  simulator "
+        say(f"  check {key:<28} engine {row['engine_bps']:8,.0f} b/s  simulator "
                    f"{row['simulator_bps']:8,.0f} b/s")
-    typer.echo(f"  weights                alpha={w.alpha:.3f} beta={w.beta:.3f} gamma={w.gamma:.3f}")
-    typer.echo(f"wrote {out}")
+    say(f"  weights                alpha={w.alpha:.3f} beta={w.beta:.3f} gamma={w.gamma:.3f}")
+    say(f"wrote {out}")
 
 
 @app.command()
@@ -152,6 +153,6 @@ def validate(
         typer.echo(json.dumps(data, indent=2))
         return
     for line in result.describe() + assumption_lines(workload):
-        typer.echo(line)
+        say(line)
     if out is not None:
-        typer.echo(f"wrote {out}")
+        say(f"wrote {out}")

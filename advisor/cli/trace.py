@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from advisor.cli.app import app
+from advisor.cli.terminal import say
 
 trace_app = typer.Typer(name="trace", no_args_is_help=True,
                         help="Workload traces: synthesize, validate, aggregate into statistics.")
@@ -35,8 +36,8 @@ def synth(
     workload = load_workload(source)
     summary = synthesize(workload_as_plain(workload), out, batches, seed,
                          abort_rate=abort_rate, cost_unit_us=cost_unit_us,
-                         progress=None if quiet else (lambda s: typer.echo(f"synth: {s}", err=True)))
-    typer.echo(f"wrote {summary.out}: {summary.batches:,} batches, {summary.txns:,} txns, "
+                         progress=None if quiet else (lambda s: say(f"synth: {s}", err=True)))
+    say(f"wrote {summary.out}: {summary.batches:,} batches, {summary.txns:,} txns, "
                f"{summary.accesses:,} access rows, {summary.flows:,} flows "
                f"in {summary.seconds:.1f} s")
 
@@ -54,7 +55,7 @@ def validate(
     from traces.spark_session import parse_conf
 
     info = check_trace(trace_dir, master=spark_master, conf=parse_conf(spark_conf))
-    typer.echo(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "
+    say(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "
                f"{info.rows['accesses']:,} access rows ({info.key_type} keys), "
                f"{info.rows['flows']:,} flows, procedures: {', '.join(info.procedures)}")
 
@@ -79,7 +80,7 @@ def aggregate(
     stats = run(trace_dir, out, gran, master=spark_master, conf=conf,
                 progress=None if quiet else stderr_line)
     m = stats.manifest
-    typer.echo(f"wrote {out}: {len(stats.procedures)} procedures, {len(stats.state)} state items "
+    say(f"wrote {out}: {len(stats.procedures)} procedures, {len(stats.state)} state items "
                f"({m['granularity']}), {len(stats.procedure_state)} procedure-state edges, "
                f"{len(stats.streams)} stream edges from {m['batches']:,} batches "
                f"in {m['seconds']:.1f} s")

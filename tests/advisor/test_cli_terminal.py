@@ -1,0 +1,92 @@
+"""Human output fits the terminal (issue 21): at COLUMNS=80 no line of any command's output
+is longer than 80 characters; piped output with no COLUMNS stays one line per record; shell
+completion installs and completes commands, options and choices."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.cli import run_app
+from advisor.cli.terminal import fit_lines, shorten
+
+
+@pytest.fixture(scope="module")
+def design_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("width") / "d.json"
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4", "--out", str(path)]) == 0
+    return path
+
+
+def commands(design) -> list[list[str]]:
+    d = str(design)
+    return [["workloads"], ["--help"], ["recommend", "--help"], ["run", "--help"],
+            ["recommend", "tpcdi-trade", "--machines", "4"],
+            ["recommend", "linear-road", "--machines", "8"],
+            ["evaluate", d, "tpcdi-trade"], ["simulate", "tpcdi-trade", "--design", d],
+            ["diff", d, d, "tpcdi-trade"],
+            ["run", "tpcdi-trade", "--design", d, "--batches", "20", "--in-process"]]
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_no_line_is_longer_than_the_terminal(design_file, width, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", str(width))
+    capsys.readouterr()
+    for argv in commands(design_file):
+        assert run_app(argv) == 0, argv
+        out = capsys.readouterr()
+        long = [ln for ln in (out.out + out.err).splitlines() if len(ln) > width]
+        assert long == [], (argv, long[:2])
+
+
+def test_piped_output_is_not_wrapped_and_json_never_is(design_file, monkeypatch, capsys):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    capsys.readouterr()
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    objective = next(ln for ln in lines if ln.startswith("objective:"))
+    assert "tuples/s (simulator" in objective and len(objective) > 80  # one line, as written
+    monkeypatch.setenv("COLUMNS", "40")
+    assert run_app(["evaluate", str(design_file), "tpcdi-trade", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] >= 0  # not broken by wrapping
+
+
+def test_wrapping_keeps_every_word_and_the_indent():
+    line = "  total " + " ".join(f"word{i}" for i in range(30))
+    wrapped = fit_lines(line, 30).splitlines()
+    assert all(len(w) <= 30 for w in wrapped) and len(wrapped) > 1
+    assert wrapped[0].startswith("  total") and all(w.startswith("      ") for w in wrapped[1:])
+    assert " ".join(w.strip() for w in wrapped).split() == line.split()
+    assert fit_lines(line, None) == line
+    assert shorten("x" * 50, 20) == "x" * 17 + "..." and shorten("short", 20) == "short"
+
+
+def _console_script() -> str:
+    """The installed `advisor` command (completion is keyed to the program's name)."""
+    import sys
+    from pathlib import Path
+
+    return str(Path(sys.executable).parent / "advisor")
+
+
+def _complete(words: str) -> list[str]:
+    import os
+    import subprocess
+
+    env = {**os.environ, "_ADVISOR_COMPLETE": "complete_bash", "COMP_WORDS": words,
+           "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
+    done = subprocess.run([_console_script()], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+def test_shell_completion_is_installable_and_completes_commands_options_and_choices():
+    import subprocess
+
+    script = subprocess.run([_console_script(), "--show-completion", "bash"],
+                            capture_output=True, text=True, timeout=120)
+    assert script.returncode == 0 and "complete" in script.stdout and "advisor" in script.stdout
+    assert _complete("advisor rec") == ["recommend"]
+    assert _complete("advisor run x --sched") == ["--scheduler"]
+    assert sorted(_complete("advisor recommend tpcdi-trade --objective ")) == ["cost", "throughput"]
