@@ -40,19 +40,19 @@ def report(
 
         workload = load_workload(spec)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)
-    say = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
-    if say:
-        say("scoring baselines")
+    progress = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
+    if progress:
+        progress("scoring baselines")
     migration = None
     if current is not None:
         from advisor.api import diff
 
-        if say:
-            say("comparing with the deployed design")
+        if progress:
+            progress("comparing with the deployed design")
         migration = diff(current, d, source, seed=seed)
     rec = report_recommendation(d, source, workload=workload, seed=seed)
     write_report(out, build_report(rec, validation=result, source=source, title=title,
-                                   options=options, progress=say, migration=migration))
+                                   options=options, progress=progress, migration=migration))
     say(f"wrote {out}")
 
 
