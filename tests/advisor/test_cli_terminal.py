@@ -25,6 +25,8 @@ def commands(design) -> list[list[str]]:
             ["recommend", "linear-road", "--machines", "8"],
             ["evaluate", d, "tpcdi-trade"], ["simulate", "tpcdi-trade", "--design", d],
             ["diff", d, d, "tpcdi-trade"],
+            ["report", d, "tpcdi-trade", "-o", str(design.with_suffix(".html")), "--no-sensitivity",
+             "--no-scaling", "--no-suggestions"],
             ["run", "tpcdi-trade", "--design", d, "--batches", "20", "--in-process"]]
 
 
