@@ -43,7 +43,7 @@ class MemoryLogStore:
         return list(self.records)
 
     def close(self) -> None:
-        pass
+        """Nothing to release: the records stay in memory for the site that recovers."""
 
 
 class FileLogStore:
