@@ -4,7 +4,6 @@ collects the history, kills a partition when told to and coordinates recovery, a
 gathers the state digest."""
 from __future__ import annotations
 
-import pickle
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.recovery import write_manifest
 from engine_sim.engine.scheduler import UnitScheduler, entry_members, injected
+from engine_sim.engine.spool import HistorySpool, MemoryHistory
 from engine_sim.engine.txn import Batch, Txn, make_txn_id
 
 
@@ -32,6 +32,7 @@ class DriverConfig:
     t0_ns: int = 0
     migrate_at: int | None = None  # migrate to the runtime's next plan at this batch (migration.py)
     migrate_mode: str = "live"
+    history_dir: str | None = None  # spool the history to this directory (None: keep it in memory)
 
 
 class Driver:
@@ -58,8 +59,9 @@ class Driver:
         self.done_us: dict[int, int] = {}
         self.failed: set[int] = set()
         self.oltp_pending: dict[tuple[str, int], Txn] = {}
-        self._records: list = []  # surviving history (decoded)
-        self._packed: list[bytes] = []  # history shipped pickled, decoded when first read
+        # the surviving history: spooled to disk as it arrives (multi-process shipments as the
+        # pickled bytes they came in), so a long run's driver holds none of it
+        self.history = HistorySpool(cfg.history_dir) if cfg.history_dir else MemoryHistory()
         self.recent: deque = deque(maxlen=32)  # latencies (us) of the last completed batches
         self.window_from = 0  # first batch submitted under the current window
         self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
@@ -101,22 +103,18 @@ class Driver:
     # -- plumbing ---------------------------------------------------------------------------------
     @property
     def records(self) -> list:
-        """The surviving history. Multi-process sites ship it pickled; it is decoded here only
-        when read (after the run, or at a crash), so the driver spends nothing on it per batch."""
-        if self._packed:
-            packed, self._packed = self._packed, []
-            for blob in packed:
-                self._records.extend(pickle.loads(blob))
-        return self._records
+        """The surviving history as a list (read whole: at a crash, or by a caller that wants
+        it; the checker reads `history` as it streams). Multi-process sites ship it pickled;
+        it is decoded only when read, so the driver spends nothing on it per batch."""
+        return list(self.history)
 
     @records.setter
     def records(self, records: list) -> None:
-        self._packed = []
-        self._records = records
+        self.history.rewrite(records)
 
     def add_record(self, record) -> None:
         """A record the driver itself commits (a migration), without decoding the history."""
-        self._records.append(record)
+        self.history.append([record])
 
     def now_us(self) -> int:
         return (time.monotonic_ns() - self.cfg.t0_ns) // 1000
@@ -277,9 +275,9 @@ class Driver:
 
     def on_history(self, msg: m.History) -> None:
         if isinstance(msg.records, bytes):
-            self._packed.append(msg.records)
+            self.history.append_packed(msg.records)
         elif msg.records:
-            self.records.extend(msg.records)
+            self.history.append(msg.records)
         self.busy[msg.node] = msg.busy_s
         self.commits[msg.node] = msg.commits
         if msg.snapshot is not None and msg.snapshot in self.snap_markers:
@@ -314,6 +312,7 @@ class Driver:
 
     def finish_batch(self, b: int) -> None:
         self.outstanding.discard(b)
+        self.sink_reports.pop(b, None)  # a finished batch's reports are not read again
         now = self.now_us()
         if b not in self.done_us:
             self.done_us[b] = now

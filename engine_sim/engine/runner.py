@@ -14,11 +14,12 @@ from advisor.workload import Workload
 from engine_sim.engine.driver import DriverConfig
 from engine_sim.engine.crash import parse_crash_at
 from engine_sim.engine.errors import EngineError, EngineFailure
-from engine_sim.engine.history import check_records, executions
+from engine_sim.engine.history import verify_history
 from engine_sim.engine.metrics import RunResult, latency_stats
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.recovery import FileLogStore, MemoryLogStore
-from engine_sim.engine.serial import SerialError, serial_digest, state_digest
+from engine_sim.engine.serial import state_digest
+from engine_sim.engine.spool import new_spool_dir, remove_spool_dir
 from engine_sim.engine.site import SiteConfig
 
 MAX_PROCESSES = 64
@@ -163,6 +164,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             sweep_abandoned_dirs(prefix)
     run_dir = owned_temp_dir("eng-") if own_dir else Path(log_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
     t0 = time.monotonic_ns()
     site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=group_commit,
                           use_time=not in_process, t0_ns=t0, ship_size=16 if in_process else 256)
@@ -171,7 +173,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                               crash_after=crash_after, crash_partition=crash_partition,
                               want_state=return_state, fsync=fsync, t0_ns=t0,
                               migrate_at=migrate_at_batch if next_plan is not None else None,
-                              migrate_mode=migrate_mode)
+                              migrate_mode=migrate_mode, history_dir=str(history_dir))
     started = time.perf_counter()
     try:
         if in_process:
@@ -219,23 +221,24 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         if trace_out is not None:
             from engine_sim.engine.trace_writer import write_trace
 
-            write_trace(trace_out, plan, driver.records,
+            write_trace(trace_out, plan, driver.history,
                         {"seed": seed, "batches": batches, "batch_size": plan.batch_size,
                          "mode": result.mode, "scheduler": scheduler, "move": move,
                          "recovery": recovery, "design_method": design.method,
                          "history_check": result.history_check})
             result.trace_dir = str(trace_out)
+        driver.history.close()
         return result
     finally:
+        remove_spool_dir(history_dir)
         if own_dir:
             shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,
             next_plan=None) -> RunResult:
-    records = driver.records
-    tes = executions(records)
-    check = check_records(records, plan, batches, tes)
+    verdict = verify_history(plan, driver, batches, next_plan)
+    check, counts = verdict.check, verdict.counts
     violations = list(driver.violations) + list(check.violations)
     finals = driver.finals
     per_table: dict[str, int] = {}
@@ -251,10 +254,9 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
     digest = state_digest(per_table)
     serial = ""
     if check.ok:
-        try:
-            serial = serial_digest(plan, tes, check.order, None if next_plan is None else [plan, next_plan])
-        except SerialError as exc:
-            violations.append(f"serial re-execution failed: {exc}")
+        serial = verdict.serial_digest
+        if verdict.serial_error:
+            violations.append(f"serial re-execution failed: {verdict.serial_error}")
         if serial and serial != digest:
             violations.append(f"state digest {digest[:12]}... differs from the serial re-execution's "
                               f"{serial[:12]}... (serial_digest): the final state is not the one a "
@@ -265,8 +267,6 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         for node in sorted(finals):
             for table, rows in (finals[node].state or {}).items():
                 state.setdefault(table, {}).update(rows)
-    committed = [r for r in records if r.status == "commit" and r.kind in ("stream", "oltp")]
-    heads = [r for r in records if r.status == "commit" and r.child == 0]
     p50, p99, mean = latency_stats(driver.submit_us, driver.done_us)
     start = driver.started_us or 0
     end = driver.last_done_us or start
@@ -278,19 +278,17 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
     return RunResult(
         throughput_tps=done * plan.batch_size / wall, throughput_bps=done / wall,
         latency_p50_ms=p50, latency_p99_ms=p99,
-        distributed_txns=sum(1 for r in heads if len(r.partitions) > 1 and r.kind in ("stream", "oltp", "move")),
-        moves=sum(1 for r in committed for o in r.outputs if o[3]),
+        distributed_txns=counts.distributed_txns, moves=counts.moves,
         history_check="ok" if not violations else violations[0],
-        state_digest=digest, serial_digest=serial, committed=len(committed),
-        aborts=sum(1 for r in records if r.status == "abort" and r.child == 0),
-        restarts=sum(r.restarts for r in heads if r.kind == "stream"),
+        state_digest=digest, serial_digest=serial, committed=counts.committed,
+        aborts=counts.aborts, restarts=counts.restarts,
         partition_busy_s=busy, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
         within_latency_bound=mean / 1000.0 <= bound, window=driver.window, batches=batches,
         batch_size=plan.batch_size, workload=plan.workload.name, machines=d.machines,
         partitions_per_machine=d.partitions_per_machine, mode=mode, scheduler=plan.scheduler,
         move=plan.move, recovery=plan.recovery, data_parallel=plan.data_parallel,
         crashed=driver.crashed, recovery_s=driver.recovery_s, replayed=driver.replayed,
-        move_txns=sum(1 for r in heads if r.kind == "move"),
+        move_txns=counts.move_txns,
         log_records=sum(a for a, _ in log_stats), log_flushes=sum(b for _, b in log_stats),
         messages=messages, violations=violations[:20], state=state,
         partition_cpu_s=[finals[k].cpu_s for k in range(n) if k in finals] if mode != "in-process" else [],

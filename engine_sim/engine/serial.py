@@ -67,6 +67,10 @@ class SerialExecution:
         self.procs = {name: replace(p, work_us=0.0) for name, p in plan.procs.items()}
         self.stores = {k: build_store(plan, k) for k in range(plan.n_partitions)}
         self.outputs: dict[tuple, dict] = {}  # (unit, batch, lane) -> {to unit: [(src, dst, Batch)]}
+        # an output is dropped once every lane of every unit downstream has read it, so a long
+        # replay holds only the batches in flight (None: the designs disagree; keep them all)
+        self.readers = _readers(self.plans)
+        self.reads_left: dict[tuple, int] = {}
         self.entry = {u: tuple(mb for mb in plan.units[u].members
                                if not any(s.target == mb for s in plan.workload.streams))
                       for u in plan.borders}
@@ -94,6 +98,7 @@ class SerialExecution:
                     if produced is None:
                         raise SerialError(f"{step.unit} batch {step.batch} runs before {up} produced it")
                     per_lane.extend(produced.get(step.unit, ()))
+                    self._read((up, step.batch, k))
                 got.extend(merge_items(per_lane))
             items = tuple(got)
         if not unit.dp:
@@ -135,7 +140,22 @@ class SerialExecution:
         for s in self.stores.values():
             s.commit()
         if step.kind == "stream":
-            self.outputs[(step.unit, step.batch, step.lane)] = outputs
+            key = (step.unit, step.batch, step.lane)
+            readers = None if self.readers is None else self.readers.get(step.unit, 0)
+            if readers is None or readers > 0:
+                self.outputs[key] = outputs
+                if readers is not None:
+                    self.reads_left[key] = readers
+
+    def _read(self, key: tuple) -> None:
+        left = self.reads_left.get(key)
+        if left is None:
+            return
+        if left <= 1:
+            del self.reads_left[key]
+            del self.outputs[key]
+        else:
+            self.reads_left[key] = left - 1
 
     def relayout(self, plan) -> None:
         """Every row where `plan` places it: gathered from every store (one copy of a
@@ -195,6 +215,21 @@ class SerialExecution:
                     continue
                 per_table[table] = (per_table.get(table, 0) + store.table_digest(table)) % (1 << 128)
         return state_digest(per_table)
+
+
+def _readers(plans: list) -> dict[str, int] | None:
+    """How many serial steps read each unit's output of a batch lane: one per lane of every
+    unit downstream (None when the designs of a migrating run disagree on it)."""
+    seen = None
+    for plan in plans:
+        readers = {u: 0 for u in plan.units}
+        for name, unit in plan.units.items():
+            for up in unit.upstream:
+                readers[up] = readers.get(up, 0) + max(1, len(unit.lanes))
+        if seen is not None and readers != seen:
+            return None
+        seen = readers
+    return seen
 
 
 def state_digest(per_table: dict[str, int]) -> str:

@@ -8,6 +8,7 @@ its reads of the active window reads; the manifest lists the windows under `wind
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 import pyarrow as pa
 
@@ -25,7 +26,8 @@ def _cluster(workload, design) -> dict:
     return out
 
 
-def write_trace(out: str | Path, plan, records: list, metadata: dict) -> Path:
+def write_trace(out: str | Path, plan, records: Iterable, metadata: dict) -> Path:
+    """`records`: the run's history, read once in order (a list, or the driver's spool)."""
     w = plan.workload
     meta = {
         "created_by": "engine_sim.engine",

@@ -162,7 +162,9 @@ USER_ERRORS = {
     "reports.validation_view": ["ValidationFormatError"],
 }
 # the engine's own consistency check and its 2PC abort signal: never a user's doing
-INTERNAL_ERRORS = {"SerialError", "Abort", "SealError"}  # SealError: turned into a refusal or an EngineFailure
+# SealError: turned into a refusal or an EngineFailure; _Fallback: the streamed history check
+# handing a history it cannot decide to the in-memory checker (caught where it is raised)
+INTERNAL_ERRORS = {"SerialError", "Abort", "SealError", "_Fallback"}
 BUILTIN_BASES = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
 
 
