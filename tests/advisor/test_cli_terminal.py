@@ -30,7 +30,7 @@ def commands(design) -> list[list[str]]:
             ["run", "tpcdi-trade", "--design", d, "--batches", "20", "--in-process"]]
 
 
-@pytest.mark.parametrize("width", [80, 60])
+@pytest.mark.parametrize("width", [80, pytest.param(60, marks=pytest.mark.slow)])
 def test_no_line_is_longer_than_the_terminal(design_file, width, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", str(width))
     capsys.readouterr()

@@ -66,6 +66,7 @@ def test_a_trace_elsewhere_aggregates_in_place_to_the_statistics_of_its_local_co
                                                         columns=["rows"])["rows"]).as_py())
 
 
+@pytest.mark.slow  # the API test above aggregates in place; this one adds the CLI's parsing
 def test_the_cli_validates_and_aggregates_a_trace_elsewhere(spark, local_trace, mount,
                                                               tmp_path_factory, capsys):
     prefix, folder = mount
