@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.app import SEED_HELP, JSON_HELP, PPM_HELP, WEIGHT_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
-from advisor.cli.terminal import output_width, say, shorten
+from advisor.cli.terminal import output_width, say, shorten, working
 
 
 @app.command()
@@ -58,10 +58,11 @@ def recommend(
         from engine_sim.sim import Calibration
 
         sim_calibration = Calibration.load(calibration)
-    rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
-              weights=weights, seed=seed, replicate=replicate, objective=objective,
-              sim_calibration=sim_calibration, data_parallel=data_parallel,
-              current=current, max_move_mb=max_move_mb)
+    with working("recommending"):
+        rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
+                  weights=weights, seed=seed, replicate=replicate, objective=objective,
+                  sim_calibration=sim_calibration, data_parallel=data_parallel,
+                  current=current, max_move_mb=max_move_mb)
     if out is not None:
         rec.design.save(out)
     if as_json:

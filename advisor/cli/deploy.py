@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import SEED_HELP, JSON_HELP, app
-from advisor.cli.terminal import say
+from advisor.cli.terminal import say, working
 
 
 def _calibration(path: Optional[Path]):
@@ -51,7 +51,8 @@ def diff(
     """What moves from one design to another: SPs, state items, bytes, copy time, speed."""
     from advisor.api import diff as run
 
-    d = run(current, new, source, calibration=_calibration(calibration), seed=seed, relabel=relabel)
+    with working("comparing the designs"):
+        d = run(current, new, source, calibration=_calibration(calibration), seed=seed, relabel=relabel)
     if as_json:
         typer.echo(json.dumps(d.to_dict(), indent=2))
         return
@@ -74,8 +75,9 @@ def check(
     is, 3 when it is not (for a scheduled job)."""
     from advisor.drift import check_drift
 
-    result = check_drift(design, source, tolerance=tolerance, since=since,
-                         calibration=_calibration(calibration), seed=seed)
+    with working("checking the design against the workload"):
+        result = check_drift(design, source, tolerance=tolerance, since=since,
+                             calibration=_calibration(calibration), seed=seed)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2))
     else:

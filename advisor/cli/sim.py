@@ -10,7 +10,7 @@ import typer
 from advisor.cli.app import SEED_HELP, JSON_HELP, app
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
-from advisor.cli.terminal import say
+from advisor.cli.terminal import say, working
 
 
 def _calibration(path: Optional[Path]):
@@ -62,9 +62,10 @@ def simulate(
     workload = load_workload(source)
     d = _scaled(Design.load(design), workload, machines, rescale)
     cal = _calibration(calibration)
-    r = run(workload, d, scheduler=scheduler, move=move,
-            calibration=cal.params if this_host else cal, input_rate=rate,
-            batches=batches, seed=seed, latency_bound_s=latency_bound, batch_size=batch_size)
+    with working("simulating"):
+        r = run(workload, d, scheduler=scheduler, move=move,
+                calibration=cal.params if this_host else cal, input_rate=rate,
+                batches=batches, seed=seed, latency_bound_s=latency_bound, batch_size=batch_size)
     data = r.to_dict()
     data["calibration"] = {"source": cal.source, "machine": cal.machine.get("hostname")}
     if out is not None:
@@ -143,9 +144,10 @@ def validate(
 
     workload = load_workload(source)
     both = engine == sim
-    result = run(workload, Design.load(design), engine=engine or both, sim=sim or both,
-                 calibration=None if calibration is None else _calibration(calibration),
-                 batches=batches, seed=seed)
+    with working("validating"):
+        result = run(workload, Design.load(design), engine=engine or both, sim=sim or both,
+                     calibration=None if calibration is None else _calibration(calibration),
+                     batches=batches, seed=seed)
     data = result.to_document()
     if out is not None:
         atomic_write_text(out, json.dumps(data, indent=2) + "\n")

@@ -11,10 +11,17 @@ import os
 import shutil
 import sys
 import textwrap
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
 
 import typer
 
 HANGING_INDENT = 4  # a wrapped line's continuation, past the line's own indent
+SPINNER_AFTER_S = 2.0  # a step slower than this shows a spinner (on a terminal only)
+SPINNER_ENV = "ADVISOR_SPINNER_AFTER_S"  # another delay in seconds (0: always; a large one: never)
+SPINNER_FRAMES = "|/-\\"
 
 
 def output_width(err: bool = False) -> int | None:
@@ -54,3 +61,45 @@ def shorten(text: str, width: int | None) -> str:
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
     """`typer.echo` for human output, fitted to the terminal's width."""
     typer.echo(fit_lines(str(text), output_width(err)), err=err, nl=nl)
+
+
+@contextmanager
+def working(message: str, after_s: float | None = None) -> Iterator[None]:
+    """While the block runs, a spinner line on stderr once it has taken `after_s` seconds
+    (default `SPINNER_AFTER_S`, or `$ADVISOR_SPINNER_AFTER_S`), erased when it ends: a slow
+    step is never silent. Only on a terminal (a pipe or a log file gets nothing); `--json`
+    output goes to stdout, untouched."""
+    if after_s is None:
+        try:
+            after_s = max(float(os.environ.get(SPINNER_ENV, SPINNER_AFTER_S)), 0.0)
+        except ValueError:
+            after_s = SPINNER_AFTER_S
+    stream = sys.stderr
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        yield
+        return
+    stop = threading.Event()
+    shown = []
+
+    def spin() -> None:
+        if stop.wait(after_s):
+            return
+        started, i = time.monotonic() - after_s, 0
+        while not stop.is_set():
+            line = f"{message} {SPINNER_FRAMES[i % len(SPINNER_FRAMES)]} {time.monotonic() - started:.0f} s"
+            stream.write("\r" + line)
+            stream.flush()
+            shown.append(len(line))
+            i += 1
+            stop.wait(0.1)
+
+    thread = threading.Thread(target=spin, name="advisor-spinner", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        if shown:
+            stream.write("\r" + " " * max(shown) + "\r")
+            stream.flush()

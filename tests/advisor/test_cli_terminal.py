@@ -92,3 +92,71 @@ def test_shell_completion_is_installable_and_completes_commands_options_and_choi
     assert _complete("advisor rec") == ["recommend"]
     assert _complete("advisor run x --sched") == ["--scheduler"]
     assert sorted(_complete("advisor recommend tpcdi-trade --objective ")) == ["cost", "throughput"]
+
+
+class _Terminal:
+    """A stand-in stderr that says it is a terminal and keeps what was written."""
+
+    def __init__(self, tty: bool = True):
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, s: str) -> None:
+        self.text += s
+
+    def flush(self) -> None:
+        return None
+
+
+def test_a_slow_step_shows_a_spinner_on_a_terminal_and_erases_it(monkeypatch):
+    import time
+
+    from advisor.cli import terminal
+
+    screen = _Terminal()
+    monkeypatch.setattr(terminal.sys, "stderr", screen)
+    with terminal.working("recommending", after_s=0.05):
+        time.sleep(0.4)
+    frames = [f for f in screen.text.split("\r") if f.strip()]
+    assert len(frames) >= 2 and all(f.startswith("recommending ") and f.endswith(" s") for f in frames)
+    assert {f.split()[1] for f in frames} <= set(terminal.SPINNER_FRAMES)
+    assert screen.text.endswith("\r") and screen.text.rsplit("\r", 2)[-2].strip() == ""  # erased
+    fast = _Terminal()
+    monkeypatch.setattr(terminal.sys, "stderr", fast)
+    with terminal.working("recommending", after_s=5):
+        pass
+    assert fast.text == ""  # a fast step shows nothing
+    piped = _Terminal(tty=False)
+    monkeypatch.setattr(terminal.sys, "stderr", piped)
+    with terminal.working("recommending", after_s=0.0):
+        time.sleep(0.2)
+    assert piped.text == ""  # nor does a pipe
+
+
+def test_recommend_on_a_real_terminal_spins_on_stderr_and_prints_its_result_on_stdout():
+    """stderr on a pseudo-terminal, stdout a pipe: the spinner goes to the terminal only."""
+    import os
+    import pty
+    import subprocess
+
+    primary, secondary = pty.openpty()
+    env = {**os.environ, "ADVISOR_SPINNER_AFTER_S": "0"}  # at once: the step's speed does not matter
+    done = subprocess.Popen([_console_script(), "recommend", "tpcdi-trade", "--machines", "4"],
+                            stdout=subprocess.PIPE, stderr=secondary, text=True, env=env)
+    os.close(secondary)
+    out, _ = done.communicate(timeout=600)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(primary, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(primary)
+    assert done.returncode == 0
+    assert "objective:" in out and "recommending" not in out
+    assert b"recommending " in seen and seen.rstrip(b" ").endswith(b"\r")
