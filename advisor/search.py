@@ -186,9 +186,19 @@ class DesignSearch:
 
     # -- stage 1: machines ----------------------------------------------------------------
     def _search(self, g: CostGraph, read_mostly: np.ndarray, replicate: bool) -> list[Candidate]:
-        """Every candidate tried on a graph cut into machines: starts, then local search."""
-        tried = [self._finish(g, read_mostly, replicate, label, proc_part, state_part)
-                 for label, proc_part, state_part in self._starts(g)]
+        """Every candidate tried on a graph cut into machines: starts, then local search. A
+        start met again (METIS from two settings, or where a tabu run ends) is finished once:
+        the same arrays give the same design (22 of 99 on linear-road at 4 machines)."""
+        finished: dict[bytes, Candidate] = {}
+
+        def finish(label: str, proc_part, state_part) -> Candidate:
+            key = canonical_key(proc_part, state_part, relabel=False)
+            if key not in finished:
+                finished[key] = self._finish(g, read_mostly, replicate, label, proc_part, state_part)
+            done = finished[key]
+            return Candidate(label, done.proc_part, done.state_part, done.cost)
+
+        tried = [finish(label, proc_part, state_part) for label, proc_part, state_part in self._starts(g)]
         if self.local_search and fits(g):
             ranked = self._distinct(sorted(tried, key=Candidate.rank), relabel=False)
             tabu = TabuSearch(self.weights, seed=self.seed, max_starts=self.local_search_starts,
@@ -199,7 +209,7 @@ class DesignSearch:
             self.local_search_timed_out_ |= tabu.timed_out_
             zeros_s = np.zeros(g.n_state, dtype=np.int64)
             for label, part, _ in tabu.results_:
-                tried.append(self._finish(g, read_mostly, replicate, label, part, zeros_s))
+                tried.append(finish(label, part, zeros_s))
         return tried
 
     def best_candidate(self, g: CostGraph, read_mostly: np.ndarray | None = None,

@@ -73,6 +73,9 @@ class Selection:
     enumerated: int = 0  # distinct designs from enumerating every assignment to machines
     distinct: int = 0  # distinct designs among the options (up to relabelling)
     improvement: object = None  # advisor.sim_local_search.Improvement: the search after the pool
+    simulator_runs: int = 0  # simulations run for the pick (pilots and rate searches)
+    simulations_reused: int = 0  # asked for again with the same settings: answered, not run
+    simulator_probes: int = 0  # simulated runs in those (a rate search runs several), the work
 
     def provenance(self) -> dict:
         out = {"objective": self.objective, "picked": self.chosen.label,
@@ -265,6 +268,89 @@ def pick_by_throughput(options: list[Option], tolerance: float = TIE_TOLERANCE) 
 
 
 @dataclass
+class SimulationRuns:
+    """Every simulation of one pick, kept by design and settings, so that a design simulated
+    the same way twice runs once. Why: the simulated local search starts by simulating the
+    pool's pick again on the final round's batches (and with the pilot's), which the pick
+    may just have done; the simulator is deterministic, so the same design, batches, rate
+    tolerance, seed and calibration give the same result. `runs` counts the simulations
+    actually run, `reused` those answered from an earlier one, `probes` the simulated runs
+    of the rate searches (the work: each runs every batch)."""
+
+    workload: Workload
+    graph: WorkloadGraph
+    weights: Weights
+    calibration: object  # engine_sim Calibration or SimParams (what every run predicts with)
+    seed: int = 0
+    runs: int = 0
+    reused: int = 0
+    probes: int = 0
+    _done: dict = field(default_factory=dict, init=False, repr=False)
+
+    @classmethod
+    def of(cls, workload: Workload, graph: WorkloadGraph, weights: Weights, calibration=None,
+           seed: int = 0) -> "SimulationRuns":
+        """The runs of a pick; no calibration: the reference cluster."""
+        if calibration is None:
+            from engine_sim.sim import Calibration
+
+            calibration = Calibration.reference()
+        return cls(workload, graph, weights, calibration, seed)
+
+    def design(self, proc_part: np.ndarray, state_part: np.ndarray, label: str = "") -> Design:
+        """The design the simulator runs (the arrays are what identify it here)."""
+        return Design.from_arrays(self.graph, proc_part, state_part, self.weights, method=label)
+
+    def max_throughput(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int,
+                       tolerance: float, label: str = "", stop_below_tps: float | None = None
+                       ) -> "engine_sim.sim.SimResult":
+        """`engine_sim.sim.max_throughput` of the design (raises its SimError). With
+        `stop_below_tps`, for a caller that only asks whether the design beats that figure,
+        the rate search stops once it cannot (the full search's result answers too)."""
+        from engine_sim.sim import max_throughput
+
+        settings = ("max", batches, tolerance)
+        if stop_below_tps is not None and self._key(settings, proc_part, state_part) not in self._done:
+            settings += (stop_below_tps,)  # a shortened search answers only this question
+        return self._run(settings, proc_part, state_part, lambda d: max_throughput(
+            self.workload, d, calibration=self.calibration, batches=batches, seed=self.seed,
+            tolerance=tolerance, stop_below_tps=stop_below_tps), label)
+
+    def pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, window: int = 8,
+              label: str = "") -> "engine_sim.sim.SimResult":
+        """A closed-loop `engine_sim.sim.run_once` of the design (raises its SimError)."""
+        from engine_sim.sim import run_once
+
+        return self._run(("closed", batches, window), proc_part, state_part, lambda d: run_once(
+            self.workload, d, window=window, batches=batches, calibration=self.calibration,
+            seed=self.seed), label)
+
+    @staticmethod
+    def _key(settings: tuple, proc_part, state_part) -> tuple:
+        return (settings, np.asarray(proc_part, dtype=np.int64).tobytes(),
+                np.asarray(state_part, dtype=np.int64).tobytes())
+
+    def _run(self, settings: tuple, proc_part, state_part, simulate, label: str
+             ) -> "engine_sim.sim.SimResult":
+        from engine_sim.sim import SimError
+
+        key = self._key(settings, proc_part, state_part)
+        if key in self._done:
+            self.reused += 1
+        else:
+            self.runs += 1
+            try:
+                self._done[key] = simulate(self.design(proc_part, state_part, label))
+                self.probes += max(len(self._done[key].search), 1)
+            except SimError as exc:
+                self._done[key] = exc
+        done = self._done[key]
+        if isinstance(done, SimError):
+            raise done
+        return done
+
+
+@dataclass
 class ThroughputJudge:
     """Predicts each option's maximum throughput with the simulator, within a budget of
     simulated events (deterministic, unlike seconds); `wall_cap_s` is only a safety net."""
@@ -276,23 +362,22 @@ class ThroughputJudge:
     seed: int = 0
     event_budget: int = EVENT_BUDGET
     wall_cap_s: float = WALL_CAP_S
+    runs: SimulationRuns | None = None  # shared with what simulates after it (None: its own)
     simulated_: int = field(default=0, init=False)
     note_: str = field(default="", init=False)
 
-    def _design(self, o: Option) -> Design:
-        return Design.from_arrays(self.graph, o.proc_part, o.state_part, self.weights, method=o.label)
+    def __post_init__(self) -> None:
+        if self.runs is None:
+            self.runs = SimulationRuns.of(self.workload, self.graph, self.weights, self.calibration,
+                                          self.seed)
 
     def _calibration(self):
-        if self.calibration is not None:
-            return self.calibration
-        from engine_sim.sim import Calibration
+        return self.runs.calibration
 
-        return Calibration.reference()
-
-    def _pilot(self, options: list[Option], designs: dict, cal) -> tuple[dict[int, float], float]:
+    def _pilot(self, options: list[Option]) -> tuple[dict[int, float], float]:
         """Events per simulated batch of each option, from a short closed-loop run. The
         enumerated designs (many, tiny) share the worst figure of the others instead."""
-        from engine_sim.sim import SimError, run_once
+        from engine_sim.sim import SimError
 
         per_batch: dict[int, float] = {}
         spent = 0.0
@@ -300,8 +385,7 @@ class ThroughputJudge:
             if o.source == "enumeration" or (per_batch and spent > PILOT_SHARE * self.event_budget):
                 continue
             try:
-                r = run_once(self.workload, designs[id(o)], window=8, batches=PILOT_BATCHES,
-                             calibration=cal, seed=self.seed)
+                r = self.runs.pilot(o.proc_part, o.state_part, PILOT_BATCHES, label=o.label)
             except SimError as exc:
                 self.note_ = f"the simulator could not run {o.label}: {exc}"
                 continue
@@ -323,12 +407,11 @@ class ThroughputJudge:
 
     def judge(self, options: list[Option]) -> list[Option]:
         """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
-        from engine_sim.sim import SimError, max_throughput
+        from engine_sim.sim import SimError
 
         cal = self._calibration()
         started = time.perf_counter()
-        designs = {id(o): self._design(o) for o in options}
-        per_batch, spent = self._pilot(options, designs, cal)
+        per_batch, spent = self._pilot(options)
         budget = self.event_budget - spent
 
         def batches_for(group: list[Option], cap: int, probes: int, share: float) -> int:
@@ -360,8 +443,8 @@ class ThroughputJudge:
                                   f"{len(group) - len(done)} candidates not simulated")
                     break
                 try:
-                    r = max_throughput(self.workload, designs[id(o)], calibration=cal,
-                                       batches=batches, seed=self.seed, tolerance=tolerance)
+                    r = self.runs.max_throughput(o.proc_part, o.state_part, batches, tolerance,
+                                                 label=o.label)
                 except SimError as exc:
                     self.note_ = f"the simulator could not run {o.label}: {exc}"
                     continue
@@ -397,7 +480,8 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
     if len(unique) < 2:
         return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
-    judge = ThroughputJudge(workload, graph, weights, calibration, seed)
+    runs = SimulationRuns.of(workload, graph, weights, calibration, seed)
+    judge = ThroughputJudge(workload, graph, weights, calibration, seed, runs=runs)
     started = time.perf_counter()
     judged = judge.judge(unique)
     sim_s = time.perf_counter() - started
@@ -406,7 +490,8 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     if not judged:
         note = judge.note_ or "the simulation budget cannot cover two candidates"
         return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration=label,
-                         note=f"picked by cost: {note}")
+                         note=f"picked by cost: {note}", simulator_runs=runs.runs,
+                         simulations_reused=runs.reused, simulator_probes=runs.probes)
     chosen = pick_by_throughput(judged)
     improvement = None
     if counts["enumerated"] == 0:  # the pool did not try every assignment: search from the pick
@@ -414,7 +499,7 @@ def select(options: list[Option], objective: str, workload: Workload | None,
 
         started = time.perf_counter()
         improvement = improve(graph, workload, chosen.proc_part, chosen.state_part, weights,
-                              calibration, seed)
+                              calibration, seed, runs=runs)
         sim_s += time.perf_counter() - started
         if improvement.improved:
             chosen = option(graph, weights, "simulated search", "simulated search",
@@ -424,7 +509,8 @@ def select(options: list[Option], objective: str, workload: Workload | None,
             options = options + [chosen]
     return Selection(objective, objective="throughput", chosen=chosen,
                      options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
-                     calibration=label, improvement=improvement, **counts)
+                     calibration=label, improvement=improvement, simulator_runs=runs.runs,
+                     simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
 
 
 def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:

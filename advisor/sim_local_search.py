@@ -11,6 +11,13 @@ each state item it holds to the partition of an SP that uses it, ranks those mov
 estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. It stops when no move pays or the budget of simulated events is spent, so the
 same input gives the same design on any host.
+
+What it simulates is kept with the pick's own simulations (`advisor.selection.SimulationRuns`):
+the pick it starts from, simulated again on the final round's batches, is often what the
+pick's final round just ran. A move is only asked whether it beats the design by the tie
+tolerance, so its rate search stops once the simulator shows it cannot (`stop_below_tps` of
+`engine_sim.sim.max_throughput`, within the margin its rate search states). The budget still
+charges each move a whole search, so the search takes the same steps either way.
 """
 from __future__ import annotations
 
@@ -20,9 +27,8 @@ import numpy as np
 
 from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
-from advisor.design import Design
 from advisor.graph import WorkloadGraph
-from advisor.selection import TIE_TOLERANCE  # a move must be predicted this much faster
+from advisor.selection import TIE_TOLERANCE, SimulationRuns  # TIE_TOLERANCE: what a move must gain
 from advisor.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
@@ -130,33 +136,36 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
-            event_budget: int = EVENT_BUDGET) -> Improvement:
-    """Local search from (proc_part, state_part), judged by the simulator (see the module)."""
-    from engine_sim.sim import Calibration, SimError, max_throughput, run_once
+            event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None) -> Improvement:
+    """Local search from (proc_part, state_part), judged by the simulator (see the module).
+    `runs`: the pick's simulations so far (of this workload, graph, calibration and seed),
+    so a design already simulated the same way is not simulated again."""
+    from engine_sim.sim import SimError
 
-    cal = calibration if calibration is not None else Calibration.reference()
+    if runs is None:
+        runs = SimulationRuns.of(workload, graph, weights, calibration, seed)
+    cal = runs.calibration
     estimate = BusyEstimate.of(graph, workload, getattr(cal, "params", cal))
     private = private_state(graph)
     touched = touched_state(graph)
     proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
 
-    def design(p, s) -> Design:
-        return Design.from_arrays(graph, p, s, weights, method="simulated search")
-
     try:
-        pilot = run_once(workload, design(proc, state), window=8, batches=20, calibration=cal, seed=seed)
+        pilot = runs.pilot(proc, state, 20, label="simulated search")
     except SimError:
         return Improvement(proc, state, 0.0, 0.0, 0, [])
     per_run = max(pilot.events / 20, 1.0) * BATCHES * 8  # a maximum-throughput search: ~8 runs
     spent, simulated = 0.0, 0
 
-    def simulate(p, s) -> float:
+    def simulate(p, s, to_beat: float | None = None) -> float:
+        """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
+        the end: the figure is then below `to_beat` but not its own maximum."""
         nonlocal spent, simulated
         spent += per_run
         simulated += 1
         try:
-            return float(max_throughput(workload, design(p, s), calibration=cal, batches=BATCHES,
-                                        seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps)
+            return float(runs.max_throughput(p, s, BATCHES, TIE_TOLERANCE / 2, label="simulated search",
+                                             stop_below_tps=to_beat).throughput_tps)
         except SimError:
             return 0.0
 
@@ -165,7 +174,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
     if climbed:
-        tps = simulate(p2, s2)
+        tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
         if tps > best * (1 + TIE_TOLERANCE):
             best, proc, state = tps, p2, s2
             moves += [f"{m} (estimate)" for m in climbed]
@@ -180,7 +189,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
         found = None
         for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
-            tps = simulate(p2, s2)
+            tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
             if tps > best * (1 + TIE_TOLERANCE) and (found is None or tps > found[0]):
                 found = (tps, label, p2, s2)
         if found is None:

@@ -14,7 +14,9 @@ with its spec's partitions per machine).
 
 Every prediction uses the reference cluster (`Calibration.reference()`, what recommend judges
 with), `--batches` batches, seed 0. "rec sim" is recommend's pick predicted again that way,
-so it compares with the annealer's figures; "rec pred" is recommend's own figure.
+so it compares with the annealer's figures; "rec pred" is recommend's own figure. "sim runs"
+is recommend's own work, counted: the simulations it ran / the rate-search probes in them
+(each simulates every batch), which do not depend on the host's load as its seconds do.
 
 Event accounting (an approximation, the same on both sides): one maximum-throughput search
 costs the events of the run `max_throughput` returns x 8 rate probes. Recommend's events =
@@ -237,6 +239,8 @@ class Row:
     rec_designs: int
     ann_designs: int
     capped: bool
+    rec_runs: int = 0  # simulations recommend ran (its own count)
+    rec_probes: int = 0  # rate-search probes in them
 
     @property
     def ratio(self) -> float:
@@ -266,19 +270,19 @@ def run_case(case: str, args: argparse.Namespace) -> Row:
         b, c = anneal(obj, start, budget / 2, deadline, rng, per_design)
         best, capped = max(best, b), capped or c
     return Row(case, len(workload.procedures), machines, rec_s, float(sel.chosen.predicted_tps or 0.0),
-               rec_sim, best, rec_designs, obj.simulated, capped)
+               rec_sim, best, rec_designs, obj.simulated, capped, sel.simulator_runs, sel.simulator_probes)
 
 
 def print_header() -> None:
     print(f"{'case':<22} {'SPs':>3} {'m':>2} {'rec s':>6} {'rec pred':>9} {'rec sim':>9} {'best':>9} "
-          f"{'ratio':>6} {'verdict':>7} {'designs rec/ann':>15} cap", flush=True)
+          f"{'ratio':>6} {'verdict':>7} {'designs rec/ann':>15} cap {'sim runs':>9}", flush=True)
 
 
 def print_row(r: Row) -> None:
     verdict = "met" if r.ratio >= TARGET_RATIO else "MISSED"
     print(f"{r.case:<22} {r.sps:>3} {r.machines:>2} {r.rec_s:>6.1f} {r.rec_pred:>9.0f} {r.rec_sim:>9.0f} "
           f"{r.best:>9.0f} {r.ratio:>6.3f} {verdict:>7} {f'{r.rec_designs}/{r.ann_designs}':>15} "
-          f"{'yes' if r.capped else 'no'}", flush=True)
+          f"{'yes' if r.capped else 'no ':<3} {f'{r.rec_runs}/{r.rec_probes}':>9}", flush=True)
 
 
 def summary(rows: list[Row]) -> None:

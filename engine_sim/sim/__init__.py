@@ -98,9 +98,13 @@ def _serial_rate(plan) -> float:
 
 
 def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float = 1.0,
-                   tolerance: float = 0.02, **kw) -> SimResult:
+                   tolerance: float = 0.02, stop_below_tps: float | None = None, **kw) -> SimResult:
     """The highest offered input rate the design sustains with a mean batch latency within
-    the bound (the dissertation's metric, section 4.6); see `search.py`."""
+    the bound (the dissertation's metric, section 4.6); see `rate_search.py`.
+
+    `stop_below_tps` (tuples/s) is for a caller that only asks whether the design beats that
+    figure: the search stops once it is known not to (the result is then the best rate
+    found so far, below the figure)."""
     if not latency_bound_s > 0:
         raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s}")
     kw.pop("input_rate", None)
@@ -114,8 +118,9 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
 
     def attempt(p: SimParams) -> SimResult:
         plan = _plan(workload, design, calibration=p, **opts)
+        stop = None if stop_below_tps is None else stop_below_tps / plan.batch_size
         return search_rate(lambda rate: _run_plan(plan, rate, latency_bound_s), _serial_rate(plan),
-                           tolerance=tolerance)
+                           tolerance=tolerance, stop_below_bps=stop)
 
     return run_host_shared(params, attempt)
 
