@@ -185,7 +185,7 @@ class SparkJvm:
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            pass
+            pass  # SIGKILL was sent to the whole group: its files are removed below either way
         gateway = SparkContext._gateway
         if gateway is not None and getattr(gateway, "proc", None) is self.proc:
             SparkContext._gateway = SparkContext._jvm = None  # a later session starts a new JVM
