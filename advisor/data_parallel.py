@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.granularity import base_table, fragment_shares
 from advisor.workload import Workload
 from traces.granularity import FRAGMENT_NAME, fragment_of

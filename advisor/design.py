@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
-from common.files import atomic_write_text, read_user_json
-from advisor.errors import DesignError
+from costmodel.files import atomic_write_text, read_user_json
+from costmodel.errors import DesignError
 from advisor.graph import WorkloadGraph
 from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 

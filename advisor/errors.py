@@ -1,15 +1,7 @@
-"""User-facing errors of the advisor: the CLI prints them as one line and exits with
-`exit_code` (see common.errors.UserError)."""
-from common.errors import UserError
+"""The advisor's own user error: an option or request its search refuses. The CLI prints it
+as one line and exits with `exit_code` (see costmodel.errors.UserError, the one base)."""
+from costmodel.errors import UserError
 
 
 class AdvisorError(UserError):
-    """Any problem with what a user gave the advisor (a file, a name, an option)."""
-
-
-class SpecError(AdvisorError):
-    """A workload spec that cannot be read or does not make sense."""
-
-
-class DesignError(AdvisorError):
-    """A design JSON that cannot be read or does not fit its workload."""
+    """A problem with what a user asked of the advisor (an option, a name, a combination)."""

@@ -19,7 +19,7 @@ from advisor.granularity import base_table
 from advisor.export_voltdb import voltdb_ddl
 from advisor.graph import WorkloadGraph
 from advisor.workload import Workload
-from common.files import atomic_write_text
+from costmodel.files import atomic_write_text
 
 FORMATS = ("voltdb", "csv", "graphml")
 CSV_COLUMNS = ("kind", "name", "table", "owner", "partition", "machine", "replicated", "bytes",

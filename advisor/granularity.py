@@ -18,7 +18,7 @@ from typing import Iterable
 
 import numpy as np
 
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.workload import Access, Table, Workload
 from traces.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
 

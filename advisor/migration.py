@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.granularity import base_table
 from advisor.graph import WorkloadGraph
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, CostGraph, Weights
-from common.files import read_user_text
+from costmodel.files import read_user_text
 from advisor.errors import AdvisorError
 
 CALIBRATION_FORMAT = "advisor.calibration/1"

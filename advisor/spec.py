@@ -10,8 +10,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from common.files import read_user_text
-from advisor.errors import SpecError
+from costmodel.files import read_user_text
+from costmodel.errors import SpecError
 from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
                               Window, Workload, dataflow_cycle)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from common.files import atomic_write_text
+from costmodel.files import atomic_write_text
 from advisor.workload import DEFAULT_COST_UNIT_US, Access, Workload
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",

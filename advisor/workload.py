@@ -9,7 +9,7 @@ import html
 from dataclasses import asdict, dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 
-from advisor.errors import SpecError
+from costmodel.errors import SpecError
 
 KEY_DISTRIBUTIONS = ("uniform", "zipf:<theta>", "sequential", "input:<field>")
 # what the search, the simulator and the engine can hold: past these a number is refused up

@@ -286,7 +286,7 @@ def main(argv=None) -> int:
     if args.simulate_only and not args.only:
         args.only = ["6"]  # the only section with a simulator side
     if args.calibration is not None:
-        from common.errors import UserError
+        from costmodel.errors import UserError
         from engine_sim.sim import Calibration
 
         try:

@@ -153,7 +153,7 @@ def measure_engine(chosen: list[str], batches: dict[str, int], repeats: int, sav
 
 def save_engine(path: Path, runs: dict, batches: dict[str, int]) -> None:
     """`batches`: per workload name, the batches of each of its runs."""
-    from common.files import atomic_write_text
+    from costmodel.files import atomic_write_text
 
     doc = {"format": ENGINE_FORMAT, "batches": batches, "window": WINDOW,
            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(), "runs": runs}

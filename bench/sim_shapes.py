@@ -24,7 +24,7 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from common.files import atomic_write_bytes  # noqa: E402
+from costmodel.files import atomic_write_bytes  # noqa: E402
 from engine_sim.sim import Calibration, SimParams  # noqa: E402
 from engine_sim.sim.params import REFERENCE_2016  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402

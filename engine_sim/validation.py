@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from advisor.api import DesignBottleneck
 from advisor.design import Design
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.workload import Workload
 
 FORMAT = "advisor.validation/1"
@@ -18,7 +18,7 @@ ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p9
                "distributed_txns", "moves", "history_check", "wall_s")
 
 
-class ValidationError(AdvisorError):
+class ValidationError(UserError):
     """A validation that cannot run as asked."""
 
 
@@ -82,7 +82,7 @@ class ValidationResult:
 
 def validation_document(workload: str, results: list[ValidationResult], notes: list[str] = ()
                         ) -> dict:
-    """The validation file (`advisor.validation/1`, README "Formats"): the workload, one entry
+    """The validation file (`advisor.validation/1`, docs/formats.md): the workload, one entry
     per design validated, and notes about the whole comparison."""
     return {"format": FORMAT, "workload": workload, "designs": [r.to_dict() for r in results],
             "notes": list(notes)}

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from common.files import atomic_write_text, rebuilding_dir
+from costmodel.files import atomic_write_text, rebuilding_dir
 from advisor.errors import AdvisorError
 
 WORKLOAD = "tpcdi-trade"

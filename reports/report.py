@@ -16,7 +16,7 @@ from typing import Callable
 
 
 from costmodel import machine_loads, machine_memory
-from common.files import atomic_write_text
+from costmodel.files import atomic_write_text
 from advisor.design import Design
 from reports.predict import PredictOptions, predict
 from reports.sensitivity import design_signature

@@ -16,11 +16,11 @@ import re
 from dataclasses import replace
 
 from advisor.design import Design
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.workload import Access, Procedure, Stream, Table, Workload
 
 
-class ChangeError(AdvisorError):
+class ChangeError(UserError):
     """A change that does not apply to this workload (unknown name, nothing to split on)."""
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from common.files import atomic_write_text, discard_dir, publish_dir, staging_dir
+from costmodel.files import atomic_write_text, discard_dir, publish_dir, staging_dir
 from costmodel import Weights
 from advisor.design import Design
 from advisor.errors import AdvisorError

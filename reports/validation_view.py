@@ -1,7 +1,7 @@
 """A validation result (engine measured, simulator predicted) as a notebook object and as
 table rows for the report.
 
-The result is a validation file (`advisor.validation/1`, README "Formats"), written by
+The result is a validation file (`advisor.validation/1`, docs/formats.md), written by
 `advisor validate --out` and `advisor demo`, or a `ValidationResult` of the Python API. It is
 read exactly: another format or version, a missing or unknown field is one clear error, never
 a guess. This view reads the file without importing the engine, so a report can be rebuilt
@@ -14,9 +14,9 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from engine_sim.validation import FORMAT
-from common.files import read_user_json
+from costmodel.files import read_user_json
 
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),
@@ -28,7 +28,7 @@ ENTRY_KEYS = {"design", "machines", "partitions_per_machine", "predicted_cost", 
               "simulator", "bottleneck", "notes"}
 
 
-class ValidationFormatError(AdvisorError):
+class ValidationFormatError(UserError):
     """A validation result this version cannot read."""
 
 

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from common.files import check_replaceable
+from costmodel.files import check_replaceable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
 from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,

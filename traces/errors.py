@@ -1,6 +1,6 @@
 """User-facing trace errors: the CLI prints them as one line and exits with `exit_code`
-(see common.errors.UserError)."""
-from common.errors import UserError
+(see costmodel.errors.UserError)."""
+from costmodel.errors import UserError
 
 
 class TraceError(UserError):

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from common.files import discard_dir, publish_dir, staging_dir, writing
+from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from traces.granularity import FRAGMENT_HASH
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from common.files import discard_dir, publish_dir, staging_dir, writing
+from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
 

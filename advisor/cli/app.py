@@ -8,8 +8,8 @@ import threading
 
 import typer
 
-from common.errors import DISK_ERRNOS, UserError, describe_os_error
-from common.files import errno_of
+from costmodel.errors import DISK_ERRNOS, UserError, describe_os_error
+from costmodel.files import errno_of
 
 app = typer.Typer(
     name="advisor",

@@ -52,8 +52,8 @@ def run(
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from advisor.design import Design
     from advisor.spec import load_workload
-    from common.files import check_replaceable
-    from common.errors import UserError
+    from costmodel.files import check_replaceable
+    from costmodel.errors import UserError
     from engine_sim.engine import run_workload
     from engine_sim.engine.migration import compare_migration
     from traces.schema import MANIFEST

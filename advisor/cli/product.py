@@ -81,7 +81,7 @@ def tune(
     if not 0 <= min_gain < 10:
         raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
     if out is not None:  # a directory it may not replace fails before the study runs
-        from common.files import check_replaceable
+        from costmodel.files import check_replaceable
         from reports.tuning import SAVED_MARKER
 
         check_replaceable(out, SAVED_MARKER, "a previous `advisor tune` output")

@@ -54,7 +54,7 @@ def simulate(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
 ) -> None:
     """Predict what a design does on a cluster of any size."""
-    from common.files import atomic_write_text
+    from costmodel.files import atomic_write_text
     from advisor.design import Design
     from advisor.spec import load_workload
     from engine_sim.sim import simulate as run
@@ -137,7 +137,7 @@ def validate(
 ) -> None:
     """Run a design on the engine and the simulator; print both, the predicted cost and the
     bottleneck."""
-    from common.files import atomic_write_text
+    from costmodel.files import atomic_write_text
     from advisor.design import Design
     from advisor.spec import load_workload
     from engine_sim.validation import validate_design as run

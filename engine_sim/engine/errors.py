@@ -1,8 +1,8 @@
 """Errors the engine reports to users: one line, never a traceback."""
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 
 
-class EngineError(AdvisorError):
+class EngineError(UserError):
     """A run that cannot start as asked: a design that does not fit, a bad option, a workload
     whose procedure code is unknown (exit status 2)."""
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.granularity import base_table
-from common.files import atomic_write_bytes
+from costmodel.files import atomic_write_bytes
 from engine_sim.engine import messages as m
 from engine_sim.engine.crash import crash_point
 from engine_sim.engine.errors import EngineError, EngineFailure

@@ -17,8 +17,8 @@ import threading
 import time
 from pathlib import Path
 
-from common.errors import DISK_ERRNOS, describe_os_error
-from common.files import errno_of, owned_temp_dir, sweep_abandoned_dirs
+from costmodel.errors import DISK_ERRNOS, describe_os_error
+from costmodel.files import errno_of, owned_temp_dir, sweep_abandoned_dirs
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from advisor.data_parallel import LaneRoute, lane_routes
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen

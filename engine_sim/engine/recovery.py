@@ -20,7 +20,7 @@ import struct
 import time
 from pathlib import Path
 
-from common.files import atomic_write_bytes
+from costmodel.files import atomic_write_bytes
 from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.sealing import SealError, seal, unseal
 from engine_sim.engine.txn import LogRecord

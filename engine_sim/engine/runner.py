@@ -6,9 +6,9 @@ import shutil
 import time
 from pathlib import Path
 
-from common.files import owned_temp_dir, sweep_abandoned_dirs
+from costmodel.files import owned_temp_dir, sweep_abandoned_dirs
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.graph import WorkloadGraph
 from advisor.workload import Workload
 from engine_sim.engine.driver import DriverConfig

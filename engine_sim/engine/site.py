@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.files import atomic_write_bytes
+from costmodel.files import atomic_write_bytes
 from engine_sim.engine import messages as m
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import DRIVER

@@ -32,15 +32,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.files import atomic_write_text, read_user_json
-from advisor.errors import AdvisorError
+from costmodel.files import atomic_write_text, read_user_json
+from costmodel.errors import UserError
 from costmodel import Weights
 from engine_sim.sim.params import SimParams
 
 FORMAT = "advisor.calibration/1"
 
 
-class CalibrationError(AdvisorError):
+class CalibrationError(UserError):
     """A calibration file that cannot be read, or a calibration that cannot be measured."""
 
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from advisor.data_parallel import LaneRoute, lane_routes
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.granularity import base_table, fragment_shares, workload_at
 from advisor.workload import Workload
 from engine_sim.sim.errors import SimError

@@ -1,6 +1,6 @@
-"""The simulator's user-facing error: one line, exit code 2 (see advisor.errors)."""
-from advisor.errors import AdvisorError
+"""The simulator's user-facing error: one line, exit code 2 (see costmodel.errors)."""
+from costmodel.errors import UserError
 
 
-class SimError(AdvisorError):
+class SimError(UserError):
     """A simulation that cannot run as asked (bad option, design that does not fit)."""

@@ -7,7 +7,7 @@ import pytest
 
 from advisor.api import load_graph, resolve_weights
 from advisor.priced_weights import default_weights, weights_from_calibration
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from costmodel import DEFAULT_WEIGHTS, Weights
 
 
@@ -43,5 +43,5 @@ def test_a_calibration_prices_the_graph_or_gives_its_own_weights(tmp_path):
     ((0.0, 0.0, 0.0), "at least one of --alpha, --beta, --gamma must be positive"),
 ])
 def test_bad_weights_are_one_advisor_error(weights, problem):
-    with pytest.raises(AdvisorError, match=problem):
+    with pytest.raises(UserError, match=problem):
         resolve_weights(*weights)

@@ -11,7 +11,7 @@ import pytest
 import typer
 
 from advisor.cli.app import run_app
-from common.errors import UserError
+from costmodel.errors import UserError
 from engine_sim.engine.errors import EngineFailure
 from traces.errors import TraceError
 

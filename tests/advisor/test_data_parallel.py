@@ -7,7 +7,7 @@ import pytest
 from advisor.data_parallel import (data_parallel_blocker, data_parallel_variant, lane_routes,
                                    lane_tables)
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.spec import load_workload
 from engine_sim.engine.designs import round_robin_design
 from engine_sim.sim import max_throughput, run_once

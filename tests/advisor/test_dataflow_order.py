@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from advisor.errors import SpecError
+from costmodel.errors import SpecError
 from advisor.spec import parse_workload
 from advisor.workload import dataflow_cycle, dataflow_order
 

@@ -6,7 +6,7 @@ import pytest
 from advisor.api import recommend
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from costmodel import Weights
 
 
@@ -120,7 +120,7 @@ def test_written_files_get_normal_permissions(tmp_path):
     import os
     import stat
 
-    from common.files import atomic_write_text
+    from costmodel.files import atomic_write_text
 
     old = os.umask(0o022)
     try:

@@ -8,7 +8,7 @@ import pytest
 
 from advisor.api import diff, load_source, recommend
 from advisor.cli import run_app
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.migration import align, copy_seconds, moves_between
 from engine_sim.sim import Calibration
 

@@ -12,7 +12,8 @@ from sqlglot import exp
 from advisor.api import load_source_for, recommend
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import AdvisorError, DesignError
+from costmodel.errors import DesignError
+from costmodel.errors import UserError
 from advisor.export import ExportResult, export_design, export_voltdb
 from advisor.export_voltdb import Identifiers
 from advisor.granularity import base_table
@@ -206,9 +207,9 @@ def test_graphml_reads_back_equal_to_the_design(cases, case, tmp_path):
 
 def test_api_refuses_a_bare_graph_and_a_missing_directory(trade, tmp_path):
     _, graph = load_source_for(trade, "tpcdi-trade")
-    with pytest.raises(AdvisorError, match="needs the workload"):
+    with pytest.raises(UserError, match="needs the workload"):
         export_voltdb(trade, None, graph)
-    with pytest.raises(AdvisorError, match="does not exist"):
+    with pytest.raises(UserError, match="does not exist"):
         ExportResult("csv", "x\n").write(tmp_path / "no" / "x.csv")
     with pytest.raises(DesignError, match="does not place"):
         export_design(trade, "linear-road", "csv")

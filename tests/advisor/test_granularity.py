@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.granularity import base_table, workload_at
 from advisor.spec import load_workload
 

@@ -6,7 +6,7 @@ import pytest
 
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import DesignError, SpecError
+from costmodel.errors import DesignError, SpecError
 from advisor.spec import load_workload, parse_workload
 from advisor.spec_writer import workload_to_toml
 from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE

@@ -9,7 +9,7 @@ import pytest
 from advisor.api import diff, recommend
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
         assert not out.exists()
-    with pytest.raises(AdvisorError):
+    with pytest.raises(UserError):
         recommend("tpcdi-trade", current=str(path), max_move_mb=float("nan"))
 
 

@@ -10,7 +10,7 @@ from costmodel import CostGraph, Weights, score, split_procedures
 from advisor.api import load_graph, recommend
 from advisor.priced_weights import (ENV_VARIABLE, PACKAGE_CALIBRATION, Prices, calibration_path,
                                 default_weights, load_prices, price_scales, weights_from_prices)
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.graph import drop_idle_machines
 from advisor.search import DesignSearch, contract_groups
 
@@ -176,11 +176,11 @@ def test_a_user_calibration_replaces_the_shipped_one(monkeypatch, tmp_path):
 def test_a_broken_calibration_is_one_clear_error(tmp_path):
     bad = tmp_path / "c.json"
     bad.write_text(json.dumps({"format": "advisor.calibration/1", "prices": {"move_s": 1e-4}}))
-    with pytest.raises(AdvisorError, match="prices.distributed_txn_s is missing"):
+    with pytest.raises(UserError, match="prices.distributed_txn_s is missing"):
         load_prices(bad)
     bad.write_text(json.dumps({"format": "advisor.calibration/1",
                                "prices": {"move_s": -1, "distributed_txn_s": 1}}))
-    with pytest.raises(AdvisorError, match="prices.move_s must be a number >= 0"):
+    with pytest.raises(UserError, match="prices.move_s must be a number >= 0"):
         load_prices(bad)
 
 

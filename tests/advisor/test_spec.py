@@ -2,7 +2,7 @@
 import pytest
 
 from advisor.cli import run_app
-from advisor.errors import SpecError
+from costmodel.errors import SpecError
 from advisor.spec import bundled_workloads, load_workload, parse_workload
 
 BUNDLED = ["tpcdi-trade", "chain-32", "boundaries-1sp", "boundaries-16sp", "boundaries-32sp",

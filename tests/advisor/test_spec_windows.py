@@ -3,7 +3,7 @@ the window and the problem, exit status 2."""
 import pytest
 
 from advisor.cli import run_app
-from advisor.errors import SpecError
+from costmodel.errors import SpecError
 from advisor.spec import parse_workload
 from window_specs import recent_bids_spec
 

@@ -11,7 +11,7 @@ import pytest
 from advisor.api import load_source, recommend
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.spec import load_workload
 from advisor.statistics_workload import workload_from_statistics
 from advisor.workload import Cluster, workload_as_plain
@@ -159,7 +159,7 @@ def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
     (ghost / "_stats.json").write_text(json.dumps({**manifest, "nested": [["TradeInsert", "Ghost"]]}))
     for bad, message in ((broken, "column 'p50_cost_us' is missing"), (negative, "must be"),
                          (wrong, "batches"), (ghost, "'Ghost', which is not in procedures.parquet")):
-        with pytest.raises(AdvisorError, match=message):
+        with pytest.raises(UserError, match=message):
             workload_from_statistics(bad)
         for argv in (["recommend", str(bad)], ["simulate", str(bad), "--design", "x.json"]):
             assert run_app(argv) == 2
@@ -280,7 +280,7 @@ def test_a_malformed_statistics_manifest_is_one_line(stats, tmp_path, capsys, pa
     shutil.copytree(root / "table", bad)
     manifest = json.loads((bad / "_stats.json").read_text())
     (bad / "_stats.json").write_text(json.dumps({**manifest, **patch}))
-    with pytest.raises(AdvisorError, match=message):
+    with pytest.raises(UserError, match=message):
         workload_from_statistics(bad)
     assert run_app(["recommend", str(bad)]) == 2
     err = capsys.readouterr().err

@@ -10,7 +10,7 @@ from costmodel import CostGraph, Weights, machine_memory, score
 from advisor.api import evaluate, memory_per_machine, recommend
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.cli import run_app
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 from advisor.exhaustive import count_assignments, exhaustive_optimum
 from advisor.graph import WorkloadGraph, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch

@@ -18,7 +18,7 @@ from advisor.design import Design
 from advisor.api import load_source_for
 from advisor.spec import parse_workload
 from advisor.statistics_workload import workload_from_statistics
-from common.errors import UserError
+from costmodel.errors import UserError
 from engine_sim.sim.calibration_file import Calibration
 from reports.validation_view import METRICS, read_validation
 

@@ -6,7 +6,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"common", "costmodel", "traces", "advisor", "engine_sim", "reports"}
+OURS = {"costmodel", "traces", "advisor", "engine_sim", "reports"}
 IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError"}
 
 

@@ -1,6 +1,6 @@
 """The layers of DESIGN.md, read off the source: imports point one way.
 
-costmodel imports nothing of the project; traces only common; engine_sim never reports; the
+costmodel imports nothing of the project; traces only costmodel; engine_sim never reports; the
 advisor outside its CLI reaches engine_sim and reports only lazily (inside a function, for
 notebook `.plot()`-style helpers), so importing the advisor never loads the engine or the
 report stack."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"advisor", "common", "costmodel", "engine_sim", "reports", "traces"}
+OURS = {"advisor", "costmodel", "engine_sim", "reports", "traces"}
 
 
 def imports(path: Path) -> list[tuple[str, bool]]:
@@ -40,7 +40,7 @@ def modules(package: str, exclude: str | None = None) -> list[Path]:
 
 
 @pytest.mark.parametrize("package, allowed", [
-    ("costmodel", set()), ("common", set()), ("traces", {"common", "traces"}),
+    ("costmodel", set()), ("traces", {"costmodel", "traces"}),
 ])
 def test_lower_layers_import_only_what_is_below_them(package, allowed):
     allowed = allowed | {package}

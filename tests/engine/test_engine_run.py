@@ -5,7 +5,7 @@ import pytest
 
 from advisor.api import recommend
 from advisor.design import Design
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.spec import bundled_workloads, load_workload
 from engine_sim.engine import EngineError, run_workload
 from engine_sim.engine.designs import round_robin_design
@@ -148,15 +148,15 @@ def test_bad_options_are_refused(kwargs, problem):
 def test_designs_that_do_not_fit_are_refused(tpcdi_trade):
     w = load_workload("move-micro")
     other = round_robin_design(tpcdi_trade)
-    with pytest.raises(AdvisorError, match="does not place procedure 'SP1'"):
+    with pytest.raises(UserError, match="does not place procedure 'SP1'"):
         run_workload(w, other, batches=5, in_process=True)
     d = round_robin_design(w)
     d.state = {"T1": 0}
-    with pytest.raises(AdvisorError, match="does not place table 'T2'"):
+    with pytest.raises(UserError, match="does not place table 'T2'"):
         run_workload(w, d, batches=5, in_process=True)
     d = round_robin_design(w)
     d.procedures["SP2"] = 7
-    with pytest.raises(AdvisorError, match="outside 0..1"):
+    with pytest.raises(UserError, match="outside 0..1"):
         run_workload(w, d, batches=5, in_process=True)
 
 

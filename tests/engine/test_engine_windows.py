@@ -6,7 +6,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 
 from advisor.cli import run_app
 from advisor.design import Design

@@ -11,7 +11,7 @@ import pytest
 
 from advisor.cli import run_app
 from advisor.design import Design
-from advisor.errors import SpecError
+from costmodel.errors import SpecError
 from advisor.spec import load_workload, parse_workload
 from advisor.spec_writer import workload_to_toml
 from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload

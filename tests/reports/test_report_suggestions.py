@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from advisor.api import recommend
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.graph import WorkloadGraph
 from advisor.spec import parse_workload
 from advisor.spec_writer import workload_to_toml
@@ -92,7 +92,7 @@ def test_replicate_changes_only_that_table(tpcdi):
 
 def test_changes_to_unknown_names_are_user_errors(tpcdi):
     for call in (lambda: split_procedure(tpcdi, "Nope", 2), lambda: split_procedure(tpcdi, "TradeInsert", 1)):
-        with pytest.raises(AdvisorError) as info:
+        with pytest.raises(UserError) as info:
             call()
         assert info.value.exit_code == 2
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.errors import DesignError
+from costmodel.errors import DesignError
 
 from advisor.design import Design
 from advisor.spec import parse_workload

@@ -7,7 +7,7 @@ import pytest
 
 from advisor.cli import run_app
 from advisor.workload import workload_as_plain
-from advisor.errors import AdvisorError
+from costmodel.errors import UserError
 from advisor.graph import WorkloadGraph
 from advisor.statistics_graph import graph_from_statistics
 from traces.aggregate import aggregate
@@ -89,7 +89,7 @@ def test_fragment_graph_and_recommend_cli(tpcdi_trade, tpcdi, capsys):
 def test_bad_statistics_directory_is_one_line(tmp_path, capsys):
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "_stats.json").write_text('{"format": "advisor.stats/1", "batches": 3}')
-    with pytest.raises(AdvisorError, match="procedures.parquet is missing"):
+    with pytest.raises(UserError, match="procedures.parquet is missing"):
         graph_from_statistics(tmp_path / "s")
     assert run_app(["recommend", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err

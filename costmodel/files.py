@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from common.errors import UserError
+from costmodel.errors import UserError
 
 OURS = "a directory this tool wrote"
 

@@ -1,7 +1,7 @@
 """`UserError`: the base class of every error a user can cause and fix.
 
-Each package derives its own (AdvisorError and its family, TraceError, the engine's and the
-simulator's errors). The CLI catches `UserError` once: it prints `error: <message>` as one line
+Each part derives its own: SpecError and DesignError here (the plain data every part reads),
+AdvisorError (the search's options), TraceError, the engine's and the simulator's errors. The CLI catches `UserError` once: it prints `error: <message>` as one line
 and exits with the error's `exit_code` (2: the input was wrong; a subclass may say 1: the input
 was fine but the run failed). Anything else is a bug and is reported as an internal error.
 """
@@ -11,10 +11,18 @@ import errno
 class UserError(ValueError):
     """A problem with what a user gave us (a file, a name, an option), said in one line.
 
-    A ValueError, as AdvisorError and TraceError were before this base existed, so code that
+    A ValueError, as the project's errors were before this base existed, so code that
     catches ValueError around a call keeps working."""
 
     exit_code = 2
+
+
+class SpecError(UserError):
+    """A workload spec (or statistics read as a workload) that cannot be read or does not make sense."""
+
+
+class DesignError(UserError):
+    """A design JSON that cannot be read or does not fit its workload."""
 
 
 # the errors of a disk that is full, read-only or not ours: the user's to fix, not a bug
