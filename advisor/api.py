@@ -12,19 +12,19 @@ from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, ma
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import default_weights, weights_from_calibration
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.errors import AdvisorError
-from advisor.granularity import base_table, workload_at
-from advisor.data_parallel import lane_routes
+from costmodel.granularity import base_table, workload_at
+from costmodel.lanes import lane_routes
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from advisor.profile import workload_profile
 from advisor.search import DesignSearch
 from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
                                 one_machine_option, option, search_options, select,
                                 simulation_blocker)
 from advisor.spec import load_workload
-from advisor.workload import Workload
+from costmodel.workload import Workload
 
 Source = str | Path | Workload | WorkloadGraph
 
@@ -346,7 +346,7 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
 
 def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
     """`load_source`, with a spec seen at the design's granularity when the design places
-    fragments or hot tuples of its tables (`advisor.granularity.workload_at`); the design's
+    fragments or hot tuples of its tables (`costmodel.granularity.workload_at`); the design's
     data-parallel lanes are checked against it."""
     workload, graph = load_source(source)
     if workload is not None:

@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 
 from costmodel import REPLICATED, Weights
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
-from advisor.graph import WorkloadGraph, drop_idle_machines
+from costmodel.graph import WorkloadGraph, drop_idle_machines
 from advisor.placement import pin_owned_state
 from advisor.search import DesignSearch, contract_groups, place_within_machines
 

@@ -20,7 +20,7 @@ WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few s
 class BusyEstimate:
     """Prices every design of one workload graph: `estimate(proc, state)` -> BusyTime."""
 
-    graph: object  # advisor.graph.WorkloadGraph
+    graph: object  # costmodel.graph.WorkloadGraph
     prices: BusyPrices
     traits: SpTraits
     batch_size: int

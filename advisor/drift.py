@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advisor.api import Source, load_source, recommend
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.profile import Change, compare_profiles, workload_profile
 
 DEFAULT_TOLERANCE = 0.10
@@ -131,7 +131,7 @@ def _check_granularity(design: Design, graph) -> None:
     """A design that places fragments or tuples of a table the source holds whole (or the
     reverse) is a granularity mismatch, not drift."""
     from advisor.errors import AdvisorError
-    from advisor.granularity import base_table
+    from costmodel.granularity import base_table
 
     ours = {n for n in design.state if n not in graph._state_index}
     if any(base_table(n) != n for n in ours) or any(base_table(n) != n and n not in design.state

@@ -13,12 +13,12 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.errors import AdvisorError
-from advisor.granularity import base_table
+from costmodel.granularity import base_table
 from advisor.export_voltdb import voltdb_ddl
-from advisor.graph import WorkloadGraph
-from advisor.workload import Workload
+from costmodel.graph import WorkloadGraph
+from costmodel.workload import Workload
 from costmodel.files import atomic_write_text
 
 FORMATS = ("voltdb", "csv", "graphml")

@@ -18,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from advisor.design import Design
-from advisor.granularity import base_table
-from advisor.workload import Procedure, Workload
-from traces.granularity import FRAGMENT_NAME, TUPLE_NAME
+from costmodel.design import Design
+from costmodel.granularity import base_table
+from costmodel.workload import Procedure, Workload
+from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
 
 VARCHAR_MAX = 1_048_576  # VoltDB's longest VARCHAR
 KEY_BYTES = 8  # the key column, a BIGINT

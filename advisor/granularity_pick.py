@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.data_parallel import TXN_OVERHEAD_UNITS, data_parallel_variant, lane_routes
-from advisor.design import Design
+from costmodel.lanes import lane_routes
+from advisor.data_parallel import TXN_OVERHEAD_UNITS, data_parallel_variant
+from costmodel.design import Design
 from advisor.selection import MIN_BATCHES, TIE_TOLERANCE  # as the pick: a tie keeps the table level
-from advisor.workload import Workload
+from costmodel.workload import Workload
 
 COMPARE_BATCHES = 300  # simulated batches for each side (the final round's length)
 EVENT_BUDGET = 300_000  # simulated units and MOVEs, both sides and every rate probe together

@@ -19,10 +19,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor.design import Design
-from costmodel.errors import DesignError
-from advisor.granularity import base_table
-from advisor.graph import WorkloadGraph
+from costmodel.design import Design, check_comparable
+from costmodel.granularity import base_table
+from costmodel.graph import WorkloadGraph
 
 DEFAULT_ROW_BYTES = 100  # per row, where the workload does not say (statistics without tables)
 
@@ -98,22 +97,6 @@ class DesignDiff:
                 "copy_seconds": self.copy_seconds, "predicted_tuples_per_s": dict(self.predicted_tps),
                 "judged_by": self.judged_by,
                 "moves": [m.to_dict() for m in self.moves]}
-
-
-def check_comparable(current: Design, new: Design) -> None:
-    """Two designs of one workload on one cluster, placing the same SPs and state items."""
-    if current.workload != new.workload:
-        raise DesignError(f"the designs are of different workloads: {current.workload!r} and {new.workload!r}")
-    if (current.machines, current.partitions_per_machine) != (new.machines, new.partitions_per_machine):
-        raise DesignError(f"the designs are for different clusters: {current.machines} x "
-                          f"{current.partitions_per_machine} and {new.machines} x "
-                          f"{new.partitions_per_machine} partitions")
-    for what, a, b in (("procedure", current.procedures, new.procedures), ("state item", current.state, new.state)):
-        only = sorted(set(a) ^ set(b))
-        if only:
-            which = "the first" if only[0] in a else "the second"
-            raise DesignError(f"only {which} design places {what} {only[0]!r} (both must place "
-                              f"the same {what}s, at the same granularity)")
 
 
 def align(current: Design, new: Design, graph: WorkloadGraph) -> Design:

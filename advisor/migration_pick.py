@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor.design import Design
-from advisor.graph import WorkloadGraph
+from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
 from advisor.migration import DesignDiff, align, diff, moves_between
 from advisor.selection import TIE_TOLERANCE, distinct, simulation_blocker
 

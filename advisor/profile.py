@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 
 MAX_PROFILE_ITEMS = 5_000  # SPs + state items + stream edges
 CHANGE = 0.20  # a figure that moved by more than this share is a change worth naming

@@ -38,7 +38,7 @@ import numpy as np
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
 from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
-from advisor.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
+from costmodel.graph import WorkloadGraph, adjacency, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
 from advisor.placement import fit_memory, place_state, refine_processing, replicate_read_mostly
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, score
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.exhaustive import count_assignments
-from advisor.graph import WorkloadGraph
-from advisor.workload import Workload
+from costmodel.graph import WorkloadGraph
+from costmodel.workload import Workload
 
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
@@ -158,7 +158,7 @@ def within_machines(c, machine_of_proc: np.ndarray, machine_of_state: np.ndarray
                     weights: Weights, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Global partitions for a machine assignment: each machine's SPs and state spread over
     its partitions by the search (state on a machine without SPs goes to its first one)."""
-    from advisor.graph import subgraph
+    from costmodel.graph import subgraph
     from advisor.search import DesignSearch
 
     ppm = c.partitions_per_machine

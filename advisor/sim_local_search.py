@@ -27,9 +27,9 @@ import numpy as np
 
 from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from advisor.selection import TIE_TOLERANCE, SimulationRuns  # TIE_TOLERANCE: what a move must gain
-from advisor.workload import Workload
+from costmodel.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
 BATCHES = 300  # per simulation: the final round of the pick, so its figures compare

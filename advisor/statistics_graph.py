@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from costmodel import CostGraph
 from advisor.errors import AdvisorError
-from advisor.graph import WorkloadGraph, group_of
+from costmodel.graph import WorkloadGraph, group_of
 
 # Without a read_mostly flag in the trace manifest, a table is read-mostly when at most this
 # share of the rows accessed in it are writes.

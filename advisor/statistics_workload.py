@@ -41,7 +41,7 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError
 from advisor.statistics_graph import read_mostly_items
-from advisor.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
+from costmodel.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
                               Table, Window, Workload)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)

@@ -20,7 +20,7 @@ import pymetis
 from costmodel import CostGraph
 from advisor import metis
 from advisor.api import recommend
-from advisor.graph import WorkloadGraph, adjacency
+from costmodel.graph import WorkloadGraph, adjacency
 from advisor.search import DesignSearch
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One prepared run on a lent many-core machine (see README "Engine"): the engine's scaling
+# One prepared run on a lent many-core machine (see docs/measurements.md "Engine"): the engine's scaling
 # figure (bench/engine.py section 6), a calibration of the simulator there, and the
 # fidelity bench's engine runs, each written to $OUT as soon as it is done so that a run
 # cut short still returns what it finished. Needs: pymetis as a wheel in .whl/ (no network

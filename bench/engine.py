@@ -36,9 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.design import Design  # noqa: E402
+from costmodel.design import Design  # noqa: E402
 from advisor.spec import load_workload  # noqa: E402
-from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
+from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
 from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402
 from engine_sim.sim.scenarios import chain_design  # noqa: E402

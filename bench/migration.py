@@ -48,10 +48,11 @@ from pathlib import Path
 import numpy as np
 
 from advisor.api import recommend
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.migration_pick import predict_designs
-from advisor.spec import load_workload, parse_workload
-from advisor.workload import Access, Workload
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
+from costmodel.workload import Access, Workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recommend_scale import generated_workload  # noqa: E402  (the same generator, seeds)
@@ -277,7 +278,7 @@ def check_engine_case(case: str) -> None:
         return
     if kind != "drift" or not bundled:
         raise ValueError(f"unknown engine case {case!r} (hot-shift or drift:<bundled workload>)")
-    from advisor.spec import bundled_workloads
+    from costmodel.spec_reader import bundled_workloads
 
     if bundled not in bundled_workloads():
         raise ValueError(f"unknown bundled workload {bundled!r} in case {case!r} "

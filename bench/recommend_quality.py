@@ -30,11 +30,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from advisor.api import recommend  # noqa: E402
-from advisor.design import Design  # noqa: E402
+from costmodel.design import Design  # noqa: E402
 from advisor.exhaustive import count_assignments  # noqa: E402
 from advisor.selection import (canonical_key, option, restricted_growth,  # noqa: E402
                                within_machines)
-from advisor.spec import bundled_workloads, load_workload  # noqa: E402
+from costmodel.spec_reader import bundled_workloads  # noqa: E402
+from advisor.spec import load_workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 
 SHARED_STATE = ("streaming-ledger", "online-bidding", "voter-leaderboard", "bank-transfer")

@@ -38,10 +38,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.api import recommend
-from advisor.design import Design
-from advisor.spec import load_workload, parse_workload
-from advisor.spec_writer import workload_to_toml
-from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Window, Workload
+from costmodel.design import Design
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
+from costmodel.spec_writer import workload_to_toml
+from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Window, Workload
 from engine_sim.sim import Calibration, SimError, max_throughput
 
 GENERATED = {"gen20": (20, 6), "gen40": (40, 8), "gen60": (60, 16)}  # SPs, machines

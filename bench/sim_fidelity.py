@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from advisor.design import Design  # noqa: E402
+from costmodel.design import Design  # noqa: E402
 from advisor.spec import load_workload  # noqa: E402
 from engine_sim.sim import Calibration, SimParams, run_once  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402

@@ -39,8 +39,9 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from advisor.api import load_graph, recommend  # noqa: E402
 from advisor.baselines import baseline_design  # noqa: E402
 from advisor.priced_weights import default_weights  # noqa: E402
-from advisor.spec import bundled_workloads, load_workload  # noqa: E402
-from advisor.workload import Access, Cluster, Procedure, Stream, Table, Workload  # noqa: E402
+from costmodel.spec_reader import bundled_workloads  # noqa: E402
+from advisor.spec import load_workload  # noqa: E402
+from costmodel.workload import Access, Cluster, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 from reports.sensitivity import design_signature  # noqa: E402
 
@@ -75,7 +76,7 @@ def trace(name: str, out: Path, batches: int, seed: int, synth: bool) -> None:
     """A trace of `name` under its naive single-machine design."""
     workload = WORKLOADS.get(name) or load_workload(name)
     if synth:
-        from advisor.workload import workload_as_plain
+        from costmodel.workload import workload_as_plain
         from traces.synth import synthesize
 
         synthesize(workload_as_plain(workload), out, batches, seed)

@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.design import Design  # noqa: E402
-from advisor.workload import (Cluster, InputSpec, Procedure, Stream, Table, Window,  # noqa: E402
+from costmodel.design import Design  # noqa: E402
+from costmodel.workload import (Cluster, InputSpec, Procedure, Stream, Table, Window,  # noqa: E402
                               Workload)
 from engine_sim.engine import run_workload  # noqa: E402
 

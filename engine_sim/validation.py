@@ -9,9 +9,9 @@ import os
 from dataclasses import dataclass, field
 
 from advisor.api import DesignBottleneck
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import UserError
-from advisor.workload import Workload
+from costmodel.workload import Workload
 
 FORMAT = "advisor.validation/1"
 ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
@@ -134,7 +134,7 @@ def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
     """The cost model's bottleneck, with the simulator's busiest machine, costliest MOVE and
     most distributed SP, and the engine's busiest machine, where each ran."""
     from advisor.api import design_bottleneck
-    from advisor.graph import WorkloadGraph
+    from costmodel.graph import WorkloadGraph
 
     base = design_bottleneck(design, WorkloadGraph.from_workload(workload))
     out = MeasuredBottleneck(base)
@@ -242,7 +242,7 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
                                 "maximum throughput; run `advisor calibrate` and pass --calibration "
                                 "to predict this machine's engine")
         result.simulator = r.to_dict()
-    from advisor.granularity import workload_at
+    from costmodel.granularity import workload_at
 
     result.bottleneck = measured_bottleneck(workload_at(workload, design.state), design, result.simulator,
                                             result.engine).to_dict()

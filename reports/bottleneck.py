@@ -10,7 +10,7 @@ import numpy as np
 
 from costmodel import hottest_procedure, machine_loads
 from advisor.api import DesignBottleneck, design_bottleneck
-from advisor.design import Design
+from costmodel.design import Design
 
 NEAR_PEAK_UTILISATION = 0.9  # a machine this close to the simulator's peak is saturated too
 

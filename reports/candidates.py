@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from advisor.design import Design
-from advisor.workload import Workload
+from costmodel.design import Design
+from costmodel.workload import Workload
 from reports.bottleneck import SimulatedBottleneck
 from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedures, split_key,
                                 split_procedure)
@@ -20,7 +20,7 @@ def design_for(workload: Workload, machines: int, partitions_per_machine: int, w
     from dataclasses import replace as _replace
 
     from advisor.api import recommend
-    from advisor.graph import WorkloadGraph
+    from costmodel.graph import WorkloadGraph
 
     replicated = tuple(t for t in replicated if t in workload.table_names)
     search_on = workload

@@ -17,7 +17,7 @@ from typing import Callable
 
 from costmodel import machine_loads, machine_memory
 from costmodel.files import atomic_write_text
-from advisor.design import Design
+from costmodel.design import Design
 from reports.predict import PredictOptions, predict
 from reports.sensitivity import design_signature
 
@@ -77,8 +77,8 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     dir). Returns a `Recommendation` whose `design` is the given one, scored on this source.
     """
     from advisor.api import Recommendation, load_source_for, recommend
-    from advisor.granularity import workload_at
-    from advisor.graph import WorkloadGraph
+    from costmodel.granularity import workload_at
+    from costmodel.graph import WorkloadGraph
     from advisor.priced_weights import default_weights
 
     if not isinstance(design, Design):
@@ -104,7 +104,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
 
 
 def _source_label(source) -> str:
-    from advisor.workload import Workload
+    from costmodel.workload import Workload
 
     if isinstance(source, Workload):
         return source.source or f"workload {source.name}"
@@ -318,11 +318,10 @@ def _sensitivity_context(graph, design: Design, o: ReportOptions) -> dict:
 
 
 def _assignment(design: Design, limit: int, graph=None) -> dict:
-    from reports.figures import assignment_rows
 
     rows = [{**r, "machine": "all (replicated)" if r["replicated"] else r["machine"],
              "partition": "" if r["partition"] is None else r["partition"],
-             "owner": r["owner"] or ""} for r in assignment_rows(design, graph)]
+             "owner": r["owner"] or ""} for r in design.assignment_rows(graph)]
     return {"assignment": rows[:limit], "assignment_more": max(0, len(rows) - limit),
             "assignment_windows": any(r["kind"] == "window" for r in rows)}
 

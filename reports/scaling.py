@@ -47,7 +47,7 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     report's chart shows the very design its headline shows."""
     from advisor.api import recommend
     from advisor.baselines import BASELINE_FUNCTIONS
-    from advisor.design import Design
+    from costmodel.design import Design
 
     weights = weights or DEFAULT_WEIGHTS
     fixed = fixed or {}

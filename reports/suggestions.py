@@ -15,8 +15,8 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field
 
-from advisor.design import Design
-from advisor.workload import Workload
+from costmodel.design import Design
+from costmodel.workload import Workload
 from reports.bottleneck import SimulatedBottleneck, simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.predict import PredictOptions, predict
@@ -116,7 +116,7 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
 
     `sim` is the simulator result of `design` if already known (saves one simulation).
     """
-    from advisor.graph import WorkloadGraph
+    from costmodel.graph import WorkloadGraph
 
     if graph is None:
         graph = WorkloadGraph.from_workload(workload)

@@ -15,9 +15,9 @@ import math
 import re
 from dataclasses import replace
 
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import UserError
-from advisor.workload import Access, Procedure, Stream, Table, Workload
+from costmodel.workload import Access, Procedure, Stream, Table, Workload
 
 
 class ChangeError(UserError):

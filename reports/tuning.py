@@ -19,9 +19,9 @@ from typing import Callable
 
 from costmodel.files import atomic_write_text, discard_dir, publish_dir, staging_dir
 from costmodel import Weights
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.errors import AdvisorError
-from advisor.workload import Workload
+from costmodel.workload import Workload
 from reports.predict import PredictOptions, predict
 from reports.suggestions import Suggestion, Suggestions, design_for, suggest
 
@@ -143,7 +143,7 @@ class TuningStudy:
         round-NN.design.json) and a manifest (`tuning.json`). The set is built beside `out` and
         renamed into place whole, so a failure (a full disk) leaves no partial set; `out` may be
         missing, empty, or a previous tuning output (anything else is refused)."""
-        from advisor.spec_writer import write_workload
+        from costmodel.spec_writer import write_workload
 
         out = Path(out)
         staged = staging_dir(out, SAVED_MARKER, "a previous `advisor tune` output")

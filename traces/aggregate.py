@@ -24,8 +24,8 @@ import pyarrow as pa
 from costmodel.files import check_replaceable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
-from traces.granularity import (DEFAULT_HOT_TUPLES, Granularity, fragment_name,
-                                parse_granularity, tuple_name)
+from costmodel.granularity import fragment_name, tuple_name
+from traces.granularity import DEFAULT_HOT_TUPLES, Granularity, parse_granularity
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics

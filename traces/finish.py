@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from traces.granularity import Granularity, fragment_name, tuple_name
+from costmodel.granularity import fragment_name, tuple_name
+from traces.granularity import Granularity
 from traces.statistics import DEFAULT_ROW_BYTES, TABLES, Statistics
 from traces.errors import TraceError
 from traces.trace_checks import TraceInfo

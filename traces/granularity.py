@@ -7,18 +7,15 @@ int64 and the same table keyed by strings land in the same fragments.
 """
 from __future__ import annotations
 
-import re
-
-import zlib
 from dataclasses import dataclass
 
+from costmodel.granularity import FRAGMENT_HASH, FRAGMENT_NAME, TUPLE_NAME, fragment_name, fragment_of, tuple_name  # noqa: F401  (the names a granularity option produces)
 from traces.errors import TraceError
 
 DEFAULT_TUPLE_FRAGMENTS = 8
 DEFAULT_HOT_TUPLES = 100
 
 
-FRAGMENT_HASH = "crc32(utf8(key)) mod fragments"  # how a key finds its fragment (the only one)
 
 
 @dataclass(frozen=True)
@@ -66,21 +63,3 @@ def _positive(param: str, text: str) -> int:
     if n < 1:
         raise TraceError(f"granularity {text!r}: the fragment count must be an integer >= 1")
     return n
-
-
-def fragment_of(key: str | int, fragments: int) -> int:
-    """The fragment a key hashes to: the same function Spark's crc32 computes in the job."""
-    return zlib.crc32(str(key).encode("utf-8")) % fragments
-
-
-# the names above, read back: `T#i` (a hash fragment) and `T@KEY` (a hot tuple)
-FRAGMENT_NAME = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
-TUPLE_NAME = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
-
-
-def fragment_name(table: str, index: int) -> str:
-    return f"{table}#{index}"
-
-
-def tuple_name(table: str, key: str | int) -> str:
-    return f"{table}@{key}"

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
-from traces.granularity import FRAGMENT_HASH
+from costmodel.granularity import FRAGMENT_HASH
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
 from traces.windows import manifest_windows
 

@@ -15,7 +15,7 @@ from advisor.cli.terminal import output_width, say, shorten, working
 @app.command()
 def workloads() -> None:
     """List the bundled workloads with a one-line description each."""
-    from advisor.spec import bundled_workloads
+    from costmodel.spec_reader import bundled_workloads
 
     items = bundled_workloads()
     width = max(len(n) for n in items)
@@ -169,7 +169,7 @@ def evaluate(
 ) -> None:
     """Print the cost breakdown of a design on a workload."""
     from advisor.api import evaluate as run, resolve_weights
-    from advisor.design import Design
+    from costmodel.design import Design
 
     d = Design.load(design)
     if (alpha, beta, gamma) == (None, None, None):

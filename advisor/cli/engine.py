@@ -50,7 +50,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
-    from advisor.design import Design
+    from costmodel.design import Design
     from advisor.spec import load_workload
     from costmodel.files import check_replaceable
     from costmodel.errors import UserError

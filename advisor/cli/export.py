@@ -19,7 +19,7 @@ def export(
     out: Path = typer.Option(..., "--out", "-o", help="file to write (its directory must exist)"),
 ) -> None:
     """Export a design for a real system; print what the target cannot express."""
-    from advisor.design import Design
+    from costmodel.design import Design
     from advisor.export import check_format, check_output, export_design
 
     check_format(fmt)

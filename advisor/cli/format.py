@@ -1,8 +1,8 @@
 """Plain-text tables for the terminal."""
 from __future__ import annotations
 
-from advisor.design import Design
-from advisor.graph import WorkloadGraph
+from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
 
 
 def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | None = None) -> str:

@@ -28,7 +28,7 @@ def report(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
-    from advisor.design import Design
+    from costmodel.design import Design
     from reports.report import ReportOptions, build_report, report_recommendation, write_report
     from reports.validation_view import read_validation
 

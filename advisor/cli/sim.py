@@ -55,7 +55,7 @@ def simulate(
 ) -> None:
     """Predict what a design does on a cluster of any size."""
     from costmodel.files import atomic_write_text
-    from advisor.design import Design
+    from costmodel.design import Design
     from advisor.spec import load_workload
     from engine_sim.sim import simulate as run
 
@@ -138,7 +138,7 @@ def validate(
     """Run a design on the engine and the simulator; print both, the predicted cost and the
     bottleneck."""
     from costmodel.files import atomic_write_text
-    from advisor.design import Design
+    from costmodel.design import Design
     from advisor.spec import load_workload
     from engine_sim.validation import validate_design as run
 

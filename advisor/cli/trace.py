@@ -30,7 +30,7 @@ def synth(
 ) -> None:
     """Write a synthetic trace of a workload spec (streamed in row groups: flat memory)."""
     from advisor.spec import load_workload
-    from advisor.workload import workload_as_plain
+    from costmodel.workload import workload_as_plain
     from traces.synth import synthesize
 
     workload = load_workload(source)

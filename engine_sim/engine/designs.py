@@ -1,8 +1,8 @@
 """Hand-made designs for tests and benchmarks (the advisor makes the real ones)."""
 from __future__ import annotations
 
-from advisor.design import Design
-from advisor.workload import Workload
+from costmodel.design import Design
+from costmodel.workload import Workload
 
 
 def round_robin_design(workload: Workload, machines: int | None = None,

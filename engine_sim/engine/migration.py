@@ -28,8 +28,9 @@ import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from advisor.granularity import base_table
+from costmodel.design import check_comparable
 from costmodel.files import atomic_write_bytes
+from costmodel.granularity import base_table, fragment_of
 from engine_sim.engine import messages as m
 from engine_sim.engine.crash import crash_point
 from engine_sim.engine.errors import EngineError, EngineFailure
@@ -37,7 +38,6 @@ from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.recovery import read_manifest, read_snapshot, snapshot_path, write_manifest
 from engine_sim.engine.sealing import seal
 from engine_sim.engine.txn import TxnRecord
-from traces.granularity import fragment_of
 
 MODES = ("live", "restart")
 NEW = 1  # the era (design index) a migration switches to; 0 is the design the run started with
@@ -93,7 +93,6 @@ def migration_plan(workload, design, target, plan, compiled, batches: int, at_ba
     migration is one the engine can run: designs of one workload on one cluster placing the
     same items, the target placing each window on its owner's partition, at a batch after
     the first and before the last, keeping every SP's lanes."""
-    from advisor.migration import check_comparable
     from engine_sim.engine.runner import check_design
 
     check_comparable(design, target)

@@ -29,7 +29,7 @@ from engine_sim.engine.transport import Net, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
-            "advisor.design", "numpy"]
+            "costmodel.design", "numpy"]
 
 
 MP_TEMP_PREFIX = "pymp-"  # the name multiprocessing gives its own temporary directory

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advisor.data_parallel import LaneRoute, lane_routes
-from advisor.design import Design
+from costmodel.lanes import LaneRoute, lane_routes
+from costmodel.design import Design
 from costmodel.errors import DesignError
-from advisor.workload import Stream, Workload
+from costmodel.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen
 from engine_sim.engine.row_placement import Placement

@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 
 from engine_sim.engine.errors import EngineError
-from traces.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
+from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
 
 
 

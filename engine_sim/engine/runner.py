@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 from costmodel.files import owned_temp_dir, sweep_abandoned_dirs
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import DesignError
-from advisor.graph import WorkloadGraph
-from advisor.workload import Workload
+from costmodel.graph import WorkloadGraph
+from costmodel.workload import Workload
 from engine_sim.engine.driver import DriverConfig
 from engine_sim.engine.crash import parse_crash_at
 from engine_sim.engine.errors import EngineError, EngineFailure

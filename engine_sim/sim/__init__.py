@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import time
 
-from advisor.design import Design
-from advisor.workload import Workload
+from costmodel.design import Design
+from costmodel.workload import Workload
 from engine_sim.sim.calibration_file import Calibration, CalibrationError
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.host_sharing import run_host_shared

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from advisor.data_parallel import LaneRoute, lane_routes
-from advisor.design import Design
+from costmodel.lanes import LaneRoute, lane_routes
+from costmodel.design import Design
 from costmodel.errors import DesignError
-from advisor.granularity import base_table, fragment_shares, workload_at
-from advisor.workload import Workload
+from costmodel.granularity import base_table, fragment_shares, workload_at
+from costmodel.workload import Workload
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.params import SimParams
 from engine_sim.sim.windows import WindowWork, window_work

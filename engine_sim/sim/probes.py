@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from advisor.design import Design
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Window, Workload
+from costmodel.design import Design
+from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Window, Workload
 
 
 @dataclass(frozen=True)

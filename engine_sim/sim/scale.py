@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.design import Design
-from advisor.workload import Workload
+from costmodel.design import Design
+from costmodel.workload import Workload
 from engine_sim.sim.errors import SimError
 
 

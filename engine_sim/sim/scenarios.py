@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.design import Design
-from advisor.spec import load_workload
-from advisor.workload import Procedure, Stream, Workload
+from costmodel.design import Design
+from costmodel.spec_reader import read_spec
+from costmodel.workload import Procedure, Stream, Workload
 from engine_sim.sim.params import REFERENCE_2016, SimParams
 
 # -- workload variants ---------------------------------------------------------------------------
@@ -45,15 +45,15 @@ def merge_procedures(workload: Workload, groups: list[list[str]], names: list[st
 def boundaries_overhead_units() -> float:
     """Cost units the bundled procedure-boundaries specs charge per SP as transaction overhead,
     read off the specs: (sum of the 32 one-step SPs - the one 32-step SP) / 31 fusions."""
-    w32, w1 = load_workload("boundaries-32sp"), load_workload("boundaries-1sp")
+    w32, w1 = read_spec("boundaries-32sp"), read_spec("boundaries-1sp")
     return (sum(p.cost for p in w32.procedures) - w1.procedures[0].cost) / (len(w32.procedures) - 1)
 
 
 def boundaries_workload(sps: int) -> Workload:
     """The 16-table update-then-read chain cut into `sps` SPs (a divisor of 32)."""
     if sps in (1, 16, 32):
-        return load_workload(f"boundaries-{sps}sp")
-    w32 = load_workload("boundaries-32sp")
+        return read_spec(f"boundaries-{sps}sp")
+    w32 = read_spec("boundaries-32sp")
     order = w32.topological_order()
     size = len(order) // sps
     groups = [order[i * size:(i + 1) * size] for i in range(sps)]
@@ -63,7 +63,7 @@ def boundaries_workload(sps: int) -> Workload:
 
 def tpcdi_single_sp() -> Workload:
     """TPC-DI Trade.txt ingestion as one big SP (the H-Store-style configuration)."""
-    w = load_workload("tpcdi-trade")
+    w = read_spec("tpcdi-trade")
     return merge_procedures(w, [w.topological_order()], ["TradeIngest"])
 
 
@@ -124,7 +124,7 @@ def _tput(workload, design, params, batches, **kw) -> float:
 def chain_scaling(params: SimParams | None = None, batches: int = 600,
                   machines: tuple[int, ...] = (1, 2, 4, 8)) -> dict[str, list[float]]:
     """Figure 4.16(a): throughput (tuples/s) of the 32-SP chain, DLS vs central scheduler."""
-    w = load_workload("chain-32")
+    w = read_spec("chain-32")
     out: dict[str, list[float]] = {"machines": list(machines)}
     for sched in ("dls", "central"):
         out[sched] = [_tput(w, chain_design(w, m), params, batches, scheduler=sched) for m in machines]
@@ -147,7 +147,7 @@ def procedure_boundaries(params: SimParams | None = None, batches: int = 400,
 def move_micro(params: SimParams | None = None, batches: int = 400,
                batch_sizes: tuple[int, ...] = (1, 10, 50, 100, 500)) -> dict[str, list[float]]:
     """Figure 4.19: throughput (tuples/s) of the MOVE micro-benchmark by batch size."""
-    w = load_workload("move-micro")
+    w = read_spec("move-micro")
     d = move_design(w)
     out: dict[str, list[float]] = {"batch_size": list(batch_sizes)}
     for move in ("rpc", "txn"):
@@ -157,7 +157,7 @@ def move_micro(params: SimParams | None = None, batches: int = 400,
 
 def tpcdi_placement(params: SimParams | None = None, batches: int = 600) -> dict[str, dict[str, float]]:
     """Figure 4.21: one SP per partition vs one big distributed SP, on 1 node and 4 machines."""
-    pipeline, single = load_workload("tpcdi-trade"), tpcdi_single_sp()
+    pipeline, single = read_spec("tpcdi-trade"), tpcdi_single_sp()
     out: dict[str, dict[str, float]] = {}
     for label, w in (("sp_per_partition", pipeline), ("single_distributed_sp", single)):
         out[label] = {f"{m}_machine{'s' if m > 1 else ''}": _tput(w, tpcdi_design(w, m), params, batches)

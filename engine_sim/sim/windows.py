@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from advisor.workload import Window, Workload
+from costmodel.workload import Window, Workload
 from engine_sim.sim.params import SimParams
 
 

@@ -1,7 +1,6 @@
 """Figures for notebooks and the HTML report: every `plot_*` takes plain advisor objects and
 an optional matplotlib Axes, and returns the Axes (so figures compose). Each is a thin public
 function over a private `_*_info` (the numbers) and `_draw_*` (the drawing)."""
-from reports.figures._assignment import assignment_rows
 from reports.figures._common import figure_png_base64
 from reports.figures._cost import plot_cost_breakdown
 from reports.figures._graph import plot_graph, plot_workload
@@ -11,7 +10,6 @@ from reports.figures._throughput import plot_engine_vs_simulator, plot_throughpu
 from reports.figures._tuning import plot_tuning
 
 __all__ = [
-    "assignment_rows",
     "figure_png_base64",
     "plot_cost_breakdown",
     "plot_engine_vs_simulator",

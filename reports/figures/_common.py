@@ -81,11 +81,3 @@ def placement(design, graph) -> tuple[np.ndarray, np.ndarray]:
     if owner is not None and (owner >= 0).any():
         state = np.where(owner >= 0, proc[np.maximum(owner, 0)], state)
     return proc, state
-
-
-def window_owners(graph) -> dict[str, str]:
-    """Window name -> its owner SP, from the graph's state_owner."""
-    owner = getattr(graph.cost, "state_owner", None)
-    if owner is None:
-        return {}
-    return {graph.state_names[j]: graph.proc_names[o] for j, o in enumerate(owner) if o >= 0}

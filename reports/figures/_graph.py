@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reports.figures._common import (REPLICATED_COLOUR, WINDOW_MARKER, graph_for, label,
-                                     machine_colours, new_axes, placement, window_owners)
+                                     machine_colours, new_axes, placement)
 
 
 @dataclass
@@ -53,7 +53,7 @@ def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     info = _GraphInfo(machines=design.machines)
     if graph.n_nodes > max_nodes:
         return _aggregated_info(info, graph, proc // ppm, state, ppm)
-    owners = window_owners(graph)
+    owners = graph.window_owners()
     columns: dict[int | None, list[tuple[str, str]]] = {}
     for i, n in enumerate(graph.proc_names):
         columns.setdefault(int(proc[i] // ppm), []).append((n, "processing"))

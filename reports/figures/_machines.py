@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reports.figures._common import (WINDOW_HATCH, graph_for, label, machine_colours, new_axes,
-                                     placement, window_owners)
+                                     placement)
 
 
 @dataclass
@@ -55,7 +55,7 @@ def _memory_info(design, graph) -> _StackInfo:
         limit = np.full(design.machines, c.memory_limit_bytes / 2**20)
     return _StackInfo(design.machines, segments, totals, limit, "memory limit", "state (MB)",
                       "memory per machine", hard_limit=True,
-                      windows=frozenset(window_owners(graph)))
+                      windows=frozenset(graph.window_owners()))
 
 
 def plot_machine_load(design, graph, ax=None):

@@ -10,6 +10,8 @@ import pytest
 from advisor.cli import run_app
 from advisor.cli.terminal import fit_lines, shorten
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def design_file(tmp_path_factory):

@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from advisor.data_parallel import (data_parallel_blocker, data_parallel_variant, lane_routes,
-                                   lane_tables)
-from advisor.design import Design
+from costmodel.lanes import data_parallel_blocker, lane_routes, lane_tables
+from advisor.data_parallel import data_parallel_variant
+from costmodel.design import Design
 from costmodel.errors import DesignError
 from advisor.spec import load_workload
 from engine_sim.engine.designs import round_robin_design
 from engine_sim.sim import max_throughput, run_once
-from traces.granularity import fragment_of
+from costmodel.granularity import fragment_of
 from traces.statistics import check_manifest_fields
 from traces.errors import TraceError
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from costmodel.errors import SpecError
-from advisor.spec import parse_workload
-from advisor.workload import dataflow_cycle, dataflow_order
+from costmodel.spec_reader import parse_workload
+from costmodel.workload import dataflow_cycle, dataflow_order
 
 NAMES = [f"P{i}" for i in range(8)]
 

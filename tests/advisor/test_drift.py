@@ -11,8 +11,10 @@ from advisor.api import recommend
 from advisor.cli import run_app
 from advisor.drift import check_drift
 from advisor.spec import load_workload
-from advisor.spec_writer import workload_to_toml
-from advisor.workload import Access, Procedure, Stream, workload_as_plain
+from costmodel.spec_writer import workload_to_toml
+from costmodel.workload import Access, Procedure, Stream, workload_as_plain
+
+pytestmark = pytest.mark.integration
 
 
 def drifted(spec):

@@ -11,12 +11,12 @@ from sqlglot import exp
 
 from advisor.api import load_source_for, recommend
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import DesignError
 from costmodel.errors import UserError
 from advisor.export import ExportResult, export_design, export_voltdb
 from advisor.export_voltdb import Identifiers
-from advisor.granularity import base_table
+from costmodel.granularity import base_table
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITION_TABLE = re.compile(r"PARTITION TABLE (\w+) ON COLUMN (\w+)")
@@ -219,7 +219,7 @@ def test_api_refuses_a_bare_graph_and_a_missing_directory(trade, tmp_path):
 def test_cli_writes_each_format(trade, fmt, tmp_path, capsys):
     design = trade.save(tmp_path / "d.json")
     out = tmp_path / f"out.{fmt}"
-    spec = str(ROOT / "advisor" / "workloads" / "tpcdi-trade.toml")  # a spec path works too
+    spec = str(ROOT / "costmodel" / "workloads" / "tpcdi-trade.toml")  # a spec path works too
     assert run_app(["export", str(design), spec, "--format", fmt, "--out", str(out)]) == 0
     stdout = capsys.readouterr().out
     result = export_design(trade, "tpcdi-trade", fmt)

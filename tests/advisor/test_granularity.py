@@ -7,7 +7,7 @@ import zlib
 import pytest
 
 from costmodel.errors import DesignError
-from advisor.granularity import base_table, workload_at
+from costmodel.granularity import base_table, workload_at
 from advisor.spec import load_workload
 
 

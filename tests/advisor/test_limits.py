@@ -5,11 +5,12 @@ import json
 import pytest
 
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import DesignError, SpecError
-from advisor.spec import load_workload, parse_workload
-from advisor.spec_writer import workload_to_toml
-from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
+from costmodel.spec_writer import workload_to_toml
+from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
 
 def test_a_cluster_past_the_limits_is_refused():

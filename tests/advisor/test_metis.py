@@ -9,8 +9,6 @@ from hypothesis import given, settings, strategies as st
 
 from advisor.metis import _MAX_TOTAL, _MAX_WEIGHT, integer_weights, kway, vertex_weights
 
-pytestmark = pytest.mark.unit
-
 positive = st.floats(min_value=1e-300, max_value=1e300, allow_nan=False, allow_infinity=False)
 
 

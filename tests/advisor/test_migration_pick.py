@@ -8,8 +8,10 @@ import pytest
 
 from advisor.api import diff, recommend
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import UserError
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 
 from costmodel import Weights
 from advisor.api import recommend
-from advisor.design import Design
-from advisor.graph import WorkloadGraph
+from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
 from advisor.selection import TIE_TOLERANCE, SimulationRuns
 from advisor.sim_local_search import BATCHES, improve
 from advisor.spec import load_workload

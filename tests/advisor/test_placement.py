@@ -11,8 +11,6 @@ from advisor.placement import (BalanceForTargets, _place_state_sparse, place_sta
 from costmodel import REPLICATED, CostGraph, Weights, machine_memory, score
 from costmodel.model import load_balance_from_loads
 
-pytestmark = pytest.mark.unit
-
 
 @st.composite
 def graphs(draw, max_machines=4, groups=False):

@@ -10,11 +10,14 @@ from costmodel import Weights
 from advisor import selection
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.exhaustive import count_assignments, exhaustive_optimum
-from advisor.graph import WorkloadGraph
-from advisor.spec import bundled_workloads, load_workload
+from costmodel.graph import WorkloadGraph
+from costmodel.spec_reader import bundled_workloads
+from advisor.spec import load_workload
 from engine_sim.sim import Calibration, max_throughput
+
+pytestmark = pytest.mark.integration
 
 
 def predicted(rec, design: Design, batches: int = 300) -> float:

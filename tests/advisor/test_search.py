@@ -9,9 +9,12 @@ from advisor import metis
 from advisor.api import load_graph, recommend
 from advisor.priced_weights import default_weights
 from advisor.exhaustive import exhaustive_optimum
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from advisor.search import DesignSearch, canonical_key, contract_groups
-from advisor.spec import bundled_workloads, load_workload, parse_workload
+from costmodel.spec_reader import bundled_workloads, parse_workload
+from advisor.spec import load_workload
+
+pytestmark = pytest.mark.integration
 
 
 def test_tpcdi_example_colocates_every_table_with_its_sp_and_balances():

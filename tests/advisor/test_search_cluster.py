@@ -9,7 +9,7 @@ import pytest
 
 from costmodel import CostGraph, score
 from advisor.api import load_graph
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.search import DesignSearch, contract_groups, place_within_machines
 
 

@@ -10,6 +10,8 @@ from advisor.local_search import TabuSearch, _Evaluator
 from advisor.placement import place_state
 from advisor.search import DesignSearch
 
+pytestmark = pytest.mark.integration
+
 METIS_ONLY = dict(exact_limit=0, extra_starts=False)
 
 

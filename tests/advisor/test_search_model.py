@@ -11,8 +11,10 @@ from advisor.api import load_graph, recommend
 from advisor.priced_weights import (ENV_VARIABLE, PACKAGE_CALIBRATION, Prices, calibration_path,
                                 default_weights, load_prices, price_scales, weights_from_prices)
 from costmodel.errors import UserError
-from advisor.graph import drop_idle_machines
+from costmodel.graph import drop_idle_machines
 from advisor.search import DesignSearch, contract_groups
+
+pytestmark = pytest.mark.integration
 
 
 # -- nested groups ---------------------------------------------------------------------------

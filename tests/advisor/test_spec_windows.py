@@ -4,7 +4,7 @@ import pytest
 
 from advisor.cli import run_app
 from costmodel.errors import SpecError
-from advisor.spec import parse_workload
+from costmodel.spec_reader import parse_workload
 from window_specs import recent_bids_spec
 
 SPEC = recent_bids_spec()

@@ -1,4 +1,4 @@
-"""advisor.spec_writer: a Workload written as TOML reads back equal through the spec parser."""
+"""costmodel.spec_writer: a Workload written as TOML reads back equal through the spec parser."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -6,9 +6,10 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from advisor.spec import bundled_workloads, load_workload, parse_workload
-from advisor.spec_writer import toml_string, workload_to_toml, write_workload
-from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.spec_reader import bundled_workloads, parse_workload
+from advisor.spec import load_workload
+from costmodel.spec_writer import toml_string, workload_to_toml, write_workload
+from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
 
 
 def same(a: Workload, b: Workload) -> bool:

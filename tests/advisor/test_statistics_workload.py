@@ -10,11 +10,11 @@ import pytest
 
 from advisor.api import load_source, recommend
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import UserError
 from advisor.spec import load_workload
 from advisor.statistics_workload import workload_from_statistics
-from advisor.workload import Cluster, workload_as_plain
+from costmodel.workload import Cluster, workload_as_plain
 from engine_sim.engine import run_workload
 from engine_sim.sim import max_throughput
 from engine_sim.validation import validate_design

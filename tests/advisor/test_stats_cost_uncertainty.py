@@ -20,7 +20,7 @@ from advisor.priced_weights import default_weights
 from advisor.spec import load_workload
 from advisor.statistics_workload import (cost_scenarios, overhead_scale_bound,
                                          workload_from_statistics)
-from advisor.workload import workload_as_plain
+from costmodel.workload import workload_as_plain
 from engine_sim.engine import run_workload
 from engine_sim.sim import Calibration, max_throughput
 from traces.aggregate import aggregate

@@ -12,71 +12,25 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.cli import run_app
 from costmodel.errors import DesignError
 from advisor.exhaustive import count_assignments, exhaustive_optimum
-from advisor.graph import WorkloadGraph, drop_idle_machines, subgraph
+from costmodel.graph import WorkloadGraph, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch
 from advisor.placement import place_state, refine_processing
 from advisor.search import DesignSearch, contract_groups
 from advisor.selection import enumerated_options
-from advisor.spec import load_workload, parse_workload
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
+from window_specs import (heavy_upstream_spec, procedure, reads, spec_text, stream, table,
+                          window, writes)
 
-# a window owned by a cheap SP downstream of two heavy ones
-SPEC = """
-name = "window-owner"
-[input]
-batch_size = 10
-[cluster]
-machines = {machines}
-partitions_per_machine = {ppm}
-{memory}
-[[tables]]
-name = "Bids"
-rows = 1000
-row_bytes = 100
-key = "k"
-[[tables]]
-name = "Items"
-rows = 1000
-row_bytes = 100
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 6.0
-accesses = [ {{ table = "Bids", mode = "write", rows = 10 }} ]
-[[procedures]]
-name = "Enrich"
-cost = 6.0
-accesses = [ {{ table = "Items", mode = "read", rows = 10 }} ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ {{ table = "RecentBids", mode = "read", rows = 20 }} ]
-[[streams]]
-from = "Ingest"
-to = "Enrich"
-tuples = 10
-[[streams]]
-from = "Enrich"
-to = "Trend"
-tuples = 4
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = {size}
-slide = 10
-"""
+pytestmark = pytest.mark.integration
 
 
 def spec(machines=3, ppm=2, memory_mb=None, size=1000):
-    memory = "" if memory_mb is None else f"machine_memory_mb = {memory_mb}"
-    return parse_workload(SPEC.format(machines=machines, ppm=ppm, memory=memory, size=size),
-                          "window-owner.toml")
+    return parse_workload(heavy_upstream_spec(machines, ppm, memory_mb, size), "window-owner.toml")
 
 
 def without_window(machines=3, ppm=2):
-    text = SPEC.format(machines=machines, ppm=ppm, memory="", size=1000)
-    text = text[:text.index("[[windows]]")].replace(
-        '{ table = "RecentBids", mode = "read", rows = 20 }', "")
-    return parse_workload(text, "no-window.toml")
+    return parse_workload(heavy_upstream_spec(machines, ppm, windowed=False), "no-window.toml")
 
 
 def on_owner(design, window="RecentBids", owner="Trend") -> bool:
@@ -170,41 +124,15 @@ def test_same_seed_same_design(objective):
     assert (a.procedures, a.state) == (b.procedures, b.state) and on_owner(a)
 
 
-MEMORY_SPEC = """
-name = "window-memory"
-[input]
-batch_size = 10
-[cluster]
-machines = 2
-{memory}
-[[tables]]
-name = "Orders"
-rows = 300000
-row_bytes = 100
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 4.0
-accesses = [ {{ table = "Orders", mode = "write", rows = 10 }} ]
-[[procedures]]
-name = "Trend"
-cost = 1.0
-accesses = [ {{ table = "Orders", mode = "read", rows = 2 }} ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = 10
-[[windows]]
-name = "Recent"
-procedure = "Trend"
-size = {size}
-slide = 1000
-"""
-
-
 def memory_spec(memory_mb=None, size=1_000_000):
-    memory = "" if memory_mb is None else f"machine_memory_mb = {memory_mb}"
-    return parse_workload(MEMORY_SPEC.format(memory=memory, size=size), "window-memory.toml")
+    """A big table and a big window on 2 machines, with or without a memory limit."""
+    return parse_workload(spec_text("window-memory", table("Orders", rows=300000, row_bytes=100),
+                                    procedure("Ingest", 4.0, writes("Orders", 10)),
+                                    procedure("Trend", 1.0, reads("Orders", 2)),
+                                    stream("Ingest", "Trend", 10),
+                                    window("Recent", "Trend", size=size, slide=1000),
+                                    machines=2, machine_memory_mb=memory_mb),
+                          "window-memory.toml")
 
 
 @pytest.mark.parametrize("objective", ["throughput", "cost"])
@@ -326,7 +254,7 @@ def write_spec(tmp_path, workload_text):
     (lambda place, other: {"replicated": True}, "replicates it"),
 ])
 def test_evaluate_refuses_a_design_that_moves_the_window(tmp_path, capsys, edit, where):
-    spec_path = write_spec(tmp_path, SPEC.format(machines=3, ppm=2, memory="", size=1000))
+    spec_path = write_spec(tmp_path, heavy_upstream_spec())
     design = recommend(load_workload(spec_path), objective="cost", baselines=False).design
     good = design.save(tmp_path / "good.json")
     assert run_app(["evaluate", str(good), str(spec_path)]) == 0

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.api import load_source_for
-from advisor.spec import parse_workload
+from costmodel.spec_reader import parse_workload
 from advisor.statistics_workload import workload_from_statistics
 from costmodel.errors import UserError
 from engine_sim.sim.calibration_file import Calibration
@@ -112,7 +112,7 @@ def _check(load, name: str, kind: str) -> None:
 
 SPECS = ("fraud-scoring", "voter-leaderboard", "window-micro", "tpcdi-trade")
 SPEC_CASES = [(spec, *m) for spec in SPECS
-              for m in mutants(tomllib.loads((ROOT / "advisor" / "workloads" / f"{spec}.toml").read_text()),
+              for m in mutants(tomllib.loads((ROOT / "costmodel" / "workloads" / f"{spec}.toml").read_text()),
                               skip=("description",))]
 
 

@@ -115,7 +115,7 @@ def test_a_full_or_read_only_design_target_keeps_the_previous_design(disk):
 def test_a_full_temporary_directory_ends_an_engine_run_in_one_line(tmp_path):
     """TMPDIR on a 256 KiB disk: the run's command logs and history fill it; the run ends in
     one line naming the file and ENOSPC, exit 1, and removes what it wrote there."""
-    from advisor.design import Design
+    from costmodel.design import Design
 
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json")
     with small_disk(tmp_path / "tmp", "256k") as tmp:
@@ -129,7 +129,7 @@ def test_a_full_temporary_directory_ends_an_engine_run_in_one_line(tmp_path):
 def test_a_full_command_log_directory_of_a_partition_is_one_line(tmp_path):
     """A partition process whose command log fills its disk: the driver ends the run with the
     partition's own line (the directory of the logs, the errno), not a second line of its own."""
-    from advisor.design import Design
+    from costmodel.design import Design
     from advisor.spec import load_workload
     from engine_sim.engine import run_workload
     from engine_sim.engine.errors import EngineFailure

@@ -1,4 +1,4 @@
-"""bench/engine.py's scaling figures (sections 5 and 6, README): the ratios against one
+"""bench/engine.py's scaling figures (sections 5 and 6, docs/measurements.md): the ratios against one
 machine, the last step's growth, and the pace the processes' CPU allows on free cores."""
 from __future__ import annotations
 

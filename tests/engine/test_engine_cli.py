@@ -8,6 +8,8 @@ from advisor.cli import run_app
 from advisor.spec import load_workload
 from engine_sim.engine.designs import round_robin_design
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def design(tmp_path):
@@ -39,7 +41,7 @@ def test_run_in_processes_from_a_spec_file(tmp_path, capsys):
 
     w = load_workload("move-micro")
     spec = tmp_path / "move.toml"
-    spec.write_text(resources.files("advisor.workloads").joinpath("move-micro.toml").read_text())
+    spec.write_text(resources.files("costmodel.workloads").joinpath("move-micro.toml").read_text())
     d = round_robin_design(w).save(tmp_path / "d.json")
     assert run_app(["run", str(spec), "--design", str(d), "--batches", "30", "--move", "txn", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -16,10 +16,12 @@ import pytest
 from conftest import running
 
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
 from engine_sim.engine import EngineError, EngineFailure, run_workload
 from engine_sim.engine.designs import single_partition_design
+
+pytestmark = pytest.mark.integration
 
 ROLES = ["coordinator", "participant"]
 STEPS = ["before_vote", "after_vote", "after_decision"]
@@ -206,7 +208,7 @@ def test_the_default_deadline_scales_with_the_run(chain32):
 
 DRIVER = textwrap.dedent("""
     from advisor.spec import load_workload
-    from advisor.design import Design
+    from costmodel.design import Design
     from engine_sim.engine import run_workload
 
     if __name__ == "__main__":

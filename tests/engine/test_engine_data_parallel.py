@@ -9,12 +9,15 @@ import pytest
 
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.data_parallel import data_parallel_variant, lane_routes
-from advisor.design import Design
+from costmodel.lanes import lane_routes
+from advisor.data_parallel import data_parallel_variant
+from costmodel.design import Design
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from traces.aggregate import aggregate
-from traces.granularity import fragment_of
+from costmodel.granularity import fragment_of
+
+pytestmark = pytest.mark.integration
 
 
 def variant(machines: int) -> tuple:

@@ -10,7 +10,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 
 pytestmark = pytest.mark.process
 

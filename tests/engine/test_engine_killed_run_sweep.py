@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 
 pytestmark = pytest.mark.process
 

@@ -13,7 +13,7 @@ from engine_sim.engine.designs import round_robin_design
 from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter
 
-pytestmark = pytest.mark.process  # one OS process per partition
+pytestmark = [pytest.mark.process, pytest.mark.integration]  # one OS process per partition
 
 
 
@@ -31,7 +31,7 @@ def test_processes_reach_the_in_process_state_and_exit(tpcdi_trade):
 
 def test_two_phase_commit_across_processes():
     w = load_workload("bank-transfer")
-    from advisor.design import Design
+    from costmodel.design import Design
     d = Design(w.name, 2, 1, {"ValidateTransfer": 0, "ApplyTransfer": 1}, {"Customers": 1, "Accounts": 0})
     r = run_workload(w, d, batches=80, recovery="strong")
     ip = run_workload(w, d, batches=80, in_process=True, recovery="strong")
@@ -42,7 +42,7 @@ def test_two_phase_commit_across_processes():
 @pytest.mark.parametrize("recovery", ["strong", "weak"])
 def test_a_killed_partition_process_is_restarted_and_recovered(recovery):
     w = load_workload("voter-leaderboard")
-    from advisor.design import Design
+    from costmodel.design import Design
     d = Design(w.name, 2, 1, {"Vote": 0, "UpdateLeaderboard": 1, "DeleteContestant": 0},
                {"Contestants": None, "Votes": 1, "VotesByPhone": 0, "Leaderboard": 1})
     r = run_workload(w, d, batches=250, recovery=recovery, crash_after=100, return_state=True)

@@ -8,6 +8,8 @@ from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 
+pytestmark = pytest.mark.integration
+
 WORKLOADS = ["tpcdi-trade", "chain-32", "linear-road", "streaming-ledger", "voter-leaderboard"]
 
 

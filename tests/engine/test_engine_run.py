@@ -4,11 +4,14 @@ aborts) keep the guarantees; bad inputs are refused in one line."""
 import pytest
 
 from advisor.api import recommend
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import UserError
-from advisor.spec import bundled_workloads, load_workload
+from costmodel.spec_reader import bundled_workloads
+from advisor.spec import load_workload
 from engine_sim.engine import EngineError, run_workload
 from engine_sim.engine.designs import round_robin_design
+
+pytestmark = pytest.mark.integration
 
 CHAINS = ["tpcdi-trade", "boundaries-16sp", "move-micro"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
 from engine_sim.engine import EngineFailure, run_workload
 from engine_sim.engine.recovery import FileLogStore, read_snapshot

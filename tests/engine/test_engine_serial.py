@@ -4,7 +4,7 @@ every bundled workload, after strong recovery across processes on shared state t
 that loses a committed write fails it even though its history looks fine."""
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design

@@ -7,11 +7,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 from traces.trace_checks import validate_trace
+
+pytestmark = pytest.mark.integration
 
 
 def table(trace, name):

@@ -3,7 +3,7 @@ DeleteContestant in one nested transaction) and its leaderboard - hence its winn
 a plain serial run of the same votes in vote order, under any design and through a crash."""
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.inputs import input_batches

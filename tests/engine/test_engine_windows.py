@@ -9,8 +9,9 @@ import pytest
 from costmodel.errors import DesignError
 
 from advisor.cli import run_app
-from advisor.design import Design
-from advisor.spec import load_workload, parse_workload
+from costmodel.design import Design
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine import windows as win
 from engine_sim.engine.checker import TE, Dataflow, check_history
@@ -21,83 +22,40 @@ from engine_sim.engine.keys import MASK
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.serial import SerialExecution, SerialStep
 from engine_sim.engine.site import build_store
+from window_specs import (heavy_upstream_spec, nested, procedure, reads, spec_text, stream,
+                          table, window, writes)
 
-BORDER_OWNER = """
-name = "wb"
-[input]
-batch_size = 2
-fields = ["k", "v"]
-{rate}
-[[tables]]
-name = "T"
-rows = 50
-row_bytes = 8
-key = "k"
-[[procedures]]
-name = "Owner"
-cost = 0.0
-accesses = [ {{ table = "T", mode = "write", rows = 1, keys = "input:k" }} ]
-[[windows]]
-name = "W"
-procedure = "Owner"
-size = {size}
-slide = {slide}
-kind = "{kind}"
-"""
 
-CHAIN = """
-name = "wc"
-[input]
-batch_size = 4
-fields = ["k"]
-cost_unit_us = 0
-[[tables]]
-name = "A"
-rows = 100
-row_bytes = 8
-key = "k"
-[[tables]]
-name = "B"
-rows = 100
-row_bytes = 8
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 1.0
-accesses = [ { table = "A", mode = "write", rows = 2, keys = "input:k" } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "Recent", mode = "read", rows = 3 },
-             { table = "B", mode = "write", rows = 1 } ]
-[[tables]]
-name = "C"
-rows = 100
-row_bytes = 8
-key = "k"
-[[procedures]]
-name = "Report"
-cost = 0.5
-accesses = [ { table = "B", mode = "read", rows = 2 }, { table = "C", mode = "write", rows = 1 } ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = 3
-[[streams]]
-from = "Trend"
-to = "Report"
-tuples = 1
-[[windows]]
-name = "Recent"
-procedure = "Trend"
-size = 10
-slide = 4
-"""
+def border_spec_text(size, slide, *more: str, kind="tuple", rate=None, oltp=False) -> str:
+    """One SP, Owner, writes T by the input's key and owns the window W; `more` sections are
+    appended."""
+    return spec_text("wb", table("T", rows=50, row_bytes=8),
+                     procedure("Owner", 0.0, writes("T", 1, keys="input:k"), oltp=oltp),
+                     window("W", "Owner", size=size, slide=slide, kind=kind), *more,
+                     batch_size=2, fields=("k", "v"), rate=rate)
+
+
+def chain_spec(size=10, partition_key=None, *more: str) -> str:
+    """Ingest writes A and feeds Trend, which reads its window Recent (`size` tuples sliding
+    by 4), writes B and feeds Report (reads B, writes C). `partition_key` makes Ingest and Trend
+    data-parallel; `more` sections are appended."""
+    return spec_text("wc", table("A", rows=100, row_bytes=8), table("B", rows=100, row_bytes=8),
+                     procedure("Ingest", 1.0, writes("A", 2, keys="input:k"),
+                               partition_key=partition_key),
+                     procedure("Trend", 0.5, reads("Recent", 3), writes("B", 1),
+                               partition_key=partition_key),
+                     table("C", rows=100, row_bytes=8),
+                     procedure("Report", 0.5, reads("B", 2), writes("C", 1)),
+                     stream("Ingest", "Trend", 3), stream("Trend", "Report", 1),
+                     window("Recent", "Trend", size=size, slide=4), *more,
+                     batch_size=4, fields=("k",), cost_unit_us=0)
+
+
+CHAIN = chain_spec()
 
 
 def border_spec(size, slide, kind="tuple", rate=None):
-    return parse_workload(BORDER_OWNER.format(size=size, slide=slide, kind=kind,
-                                              rate=f"rate = {rate}" if rate else ""), "wb.toml")
+    return parse_workload(border_spec_text(size, slide, kind=kind, rate=rate), "wb.toml")
 
 
 def expected_tuple_window(tuples: list, size: int, slide: int) -> tuple[list, list]:
@@ -191,7 +149,7 @@ def test_window_reads_change_what_the_owner_passes_downstream():
     """The owner's reads are real: a different window size changes the aggregate it folds
     into its output, hence what Report (downstream) writes into table C."""
     w = parse_workload(CHAIN, "wc.toml")
-    other = parse_workload(CHAIN.replace("size = 10", "size = 12"), "wc.toml")
+    other = parse_workload(chain_spec(size=12), "wc.toml")
     design = single_partition_design(w)
     a = run_workload(w, design, batches=20, in_process=True, return_state=True)
     b = run_workload(other, design, batches=20, in_process=True, return_state=True)
@@ -387,9 +345,7 @@ def test_checker_catches_violations_planted_in_a_real_history(monkeypatch):
 
 
 def test_oltp_owner_is_refused():
-    spec = BORDER_OWNER.format(size=4, slide=2, kind="tuple", rate="").replace(
-        'name = "Owner"\ncost = 0.0', 'name = "Owner"\ncost = 0.0\noltp = true')
-    spec += '\n[[procedures]]\nname = "S"\ncost = 1.0\naccesses = []\n'
+    spec = border_spec_text(4, 2, procedure("S", 1.0), oltp=True)
     w = parse_workload(spec, "w.toml")
     with pytest.raises(EngineError, match="OLTP"):
         build_plan(w, single_partition_design(w))
@@ -427,9 +383,7 @@ def test_the_benchs_naive_window_holds_what_the_native_one_does(size, slide):
 
 
 def test_data_parallel_mode_keeps_a_window_owner_in_one_lane():
-    spec = CHAIN.replace('name = "Trend"\ncost = 0.5', 'name = "Trend"\ncost = 0.5\npartition_key = "k"')
-    spec = spec.replace('name = "Ingest"\ncost = 1.0', 'name = "Ingest"\ncost = 1.0\npartition_key = "k"')
-    w = parse_workload(spec, "wc.toml")
+    w = parse_workload(chain_spec(partition_key="k"), "wc.toml")
     design = round_robin_design(w, machines=1, partitions_per_machine=2)
     plan = build_plan(w, design, data_parallel=True)
     assert plan.units["Ingest"].dp and not plan.units["Trend"].dp
@@ -438,7 +392,7 @@ def test_data_parallel_mode_keeps_a_window_owner_in_one_lane():
 
 
 def test_window_owner_inside_a_nested_group():
-    w = parse_workload(CHAIN + '\n[[nested]]\nprocedures = ["Trend", "Report"]\n', "wc.toml")
+    w = parse_workload(chain_spec(10, None, nested("Trend", "Report")), "wc.toml")
     assert w.nested == (("Trend", "Report"),)
     design = round_robin_design(w, machines=1, partitions_per_machine=3)
     for recovery, crash in (("weak", None), ("strong", 30)):
@@ -454,7 +408,7 @@ def test_window_owner_inside_a_nested_group():
 
 def stepping_store(window, rate=None):
     """A store holding one window, stepped directly (one transaction per owner execution)."""
-    from advisor.workload import Window
+    from costmodel.workload import Window
     from engine_sim.engine.store import Store
     spec = win.WindowSpec.from_window(Window("W", "Owner", *window), 0, rate)
     return Store({}, frozenset(), {"W": spec})
@@ -568,51 +522,7 @@ def test_stats_errors_catches_a_wrong_sum_in_the_metadata():
 
 # -- the advisor's design for a window owned by a cheap SP downstream of heavy ones ---------------
 
-HEAVY_UPSTREAM = """
-name = "window-owner"
-[input]
-batch_size = 10
-fields = ["k", "v"]
-cost_unit_us = 20
-[cluster]
-machines = 3
-partitions_per_machine = 2
-[[tables]]
-name = "Bids"
-rows = 1000
-row_bytes = 100
-key = "k"
-[[tables]]
-name = "Items"
-rows = 1000
-row_bytes = 100
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 6.0
-accesses = [ { table = "Bids", mode = "write", rows = 10 } ]
-[[procedures]]
-name = "Enrich"
-cost = 6.0
-accesses = [ { table = "Items", mode = "read", rows = 10 } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "RecentBids", mode = "read", rows = 20 } ]
-[[streams]]
-from = "Ingest"
-to = "Enrich"
-tuples = 10
-[[streams]]
-from = "Enrich"
-to = "Trend"
-tuples = 4
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = 100
-slide = 10
-"""
+HEAVY_UPSTREAM = heavy_upstream_spec(size=100, fields=("k", "v"), cost_unit_us=20)
 
 
 @pytest.mark.parametrize("recovery,crash", [("weak", None), ("strong", 25)])

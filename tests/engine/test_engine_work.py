@@ -10,15 +10,18 @@ import time
 import pytest
 
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from costmodel.errors import SpecError
-from advisor.spec import load_workload, parse_workload
-from advisor.spec_writer import workload_to_toml
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.spec_reader import parse_workload
+from advisor.spec import load_workload
+from costmodel.spec_writer import workload_to_toml
+from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import single_partition_design
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.procedures import burn_cpu
+
+pytestmark = pytest.mark.integration
 
 SPEC = """
 name = "w"

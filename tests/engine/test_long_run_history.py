@@ -16,6 +16,8 @@ from engine_sim.engine.history import check_records, executions, verify_history
 from engine_sim.engine.serial import serial_digest
 from engine_sim.engine.spool import SPOOL_PREFIX
 
+pytestmark = pytest.mark.integration
+
 
 def _spools() -> set:
     return set(Path(tempfile.gettempdir()).glob(SPOOL_PREFIX + "*"))

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "migration.py"
 _spec = importlib.util.spec_from_file_location("migration_bench", _PATH)
 B = importlib.util.module_from_spec(_spec)

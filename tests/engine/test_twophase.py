@@ -4,16 +4,12 @@ the partitions it locked, picks a commit timestamp no older than any vote, and a
 attempt releases every partition it asked for."""
 from __future__ import annotations
 
-import pytest
-
-from advisor.design import Design
-from advisor.workload import Access, InputSpec, Procedure, Table, Workload
+from costmodel.design import Design
+from costmodel.workload import Access, InputSpec, Procedure, Table, Workload
 from engine_sim.engine import messages as M
 from engine_sim.engine import run_workload
 from engine_sim.engine.inproc import InProcessRuntime
 from engine_sim.engine.twophase import _targets
-
-pytestmark = pytest.mark.unit
 
 BATCHES = 20
 # A (base 0) locks 0, 1, 2; B (base 1) locks 0 and 1: opposite bases on shared partitions

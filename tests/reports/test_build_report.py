@@ -9,6 +9,8 @@ from advisor.api import recommend
 from reports.predict import PredictOptions, predict
 from reports.report import ReportOptions, build_report, report_recommendation
 
+pytestmark = pytest.mark.integration
+
 QUICK = ReportOptions(sensitivity=False, scaling=False, suggestions=False)
 
 

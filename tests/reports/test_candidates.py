@@ -6,14 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from costmodel import Weights
 from engine_sim.engine.designs import round_robin_design
 from reports.bottleneck import simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.transforms import mergeable_pairs
-
-pytestmark = pytest.mark.unit
 
 KINDS = {"split", "partition", "replicate", "merge"}
 

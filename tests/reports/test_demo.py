@@ -9,11 +9,11 @@ import os
 import pytest
 
 from advisor.cli import run_app
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
 from reports.predict import predicted_tps
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 def need_engine_and_java():

@@ -11,9 +11,11 @@ import pytest
 
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.spec_writer import write_workload
-from advisor.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.spec_writer import write_workload
+from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
 from reports.report import ReportOptions, build_report, report_recommendation
+
+pytestmark = pytest.mark.integration
 
 EVIL_TABLE = "<script>alert(1)</script>"
 EVIL_PROC = '"><img src=x onerror=alert(1)>'

@@ -14,7 +14,7 @@ from advisor.api import recommend
 from reports.report import ReportOptions, build_report, write_report
 from test_report import EVIL_PROC, EVIL_TABLE, evil_workload
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 DOCS_SHOT = Path(__file__).resolve().parents[2] / "docs" / "report-screenshot.png"

@@ -16,6 +16,8 @@ from reports.figures._graph import _graph_info
 from reports.sensitivity import sensitivity, sweep_weights
 from costmodel import Weights
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def rec():
@@ -109,8 +111,9 @@ def test_sensitivity_sweeps_keep_the_other_ratio_and_name_designs():
 
 def test_notebook_objects_plot(tpcdi_trade, rec):
     assert rec.plot(ax=axes()) is not None
-    assert rec.design.plot(rec.graph, ax=axes()) is not None
-    assert rec.design.plot("tpcdi-trade", ax=axes()) is not None
+    ax = axes()
+    assert F.plot_graph(rec.design, rec.graph, ax=ax) is ax
     w = tpcdi_trade
     assert list(w.to_frame()["procedure"]) == w.procedure_names
-    assert w.plot(ax=axes()) is not None
+    ax = axes()
+    assert F.plot_workload(w, ax=ax) is ax

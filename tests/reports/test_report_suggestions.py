@@ -8,15 +8,17 @@ import pytest
 
 from advisor.api import recommend
 from costmodel.errors import UserError
-from advisor.graph import WorkloadGraph
-from advisor.spec import parse_workload
-from advisor.spec_writer import workload_to_toml
-from advisor.workload import Access, Procedure, Stream, Table, Workload, InputSpec
+from costmodel.graph import WorkloadGraph
+from costmodel.spec_reader import parse_workload
+from costmodel.spec_writer import workload_to_toml
+from costmodel.workload import Access, Procedure, Stream, Table, Workload, InputSpec
 from reports.predict import predicted_tps
 from reports.suggestions import suggest
 from reports.transforms import (ChangeError, merge_procedures, mergeable_pairs, replicate_design,
                                 split_key, split_procedure)
 from costmodel import Weights
+
+pytestmark = pytest.mark.integration
 
 FIXED = Weights(alpha=0.3, beta=0.1, gamma=0.6)
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from advisor.cli import run_app
-from advisor.design import Design
-from advisor.graph import WorkloadGraph
+from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
 from advisor.spec import load_workload
 from reports.predict import predicted_tps
 from reports.tuning import TuningStudy
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

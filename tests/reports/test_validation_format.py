@@ -41,7 +41,7 @@ def test_the_writer_and_the_reader_agree():
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("format"), 'no "format"'),
     (lambda d: d.update(format="advisor.validation/2"), "'advisor.validation/2'"),
-    (lambda d: d.update(format="advisor.design/1"), "'advisor.design/1'"),
+    (lambda d: d.update(format="costmodel.design/1"), "'costmodel.design/1'"),
     (lambda d: d.update(results=d.pop("designs")), "unknown field 'results'"),
     (lambda d: d.update(designs=[]), "non-empty list"),
     (lambda d: d.update(notes="one note"), "list of strings"),
@@ -102,7 +102,6 @@ def test_validate_writes_the_versioned_format(tmp_path, capsys):
     assert any("most loaded machine" in n for n in view.notes)
 
 
-def test_the_readme_documents_the_format():
-    readme = (ROOT / "README.md").read_text()
-    formats = readme[readme.index("## Formats"):]
-    assert "### Validation (JSON)" in formats and f'"format": "{FORMAT}"' in formats
+def test_the_formats_page_documents_the_format():
+    formats = (ROOT / "docs" / "formats.md").read_text()
+    assert "## Validation (JSON)" in formats and f'"format": "{FORMAT}"' in formats

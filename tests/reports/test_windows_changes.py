@@ -2,40 +2,17 @@
 one SP's consecutive executions), and a merge hands the window to the merged SP."""
 import pytest
 
-from advisor.graph import WorkloadGraph
-from advisor.spec import parse_workload
+from costmodel.graph import WorkloadGraph
+from costmodel.spec_reader import parse_workload
 from reports.transforms import ChangeError, merge_procedures, split_key, split_procedure
+from window_specs import procedure, reads, spec_text, stream, table, window, writes
 
-SPEC = """
-name = "wchanges"
-[input]
-batch_size = 10
-fields = ["k"]
-[[tables]]
-name = "T"
-rows = 1000
-row_bytes = 10
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 3.0
-partition_key = "k"
-accesses = [ { table = "T", mode = "write", rows = 1, keys = "input:k" } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-partition_key = "k"
-accesses = [ { table = "Recent", mode = "read", rows = 5 } ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = 4
-[[windows]]
-name = "Recent"
-procedure = "Trend"
-size = 100
-slide = 10
-"""
+SPEC = spec_text("wchanges", table("T", rows=1000, row_bytes=10),
+                 procedure("Ingest", 3.0, writes("T", 1, keys="input:k"), partition_key="k"),
+                 procedure("Trend", 0.5, reads("Recent", 5), partition_key="k"),
+                 stream("Ingest", "Trend", 4),
+                 window("Recent", "Trend", size=100, slide=10),
+                 fields=("k",))
 
 
 def test_a_window_owner_has_no_split_key_and_cannot_be_split():

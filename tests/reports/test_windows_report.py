@@ -13,52 +13,31 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from advisor.design import Design
-from advisor.graph import WorkloadGraph
-from advisor.spec import parse_workload
-from advisor.spec_writer import workload_to_toml
+from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
+from costmodel.spec_reader import parse_workload
+from costmodel.spec_writer import workload_to_toml
 from reports import figures as F
 from reports.figures._graph import _graph_info, _workload_info
 from reports.figures._machines import _memory_info
 from reports.report import ReportOptions, build_report, report_recommendation
+from window_specs import procedure, reads, spec_text, stream, table, window, writes
 
-SPEC = """
-name = "wreport"
-[input]
-batch_size = 10
-[cluster]
-machines = 2
-[[tables]]
-name = "Bids"
-rows = 1000
-row_bytes = 100
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 3.0
-accesses = [ { table = "Bids", mode = "write", rows = 1 } ]
-[[procedures]]
-name = "Clean"
-cost = 3.0
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "RecentBids", mode = "read", rows = 5 } ]
-[[streams]]
-from = "Ingest"
-to = "Clean"
-tuples = 10
-[[streams]]
-from = "Clean"
-to = "Trend"
-tuples = 4
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = 20000
-slide = 10
-tuple_bytes = 64
-"""
+
+def report_spec_text(windowed=True, **window_fields) -> str:
+    """Ingest -> Clean -> Trend on 2 machines; Trend owns the window RecentBids (20,000 tuples of
+    64 bytes, or as `window_fields` say); `windowed=False`: no window and no reads of it."""
+    window_reads = (reads("RecentBids", 5),) if windowed else ()
+    fields = dict(size=20000, slide=10, tuple_bytes=64) | window_fields
+    windows = (window("RecentBids", "Trend", **fields),) if windowed else ()
+    return spec_text("wreport", table("Bids", rows=1000, row_bytes=100),
+                     procedure("Ingest", 3.0, writes("Bids", 1)), procedure("Clean", 3.0),
+                     procedure("Trend", 0.5, *window_reads),
+                     stream("Ingest", "Clean", 10), stream("Clean", "Trend", 4), *windows,
+                     machines=2)
+
+
+SPEC = report_spec_text()
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +98,7 @@ def test_the_memory_figure_counts_the_window_on_its_owners_machine(workload, gra
 
 def test_the_assignment_lists_the_window_with_its_owner(graph):
     d = design_with_window_on(1)
-    rows = {r["name"]: r for r in F.assignment_rows(d, graph)}
+    rows = {r["name"]: r for r in d.assignment_rows(graph)}
     assert rows["RecentBids"] == {"kind": "window", "name": "RecentBids", "machine": 1,
                                   "partition": 1, "replicated": False, "owner": "Trend"}
     assert rows["Bids"]["kind"] == "state" and rows["Bids"]["owner"] is None
@@ -145,8 +124,7 @@ def test_the_rendered_report_shows_the_window(workload):
 
 
 def test_a_report_without_windows_has_no_owner_column():
-    plain = parse_workload(SPEC.split("[[windows]]")[0].replace(
-        '{ table = "RecentBids", mode = "read", rows = 5 }', ""), "plain.toml")
+    plain = parse_workload(report_spec_text(windowed=False), "plain.toml")
     d = Design("wreport", 2, 1, {"Ingest": 0, "Clean": 1, "Trend": 1}, {"Bids": 0})
     html = build_report(report_recommendation(d, plain, baselines=False),
                         options=ReportOptions(sensitivity=False, scaling=False,
@@ -159,7 +137,5 @@ def test_specs_written_back_carry_their_windows(workload):
     assert "[[windows]]" in text
     again = parse_workload(text, "again.toml")
     assert again.windows == workload.windows
-    time = parse_workload(SPEC.replace("tuple_bytes = 64", 'tuple_bytes = 64\nkind = "time"\n'
-                                       "max_tuples = 500").replace("size = 20000", "size = 60"),
-                          "t.toml")
+    time = parse_workload(report_spec_text(kind="time", max_tuples=500, size=60), "t.toml")
     assert parse_workload(workload_to_toml(time), "t2.toml").windows == time.windows

@@ -14,6 +14,8 @@ from engine_sim.sim.calibration_file import prices, weights_from_prices
 from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
 from engine_sim.sim.probes import driver_probe, probes, throughput_checks
 
+pytestmark = pytest.mark.integration
+
 
 def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
     """Measurements made by the simulator itself with unknown costs: the fitted simulator

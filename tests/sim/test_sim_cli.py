@@ -9,6 +9,8 @@ from advisor.cli import run_app
 from engine_sim.sim import Calibration, SimParams
 from engine_sim.sim.scenarios import chain_design, tpcdi_design
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def tpcdi_json(tpcdi_trade, tmp_path):

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 _PATH = Path(__file__).resolve().parents[2] / "bench" / "sim_fidelity.py"
 _spec = importlib.util.spec_from_file_location("sim_fidelity_bench", _PATH)
 F = importlib.util.module_from_spec(_spec)

@@ -10,9 +10,9 @@ import dataclasses
 
 import pytest
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.sim import SimError, SimParams, run_once
 from engine_sim.sim import dtxn as dtxn_module
 from engine_sim.sim import hotpath as hotpath_module
@@ -183,7 +183,7 @@ def test_a_closed_loop_run_is_measured_as_the_engine_measures_it(chain32):
 def _with_cost_unit(w: Workload, us: float) -> Workload:
     try:
         return dataclasses.replace(w, cost_unit_us=us)
-    except TypeError:  # advisor.workload without the field yet: the simulator reads getattr
+    except TypeError:  # costmodel.workload without the field yet: the simulator reads getattr
         w2 = copy.copy(w)
         object.__setattr__(w2, "cost_unit_us", us)
         return w2

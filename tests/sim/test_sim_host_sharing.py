@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from advisor.design import Design
-from advisor.workload import InputSpec, Procedure, Stream, Table, Workload
+from costmodel.design import Design
+from costmodel.workload import InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.calibrate import background_jobs
 from engine_sim.sim import Calibration, SimParams, run_once
 from engine_sim.sim.host_sharing import crowding_slowdown

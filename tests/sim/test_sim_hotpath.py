@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.design import Design
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.design import Design
+from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.sim import SimParams
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.compiled import compile_plan
-
-pytestmark = pytest.mark.unit
 
 BATCHES = 60
 

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.design import Design
+from costmodel.design import Design
 from advisor.spec import load_workload
-from advisor.workload import Access, InputSpec, Procedure, Stream, Table, Workload
+from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.sim import SimError, SimParams, max_throughput, run_once, scale_design
 from engine_sim.sim.scale import spread_design
 

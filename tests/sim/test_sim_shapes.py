@@ -11,6 +11,8 @@ from advisor.spec import load_workload
 from engine_sim.sim.params import REFERENCE_2016
 from engine_sim.sim import scenarios as S
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def chain():

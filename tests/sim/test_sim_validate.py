@@ -9,6 +9,8 @@ from advisor.cli import run_app
 from engine_sim.sim import scenarios as S
 from engine_sim.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
 
+pytestmark = pytest.mark.integration
+
 
 @pytest.fixture
 def tpcdi4(tpcdi_trade, tmp_path):

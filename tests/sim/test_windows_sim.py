@@ -8,8 +8,8 @@ import pytest
 
 from costmodel.errors import DesignError
 
-from advisor.design import Design
-from advisor.spec import parse_workload
+from costmodel.design import Design
+from costmodel.spec_reader import parse_workload
 from engine_sim.sim import SimParams, run_once
 from engine_sim.sim.windows import window_work
 from window_specs import recent_bids_spec

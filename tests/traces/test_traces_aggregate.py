@@ -23,7 +23,7 @@ from traces.synth import synthesize
 from traces.writer import TraceWriter
 from test_traces_synth import MIXED
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 # -- the independent reference -------------------------------------------------------------------

@@ -22,7 +22,7 @@ from traces.aggregate import aggregate
 from traces.synth import synthesize
 from test_traces_synth import MIXED
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.integration]
 
 ROOT = Path(__file__).resolve().parents[2]
 

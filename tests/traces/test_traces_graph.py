@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 from advisor.cli import run_app
-from advisor.workload import workload_as_plain
+from costmodel.workload import workload_as_plain
 from costmodel.errors import UserError
-from advisor.graph import WorkloadGraph
+from costmodel.graph import WorkloadGraph
 from advisor.statistics_graph import graph_from_statistics
 from traces.aggregate import aggregate
 from traces.synth import synthesize
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.integration]
 
 
 @pytest.fixture(scope="module")

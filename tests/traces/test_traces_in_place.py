@@ -19,13 +19,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.workload import workload_as_plain
+from costmodel.workload import workload_as_plain
 from traces.aggregate import aggregate, check_trace
 from traces.errors import TraceError
 from traces.schema import MANIFEST
 from traces.statistics import load_statistics, read_stats_manifest
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")

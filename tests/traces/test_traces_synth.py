@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.workload import workload_as_plain
+from costmodel.workload import workload_as_plain
 from advisor.spec import load_workload
 from traces.keys import ZipfSampler
 from traces.synth import synthesize
@@ -182,7 +182,7 @@ def test_cli_synth_writes_a_trace_and_rejects_bad_input(tmp_path, capsys):
 _RSS_SCRIPT = textwrap.dedent("""
     import json, resource, sys
     from advisor.spec import load_workload
-    from advisor.workload import workload_as_plain
+    from costmodel.workload import workload_as_plain
     from traces.synth import synthesize
     spec = workload_as_plain(load_workload("tpcdi-trade"))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

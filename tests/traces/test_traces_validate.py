@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.workload import workload_as_plain
+from costmodel.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS
 from traces.synth import synthesize

@@ -12,64 +12,28 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from advisor.workload import workload_as_plain
-from advisor.graph import WorkloadGraph
-from advisor.spec import parse_workload
+from costmodel.workload import workload_as_plain
+from costmodel.graph import WorkloadGraph
+from costmodel.spec_reader import parse_workload
 from advisor.statistics_graph import graph_from_statistics
 from traces.aggregate import aggregate
 from traces.errors import TraceError
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
+from window_specs import procedure, reads, spec_text, stream, table, window, writes
 
-SPEC = """
-name = "wtrace"
-[input]
-batch_size = 10
-rate = 10
-[[tables]]
-name = "Bids"
-rows = 100
-row_bytes = 10
-key = "k"
-[[tables]]
-name = "Stats"
-rows = 50
-row_bytes = 20
-key = "k"
-[[procedures]]
-name = "Ingest"
-cost = 3.0
-accesses = [ { table = "Bids", mode = "write", rows = 2 } ]
-[[procedures]]
-name = "Trend"
-cost = 0.5
-accesses = [ { table = "RecentBids", mode = "read", rows = 3 },
-             { table = "Stats", mode = "write", rows = 1 } ]
-[[procedures]]
-name = "Alert"
-cost = 0.5
-accesses = [ { table = "Stats", mode = "read", rows = 2 } ]
-[[streams]]
-from = "Ingest"
-to = "Trend"
-tuples = 4
-[[streams]]
-from = "Trend"
-to = "Alert"
-tuples = 2.5
-[[windows]]
-name = "RecentBids"
-procedure = "Trend"
-size = 20
-slide = 5
-[[windows]]
-name = "LastSecond"
-procedure = "Alert"
-size = 1.0
-slide = 0.5
-kind = "time"
-tuple_bytes = 16
-"""
+SPEC = spec_text(
+    "wtrace",
+    table("Bids", rows=100, row_bytes=10),
+    table("Stats", rows=50, row_bytes=20),
+    procedure("Ingest", 3.0, writes("Bids", 2)),
+    procedure("Trend", 0.5, reads("RecentBids", 3), writes("Stats", 1)),
+    procedure("Alert", 0.5, reads("Stats", 2)),
+    stream("Ingest", "Trend", 4),
+    stream("Trend", "Alert", 2.5),
+    window("RecentBids", "Trend", size=20, slide=5),
+    window("LastSecond", "Alert", size=1.0, slide=0.5, kind="time", tuple_bytes=16),
+    rate=10)
 BATCHES = 300
 
 

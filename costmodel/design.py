@@ -1,6 +1,6 @@
 """A design: where every procedure and every state item lives. Read back by every command.
 
-JSON format `advisor.design/1`: `partition` is the global partition index and
+JSON format `costmodel.design/1`: `partition` is the global partition index and
 `machine = partition // partitions_per_machine`; a replicated state item is
 `{"replicated": true}`. An optional `data_parallel` object names the SPs that run one lane
 per partition holding a fragment of a table (SP -> table, see `advisor.data_parallel`); the
@@ -21,10 +21,10 @@ import numpy as np
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
 from costmodel.files import atomic_write_text, read_user_json
 from costmodel.errors import DesignError
-from advisor.graph import WorkloadGraph
-from advisor.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
+from costmodel.graph import WorkloadGraph
+from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
-FORMAT = "advisor.design/1"
+FORMAT = "costmodel.design/1"
 
 
 _COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "total",
@@ -224,37 +224,32 @@ class Design:
         return cls.from_dict(read_user_json(path, DesignError), str(path))
 
     # -- notebook display -----------------------------------------------------------------
-    def to_frame(self, source=None):
-        """One row per SP and state item; with `source` (as for `plot`), windows are rows of
-        kind "window" with their owner, on the owner's partition."""
+    def assignment_rows(self, graph: WorkloadGraph | None = None) -> list[dict]:
+        """One dict per SP, state item and window: kind, name, machine, partition, replicated,
+        owner (the SP a window belongs to, else None). A window is listed on its owner's
+        partition, where it lives; without the graph windows cannot be told from tables and
+        are listed as the design has them."""
+        ppm = self.partitions_per_machine
+        owners = graph.window_owners() if graph is not None else {}
+        rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p,
+                 "replicated": False, "owner": None} for n, p in self.procedures.items()]
+        for n, p in self.state.items():
+            if n in owners:
+                continue
+            rows.append({"kind": "state", "name": n, "machine": None if p is None else p // ppm,
+                         "partition": p, "replicated": p is None, "owner": None})
+        for n, owner in owners.items():
+            p = self.procedures[owner]
+            rows.append({"kind": "window", "name": n, "machine": p // ppm, "partition": p,
+                         "replicated": False, "owner": owner})
+        return rows
+
+    def to_frame(self, graph: WorkloadGraph | None = None):
+        """`assignment_rows` as a pandas DataFrame (without the graph: no "owner" column)."""
         import pandas as pd
 
-        if source is not None:
-            from reports.figures import assignment_rows
-
-            if not isinstance(source, WorkloadGraph):
-                from advisor.api import load_graph
-
-                source = load_graph(source, self.machines, self.partitions_per_machine)
-            cols = ["name", "kind", "partition", "machine", "replicated", "owner"]
-            return pd.DataFrame(assignment_rows(self, source), columns=cols)
-        rows = [{"name": n, "kind": "procedure", "partition": p, "machine": p // self.partitions_per_machine,
-                 "replicated": False} for n, p in self.procedures.items()]
-        rows += [{"name": n, "kind": "state", "partition": p,
-                  "machine": None if p is None else p // self.partitions_per_machine,
-                  "replicated": p is None} for n, p in self.state.items()]
-        return pd.DataFrame(rows)
-
-    def plot(self, source, ax=None):
-        """The design's state/processing graph (matplotlib Axes); `source` is what it was made
-        for: a WorkloadGraph, a Workload, a bundled name, a spec path or a statistics dir."""
-        from reports.figures import plot_graph
-
-        if not isinstance(source, WorkloadGraph):
-            from advisor.api import load_graph
-
-            source = load_graph(source, self.machines, self.partitions_per_machine)
-        return plot_graph(self, source, ax=ax)
+        cols = ["name", "kind", "partition", "machine", "replicated"] + (["owner"] if graph is not None else [])
+        return pd.DataFrame([{c: r[c] for c in cols} for r in self.assignment_rows(graph)], columns=cols)
 
     def _repr_html_(self) -> str:
         e = html.escape
@@ -276,6 +271,22 @@ class Design:
         return (f"<b>Design for {e(self.workload)}</b> ({self.machines} machines x "
                 f"{self.partitions_per_machine} partitions, {e(self.method)}): {cost}"
                 f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))
+
+
+def check_comparable(current: Design, new: Design) -> None:
+    """Two designs of one workload on one cluster, placing the same SPs and state items."""
+    if current.workload != new.workload:
+        raise DesignError(f"the designs are of different workloads: {current.workload!r} and {new.workload!r}")
+    if (current.machines, current.partitions_per_machine) != (new.machines, new.partitions_per_machine):
+        raise DesignError(f"the designs are for different clusters: {current.machines} x "
+                          f"{current.partitions_per_machine} and {new.machines} x "
+                          f"{new.partitions_per_machine} partitions")
+    for what, a, b in (("procedure", current.procedures, new.procedures), ("state item", current.state, new.state)):
+        only = sorted(set(a) ^ set(b))
+        if only:
+            which = "the first" if only[0] in a else "the second"
+            raise DesignError(f"only {which} design places {what} {only[0]!r} (both must place "
+                              f"the same {what}s, at the same granularity)")
 
 
 def _misplaced_window(window: str, owner: str, owner_part: int, part: int | None) -> DesignError:

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from costmodel import CostGraph
-from advisor.workload import Workload
+from costmodel.workload import Workload
 
 
 @dataclass
@@ -136,7 +136,7 @@ class WorkloadGraph:
     def state_kind(self, j: int) -> str:
         """What state item j is: "window" (owned by an SP), "fragment" (`T#i`), "tuple"
         (`T@KEY`) or "table"."""
-        from traces.granularity import FRAGMENT_NAME, TUPLE_NAME
+        from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
 
         name = self.state_names[j]
         if self.is_window(j):
@@ -144,6 +144,10 @@ class WorkloadGraph:
         if FRAGMENT_NAME.match(name):
             return "fragment"
         return "tuple" if TUPLE_NAME.match(name) else "table"
+
+    def window_owners(self) -> dict[str, str]:
+        """Window name -> the SP that owns it."""
+        return {self.state_names[j]: self.proc_names[o] for j, o in enumerate(self.cost.state_owner) if o >= 0}
 
     def owner_of(self, state: str) -> str | None:
         """The SP that owns a state item (a window), or None for free state."""

@@ -1,4 +1,4 @@
-"""Write a Workload back as a TOML spec that `advisor.spec.parse_workload` reads unchanged.
+"""Write a Workload back as a TOML spec that `costmodel.spec_reader.parse_workload` reads unchanged.
 
 The standard library reads TOML but does not write it; the spec's shape is small and fixed,
 so a dedicated writer is shorter (and safer about quoting) than a general one. Used by
@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 from costmodel.files import atomic_write_text
-from advisor.workload import DEFAULT_COST_UNIT_US, Access, Workload
+from costmodel.workload import DEFAULT_COST_UNIT_US, Access, Workload
 
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f",
             "\r": "\\r"}

@@ -12,6 +12,9 @@ uniform; zipf keys as the engine draws them); the keys past that are spread even
 """
 from __future__ import annotations
 
+import re
+import zlib
+
 from dataclasses import replace
 from functools import lru_cache
 from typing import Iterable
@@ -19,8 +22,28 @@ from typing import Iterable
 import numpy as np
 
 from costmodel.errors import DesignError
-from advisor.workload import Access, Table, Workload
-from traces.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
+from costmodel.workload import Access, Table, Workload
+
+FRAGMENT_HASH = "crc32(utf8(key)) mod fragments"  # how a key finds its fragment (the only one)
+
+
+def fragment_of(key: str | int, fragments: int) -> int:
+    """The fragment a key hashes to: the same function Spark's crc32 computes in the job."""
+    return zlib.crc32(str(key).encode("utf-8")) % fragments
+
+
+# the names above, read back: `T#i` (a hash fragment) and `T@KEY` (a hot tuple)
+FRAGMENT_NAME = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
+TUPLE_NAME = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
+
+
+def fragment_name(table: str, index: int) -> str:
+    return f"{table}#{index}"
+
+
+def tuple_name(table: str, key: str | int) -> str:
+    return f"{table}@{key}"
+
 
 EXACT_KEYS = 1_000_000
 

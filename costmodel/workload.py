@@ -237,12 +237,6 @@ class Workload:
             })
         return pd.DataFrame(rows)
 
-    def plot(self, ax=None):
-        """The dataflow (matplotlib Axes): SPs in dataflow order with their tables."""
-        from reports.figures import plot_workload
-
-        return plot_workload(self, ax=ax)
-
     def _repr_html_(self) -> str:
         e = html.escape
         rows = "".join(

@@ -1,0 +1,334 @@
+"""Read and check a workload spec (TOML), by path or by the name of a bundled one
+(`costmodel/workloads/`). Every problem names the file, the entry and what is wrong, in one
+line, so the CLI can print it without a traceback. The spec's writer is `spec_writer`; a
+statistics directory is read as a workload by `advisor.spec.load_workload`."""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from costmodel.files import read_user_text
+from costmodel.errors import SpecError
+from costmodel.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
+                              Window, Workload, dataflow_cycle)
+
+_KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
+# a procedure's cost per batch, in units of cost_unit_us: 1,000,000 units is 100 s of work a
+# batch at the default unit, past anything the engine or the simulator can run in its bound
+MAX_PROCEDURE_COST = 1_000_000
+
+
+class _Reader:
+    """Pulls typed fields out of TOML tables and reports problems with their location."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, entry: str, problem: str) -> SpecError:
+        return SpecError(f"{self.source}: {entry}: {problem}")
+
+    def table(self, data: Any, entry: str) -> dict:
+        if not isinstance(data, dict):
+            raise self.fail(entry, f"must be a table, got {type(data).__name__}")
+        return data
+
+    def unknown(self, data: dict, allowed: set[str], entry: str) -> None:
+        extra = sorted(set(data) - allowed)
+        if extra:
+            raise self.fail(entry, f"unknown field {extra[0]!r} (allowed: {', '.join(sorted(allowed))})")
+
+    def required(self, data: dict, key: str, entry: str) -> Any:
+        if key not in data:
+            raise self.fail(entry, f"missing required field {key!r}")
+        return data[key]
+
+    def string(self, data: dict, key: str, entry: str, default: Any = ...) -> Any:
+        value = self.required(data, key, entry) if default is ... else data.get(key, default)
+        if value is not default and (not isinstance(value, str) or not value.strip()):
+            raise self.fail(entry, f"{key} must be a non-empty string, got {value!r}")
+        return value
+
+    def number(self, data: dict, key: str, entry: str, default: Any = ..., *,
+               integer: bool = False, positive: bool = False, at_most: float | None = None) -> Any:
+        value = self.required(data, key, entry) if default is ... else data.get(key, default)
+        if value is default:
+            return value
+        kind = "an integer" if integer else "a number"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (
+            integer and not isinstance(value, int)
+        ):
+            raise self.fail(entry, f"{key} must be {kind}, got {value!r}")
+        if not math.isfinite(value):
+            raise self.fail(entry, f"{key} must be finite, got {value}")
+        if value < 0 or (positive and value == 0):
+            raise self.fail(entry, f"{key} must be {'> 0' if positive else '>= 0'}, got {value}")
+        if at_most is not None and value > at_most:
+            raise self.fail(entry, f"{key} must be <= {at_most}, got {value}")
+        return value
+
+    def boolean(self, data: dict, key: str, entry: str, default: bool = False) -> bool:
+        value = data.get(key, default)
+        if not isinstance(value, bool):
+            raise self.fail(entry, f"{key} must be true or false, got {value!r}")
+        return value
+
+    def array(self, data: dict, key: str, entry: str) -> list:
+        value = data.get(key, [])
+        if not isinstance(value, list):
+            raise self.fail(entry, f"{key} must be an array, got {type(value).__name__}")
+        return value
+
+
+def parse_workload(text: str, source: str = "<spec>") -> Workload:
+    """Parse and validate spec text; raise SpecError naming source, entry and problem."""
+    r = _Reader(source)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{source}: not valid TOML: {exc}") from None
+    r.unknown(doc, {"name", "description", "input", "cluster", "tables", "procedures",
+                    "streams", "nested", "windows"}, "top level")
+    name = r.string(doc, "name", "top level")
+    description = doc.get("description", "")
+    if not isinstance(description, str):
+        raise r.fail("top level", "description must be a string")
+
+    inp = r.table(doc.get("input", {}), "[input]")
+    r.unknown(inp, {"batch_size", "rate", "fields", "cost_unit_us"}, "[input]")
+    fields = inp.get("fields", [])
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise r.fail("[input]", "fields must be an array of strings")
+    input_spec = InputSpec(
+        batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True),
+        rate=r.number(inp, "rate", "[input]", None, positive=True),
+        fields=tuple(fields),
+        cost_unit_us=float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US,
+                                    at_most=1_000_000)),
+    )
+
+    cl = r.table(doc.get("cluster", {}), "[cluster]")
+    r.unknown(cl, {"machines", "partitions_per_machine", "machine_memory_mb", "machine_capacity"},
+              "[cluster]")
+    machines = r.number(cl, "machines", "[cluster]", 1, integer=True, positive=True)
+    capacity = cl.get("machine_capacity")
+    if capacity is not None:
+        if not isinstance(capacity, list) or len(capacity) != machines:
+            raise r.fail("[cluster]", f"machine_capacity must list {machines} numbers, one per machine")
+        for i, _ in enumerate(capacity):
+            r.number({"c": capacity[i]}, "c", f"[cluster].machine_capacity[{i}]", positive=True)
+        capacity = tuple(float(c) for c in capacity)
+    cluster = Cluster(
+        machines=machines,
+        partitions_per_machine=r.number(cl, "partitions_per_machine", "[cluster]", 1,
+                                        integer=True, positive=True),
+        machine_memory_mb=r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True),
+        machine_capacity=capacity,
+    )
+
+    tables = [_table(r, t, i) for i, t in enumerate(r.array(doc, "tables", "top level"))]
+    _unique(r, [t.name for t in tables], "tables")
+    table_names = {t.name for t in tables}
+    windows = [_window(r, w, i, table_names) for i, w in enumerate(r.array(doc, "windows", "top level"))]
+    _unique(r, [w.name for w in windows], "windows")
+    procedures = [_procedure(r, p, i, table_names | {w.name for w in windows}, set(input_spec.fields))
+                  for i, p in enumerate(r.array(doc, "procedures", "top level"))]
+    if not procedures:
+        raise r.fail("top level", "a workload needs at least one [[procedures]] entry")
+    _unique(r, [p.name for p in procedures], "procedures")
+    proc_names = {p.name for p in procedures}
+    _check_window_owners(r, windows, procedures, input_spec)
+    streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
+    _check_acyclic(r, streams)
+    nested = []
+    for i, n in enumerate(r.array(doc, "nested", "top level")):
+        entry = f"nested[{i}]"
+        n = r.table(n, entry)
+        r.unknown(n, {"procedures"}, entry)
+        members = r.required(n, "procedures", entry)
+        if not isinstance(members, list) or len(members) < 2 or not all(isinstance(m, str) for m in members):
+            raise r.fail(entry, "procedures must list at least two procedure names")
+        for m in members:
+            if m not in proc_names:
+                raise r.fail(entry, f"unknown procedure {m!r}")
+        nested.append(tuple(members))
+    seen: dict[str, int] = {}
+    for i, group in enumerate(nested):
+        for m in group:
+            if m in seen:
+                raise r.fail(f"nested[{i}]", f"procedure {m!r} is already in nested[{seen[m]}]")
+            seen[m] = i
+
+    return Workload(
+        name=name, tables=tuple(tables), procedures=tuple(procedures), streams=tuple(streams),
+        nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
+        source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
+    )
+
+
+def _table(r: _Reader, data: Any, i: int) -> Table:
+    entry = f"tables[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"tables[{i}] {name!r}"
+    r.unknown(data, {"name", "rows", "row_bytes", "key", "read_mostly"}, entry)
+    return Table(
+        name=name,
+        rows=r.number(data, "rows", entry, integer=True),
+        row_bytes=r.number(data, "row_bytes", entry, integer=True, positive=True),
+        key=r.string(data, "key", entry),
+        read_mostly=r.boolean(data, "read_mostly", entry),
+    )
+
+
+def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]) -> Procedure:
+    entry = f"procedures[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"procedures[{i}] {name!r}"
+    r.unknown(data, {"name", "cost", "accesses", "partition_key", "code", "oltp"}, entry)
+    accesses = []
+    for j, a in enumerate(r.array(data, "accesses", entry)):
+        aentry = f"{entry}.accesses[{j}]"
+        a = r.table(a, aentry)
+        r.unknown(a, {"table", "mode", "rows", "keys", "probability"}, aentry)
+        table = r.string(a, "table", aentry)
+        if table not in tables:
+            raise r.fail(aentry, f"unknown table or window {table!r}")
+        mode = r.string(a, "mode", aentry)
+        if mode not in ("read", "write"):
+            raise r.fail(aentry, f"mode must be 'read' or 'write', got {mode!r}")
+        keys = r.string(a, "keys", aentry, "uniform")
+        match = _KEYS.match(keys)
+        if not match:
+            raise r.fail(aentry, f"keys must be uniform, sequential, zipf:<theta> or input:<field>, got {keys!r}")
+        if match.group("theta") is not None:
+            try:
+                theta = float(match.group("theta"))
+            except ValueError:
+                raise r.fail(aentry, f"zipf theta must be a number, got {match.group('theta')!r}") from None
+            if not (0 <= theta < 10):
+                raise r.fail(aentry, f"zipf theta must be in [0, 10), got {theta}")
+        accesses.append(Access(
+            table=table, mode=mode, rows=r.number(a, "rows", aentry, positive=True), keys=keys,
+            probability=r.number(a, "probability", aentry, 1.0, at_most=1.0),
+        ))
+    partition_key = r.string(data, "partition_key", entry, None)
+    return Procedure(
+        name=name, cost=r.number(data, "cost", entry, at_most=MAX_PROCEDURE_COST), accesses=tuple(accesses),
+        partition_key=partition_key, code=r.string(data, "code", entry, None),
+        oltp=r.boolean(data, "oltp", entry),
+    )
+
+
+def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
+    entry = f"windows[{i}]"
+    data = r.table(data, entry)
+    name = r.string(data, "name", entry)
+    entry = f"windows[{i}] {name!r}"
+    r.unknown(data, {"name", "procedure", "size", "slide", "kind", "tuple_bytes", "max_tuples"}, entry)
+    if name in tables:
+        raise r.fail(entry, f"window name {name!r} clashes with a table of the same name")
+    kind = r.string(data, "kind", entry, "tuple")
+    if kind not in ("tuple", "time"):
+        raise r.fail(entry, f"kind must be 'tuple' or 'time', got {kind!r}")
+    size = r.number(data, "size", entry, integer=kind == "tuple", positive=True)
+    slide = r.required(data, "slide", entry)
+    if isinstance(slide, (int, float)) and not isinstance(slide, bool) and math.isfinite(slide) \
+            and not (0 < slide <= size):
+        raise r.fail(entry, f"slide must be > 0 and <= size ({size:g}), got {slide:g}")
+    slide = r.number(data, "slide", entry, integer=kind == "tuple", positive=True)
+    max_tuples = r.number(data, "max_tuples", entry, None, integer=True, positive=True)
+    if max_tuples is not None and kind == "tuple":
+        raise r.fail(entry, "max_tuples is for time windows (a tuple window holds size tuples)")
+    return Window(
+        name=name, procedure=r.string(data, "procedure", entry), size=size, slide=slide, kind=kind,
+        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True),
+        max_tuples=max_tuples,
+    )
+
+
+def _check_window_owners(r: _Reader, windows: list[Window], procedures: list[Procedure],
+                         input_spec: InputSpec) -> None:
+    """A window's owner exists, is the only SP that names it, and names it only to read it;
+    a time window's memory can be sized."""
+    owner = {w.name: w.procedure for w in windows}
+    names = {p.name for p in procedures}
+    for i, w in enumerate(windows):
+        if w.procedure not in names:
+            raise r.fail(f"windows[{i}] {w.name!r}", f"unknown owner procedure {w.procedure!r}")
+        if w.kind == "time" and w.max_tuples is None and input_spec.rate is None:
+            raise r.fail(f"windows[{i}] {w.name!r}",
+                         "a time window needs max_tuples or an [input] rate to size its memory")
+    for i, p in enumerate(procedures):
+        for j, a in enumerate(p.accesses):
+            if a.table not in owner:
+                continue
+            entry = f"procedures[{i}] {p.name!r}.accesses[{j}]"
+            if owner[a.table] != p.name:
+                raise r.fail(entry, f"window {a.table!r} is private to its owner "
+                                    f"{owner[a.table]!r}; no other procedure may access it")
+            if a.mode != "read":
+                raise r.fail(entry, f"window {a.table!r}: its owner inserts each batch's tuples "
+                                    "itself; an access to it may only read")
+
+
+def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:
+    entry = f"streams[{i}]"
+    data = r.table(data, entry)
+    r.unknown(data, {"from", "to", "tuples", "tuple_bytes"}, entry)
+    source = r.string(data, "from", entry)
+    target = r.string(data, "to", entry)
+    entry = f"streams[{i}] {source}->{target}"
+    for end in (source, target):
+        if end not in procs:
+            raise r.fail(entry, f"unknown procedure {end!r}")
+    if source == target:
+        raise r.fail(entry, "a stream cannot connect a procedure to itself")
+    return Stream(source, target, r.number(data, "tuples", entry, positive=True),
+                  r.number(data, "tuple_bytes", entry, 64, integer=True, positive=True))
+
+
+def _unique(r: _Reader, names: list[str], what: str) -> None:
+    seen = set()
+    for i, n in enumerate(names):
+        if n in seen:
+            raise r.fail(f"{what}[{i}]", f"duplicate name {n!r}")
+        seen.add(n)
+
+
+def _check_acyclic(r: _Reader, streams: list[Stream]) -> None:
+    cycle = dataflow_cycle([(s.source, s.target) for s in streams])
+    if cycle is not None:
+        raise r.fail("streams", f"cycle in the dataflow: {' -> '.join(cycle)}")
+
+
+# -- loading by name or path ---------------------------------------------------------------
+
+def bundled_workloads() -> dict[str, str]:
+    """Name -> one-line description of every workload shipped with the tool."""
+    out = {}
+    for entry in sorted(resources.files("costmodel.workloads").iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".toml"):
+            doc = tomllib.loads(entry.read_text())
+            out[entry.name[:-5]] = doc.get("description", "").strip().splitlines()[0] if doc.get("description") else ""
+    return out
+
+
+def read_spec(source: str | Path) -> Workload:
+    """A bundled workload by name or a spec file by path."""
+    text_source = str(source)
+    path = Path(text_source)
+    if path.is_dir():
+        raise SpecError(f"{path}: a directory, not a spec file")
+    if path.suffix == ".toml" or path.exists():
+        return parse_workload(read_user_text(path, SpecError), str(path))
+    resource = resources.files("costmodel.workloads").joinpath(f"{text_source}.toml")
+    if not resource.is_file():
+        names = ", ".join(bundled_workloads())
+        raise SpecError(f"{text_source}: not a spec file or a bundled workload (bundled: {names})")
+    return parse_workload(resource.read_text(), f"bundled:{text_source}")
