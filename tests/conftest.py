@@ -1,4 +1,4 @@
-"""Shared fixtures and the fast tier.
+"""Shared fixtures and the test tiers.
 
 `spark`: ONE local Spark session for the whole test run (local[2], 4 shuffle partitions, quiet
 logs, UI off, bound to 127.0.0.1), started only when a test asks for it.
@@ -7,22 +7,22 @@ Small workloads (`tpcdi_trade`, `chain32`, ...) are loaded once per run: workloa
 records, so sharing them is safe. Designs are mutable, so their fixtures build a fresh one for
 every test (cheap).
 
-The `unit` marker is given here, to every test that carries none of the markers of tests
-that start something (`spark`, `cluster`, `browser`, `process`) or take long (`slow`,
-`integration`) and asks for no `spark` fixture. It is kept true: a unit test that starts a
-subprocess, a multiprocessing process or a Spark session fails. `python -m pytest -m unit` is
-the inner loop (under a minute).
+Tiers: markers alone say them, so that a module's tier is read where the module is. A module
+whose tests start something (`spark`, `cluster`, `browser`, `process`), take long (`slow`) or
+run whole pipelines in this process (`integration`: throughput-picked recommendations, tuning
+studies, every bundled workload through the engine, simulator sweeps; seconds to minutes each)
+says so once at its top, `pytestmark = pytest.mark.integration` (a list for several); a single
+test says so with its decorator. A test asking for the `spark` fixture is marked `spark` here.
 
-`integration` is given here to the modules of INTEGRATION_MODULES: they start nothing either,
-but run whole pipelines (throughput-picked recommendations, tuning studies, every bundled
-workload through the engine, simulator sweeps), seconds to minutes each. A new test module is
-a unit module until it is listed there.
+`unit` is derived, never written: it is given here to every test that carries none of
+NOT_UNIT_MARKERS, and a test marked `unit` by hand is refused. It is kept true: a unit test that
+starts a subprocess, a multiprocessing process or a Spark session fails, so a module that starts
+one must be marked. `python -m pytest -m unit` is the inner loop (about a minute on 2 cores).
 """
 from __future__ import annotations
 
 import atexit
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -38,54 +38,21 @@ atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)  # a test ru
 
 # markers of tests that start a JVM, a process, a browser or a notebook kernel, or take long
 NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow", "integration")
-NOT_UNIT_FIXTURES = ("spark",)
-# modules of whole-pipeline tests (see the docstring): by file name, wherever the file lives
-INTEGRATION_MODULES = frozenset({
-    "test_demo.py", "test_design_cli.py", "test_engine_cli.py", "test_engine_crash.py",
-    "test_engine_multiprocess.py", "test_engine_recovery.py", "test_engine_run.py",
-    "test_engine_data_parallel.py", "test_busy_time.py",
-    "test_engine_trace.py", "test_engine_work.py", "test_notebook.py", "test_recommend_pick.py",
-    "test_report.py", "test_report_browser.py", "test_report_figures.py",
-    "test_report_suggestions.py", "test_search.py", "test_search_local.py", "test_search_model.py",
-    "test_sim_calibration.py", "test_sim_cli.py", "test_sim_fidelity_summary.py",
-    "test_sim_shapes.py", "test_sim_validate.py", "test_traces_aggregate.py",
-    "test_traces_cluster.py", "test_traces_graph.py", "test_traces_in_place.py", "test_cli_terminal.py", "test_tune.py",
-    "test_build_report.py", "test_windows_advisor.py", "test_migration_pick.py", "test_drift.py",
-    "test_long_run_history.py",
-    "test_migration_bench.py",
-    "test_docs_blocks.py",
-})
-
-
-_MODULE_NOT_UNIT = re.compile(r"^pytestmark\s*=\s*pytest\.mark\.(%s)\b" % "|".join(NOT_UNIT_MARKERS),
-                              re.M)
-
-
-def pytest_ignore_collect(collection_path, config):
-    """Under `-m unit`, an integration module, or one marked whole as Spark, cluster, browser,
-    process or slow, holds no unit test: it is not even imported."""
-    if config.getoption("markexpr", "") != "unit" or collection_path.suffix != ".py":
-        return None
-    if not collection_path.name.startswith("test_"):
-        return None
-    if collection_path.name in INTEGRATION_MODULES:
-        return True
-    try:
-        text = collection_path.read_text()
-    except OSError:
-        return None
-    return True if _MODULE_NOT_UNIT.search(text) else None
 
 
 def pytest_collection_modifyitems(config, items):
+    """Mark the tests that use the `spark` fixture `spark`, then give `unit` to the tests
+    without a marker of NOT_UNIT_MARKERS."""
+    hand_marked = [item.nodeid for item in items if item.get_closest_marker("unit")]
+    if hand_marked:
+        raise pytest.UsageError(f"{hand_marked[0]}: `unit` is given by tests/conftest.py, not by "
+                                f"hand (remove the mark; mark a test that starts something or "
+                                f"takes long with its tier)")
     for item in items:
-        if item.path.name in INTEGRATION_MODULES:
-            item.add_marker(pytest.mark.integration)
-        if any(item.get_closest_marker(m) for m in NOT_UNIT_MARKERS):
-            continue
-        if any(f in getattr(item, "fixturenames", ()) for f in NOT_UNIT_FIXTURES):
-            continue
-        item.add_marker(pytest.mark.unit)
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if not any(item.get_closest_marker(m) for m in NOT_UNIT_MARKERS):
+            item.add_marker(pytest.mark.unit)
 
 
 class StartedSomething(AssertionError):
@@ -151,7 +118,7 @@ def spark():
 @pytest.fixture(scope="session")
 def tpcdi_trade():
     """The TPC-DI trade dataflow (7 SPs), the project's main example."""
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
 
     return load_workload("tpcdi-trade")
 
@@ -159,7 +126,7 @@ def tpcdi_trade():
 @pytest.fixture(scope="session")
 def chain32():
     """A chain of 32 SPs, each with its own table: the scaling workload."""
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
 
     return load_workload("chain-32")
 
@@ -167,7 +134,7 @@ def chain32():
 @pytest.fixture(scope="session")
 def workloads():
     """Any bundled workload by name, each loaded once: `workloads("linear-road")`."""
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
 
     loaded = {}
 
@@ -213,7 +180,7 @@ def tpcdi_report(tpcdi_trade):
     """(recommendation, report HTML with a simulator validation) of tpcdi-trade: built once
     for the report tests and the browser test (a full report takes tens of seconds)."""
     from advisor.api import recommend
-    from engine_sim.validation import validate_design
+    from reports.validation import validate_design
     from reports.report import build_report
 
     rec = recommend("tpcdi-trade")

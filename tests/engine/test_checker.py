@@ -110,16 +110,31 @@ def test_every_lane_of_a_data_parallel_sp_must_commit(lanes):
 
 # -- the serial order the checker returns ---------------------------------------------------------
 
+def in_batch_and_dataflow_order(order) -> bool:
+    """Whether `order` is a legal schedule of FLOW on one row, said without the checker: each
+    SP runs its batches in order, and a stream's source runs a batch before its target does."""
+    at = {te: i for i, te in enumerate(order)}
+    batches = sorted({b for _, b in order})
+    in_batch_order = all(at[(p, a)] < at[(p, b)]
+                         for p in FLOW.procedures for a, b in zip(batches, batches[1:]))
+    return in_batch_order and all(at[(s, b)] < at[(t, b)] for s, t in FLOW.streams for b in batches)
+
+
 def test_the_serial_order_is_the_executed_one_for_every_legal_schedule():
-    """On one row every legal schedule has exactly one equivalent serial order: the one run."""
+    """On one row every legal schedule has exactly one equivalent serial order: the one run.
+    The checker accepts exactly the schedules in batch and dataflow order (some are)."""
     tes = [("T1", 0), ("T1", 1), ("T2", 0), ("T2", 1)]
+    legal = [order for order in permutations(tes) if in_batch_and_dataflow_order(order)]
+    accepted = []
     for order in permutations(tes):
         hist = serial(order)
         r = check_history(hist, FLOW, range(2))
         if r.ok:
+            accepted.append(order)
             assert [(hist[i].procedure, hist[i].batch) for i in r.order] == list(order)
         else:
             assert r.order == []
+    assert legal and sorted(accepted) == sorted(legal)
 
 
 def test_the_serial_order_keeps_every_edge_and_each_group_together():
