@@ -1,12 +1,92 @@
 """Workload-driven design advisor for transactional streaming deployments.
 
-    from advisor.api import recommend
-    rec = recommend("tpcdi-trade", machines=4)
+One import for a notebook session (every object it returns renders itself):
+
+    import advisor
+    workload = advisor.load_workload("tpcdi-trade")
+    rec = advisor.recommend(workload, machines=4)
+    rec.plot(); rec.plot_design()
+    advisor.simulate(workload, rec.design)
+    advisor.validate(workload, rec.design)        # engine and simulator side by side
+    advisor.tune(workload, machines=8, rounds=3)
     rec.design.save("design.json")
+
+`import advisor` stays cheap (every submodule and `advisor --help` import it): the verbs and
+types below are looked up on first use (PEP 562), so Spark, the engine, the simulator, the
+reports and matplotlib load only when a session reaches for them.
 """
+from __future__ import annotations
+
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 try:  # one place for the version: pyproject.toml, read back from the installed metadata
     __version__ = version("sstore-advisor")
 except PackageNotFoundError:  # a source tree that was never installed
     __version__ = "0+unknown"
+
+if TYPE_CHECKING:  # for the annotations only: at run time these load on first use
+    from costmodel import Weights
+    from costmodel.design import Design
+    from advisor.sources import Source
+    from reports.tuning import TuningRound, TuningStudy
+
+# name -> (home module, name there): the existing functions and types, imported on first use
+_FACADE_HOMES: dict[str, tuple[str, str]] = {
+    "load_workload": ("advisor.sources", "load_workload"),
+    "recommend": ("advisor.api", "recommend"),
+    "evaluate": ("advisor.api", "evaluate"),
+    "simulate": ("engine_sim.sim", "simulate"),  # what `advisor simulate` runs
+    "validate": ("reports.validation", "validate_design"),  # what `advisor validate` runs
+    "plot_workload": ("reports.figures", "plot_workload"),
+    "Calibration": ("costmodel.calibration", "Calibration"),
+    "Design": ("costmodel.design", "Design"),
+    "Workload": ("costmodel.workload", "Workload"),
+    "Recommendation": ("advisor.api", "Recommendation"),
+}
+
+__all__ = sorted([*_FACADE_HOMES, "tune", "plot_graph"])
+
+
+def __getattr__(name: str) -> object:
+    """Import a facade name's home module on first use, and keep the name here after."""
+    if name not in _FACADE_HOMES:
+        raise AttributeError(f"module 'advisor' has no attribute {name!r}")
+    module, attribute = _FACADE_HOMES[name]
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def tune(source: Source, machines: int | None = None, rounds: int = 5, *,
+         partitions_per_machine: int | None = None, weights: Weights | None = None,
+         seed: int = 0, min_gain: float = 0.01,
+         progress: Callable[[TuningRound], None] | None = None) -> TuningStudy:
+    """What `advisor tune` does, in one call: `reports.tuning.TuningStudy(...).run(rounds)`
+    (the study renders itself; `.best`, `.to_frame()`, `.plot()`)."""
+    from reports.tuning import TuningStudy
+
+    study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
+                        weights=weights, seed=seed, min_gain=min_gain)
+    return study.run(rounds=rounds, progress=progress)
+
+
+def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: int = 80):
+    """Draw a design on its workload's state/processing graph (matplotlib Axes). A bare
+    `Design` is plain data below the figures and cannot draw itself; this reads the graph
+    from any source (a bundled name, a spec, statistics, a Workload or a WorkloadGraph), at
+    the design's granularity. A recommendation draws its own: `rec.plot_design()`."""
+    from advisor.sources import load_source_for
+    from costmodel.design import Design
+    from reports.figures import plot_graph as draw
+
+    if not isinstance(design, Design):
+        design = Design.load(design)
+    _, graph = load_source_for(design, source)
+    return draw(design, graph, ax=ax, max_nodes=max_nodes)

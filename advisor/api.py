@@ -8,71 +8,23 @@ from pathlib import Path
 import numpy as np
 
 import costmodel
-from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_loads, machine_memory
+from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.granularity import base_table, workload_at
-from costmodel.lanes import lane_routes
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
+from advisor.judge import Simulator
 from costmodel.graph import WorkloadGraph
 from advisor.profile import workload_profile
 from advisor.search import DesignSearch
-from advisor.selection import (MAX_SIM_BATCH_WORK, OBJECTIVES, Option, Selection, enumerated_options,
+from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
                                 one_machine_option, option, search_options, select,
                                 simulation_blocker)
-from advisor.spec import load_workload
+from advisor.sources import Source, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from costmodel.workload import Workload
-
-Source = str | Path | Workload | WorkloadGraph
-
-
-def is_statistics_dir(source) -> bool:
-    return isinstance(source, (str, Path)) and (Path(source) / "_stats.json").is_file()
-
-
-def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
-    """A workload (bundled name, spec path or object) or a statistics directory, with its graph.
-
-    A statistics directory gives the workload rebuilt from it (`advisor.statistics_workload`:
-    what the simulator and the engine run) and its graph (built straight from the columns
-    when it is too large to simulate).
-    The workload is None only for a bare graph.
-    """
-    if isinstance(source, WorkloadGraph):
-        return None, source
-    if isinstance(source, Workload):
-        return source, WorkloadGraph.from_workload(source)
-    if is_statistics_dir(source):
-        workload = load_workload(source)
-        edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
-        if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:
-            # small enough to simulate: the search sees the very model the simulator judges
-            # (SP work net of the overheads the simulator charges itself)
-            return workload, WorkloadGraph.from_workload(workload)
-        from advisor.statistics_graph import graph_from_statistics
-
-        return workload, graph_from_statistics(source)  # straight from the columns: scales
-    workload = load_workload(source)
-    return workload, WorkloadGraph.from_workload(workload)
-
-
-def load_graph(source: Source, machines: int | None = None,
-               partitions_per_machine: int | None = None) -> WorkloadGraph:
-    """The graph of a source on a cluster (the spec's own unless overridden)."""
-    _, graph = load_source(source)
-    check_cluster(machines, partitions_per_machine)
-    return graph.with_cluster(machines, partitions_per_machine)
-
-
-def check_cluster(machines: int | None, partitions_per_machine: int | None) -> None:
-    """A cluster a user asked for: each count None (the source's own) or an integer >= 1."""
-    for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-            raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
-
 
 @dataclass
 class DesignBottleneck:
@@ -227,6 +179,18 @@ class Recommendation:
 
         return plot_cost_breakdown(self, ax=ax)
 
+    def plot_design(self, name: str = "recommended", ax=None, max_nodes: int = 80):
+        """The design (or the baseline `name`) drawn on the graph it was searched on, kept
+        here so a notebook need not pass it back: machines as colours, cut edges dashed red
+        (matplotlib Axes)."""
+        from reports.figures import plot_graph
+
+        designs = self.all_designs()
+        if name not in designs:
+            raise AdvisorError(f"no design {name!r} in this recommendation: it has {', '.join(designs)}")
+        graph = self.design_graph if name == "recommended" else self.graph
+        return plot_graph(designs[name], graph, ax=ax, max_nodes=max_nodes)
+
     def _repr_html_(self) -> str:
         e = html.escape
         frame = self.to_frame()
@@ -241,14 +205,16 @@ def recommend(source: Source, machines: int | None = None,
               search: DesignSearch | None = None, objective: str = "throughput",
               workload: Workload | None = None, sim_calibration=None,
               data_parallel: bool = False, current: Design | str | Path | None = None,
-              max_move_mb: float | None = None) -> Recommendation:
+              max_move_mb: float | None = None, simulator: Simulator | None = None
+              ) -> Recommendation:
     """The design for `source` on the cluster: the candidate (the search's good designs, the
     baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
 
     `workload` is a spec to simulate when the source is a graph or statistics whose state items
     are the spec's tables; `sim_calibration` (a Calibration or SimParams) is what the simulator
-    predicts with (default: the reference cluster). Where the simulator cannot judge, the pick
+    predicts with (default: the reference cluster); `simulator` is what judges (default:
+    engine_sim's, `default_simulator`). Where the simulator cannot judge, the pick
     falls back to cost and `selection.note` says why. With `data_parallel`, the pick's
     data-parallel variant (SPs that split by key, as lanes over fragments of their tables) is
     simulated beside it and recommended when faster (`Recommendation.data_parallel` says).
@@ -267,6 +233,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None and data_parallel:
         raise AdvisorError("a migration from a deployed design weighs table-level designs: "
                            "leave out data_parallel")
+    simulator = simulator if simulator is not None else default_simulator()
     loaded, graph = load_source(source)
     if current is not None:
         current = current if isinstance(current, Design) else Design.load(current)
@@ -293,7 +260,7 @@ def recommend(source: Source, machines: int | None = None,
     if simulate:
         together = one_machine_option(graph, weights, seed)
         options += ([together] if together is not None else []) + enumerated_options(graph, weights, seed)
-    selection = select(options, objective, spec, graph, weights, sim_calibration, seed)
+    selection = select(options, objective, spec, graph, weights, sim_calibration, seed, simulator=simulator)
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}
@@ -304,7 +271,7 @@ def recommend(source: Source, machines: int | None = None,
                                 method="advisor", provenance=provenance)
     choice = None
     if data_parallel and selection.objective == "throughput" and spec is not None:
-        choice = weigh_data_parallel(spec, design, sim_calibration, seed)
+        choice = weigh_data_parallel(spec, design, sim_calibration, seed, simulator=simulator)
         if choice is not None:  # scored as the cost model sees it: the lanes' base partitions
             at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
             choice.variant.cost = choice.variant.score(at, weights)
@@ -318,7 +285,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         from advisor.migration_pick import plan_migration
 
-        plan = plan_migration(out, current, max_move_mb, sim_calibration, seed)
+        plan = plan_migration(out, current, max_move_mb, sim_calibration, seed, simulator=simulator)
         out.migration = plan
         out.design = replace(plan.chosen.design, method="advisor", provenance={
             **provenance, "migration": {"from": current.provenance.get("input_sha256"),
@@ -332,6 +299,14 @@ def recommend(source: Source, machines: int | None = None,
     return out
 
 
+def default_simulator() -> Simulator:
+    """What judges designs unless a caller gives its own: engine_sim's simulator (the API is
+    above the simulator; the pick below it is handed one, `advisor.judge`)."""
+    from engine_sim.sim.judge import ENGINE_SIMULATOR
+
+    return ENGINE_SIMULATOR
+
+
 def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | None,
                       partitions_per_machine: int | None) -> tuple[int, int]:
     """The cluster of a migration: the deployed design's; one asked for must be the same."""
@@ -342,19 +317,6 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
         raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
                            f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
     return asked
-
-
-def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
-    """`load_source`, with a spec seen at the design's granularity when the design places
-    fragments or hot tuples of its tables (`costmodel.granularity.workload_at`); the design's
-    data-parallel lanes are checked against it."""
-    workload, graph = load_source(source)
-    if workload is not None:
-        lane_routes(workload, design)  # lanes the workload cannot run: one line, before any work
-        at = workload_at(workload, design.state)
-        if at is not workload:
-            workload, graph = at, WorkloadGraph.from_workload(at)
-    return workload, graph
 
 
 def evaluate(design: Design | str | Path, source: Source, weights: Weights | None = None
@@ -372,11 +334,12 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
 
 
 def diff(current: Design | str | Path, new: Design | str | Path, source: Source, calibration=None,
-         seed: int = 0, relabel: bool = True):
+         seed: int = 0, relabel: bool = True, simulator: Simulator | None = None):
     """What moving a deployment from `current` to `new` takes (`advisor.migration.DesignDiff`):
     every SP and state item that moves, the bytes, the copy time at the simulator's (or the
     calibration's) prices, and both designs' predicted throughput (the busy-time estimate
-    where the workload is too large to simulate; none for a bare graph)."""
+    where the workload is too large to simulate; none for a bare graph). `simulator`: what
+    predicts them (default: engine_sim's)."""
     from advisor.migration import diff as diff_of
     from advisor.migration_pick import predict_designs
 
@@ -385,17 +348,17 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)
     if workload is not None:
         workload = workload.with_cluster(current.machines, current.partitions_per_machine)
+    simulator = simulator if simulator is not None else default_simulator()
     if calibration is None:
-        from engine_sim.sim import Calibration
-
-        calibration = Calibration.reference()
+        calibration = simulator.reference_calibration()
     params = getattr(calibration, "params", calibration)
     out = diff_of(current, new, graph, params, workload, relabel=relabel)
     pair = [current, out.new]
     for d in pair:
         d.arrays(graph)  # a design that does not fit the source: one line, before any work
     if workload is not None and simulation_blocker(workload, graph) is None:
-        figures, out.judged_by = predict_designs(pair, workload, calibration, seed), "simulator"
+        figures = predict_designs(pair, workload, calibration, seed, simulator=simulator)
+        out.judged_by = "simulator"
     elif workload is not None:
         from advisor.busy_estimate import BusyEstimate
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodel.busy_time import BusyPrices, BusyTime, SpTraits, busy_time
+from costmodel.window_work import window_work
 
 WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
 
@@ -43,8 +44,6 @@ class BusyEstimate:
 def sp_traits(graph, workload, params) -> SpTraits:
     """Each SP's work per batch as the simulator prices it (declared cost at the workload's
     cost unit, nothing for code, window maintenance at its owner), code, topological rank."""
-    from engine_sim.sim.windows import window_work
-
     unit_s = float(getattr(workload, "cost_unit_us", 100.0)) / 100.0 * params.cost_unit_s
     rank_of = {n: i for i, n in enumerate(workload.topological_order())}
     work, code, rank = [], [], []

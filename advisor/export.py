@@ -123,7 +123,7 @@ def export_graphml(design: Design, graph: WorkloadGraph) -> ExportResult:
 def export_design(design: Design, source, fmt: str) -> ExportResult:
     """Export `design` in format `fmt` for `source` (bundled name, spec path or object, or a
     statistics directory), loaded at the design's granularity."""
-    from advisor.api import load_source_for
+    from advisor.sources import load_source_for
 
     check_format(fmt)
     workload, graph = load_source_for(design, source)

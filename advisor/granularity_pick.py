@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from costmodel.lanes import lane_routes
 from advisor.data_parallel import TXN_OVERHEAD_UNITS, data_parallel_variant
+from advisor.judge import Simulator, need_simulator
 from costmodel.design import Design
 from advisor.selection import MIN_BATCHES, TIE_TOLERANCE  # as the pick: a tie keeps the table level
 from costmodel.workload import Workload
@@ -87,14 +88,15 @@ def variants(workload: Workload, design: Design, txn_overhead: float = TXN_OVERH
 
 
 def weigh_data_parallel(workload: Workload, design: Design, calibration=None, seed: int = 0,
-                        batches: int = COMPARE_BATCHES) -> DataParallelChoice | None:
+                        batches: int = COMPARE_BATCHES, *, simulator: Simulator
+                        ) -> DataParallelChoice | None:
     """Simulate `design` and its data-parallel variants (`variants`), within an event budget
     (the same input gives the same choice on any host), and keep the fastest variant; None
     when no SP of `workload` can run data-parallel (or the design already splits tables). A
-    tie at a statistics workload's measured costs is settled over their range (`settle_tie`)."""
-    from engine_sim.sim import Calibration, SimError
-
-    cal = calibration if calibration is not None else Calibration.reference()
+    tie at a statistics workload's measured costs is settled over their range (`settle_tie`).
+    `simulator` predicts every side (`advisor.judge`)."""
+    simulator = need_simulator(simulator, "weighing data-parallel variants")
+    cal = calibration if calibration is not None else simulator.reference_calibration()
     candidates = variants(workload, design, txn_overhead_units(getattr(cal, "params", cal)))
     if not candidates:
         return None
@@ -110,12 +112,12 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
                                   f"do not fit the simulation budget")
 
     def predict(d: Design) -> float:
-        return predicted_tps(workload, d, cal, batches, seed)
+        return predicted_tps(workload, d, cal, batches, seed, simulator)
 
     try:
         table = predict(design)
         scored = [(predict(d), -i, d) for i, d in enumerate(candidates)]
-    except SimError as exc:
+    except simulator.error as exc:
         return DataParallelChoice(candidates[0], None, None, False, f"the simulator could not run it: {exc}")
     dp, _, best = max(scored, key=lambda x: (x[0], x[1]))
     picked = dp > table * (1 + TIE_TOLERANCE)
@@ -126,9 +128,9 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
     if not picked:
         ties = [(tps, d) for tps, _, d in scored if tps >= table * (1 - TIE_TOLERANCE)]
         try:
-            settled = settle_tie(workload, design, ties, calibration=cal, seed=seed, batches=batches) \
-                if ties else None
-        except SimError:
+            settled = settle_tie(workload, design, ties, calibration=cal, seed=seed, batches=batches,
+                                 simulator=simulator) if ties else None
+        except simulator.error:
             settled = None
         if settled is not None:
             dp, best, why = settled
@@ -139,12 +141,11 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
     return DataParallelChoice(best, dp, table, picked, reason, tried=len(scored))
 
 
-def predicted_tps(workload: Workload, design: Design, calibration, batches: int, seed: int) -> float:
+def predicted_tps(workload: Workload, design: Design, calibration, batches: int, seed: int,
+                  simulator: Simulator) -> float:
     """The simulator's maximum throughput, as the pick measures every side (half its tie)."""
-    from engine_sim.sim import max_throughput
-
-    return float(max_throughput(workload, design, calibration=calibration, batches=batches, seed=seed,
-                                tolerance=TIE_TOLERANCE / 2).throughput_tps)
+    return float(simulator.max_throughput(workload, design, calibration=calibration, batches=batches,
+                                          seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps)
 
 
 def lanes_only_where_idle(workload: Workload, design: Design, variant: Design) -> bool:
@@ -156,7 +157,7 @@ def lanes_only_where_idle(workload: Workload, design: Design, variant: Design) -
 
 
 def settle_tie(workload: Workload, design: Design, ties: list[tuple[float, Design]], calibration,
-               seed: int, batches: int) -> tuple[float, Design, str] | None:
+               seed: int, batches: int, simulator: Simulator) -> tuple[float, Design, str] | None:
     """The variant of `ties` (predicted throughput at the measured costs, design) whose lanes
     take only partitions `design` leaves without SP work (`lanes_only_where_idle`) and that is
     as fast as `design` at both ends of the cost range of a workload rebuilt from statistics
@@ -170,10 +171,10 @@ def settle_tie(workload: Workload, design: Design, ties: list[tuple[float, Desig
     ties = [(tps, v) for tps, v in ties if lanes_only_where_idle(workload, design, v)]
     if not ties:
         return None
-    tables = [predicted_tps(w, design, calibration, batches, seed) for _, w in scenarios]
+    tables = [predicted_tps(w, design, calibration, batches, seed, simulator) for _, w in scenarios]
     best = None
     for tps, variant in ties:
-        ratios = [predicted_tps(w, variant, calibration, batches, seed) / t if t > 0 else 0.0
+        ratios = [predicted_tps(w, variant, calibration, batches, seed, simulator) / t if t > 0 else 0.0
                   for (_, w), t in zip(scenarios, tables)]
         if min(ratios) < 1 - TIE_TOLERANCE or max(ratios) <= 1 + TIE_TOLERANCE:
             continue

@@ -18,6 +18,7 @@ import numpy as np
 
 from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
+from advisor.judge import Simulator, need_simulator
 from advisor.migration import DesignDiff, align, diff, moves_between
 from advisor.selection import TIE_TOLERANCE, distinct, simulation_blocker
 
@@ -95,17 +96,15 @@ def _fastest(points: list[Reachable], judged_by: str) -> Reachable:
 
 
 def plan_migration(rec, current: Design, max_move_mb: float | None = None, calibration=None,
-                   seed: int = 0) -> MigrationPlan:
+                   seed: int = 0, *, simulator: Simulator) -> MigrationPlan:
     """Weigh the designs reachable from `current` for a recommendation `rec` of the same
-    workload and cluster (module docstring); by cost alone when `rec` was picked by cost."""
+    workload and cluster (module docstring), judged by `simulator`; by cost alone when `rec`
+    was picked by cost."""
+    simulator = need_simulator(simulator, "a migration plan")
     graph = rec.graph
     workload = rec.workload
     weights = rec.design.weights
-    cal = calibration
-    if cal is None:
-        from engine_sim.sim import Calibration
-
-        cal = Calibration.reference()
+    cal = calibration if calibration is not None else simulator.reference_calibration()
     params = getattr(cal, "params", cal)
     estimate = _estimator(graph, workload, params)
     points = [Reachable("deployed design", current, 0.0)]
@@ -136,7 +135,7 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
         if estimate is not None:
             r.estimated_tps = estimate.throughput_tps(*r.design.arrays(graph))
     by_cost = rec.selection is None or rec.selection.objective == "cost"
-    judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed)
+    judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed, simulator)
     plan = MigrationPlan(current, points, points[0], points[0], max_move_mb, judged_by)
     plan.best = plan.best_within(float("inf"))
     plan.chosen = plan.best if max_move_mb is None else plan.best_within(max_move_mb)
@@ -251,7 +250,8 @@ def _ratio(gain: float, megabytes: float) -> float:
     return gain * 1e9 if megabytes <= 0 else gain / megabytes
 
 
-def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: int) -> str:
+def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: int,
+           simulator: Simulator) -> str:
     """Simulate the estimate's frontier (at most MAX_SIMULATED designs); say what judged."""
     if workload is None:
         return "cost"
@@ -270,21 +270,24 @@ def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: i
     chosen = {id(r) for r in frontier}
     always = [points[0]] + [r for r in points if r.label == "recommended"]  # deployed, unconstrained pick
     judged = frontier + [p for p in always if id(p) not in chosen]
-    for r, tps in zip(judged, predict_designs([r.design for r in judged], workload, cal, seed)):
+    predicted = predict_designs([r.design for r in judged], workload, cal, seed, simulator=simulator)
+    for r, tps in zip(judged, predicted):
         r.predicted_tps = tps
     return "simulator"  # only simulated designs compete: an estimate is not a prediction
 
 
-def predict_designs(designs: list[Design], workload, calibration, seed: int = 0) -> list[float]:
-    """Each design's maximum throughput by the simulator (0 where it cannot run it), with the
-    batches and tolerance of the pick's final round, so the figures compare with its own."""
-    from engine_sim.sim import SimError, max_throughput
-
+def predict_designs(designs: list[Design], workload, calibration, seed: int = 0, *,
+                    simulator: Simulator) -> list[float]:
+    """Each design's maximum throughput by `simulator` (0 where it cannot run it), with the
+    batches and tolerance of the pick's final round, so the figures compare with its own.
+    `calibration` goes to the simulator as it is (None: the simulator's own default)."""
+    simulator = need_simulator(simulator, "predicting designs")
     out = []
     for d in designs:
         try:
-            out.append(float(max_throughput(workload, d, calibration=calibration, batches=SIM_BATCHES,
-                                            seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps))
-        except SimError:
+            out.append(float(simulator.max_throughput(workload, d, calibration=calibration,
+                                                      batches=SIM_BATCHES, seed=seed,
+                                                      tolerance=TIE_TOLERANCE / 2).throughput_tps))
+        except simulator.error:
             out.append(0.0)
     return out

@@ -21,7 +21,6 @@ The file's format:
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, CostGraph, Weights
-from costmodel.files import read_user_text
-from advisor.errors import AdvisorError
-
-CALIBRATION_FORMAT = "advisor.calibration/1"
+from costmodel.calibration import Calibration, CalibrationError
 PACKAGE_CALIBRATION = Path(__file__).parent / "data" / "calibration.json"
 ENV_VARIABLE = "ADVISOR_CALIBRATION"
 # CPU seconds per declared unit of SP cost: the engine does cost x 100 µs of work per SP
@@ -66,32 +62,22 @@ def calibration_path() -> Path:
     return user if user.is_file() else PACKAGE_CALIBRATION
 
 
-def _read(path: Path) -> dict:
-    try:
-        data = json.loads(read_user_text(path, AdvisorError))
-    except json.JSONDecodeError as exc:
-        raise AdvisorError(f"{path}: not a readable calibration file: {exc}") from None
-    if not isinstance(data, dict) or data.get("format") != CALIBRATION_FORMAT:
-        raise AdvisorError(f"{path}: not a calibration file (expected \"format\": \"{CALIBRATION_FORMAT}\")")
-    return data
+def _read(path: Path) -> Calibration:
+    """The calibration file, read by its one reader (`costmodel.calibration`)."""
+    return Calibration.load(path)
 
 
 def load_prices(path: str | Path | None = None) -> Prices:
     """The prices of a calibration file (default: `calibration_path()`)."""
     path = Path(path) if path is not None else calibration_path()
-    p = _read(path).get("prices")
-    if not isinstance(p, dict):
-        raise AdvisorError(f"{path}: calibration has no \"prices\" object")
+    p = _read(path).prices
     values = {}
     for key in ("distributed_txn_s", "move_s", "cost_unit_s", "single_txn_s"):
         if key not in p:
             if key in ("cost_unit_s", "single_txn_s"):
                 continue
-            raise AdvisorError(f"{path}: prices.{key} is missing")
-        v = p[key]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-            raise AdvisorError(f"{path}: prices.{key} must be a number >= 0, got {v!r}")
-        values[key] = float(v)
+            raise CalibrationError(f"{path}: prices.{key} is missing")
+        values[key] = float(p[key])  # the reader has checked each is a finite number >= 0
     return Prices(**values, source=str(path))
 
 
@@ -137,10 +123,9 @@ def local_move_ratio(calibration: str | Path | None = None) -> float:
 
 
 def calibration_simulator(calibration: str | Path | None = None) -> dict:
-    """The simulator prices of a calibration file (default: `calibration_path()`), as stored."""
+    """The simulator prices of a calibration file (default: `calibration_path()`)."""
     path = Path(calibration) if calibration is not None else calibration_path()
-    sim = _read(path).get("simulator")
-    return sim if isinstance(sim, dict) else {}
+    return _read(path).params.to_dict()
 
 
 def partition_weights(weights: Weights, calibration: str | Path | None = None) -> Weights:
@@ -153,13 +138,4 @@ def partition_weights(weights: Weights, calibration: str | Path | None = None) -
 def weights_from_calibration(path: str | Path) -> Weights:
     """The fixed weights stored in a calibration file (workload-independent; the default is
     `default_weights`, which prices the workload's own costs and accesses)."""
-    path = Path(path)
-    w = _read(path).get("weights")
-    if not isinstance(w, dict):
-        raise AdvisorError(f"{path}: calibration has no \"weights\" object")
-    try:
-        return Weights(alpha=w["alpha"], beta=w["beta"], gamma=w["gamma"])
-    except KeyError as exc:
-        raise AdvisorError(f"{path}: weights.{exc.args[0]} is missing") from None
-    except (TypeError, ValueError) as exc:
-        raise AdvisorError(f"{path}: weights: {exc}") from None
+    return _read(Path(path)).weights

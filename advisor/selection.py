@@ -25,6 +25,7 @@ from costmodel.design import Design
 from advisor.exhaustive import count_assignments
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
+from advisor.judge import SimOutcome, Simulator, need_simulator
 
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
@@ -275,12 +276,14 @@ class SimulationRuns:
     may just have done; the simulator is deterministic, so the same design, batches, rate
     tolerance, seed and calibration give the same result. `runs` counts the simulations
     actually run, `reused` those answered from an earlier one, `probes` the simulated runs
-    of the rate searches (the work: each runs every batch)."""
+    of the rate searches (the work: each runs every batch). `simulator` is the judge the
+    pick was given (`advisor.judge`)."""
 
     workload: Workload
     graph: WorkloadGraph
     weights: Weights
-    calibration: object  # engine_sim Calibration or SimParams (what every run predicts with)
+    simulator: Simulator
+    calibration: object  # the simulator's calibration or parameters (what every run predicts with)
     seed: int = 0
     runs: int = 0
     reused: int = 0
@@ -289,13 +292,12 @@ class SimulationRuns:
 
     @classmethod
     def of(cls, workload: Workload, graph: WorkloadGraph, weights: Weights, calibration=None,
-           seed: int = 0) -> "SimulationRuns":
-        """The runs of a pick; no calibration: the reference cluster."""
+           seed: int = 0, *, simulator: Simulator) -> "SimulationRuns":
+        """The runs of a pick by `simulator`; no calibration: its reference cluster."""
+        simulator = need_simulator(simulator, "the pick's simulations")
         if calibration is None:
-            from engine_sim.sim import Calibration
-
-            calibration = Calibration.reference()
-        return cls(workload, graph, weights, calibration, seed)
+            calibration = simulator.reference_calibration()
+        return cls(workload, graph, weights, simulator, calibration, seed)
 
     def design(self, proc_part: np.ndarray, state_part: np.ndarray, label: str = "") -> Design:
         """The design the simulator runs (the arrays are what identify it here)."""
@@ -303,37 +305,31 @@ class SimulationRuns:
 
     def max_throughput(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int,
                        tolerance: float, label: str = "", stop_below_tps: float | None = None
-                       ) -> "engine_sim.sim.SimResult":
-        """`engine_sim.sim.max_throughput` of the design (raises its SimError). With
+                       ) -> SimOutcome:
+        """The simulator's `max_throughput` of the design (raises its `error`). With
         `stop_below_tps`, for a caller that only asks whether the design beats that figure,
         the rate search stops once it cannot (the full search's result answers too)."""
-        from engine_sim.sim import max_throughput
-
         settings = ("max", batches, tolerance)
         if stop_below_tps is not None and self._key(settings, proc_part, state_part) not in self._done:
             settings += (stop_below_tps,)  # a shortened search answers only this question
-        return self._run(settings, proc_part, state_part, lambda d: max_throughput(
+        return self._run(settings, proc_part, state_part, lambda d: self.simulator.max_throughput(
             self.workload, d, calibration=self.calibration, batches=batches, seed=self.seed,
             tolerance=tolerance, stop_below_tps=stop_below_tps), label)
 
     def pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, window: int = 8,
-              label: str = "") -> "engine_sim.sim.SimResult":
-        """A closed-loop `engine_sim.sim.run_once` of the design (raises its SimError)."""
-        from engine_sim.sim import run_once
-
-        return self._run(("closed", batches, window), proc_part, state_part, lambda d: run_once(
-            self.workload, d, window=window, batches=batches, calibration=self.calibration,
-            seed=self.seed), label)
+              label: str = "") -> SimOutcome:
+        """A closed-loop `run_once` of the design by the simulator (raises its `error`)."""
+        return self._run(("closed", batches, window), proc_part, state_part,
+                         lambda d: self.simulator.run_once(self.workload, d, window=window, batches=batches,
+                                                           calibration=self.calibration, seed=self.seed),
+                         label)
 
     @staticmethod
     def _key(settings: tuple, proc_part, state_part) -> tuple:
         return (settings, np.asarray(proc_part, dtype=np.int64).tobytes(),
                 np.asarray(state_part, dtype=np.int64).tobytes())
 
-    def _run(self, settings: tuple, proc_part, state_part, simulate, label: str
-             ) -> "engine_sim.sim.SimResult":
-        from engine_sim.sim import SimError
-
+    def _run(self, settings: tuple, proc_part, state_part, simulate, label: str) -> SimOutcome:
         key = self._key(settings, proc_part, state_part)
         if key in self._done:
             self.reused += 1
@@ -342,10 +338,10 @@ class SimulationRuns:
             try:
                 self._done[key] = simulate(self.design(proc_part, state_part, label))
                 self.probes += max(len(self._done[key].search), 1)
-            except SimError as exc:
+            except self.simulator.error as exc:
                 self._done[key] = exc
         done = self._done[key]
-        if isinstance(done, SimError):
+        if isinstance(done, self.simulator.error):
             raise done
         return done
 
@@ -353,23 +349,26 @@ class SimulationRuns:
 @dataclass
 class ThroughputJudge:
     """Predicts each option's maximum throughput with the simulator, within a budget of
-    simulated events (deterministic, unlike seconds); `wall_cap_s` is only a safety net."""
+    simulated events (deterministic, unlike seconds); `wall_cap_s` is only a safety net. The
+    simulator is `runs`'s, or `simulator` when it keeps its own runs."""
 
     workload: Workload
     graph: WorkloadGraph
     weights: Weights
-    calibration: object = None  # engine_sim Calibration or SimParams; None: reference cluster
+    calibration: object = None  # the simulator's calibration or parameters; None: its reference
     seed: int = 0
     event_budget: int = EVENT_BUDGET
     wall_cap_s: float = WALL_CAP_S
     runs: SimulationRuns | None = None  # shared with what simulates after it (None: its own)
+    simulator: Simulator | None = None  # for its own runs (None: the shared runs' simulator)
     simulated_: int = field(default=0, init=False)
     note_: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
         if self.runs is None:
             self.runs = SimulationRuns.of(self.workload, self.graph, self.weights, self.calibration,
-                                          self.seed)
+                                          self.seed, simulator=self.simulator)
+        self.simulator = self.runs.simulator
 
     def _calibration(self):
         return self.runs.calibration
@@ -377,8 +376,6 @@ class ThroughputJudge:
     def _pilot(self, options: list[Option]) -> tuple[dict[int, float], float]:
         """Events per simulated batch of each option, from a short closed-loop run. The
         enumerated designs (many, tiny) share the worst figure of the others instead."""
-        from engine_sim.sim import SimError
-
         per_batch: dict[int, float] = {}
         spent = 0.0
         for o in options:
@@ -386,7 +383,7 @@ class ThroughputJudge:
                 continue
             try:
                 r = self.runs.pilot(o.proc_part, o.state_part, PILOT_BATCHES, label=o.label)
-            except SimError as exc:
+            except self.simulator.error as exc:
                 self.note_ = f"the simulator could not run {o.label}: {exc}"
                 continue
             per_batch[id(o)] = max(r.events / PILOT_BATCHES, 1.0)
@@ -407,8 +404,6 @@ class ThroughputJudge:
 
     def judge(self, options: list[Option]) -> list[Option]:
         """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
-        from engine_sim.sim import SimError
-
         cal = self._calibration()
         started = time.perf_counter()
         per_batch, spent = self._pilot(options)
@@ -445,7 +440,7 @@ class ThroughputJudge:
                 try:
                     r = self.runs.max_throughput(o.proc_part, o.state_part, batches, tolerance,
                                                  label=o.label)
-                except SimError as exc:
+                except self.simulator.error as exc:
                     self.note_ = f"the simulator could not run {o.label}: {exc}"
                     continue
                 o.predicted_tps, o.batches = float(r.throughput_tps), batches
@@ -466,8 +461,10 @@ class ThroughputJudge:
 
 
 def select(options: list[Option], objective: str, workload: Workload | None,
-           graph: WorkloadGraph, weights: Weights, calibration=None, seed: int = 0) -> Selection:
-    """The recommendation among `options` (the search's best first, then by priority)."""
+           graph: WorkloadGraph, weights: Weights, calibration=None, seed: int = 0, *,
+           simulator: Simulator | None = None) -> Selection:
+    """The recommendation among `options` (the search's best first, then by priority),
+    judged by `simulator` (needed for the throughput objective where it can simulate)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     by_cost = dict(chosen=options[0], options=options, objective="cost")
@@ -480,7 +477,7 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
     if len(unique) < 2:
         return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
-    runs = SimulationRuns.of(workload, graph, weights, calibration, seed)
+    runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
     judge = ThroughputJudge(workload, graph, weights, calibration, seed, runs=runs)
     started = time.perf_counter()
     judged = judge.judge(unique)

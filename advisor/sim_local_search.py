@@ -16,7 +16,8 @@ What it simulates is kept with the pick's own simulations (`advisor.selection.Si
 the pick it starts from, simulated again on the final round's batches, is often what the
 pick's final round just ran. A move is only asked whether it beats the design by the tie
 tolerance, so its rate search stops once the simulator shows it cannot (`stop_below_tps` of
-`engine_sim.sim.max_throughput`, within the margin its rate search states). The budget still
+the simulator's `max_throughput`, within the margin its rate search states). The simulator is
+the one the pick was given (`advisor.judge`), never imported here. The budget still
 charges each move a whole search, so the search takes the same steps either way.
 """
 from __future__ import annotations
@@ -28,6 +29,7 @@ import numpy as np
 from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
 from costmodel.graph import WorkloadGraph
+from advisor.judge import Simulator
 from advisor.selection import TIE_TOLERANCE, SimulationRuns  # TIE_TOLERANCE: what a move must gain
 from costmodel.workload import Workload
 
@@ -136,14 +138,15 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
-            event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None) -> Improvement:
+            event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None, *,
+            simulator: Simulator | None = None) -> Improvement:
     """Local search from (proc_part, state_part), judged by the simulator (see the module).
     `runs`: the pick's simulations so far (of this workload, graph, calibration and seed),
-    so a design already simulated the same way is not simulated again."""
-    from engine_sim.sim import SimError
-
+    so a design already simulated the same way is not simulated again, by their simulator;
+    without them, `simulator` judges."""
     if runs is None:
-        runs = SimulationRuns.of(workload, graph, weights, calibration, seed)
+        runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
+    sim_error = runs.simulator.error
     cal = runs.calibration
     estimate = BusyEstimate.of(graph, workload, getattr(cal, "params", cal))
     private = private_state(graph)
@@ -152,7 +155,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
 
     try:
         pilot = runs.pilot(proc, state, 20, label="simulated search")
-    except SimError:
+    except sim_error:
         return Improvement(proc, state, 0.0, 0.0, 0, [])
     per_run = max(pilot.events / 20, 1.0) * BATCHES * 8  # a maximum-throughput search: ~8 runs
     spent, simulated = 0.0, 0
@@ -166,7 +169,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         try:
             return float(runs.max_throughput(p, s, BATCHES, TIE_TOLERANCE / 2, label="simulated search",
                                              stop_below_tps=to_beat).throughput_tps)
-        except SimError:
+        except sim_error:
             return 0.0
 
     start = best = simulate(proc, state)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from traces.aggregate import aggregate  # noqa: E402
 from traces.java import check_java  # noqa: E402
 from traces.spark_session import DEFAULT_MASTER, start_session, to_pandas  # noqa: E402

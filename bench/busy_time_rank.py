@@ -35,7 +35,7 @@ from costmodel.design import Design  # noqa: E402
 from costmodel.graph import WorkloadGraph  # noqa: E402
 from advisor.placement import place_state  # noqa: E402
 from costmodel.spec_reader import bundled_workloads  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from costmodel import Weights  # noqa: E402
 from engine_sim.sim import Calibration, SimError, max_throughput  # noqa: E402
 from advisor.busy_estimate import BusyEstimate  # noqa: E402

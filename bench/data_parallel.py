@@ -45,7 +45,7 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
 from advisor.api import Recommendation, recommend  # noqa: E402
 from costmodel.design import Design  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Workload  # noqa: E402
 from bench.trace_quality import SPARK_CONF, trace  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402

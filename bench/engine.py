@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from costmodel.design import Design  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
 from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402

@@ -53,7 +53,7 @@ def _report_progress(every_s: float, started: float, stop) -> None:
 def _measured_run(batches: int, in_process: bool, in_memory: bool, out, progress_s: float = 0.0) -> None:
     """One checked run in this (child) process; what it measured goes to `out`."""
     import threading
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.engine import runner
     from engine_sim.engine.designs import round_robin_design
     from engine_sim.engine.history import check_records, executions

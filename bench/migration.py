@@ -47,11 +47,11 @@ from pathlib import Path
 
 import numpy as np
 
-from advisor.api import recommend
+from advisor.api import default_simulator, recommend
 from costmodel.design import Design
 from advisor.migration_pick import predict_designs
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.workload import Access, Workload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -265,7 +265,8 @@ def _frontier(plan, sim_workload: Workload, seed: int) -> list[FrontierPoint]:
     has none: they are simulated here, on the reference cluster)."""
     points = plan.frontier()
     missing = [r.design for _, r in points if r.predicted_tps is None]
-    predicted = iter(predict_designs(missing, sim_workload, None, seed) if missing else [])
+    predicted = iter(predict_designs(missing, sim_workload, None, seed, simulator=default_simulator())
+                     if missing else [])
     tps = [r.predicted_tps if r.predicted_tps is not None else next(predicted) for _, r in points]
     best = tps[-1] or 1.0
     return [FrontierPoint(label, r.megabytes, t, t / best) for (label, r), t in zip(points, tps)]

@@ -35,7 +35,6 @@ from advisor.exhaustive import count_assignments  # noqa: E402
 from advisor.selection import (canonical_key, option, restricted_growth,  # noqa: E402
                                within_machines)
 from costmodel.spec_reader import bundled_workloads  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 
 SHARED_STATE = ("streaming-ledger", "online-bidding", "voter-leaderboard", "bank-transfer")

@@ -40,7 +40,7 @@ import numpy as np
 from advisor.api import recommend
 from costmodel.design import Design
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Window, Workload
 from engine_sim.sim import Calibration, SimError, max_throughput

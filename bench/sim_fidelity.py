@@ -49,7 +49,7 @@ import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 from costmodel.design import Design  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from engine_sim.sim import Calibration, SimParams, run_once  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402
 

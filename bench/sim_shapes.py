@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from costmodel.files import atomic_write_bytes  # noqa: E402
 from engine_sim.sim import Calibration, SimParams  # noqa: E402
-from engine_sim.sim.params import REFERENCE_2016  # noqa: E402
+from costmodel.sim_params import REFERENCE_2016  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402
 
 FIGURES = Path(__file__).resolve().parent / "figures"

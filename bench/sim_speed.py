@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from engine_sim.sim.model import EngineModel  # noqa: E402
-from engine_sim.sim.params import SimParams  # noqa: E402
+from costmodel.sim_params import SimParams  # noqa: E402
 from engine_sim.sim.compiled import compile_plan  # noqa: E402
 from engine_sim.sim.scenarios import chain_design  # noqa: E402
 

@@ -36,11 +36,12 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from advisor.api import load_graph, recommend  # noqa: E402
+from advisor.sources import load_graph  # noqa: E402
+from advisor.api import recommend  # noqa: E402
 from advisor.baselines import baseline_design  # noqa: E402
 from advisor.priced_weights import default_weights  # noqa: E402
 from costmodel.spec_reader import bundled_workloads  # noqa: E402
-from advisor.spec import load_workload  # noqa: E402
+from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Access, Cluster, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 from reports.sensitivity import design_signature  # noqa: E402

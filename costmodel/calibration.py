@@ -1,8 +1,8 @@
 """The calibration file: fitted simulator parameters, the machine they were measured on, the
 raw micro-benchmark figures, and the cost-model weights derived from the same prices.
 
-Format `advisor.calibration/1` (JSON; `advisor recommend --calibration` reads `weights`
-only, see advisor/priced_weights.py):
+Format `advisor.calibration/1` (JSON), read only here: the simulator predicts with its
+parameters, the advisor prices its weights from its prices (advisor/priced_weights.py):
 
     {"format": "advisor.calibration/1",
      "source": "measured" | "reference",
@@ -35,7 +35,7 @@ from pathlib import Path
 from costmodel.files import atomic_write_text, read_user_json
 from costmodel.errors import UserError
 from costmodel import Weights
-from engine_sim.sim.params import SimParams
+from costmodel.sim_params import SimParams
 
 FORMAT = "advisor.calibration/1"
 
@@ -69,7 +69,9 @@ def prices(params: SimParams, tuples: float = 10, tuple_bytes: float = 64) -> di
             "move_s": move, "idle_machine_s": single, "cost_unit_s": params.cost_unit_s}
 
 
-def weights_from_prices(p: dict[str, float]) -> Weights:
+def normalised_weights(p: dict[str, float]) -> Weights:
+    """The three prices as weights summing to 1 (workload-independent; the advisor's default
+    weights price a workload's own terms, `advisor.priced_weights.weights_from_prices`)."""
     a, b, g = p["distributed_txn_s"], p["move_s"], p["idle_machine_s"]
     total = a + b + g
     if total <= 0:
@@ -94,14 +96,14 @@ class Calibration:
         pr = prices(params)
         return cls(params, {"hostname": "reference-cluster",
                             "platform": "model of the dissertation's 64-core Xeon cluster"},
-                   {}, pr, weights_from_prices(pr), "reference")
+                   {}, pr, normalised_weights(pr), "reference")
 
     @classmethod
     def from_params(cls, params: SimParams, measurements: dict, machine: dict | None = None,
                     source: str = "measured", fit: dict | None = None) -> "Calibration":
         pr = prices(params)
         return cls(params, machine or this_machine(), dict(measurements), pr,
-                   weights_from_prices(pr), source, dict(fit or {}))
+                   normalised_weights(pr), source, dict(fit or {}))
 
     def to_dict(self) -> dict:
         return {"format": FORMAT, "source": self.source, "machine": self.machine,

@@ -253,12 +253,7 @@ class Design:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        cost = ""
-        if self.cost is not None:
-            c = self.cost
-            cost = (f"cost {c.total:.4f} (state {c.state_colocation:.3f}, processing "
-                    f"{c.processing_colocation:.3f}, balance {c.load_balance:.3f})"
-                    + ("" if c.feasible else f", <b>infeasible</b>: {c.worst_overflow_mb:.1f} MB over memory"))
+        cost = "" if self.cost is None else self.cost._repr_html_()
         by_machine: dict[int, list[str]] = {}
         for n, p in self.procedures.items():
             by_machine.setdefault(p // self.partitions_per_machine, []).append(f"<b>{e(n)}</b>@p{p}")

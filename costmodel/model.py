@@ -195,6 +195,12 @@ class CostBreakdown:
             out["misplaced_state"] = list(self.misplaced_state)
         return out
 
+    def _repr_html_(self) -> str:
+        """One line in a notebook (and in a design's rendering): the total and its terms."""
+        return (f"cost {self.total:.4f} (state {self.state_colocation:.3f}, processing "
+                f"{self.processing_colocation:.3f}, balance {self.load_balance:.3f})"
+                + ("" if self.feasible else f", <b>infeasible</b>: {self.worst_overflow_mb:.1f} MB over memory"))
+
 
 def score(graph: CostGraph, proc_part, state_part, weights: Weights = DEFAULT_WEIGHTS
           ) -> CostBreakdown:

@@ -1,7 +1,7 @@
 """Read and check a workload spec (TOML), by path or by the name of a bundled one
 (`costmodel/workloads/`). Every problem names the file, the entry and what is wrong, in one
 line, so the CLI can print it without a traceback. The spec's writer is `spec_writer`; a
-statistics directory is read as a workload by `advisor.spec.load_workload`."""
+statistics directory is read as a workload by `advisor.sources.load_workload`."""
 from __future__ import annotations
 
 import hashlib

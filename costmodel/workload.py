@@ -1,6 +1,6 @@
 """The workload: a dataflow of stored procedures, the tables they touch, and the cluster.
 
-Plain frozen records; `advisor.spec` reads them from TOML and checks them.
+Plain frozen records; `advisor.sources` reads them from TOML and checks them.
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ simulator's parameters and the cost model's weights to them.
 2. Fit the simulator's parameter groups to those numbers (`engine_sim.sim.fit`).
 3. Check the fit on loaded runs (16 batches in flight) it was not fitted to.
 4. Derive alpha/beta/gamma from the fitted prices of a distributed transaction, a MOVE and
-   an idle machine (`engine_sim.sim.calibration_file.prices`), and write it all with the machine.
+   an idle machine (`costmodel.calibration.prices`), and write it all with the machine.
 
 The engine emulates a cluster on this one host: every partition is a process of its own and
 they share the host's cores. The fitted parameters say so (`site_per_partition`,
@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from engine_sim.engine import run_workload
-from engine_sim.sim.calibration_file import Calibration, CalibrationError, this_machine
+from costmodel.calibration import Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
 from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, throughput_checks
 

@@ -137,7 +137,7 @@ class _Steps:
 
 def _naive(system, machines: int | None, seed: int):
     """The naive design (everything on one machine) of the user's system on a cluster."""
-    from advisor.api import load_graph
+    from advisor.sources import load_graph
     from advisor.baselines import baseline_design
     from advisor.priced_weights import default_weights
 
@@ -164,8 +164,8 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
 def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | None, spark,
           host_cores: int | None) -> DemoResult:
     from advisor.api import recommend
-    from advisor.spec import load_workload
-    from engine_sim.validation import ValidationResult, validation_document
+    from advisor.sources import load_workload
+    from reports.validation import ValidationResult, validation_document
     from engine_sim.engine import run_workload
     from reports.predict import PredictOptions, predict
     from reports.report import ReportOptions, build_report, write_report

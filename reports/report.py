@@ -76,7 +76,8 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     `source` is what the design was made for (bundled name, spec path, Workload or statistics
     dir). Returns a `Recommendation` whose `design` is the given one, scored on this source.
     """
-    from advisor.api import Recommendation, load_source_for, recommend
+    from advisor.sources import load_source_for
+    from advisor.api import Recommendation, recommend
     from costmodel.granularity import workload_at
     from costmodel.graph import WorkloadGraph
     from advisor.priced_weights import default_weights

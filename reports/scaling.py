@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from costmodel import DEFAULT_WEIGHTS, Weights
+from costmodel.design import Design
+from costmodel.workload import Workload
+from engine_sim.sim import SimError, spread_design
 from reports.predict import PredictOptions, predicted_tps
 
 DEFAULT_BASELINES = ("round-robin", "hash-by-table")
@@ -65,3 +68,21 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
             tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
             curve.rows.append({"machines": m, "design": name, "throughput_tps": tps, "cost": d.cost.total})
     return curve
+
+
+def scale_design(design: Design, machines: int, *, workload: Workload | None = None,
+                 method: str = "spread") -> Design:
+    """The design on `machines` machines (same partitions per machine): spread over them
+    (`engine_sim.sim.spread_design`) or recommended afresh for that cluster."""
+    if machines == design.machines:
+        return design
+    if method == "spread":
+        return spread_design(design, machines)
+    if method == "recommend":
+        if workload is None:
+            raise SimError("rescaling by recommendation needs the workload")
+        from advisor.api import recommend
+
+        return recommend(workload, machines=machines,
+                         partitions_per_machine=design.partitions_per_machine).design
+    raise SimError(f"unknown rescale method {method!r} (choose spread or recommend)")

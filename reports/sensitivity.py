@@ -72,7 +72,8 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
                 weights: Weights | None = None, shares: tuple[float, ...] = DEFAULT_SHARES,
                 seed: int = 0, base_design=None) -> Sensitivity:
     """Recommend at every point of the three sweeps (baselines skipped: only the choice matters)."""
-    from advisor.api import load_graph, recommend
+    from advisor.sources import load_graph
+    from advisor.api import recommend
 
     base = weights or DEFAULT_WEIGHTS
     graph = load_graph(source, machines, partitions_per_machine)

@@ -65,7 +65,7 @@ class TuningStudy:
     stopped: str = ""  # why the loop stopped
 
     def __post_init__(self) -> None:
-        from advisor.api import load_source
+        from advisor.sources import load_source
 
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from costmodel.errors import UserError
-from engine_sim.validation import FORMAT
+from reports.validation import FORMAT
 from costmodel.files import read_user_json
 
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),

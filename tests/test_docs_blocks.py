@@ -13,6 +13,8 @@ Every fenced block names its language, and the language says how it is checked:
 - `json`, `toml`: parse;
 - `text`: illustrative (output samples, layouts, formulas): not checked.
 
+Every relative link (`[text](path)`, images too) names a file that exists.
+
 Which commands are only parsed, never run here: EXPENSIVE, whose own tests run them, and
 SPARK_COMMANDS in the default run (they run in the slow one). A command that reads what an
 only-parsed command would have written is only parsed too; a Python block that reads it makes
@@ -30,6 +32,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))]
 CHECKED = ("python", "sh", "console", "usage", "json", "toml")
@@ -44,7 +48,7 @@ EXPENSIVE = {
 # parsed only in the default run; run for real in the slow one
 SPARK_COMMANDS = {("trace", "aggregate"): "starts Spark"}
 # run in the slow tier only: their Python reads what Spark writes
-SLOW_DOCUMENTS = {"README.md": "its Python API block reads statistics, which only Spark makes"}
+SLOW_DOCUMENTS = {"docs/python-api.md": "its Python block reads statistics, which only Spark makes"}
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,37 @@ def test_no_command_or_python_hides_in_an_indented_block():
     assert hidden == []
 
 
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def broken_links(document: str, text: str) -> list[str]:
+    """The relative links of a Markdown text (outside code fences) whose file does not exist,
+    resolved from the document's folder; web and mail links and in-page anchors are skipped."""
+    prose = re.sub(r"^\s*```.*?^\s*```", "", text, flags=re.M | re.S)
+    folder = (ROOT / document).parent
+    broken = []
+    for target in LINK.findall(prose):
+        path = target.split("#")[0]
+        if not path or re.match(r"^[a-z][a-z0-9+.-]*:", path):
+            continue
+        if not (folder / path).exists():
+            broken.append(f"{document}: {target}")
+    return broken
+
+
+def test_every_relative_link_names_a_file_that_exists():
+    links = [t for d in DOCUMENTS for t in LINK.findall((ROOT / d).read_text())]
+    assert len(links) >= 10  # the pattern finds the README's links to the docs pages
+    assert [b for d in DOCUMENTS for b in broken_links(d, (ROOT / d).read_text())] == []
+
+
+def test_the_link_check_finds_a_missing_file_and_resolves_from_the_document():
+    text = ("[ok](engine.md) [up](../README.md#two-commands) [web](https://example.org/x.md)\n"
+            "![gone](missing.png) [wrong folder](docs/engine.md)\n```text\n[in a fence](nowhere.md)\n```\n")
+    assert broken_links("docs/made-up.md", text) == ["docs/made-up.md: missing.png",
+                                                     "docs/made-up.md: docs/engine.md"]
+
+
 def test_json_and_toml_blocks_parse():
     for b in all_blocks():
         if b.language == "json":
@@ -238,8 +273,8 @@ def prepared(tmp_path_factory) -> Path:
     a deployed one (deployed.json, A.json: round-robin, so moving from it moves state) and a
     calibration file (the reference cluster's)."""
     from advisor.api import recommend
-    from advisor.spec import load_workload
-    from advisor.workload import workload_as_plain
+    from advisor.sources import load_workload
+    from costmodel.workload import workload_as_plain
     from engine_sim.engine.designs import round_robin_design
     from engine_sim.sim import Calibration
     from traces.synth import synthesize

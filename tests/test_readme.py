@@ -1,4 +1,5 @@
-"""The README's two commands are the ones CI and users run."""
+"""The README is one page for a newcomer (the reference lives in docs/), and its two commands
+are the ones CI and users run."""
 import re
 from pathlib import Path
 
@@ -25,3 +26,14 @@ def test_ci_runs_the_readme_test_command():
     # .ci/run extracts the command with this pattern; it must find the README's test line
     pattern = re.compile(r"^    (python3 -m venv \.venv .*pytest.*)$", re.M)
     assert pattern.search((ROOT / "README.md").read_text()).group(1) == commands()[1]
+
+
+# one page: a pitch, the two commands, two quick starts and links; the reference is in docs/
+README_MAX_LINES = 150
+
+
+def test_readme_stays_one_page_and_links_every_docs_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES
+    pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
+    assert pages and [p for p in pages if f"](docs/{p})" not in text] == []

@@ -73,7 +73,7 @@ def check(
 ) -> None:
     """Is the deployed design still within --tolerance of the best one now? Exit 0 when it
     is, 3 when it is not (for a scheduled job)."""
-    from advisor.drift import check_drift
+    from reports.drift import check_drift
 
     with working("checking the design against the workload"):
         result = check_drift(design, source, tolerance=tolerance, since=since,

@@ -51,7 +51,7 @@ def run(
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from costmodel.design import Design
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from costmodel.files import check_replaceable
     from costmodel.errors import UserError
     from engine_sim.engine import run_workload

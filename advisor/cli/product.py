@@ -36,7 +36,7 @@ def report(
     result = read_validation(validation) if validation is not None else None
     workload = None
     if spec is not None:
-        from advisor.spec import load_workload
+        from advisor.sources import load_workload
 
         workload = load_workload(spec)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)

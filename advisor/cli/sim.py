@@ -20,7 +20,8 @@ def _calibration(path: Optional[Path]):
 
 
 def _scaled(design, workload, machines: Optional[int], rescale: str):
-    from engine_sim.sim import SimError, scale_design
+    from engine_sim.sim import SimError
+    from reports.scaling import scale_design
 
     if machines is None:
         return design
@@ -56,7 +57,7 @@ def simulate(
     """Predict what a design does on a cluster of any size."""
     from costmodel.files import atomic_write_text
     from costmodel.design import Design
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.sim import simulate as run
 
     workload = load_workload(source)
@@ -139,8 +140,8 @@ def validate(
     bottleneck."""
     from costmodel.files import atomic_write_text
     from costmodel.design import Design
-    from advisor.spec import load_workload
-    from engine_sim.validation import validate_design as run
+    from advisor.sources import load_workload
+    from reports.validation import validate_design as run
 
     workload = load_workload(source)
     both = engine == sim

@@ -29,7 +29,7 @@ def synth(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
     """Write a synthetic trace of a workload spec (streamed in row groups: flat memory)."""
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from costmodel.workload import workload_as_plain
     from traces.synth import synthesize
 

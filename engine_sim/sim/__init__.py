@@ -14,18 +14,18 @@ import time
 
 from costmodel.design import Design
 from costmodel.workload import Workload
-from engine_sim.sim.calibration_file import Calibration, CalibrationError
+from costmodel.calibration import Calibration, CalibrationError
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.host_sharing import run_host_shared
 from engine_sim.sim.model import EngineModel
-from engine_sim.sim.params import SimParams
+from costmodel.sim_params import SimParams
 from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.result import SimResult, summarise
-from engine_sim.sim.scale import scale_design
+from engine_sim.sim.scale import spread_design
 from engine_sim.sim.rate_search import search_rate
 
 __all__ = ["Calibration", "CalibrationError", "SimError", "SimParams", "SimResult",
-           "max_throughput", "run_once", "scale_design", "simulate"]
+           "max_throughput", "run_once", "spread_design", "simulate"]
 
 
 def _params(calibration: Calibration | SimParams | None) -> SimParams:

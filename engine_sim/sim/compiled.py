@@ -26,8 +26,8 @@ from costmodel.errors import DesignError
 from costmodel.granularity import base_table, fragment_shares, workload_at
 from costmodel.workload import Workload
 from engine_sim.sim.errors import SimError
-from engine_sim.sim.params import SimParams
-from engine_sim.sim.windows import WindowWork, window_work
+from costmodel.sim_params import SimParams
+from costmodel.window_work import WindowWork, window_work
 
 SCHEDULERS = ("dls", "central")
 MOVES = ("rpc", "txn")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy.optimize import nnls
 
-from engine_sim.sim.params import SimParams
+from costmodel.sim_params import SimParams
 from engine_sim.sim.probes import Probe
 
 GROUPS: dict[str, tuple[str, ...]] = {

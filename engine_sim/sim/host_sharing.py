@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine_sim.sim.params import SimParams
+from costmodel.sim_params import SimParams
 from engine_sim.sim.result import SimResult
 
 ITERATIONS = 8

@@ -4,14 +4,13 @@
 one, and the partitions in use are dealt out evenly over the new machines in their index
 order (neighbouring partitions stay neighbours), so a pipeline laid out along partitions
 stays a pipeline. When the new cluster has fewer partitions than the design uses, neighbours
-are merged. `recommend` instead asks the advisor for a fresh design for N machines.
+are merged. (`reports.scaling.scale_design` can instead ask the advisor for a fresh design.)
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from costmodel.design import Design
-from costmodel.workload import Workload
 from engine_sim.sim.errors import SimError
 
 
@@ -35,20 +34,3 @@ def spread_design(design: Design, machines: int, partitions_per_machine: int | N
         state={n: (None if p is None else new[p]) for n, p in design.state.items()},
         method=(design.method + "+" if design.method else "") + f"spread:{machines}",
     )
-
-
-def scale_design(design: Design, machines: int, *, workload: Workload | None = None,
-                 method: str = "spread") -> Design:
-    """The design on `machines` machines (same partitions per machine)."""
-    if machines == design.machines:
-        return design
-    if method == "spread":
-        return spread_design(design, machines)
-    if method == "recommend":
-        if workload is None:
-            raise SimError("rescaling by recommendation needs the workload")
-        from advisor.api import recommend
-
-        return recommend(workload, machines=machines,
-                         partitions_per_machine=design.partitions_per_machine).design
-    raise SimError(f"unknown rescale method {method!r} (choose spread or recommend)")

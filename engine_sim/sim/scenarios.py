@@ -13,7 +13,7 @@ from dataclasses import replace
 from costmodel.design import Design
 from costmodel.spec_reader import read_spec
 from costmodel.workload import Procedure, Stream, Workload
-from engine_sim.sim.params import REFERENCE_2016, SimParams
+from costmodel.sim_params import REFERENCE_2016, SimParams
 
 # -- workload variants ---------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from advisor.api import load_graph, resolve_weights
+from advisor.sources import load_graph
+from advisor.api import resolve_weights
 from advisor.priced_weights import default_weights, weights_from_calibration
 from costmodel.errors import UserError
 from costmodel import DEFAULT_WEIGHTS, Weights

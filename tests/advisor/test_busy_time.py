@@ -8,11 +8,12 @@ from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
 from advisor.placement import place_state
 from advisor.sim_local_search import climb_estimate, improve, private_state, touched_state
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel import Weights
 from advisor.busy_estimate import BusyEstimate
 from costmodel.busy_time import BusyPrices, busy_time
 from engine_sim.sim import Calibration, max_throughput
+from engine_sim.sim.judge import ENGINE_SIMULATOR
 
 pytestmark = pytest.mark.integration
 
@@ -106,10 +107,11 @@ def test_the_simulated_search_finds_a_faster_design_than_its_start():
     g = WorkloadGraph.from_workload(w)
     proc = np.zeros(g.cost.n_proc, dtype=np.int64)  # a poor start: everything on partition 0
     state = np.zeros(g.cost.n_state, dtype=np.int64)
-    a = improve(g, w, proc, state, Weights())
+    a = improve(g, w, proc, state, Weights(), simulator=ENGINE_SIMULATOR)
     assert a.improved and a.end_tps > 1.2 * a.start_tps and len(a.moves) >= 2
     assert a.simulated >= len(a.moves) + 1
-    b = improve(g, w, proc, state, Weights())  # budgets in events: the same input, the same design
+    # budgets in events: the same input, the same design
+    b = improve(g, w, proc, state, Weights(), simulator=ENGINE_SIMULATOR)
     assert a.moves == b.moves and np.array_equal(a.proc_part, b.proc_part)
     assert a.end_tps == pytest.approx(max_throughput(w, Design.from_arrays(g, a.proc_part, a.state_part, Weights()),
                                                      batches=300).throughput_tps, rel=0.02)

@@ -8,7 +8,7 @@ from costmodel.lanes import data_parallel_blocker, lane_routes, lane_tables
 from advisor.data_parallel import data_parallel_variant
 from costmodel.design import Design
 from costmodel.errors import DesignError
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine.designs import round_robin_design
 from engine_sim.sim import max_throughput, run_once
 from costmodel.granularity import fragment_of

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from advisor.api import diff, load_source, recommend
+from advisor.api import diff, recommend
 from advisor.cli import run_app
 from costmodel.errors import DesignError
 from advisor.migration import align, copy_seconds, moves_between

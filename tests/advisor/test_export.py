@@ -9,7 +9,8 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from advisor.api import load_source_for, recommend
+from advisor.sources import load_source_for
+from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.errors import DesignError

@@ -8,7 +8,7 @@ import pytest
 
 from costmodel.errors import DesignError
 from costmodel.granularity import base_table, workload_at
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 
 
 def _expected_rows(workload, procedure: str, table_prefix: str) -> float:

@@ -8,7 +8,7 @@ from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.errors import DesignError, SpecError
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 

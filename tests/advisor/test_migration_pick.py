@@ -2,7 +2,6 @@
 megabytes moved, and the frontier of megabytes against predicted throughput."""
 from __future__ import annotations
 
-import json
 
 import pytest
 

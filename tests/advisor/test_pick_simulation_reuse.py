@@ -12,8 +12,9 @@ from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
 from advisor.selection import TIE_TOLERANCE, SimulationRuns
 from advisor.sim_local_search import BATCHES, improve
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.sim import max_throughput
+from engine_sim.sim.judge import ENGINE_SIMULATOR
 
 pytestmark = pytest.mark.integration  # simulates whole rate searches and one recommendation
 
@@ -29,7 +30,7 @@ def trade():
 
 def test_a_design_simulated_again_the_same_way_is_answered_without_running(trade):
     w, g, proc, state = trade
-    runs = SimulationRuns.of(w, g, Weights())
+    runs = SimulationRuns.of(w, g, Weights(), simulator=ENGINE_SIMULATOR)
     first = runs.max_throughput(proc, state, 60, 0.02)
     again = runs.max_throughput(proc.copy(), state.copy(), 60, 0.02)
     assert (runs.runs, runs.reused) == (1, 1)
@@ -48,9 +49,9 @@ def test_the_local_search_reuses_the_picks_final_round_and_ends_where_it_would_a
     w, g, _, _ = trade
     proc = np.zeros(g.cost.n_proc, dtype=np.int64)  # a poor start: everything on partition 0
     state = np.zeros(g.cost.n_state, dtype=np.int64)
-    alone = SimulationRuns.of(w, g, Weights())
+    alone = SimulationRuns.of(w, g, Weights(), simulator=ENGINE_SIMULATOR)
     a = improve(g, w, proc, state, Weights(), runs=alone)
-    shared = SimulationRuns.of(w, g, Weights())
+    shared = SimulationRuns.of(w, g, Weights(), simulator=ENGINE_SIMULATOR)
     shared.pilot(proc, state, 20)  # what the pick's judge ran for the same design
     shared.max_throughput(proc, state, BATCHES, TIE_TOLERANCE / 2)
     before = shared.runs

@@ -14,7 +14,7 @@ from costmodel.design import Design
 from advisor.exhaustive import count_assignments, exhaustive_optimum
 from costmodel.graph import WorkloadGraph
 from costmodel.spec_reader import bundled_workloads
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.sim import Calibration, max_throughput
 
 pytestmark = pytest.mark.integration

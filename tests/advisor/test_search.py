@@ -6,13 +6,14 @@ from hypothesis import given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score
 from advisor import metis
-from advisor.api import load_graph, recommend
+from advisor.sources import load_graph
+from advisor.api import recommend
 from advisor.priced_weights import default_weights
 from advisor.exhaustive import exhaustive_optimum
 from costmodel.graph import WorkloadGraph
 from advisor.search import DesignSearch, canonical_key, contract_groups
 from costmodel.spec_reader import bundled_workloads, parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from costmodel import CostGraph, score
-from advisor.api import load_graph
+from advisor.sources import load_graph
 from costmodel.design import Design
 from advisor.search import DesignSearch, contract_groups, place_within_machines
 

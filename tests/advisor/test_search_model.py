@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score, split_procedures
-from advisor.api import load_graph, recommend
+from advisor.sources import load_graph
+from advisor.api import recommend
 from advisor.priced_weights import (ENV_VARIABLE, PACKAGE_CALIBRATION, Prices, calibration_path,
                                 default_weights, load_prices, price_scales, weights_from_prices)
 from costmodel.errors import UserError
@@ -182,7 +183,7 @@ def test_a_broken_calibration_is_one_clear_error(tmp_path):
         load_prices(bad)
     bad.write_text(json.dumps({"format": "advisor.calibration/1",
                                "prices": {"move_s": -1, "distributed_txn_s": 1}}))
-    with pytest.raises(UserError, match="prices.move_s must be a number >= 0"):
+    with pytest.raises(UserError, match="prices.move_s must be a finite number >= 0"):
         load_prices(bad)
 
 

@@ -4,7 +4,7 @@ import pytest
 from advisor.cli import run_app
 from costmodel.errors import SpecError
 from costmodel.spec_reader import bundled_workloads, parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 
 BUNDLED = ["tpcdi-trade", "chain-32", "boundaries-1sp", "boundaries-16sp", "boundaries-32sp",
            "move-micro", "voter-leaderboard", "linear-road", "streaming-ledger", "online-bidding",

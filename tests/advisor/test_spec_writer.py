@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from costmodel.spec_reader import bundled_workloads, parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.spec_writer import toml_string, workload_to_toml, write_workload
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
 

@@ -8,16 +8,17 @@ from dataclasses import replace
 import pyarrow.parquet as pq
 import pytest
 
-from advisor.api import load_source, recommend
+from advisor.sources import load_source
+from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.errors import UserError
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from advisor.statistics_workload import workload_from_statistics
 from costmodel.workload import Cluster, workload_as_plain
 from engine_sim.engine import run_workload
 from engine_sim.sim import max_throughput
-from engine_sim.validation import validate_design
+from reports.validation import validate_design
 from reports.sensitivity import design_signature
 from traces.aggregate import aggregate
 from traces.synth import synthesize

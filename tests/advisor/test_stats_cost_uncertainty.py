@@ -12,12 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from advisor.api import load_graph, recommend
+from advisor.sources import load_graph
+from advisor.api import recommend
 from advisor.baselines import baseline_design
 from advisor.data_parallel import data_parallel_variant
 from advisor.granularity_pick import lanes_only_where_idle
 from advisor.priced_weights import default_weights
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from advisor.statistics_workload import (cost_scenarios, overhead_scale_bound,
                                          workload_from_statistics)
 from costmodel.workload import workload_as_plain

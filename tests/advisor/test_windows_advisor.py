@@ -18,7 +18,7 @@ from advisor.placement import place_state, refine_processing
 from advisor.search import DesignSearch, contract_groups
 from advisor.selection import enumerated_options
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from window_specs import (heavy_upstream_spec, procedure, reads, spec_text, stream, table,
                           window, writes)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from costmodel.design import Design
-from advisor.api import load_source_for
+from advisor.sources import load_source_for
 from costmodel.spec_reader import parse_workload
 from advisor.statistics_workload import workload_from_statistics
 from costmodel.errors import UserError
-from engine_sim.sim.calibration_file import Calibration
+from costmodel.calibration import Calibration
 from reports.validation_view import METRICS, read_validation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -154,7 +154,7 @@ def test_a_calibration_with_a_bad_value_is_refused_in_one_line(name, data, kind,
 
 @pytest.fixture(scope="module")
 def engine_trace(tmp_path_factory) -> Path:
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.engine import run_workload
 
     out = tmp_path_factory.mktemp("trace") / "t"

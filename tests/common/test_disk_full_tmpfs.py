@@ -130,7 +130,7 @@ def test_a_full_command_log_directory_of_a_partition_is_one_line(tmp_path):
     """A partition process whose command log fills its disk: the driver ends the run with the
     partition's own line (the directory of the logs, the errno), not a second line of its own."""
     from costmodel.design import Design
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.engine import run_workload
     from engine_sim.engine.errors import EngineFailure
 

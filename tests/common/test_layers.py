@@ -1,9 +1,15 @@
-"""The layers of DESIGN.md, read off the source: imports point one way.
+"""The layers of DESIGN.md, read off the source: every import of ours points down or sideways,
+module-level or inside a function alike, with no exemptions.
 
-costmodel imports nothing of the project; traces only costmodel; engine_sim never reports; the
-advisor outside its CLI reaches engine_sim and reports only lazily (inside a function, for
-notebook `.plot()`-style helpers), so importing the advisor never loads the engine or the
-report stack."""
+    data     costmodel: the cost model and the plain data every part reads (workload model,
+             design, graph, granularity, lanes, spec reader and writer, errors, files)
+    traces   the trace schema, the aggregation, synthetic traces
+    search   the advisor's graph, search and pick (advisor/*, but for the top below); the
+             simulator reaches it as a judge it is given, never an import
+    engine   engine_sim: the engine and the simulator, over plain data only
+    top      the public API (advisor/__init__, advisor.api), the workflows and reports
+             (reports/*), the CLI (advisor.cli, advisor.__main__)
+"""
 from __future__ import annotations
 
 import ast
@@ -12,59 +18,88 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OURS = {"advisor", "costmodel", "engine_sim", "reports", "traces"}
+OURS = ("advisor", "costmodel", "engine_sim", "reports", "traces")
+ALLOWED = {
+    "data": {"data"},
+    "traces": {"data", "traces"},
+    "search": {"data", "traces", "search"},
+    "engine": {"data", "traces", "engine"},
+    "top": {"data", "traces", "search", "engine", "top"},
+}
+TOP_OF_ADVISOR = ("advisor", "advisor.api", "advisor.__main__")
 
 
-def imports(path: Path) -> list[tuple[str, bool]]:
-    """(top package of each import of ours, whether it is at module level) in one file."""
+def layer(module: str) -> str:
+    """The layer of a dotted module name of ours."""
+    package = module.split(".")[0]
+    if package == "costmodel":
+        return "data"
+    if package == "traces":
+        return "traces"
+    if package == "engine_sim":
+        return "engine"
+    if package == "reports" or module in TOP_OF_ADVISOR or module.startswith("advisor.cli"):
+        return "top"
+    return "search"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _target(node: ast.ImportFrom, alias: ast.alias) -> str:
+    """`from P import N` names module P.N when N is a module of P, else P."""
+    candidate = f"{node.module}.{alias.name}"
+    base = ROOT.joinpath(*candidate.split("."))
+    return candidate if base.with_suffix(".py").is_file() or (base / "__init__.py").is_file() else node.module
+
+
+def imports(path: Path) -> list[tuple[str, int]]:
+    """(dotted module of ours, line) for every import in one file, at any depth."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    top_level = {id(node) for node in tree.body}
-    for node in tree.body:  # `if TYPE_CHECKING:` / try blocks at module level count as top level
-        if isinstance(node, (ast.If, ast.Try)):
-            top_level |= {id(n) for n in ast.walk(node)}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        out += [(n.split(".")[0], id(node) in top_level) for n in names if n.split(".")[0] in OURS]
-    return out
+            out += [(_target(node, a), node.lineno) for a in node.names]
+    return [(m, line) for m, line in out if m.split(".")[0] in OURS]
 
 
-def modules(package: str, exclude: str | None = None) -> list[Path]:
-    found = sorted((ROOT / package).rglob("*.py"))
-    return [p for p in found if exclude is None or exclude not in p.relative_to(ROOT).parts]
+def sources() -> list[Path]:
+    return [p for package in OURS for p in sorted((ROOT / package).rglob("*.py"))]
 
 
-@pytest.mark.parametrize("package, allowed", [
-    ("costmodel", set()), ("traces", {"costmodel", "traces"}),
+def test_every_import_points_down_or_sideways():
+    bad = []
+    for path in sources():
+        own = layer(module_name(path))
+        for target, line in imports(path):
+            if layer(target) not in ALLOWED[own]:
+                bad.append(f"{path.relative_to(ROOT)}:{line} ({own}) imports {target} ({layer(target)})")
+    assert bad == []
+
+
+def test_only_the_cli_entry_point_imports_the_cli():
+    bad = [f"{p.relative_to(ROOT)}:{line}" for p in sources()
+           if not module_name(p).startswith("advisor.cli") and module_name(p) != "advisor.__main__"
+           for target, line in imports(p) if target.startswith("advisor.cli")]
+    assert bad == []
+
+
+@pytest.mark.parametrize("module, expected", [
+    ("costmodel.design", "data"), ("traces.aggregate", "traces"), ("advisor.selection", "search"),
+    ("advisor", "top"), ("advisor.api", "top"), ("advisor.cli.app", "top"),
+    ("engine_sim.sim", "engine"), ("reports.validation", "top"),
 ])
-def test_lower_layers_import_only_what_is_below_them(package, allowed):
-    allowed = allowed | {package}
-    bad = [(p.relative_to(ROOT).as_posix(), pkg) for p in modules(package)
-           for pkg, _ in imports(p) if pkg not in allowed]
-    assert not bad, bad
+def test_layer_names_each_part(module, expected):
+    assert layer(module) == expected
 
 
-def test_the_engine_and_simulator_never_import_reports():
-    bad = [p.relative_to(ROOT).as_posix() for p in modules("engine_sim")
-           if any(pkg == "reports" for pkg, _ in imports(p))]
-    assert not bad, bad
-
-
-def test_the_advisor_outside_its_cli_reaches_engine_and_reports_only_lazily():
-    bad = [(p.relative_to(ROOT).as_posix(), pkg) for p in modules("advisor", exclude="cli")
-           for pkg, top in imports(p) if top and pkg in ("engine_sim", "reports")]
-    assert not bad, bad
-    lazy = [p for p in modules("advisor", exclude="cli")
-            if any(pkg in ("engine_sim", "reports") and not top for pkg, top in imports(p))]
-    assert lazy, "the finder must see the lazy imports the advisor does have"
-
-
-def test_the_finder_tells_top_level_from_lazy(tmp_path):
+def test_the_finder_sees_lazy_imports_and_submodules(tmp_path):
     f = tmp_path / "m.py"
-    f.write_text("import reports.x\nfrom costmodel import y\ndef f():\n    from engine_sim import z\n")
-    assert sorted(imports(f)) == [("costmodel", True), ("engine_sim", False), ("reports", True)]
+    f.write_text("import reports.report\nfrom advisor import metis\n"
+                 "def f():\n    from engine_sim.sim import run_once\n")
+    assert sorted(imports(f)) == [("advisor.metis", 2), ("engine_sim.sim", 4), ("reports.report", 1)]
+    assert ALLOWED["search"] >= {layer("advisor.metis")} and "engine" not in ALLOWED["search"]

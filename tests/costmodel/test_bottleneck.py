@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from costmodel import REPLICATED, CostGraph, find_bottleneck, hottest_procedure
-from advisor.api import DesignBottleneck, design_bottleneck, load_graph, recommend
+from advisor.sources import load_graph
+from advisor.api import DesignBottleneck, design_bottleneck, recommend
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("advisor", "costmodel", "traces", "engine_sim", "reports")
@@ -91,9 +92,9 @@ def test_the_simulator_view_keeps_the_cost_model_edges():
 
 
 def test_the_validation_view_falls_back_to_the_cost_model():
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.sim import scenarios as S
-    from engine_sim.validation import measured_bottleneck
+    from reports.validation import measured_bottleneck
 
     w = load_workload("chain-32")
     d = S.chain_design(w, 2)

@@ -157,8 +157,8 @@ USER_ERRORS = {
     "traces.errors": ["TraceError", "JavaError"],
     "engine_sim.engine.errors": ["EngineError", "EngineFailure"],
     "engine_sim.sim.errors": ["SimError"],
-    "engine_sim.sim.calibration_file": ["CalibrationError"],
-    "engine_sim.validation": ["ValidationError"],
+    "costmodel.calibration": ["CalibrationError"],
+    "reports.validation": ["ValidationError"],
     "reports.transforms": ["ChangeError"],
     "reports.validation_view": ["ValidationFormatError"],
 }

@@ -5,7 +5,7 @@ import pytest
 
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine.designs import round_robin_design
 
 pytestmark = pytest.mark.integration

@@ -17,7 +17,7 @@ from conftest import running
 
 from advisor.cli import run_app
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import EngineError, EngineFailure, run_workload
 from engine_sim.engine.designs import single_partition_design
 
@@ -207,7 +207,7 @@ def test_the_default_deadline_scales_with_the_run(chain32):
 # -- a killed driver -----------------------------------------------------------------------------
 
 DRIVER = textwrap.dedent("""
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from costmodel.design import Design
     from engine_sim.engine import run_workload
 

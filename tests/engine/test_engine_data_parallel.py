@@ -12,7 +12,7 @@ from advisor.cli import run_app
 from costmodel.lanes import lane_routes
 from advisor.data_parallel import data_parallel_variant
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from traces.aggregate import aggregate
 from costmodel.granularity import fragment_of

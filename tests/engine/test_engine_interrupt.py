@@ -54,7 +54,7 @@ def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, monkeypatch):
     dead driver's pid; the next run removes them (and leaves a live run's alone)."""
     import tempfile
 
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.engine import run_workload
 
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import running
 
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 from engine_sim.engine.inputs import input_batches

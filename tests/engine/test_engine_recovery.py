@@ -4,7 +4,7 @@ of a run without the crash, weak recovery (border transactions logged, the rest 
 in a legal one; the history check passes either way."""
 import pytest
 
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 

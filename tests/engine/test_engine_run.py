@@ -7,7 +7,7 @@ from advisor.api import recommend
 from costmodel.design import Design
 from costmodel.errors import UserError
 from costmodel.spec_reader import bundled_workloads
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import EngineError, run_workload
 from engine_sim.engine.designs import round_robin_design
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import EngineFailure, run_workload
 from engine_sim.engine.recovery import FileLogStore, read_snapshot
 from engine_sim.engine.sealing import SealError, new_secret, seal, unseal

@@ -5,7 +5,7 @@ that loses a committed write fails it even though its history looks fine."""
 import pytest
 
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 from engine_sim.engine.history import check_records, executions

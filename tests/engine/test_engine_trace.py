@@ -8,7 +8,7 @@ import pytest
 
 from advisor.cli import run_app
 from costmodel.graph import WorkloadGraph
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.designs import round_robin_design
 from traces.trace_checks import validate_trace

@@ -4,7 +4,7 @@ a plain serial run of the same votes in vote order, under any design and through
 import pytest
 
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter

@@ -11,7 +11,7 @@ from costmodel.errors import DesignError
 from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import run_workload
 from engine_sim.engine import windows as win
 from engine_sim.engine.checker import TE, Dataflow, check_history

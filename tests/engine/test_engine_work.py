@@ -13,7 +13,7 @@ from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.errors import SpecError
 from costmodel.spec_reader import parse_workload
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.engine import run_workload

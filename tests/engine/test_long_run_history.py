@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.engine import EngineError, run_workload
 from engine_sim.engine import runner
 from engine_sim.engine.designs import round_robin_design

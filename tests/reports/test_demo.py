@@ -10,7 +10,7 @@ import pytest
 
 from advisor.cli import run_app
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from reports.predict import predicted_tps
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

@@ -131,7 +131,7 @@ def test_cli_report_errors_are_one_line(tmp_path, capsys):
 
 
 def test_validation_view_reads_the_validate_result(tpcdi_trade, tpcdi_report):
-    from engine_sim.validation import validate_design
+    from reports.validation import validate_design
     from reports.validation_view import ValidationView
 
     rec, _ = tpcdi_report
@@ -149,7 +149,7 @@ def test_validation_view_reads_the_validate_result(tpcdi_trade, tpcdi_report):
 def test_report_without_a_spec_uses_the_cost_model_only():
     """A statistics source has no spec to simulate: no throughput columns, no scaling figure,
     and the suggestions are scored by the design cost."""
-    from advisor.api import load_graph
+    from advisor.sources import load_graph
 
     graph = load_graph("tpcdi-trade")  # a graph with no spec behind it, as statistics give
     rec = recommend(graph)

@@ -7,7 +7,7 @@ import pytest
 from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from reports.predict import predicted_tps
 from reports.tuning import TuningStudy
 

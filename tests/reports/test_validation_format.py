@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from advisor.cli import run_app
-from engine_sim.validation import FORMAT, ValidationResult, validation_document
+from reports.validation import FORMAT, ValidationResult, validation_document
 from reports.validation_view import ValidationFormatError, ValidationView, parse_validation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +87,7 @@ def test_cli_report_refuses_an_unversioned_validation_in_one_line(tmp_path, caps
 
 
 def test_validate_writes_the_versioned_format(tmp_path, capsys):
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from engine_sim.sim import scenarios as S
 
     design = S.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")

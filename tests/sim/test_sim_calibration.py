@@ -10,7 +10,7 @@ import pytest
 from advisor.priced_weights import weights_from_calibration
 from advisor.cli import run_app
 from engine_sim.sim import Calibration, CalibrationError, SimParams
-from engine_sim.sim.calibration_file import prices, weights_from_prices
+from costmodel.calibration import prices, normalised_weights
 from engine_sim.sim.fit import FIT_BASE, GROUPS, fit_parameters, observe, scale_group
 from engine_sim.sim.probes import driver_probe, probes, throughput_checks
 
@@ -41,13 +41,13 @@ def test_the_fit_refuses_missing_measurements():
 
 def test_weights_follow_the_prices_of_this_cluster():
     base = prices(SimParams())
-    w = weights_from_prices(base)
+    w = normalised_weights(base)
     assert w.alpha + w.beta + w.gamma == pytest.approx(1.0, abs=1e-5)
-    slow_net = weights_from_prices(prices(SimParams(net_latency_s=1e-3)))
+    slow_net = normalised_weights(prices(SimParams(net_latency_s=1e-3)))
     assert slow_net.alpha > w.alpha  # 2PC round trips cost more: distributed txns weigh more
-    costly_bytes = weights_from_prices(prices(SimParams(ser_byte_s=50e-9, msg_cpu_s=20e-6)))
+    costly_bytes = normalised_weights(prices(SimParams(ser_byte_s=50e-9, msg_cpu_s=20e-6)))
     assert costly_bytes.beta > w.beta  # MOVEs cost more
-    heavy_txn = weights_from_prices(prices(SimParams(txn_overhead_s=2e-3)))
+    heavy_txn = normalised_weights(prices(SimParams(txn_overhead_s=2e-3)))
     assert heavy_txn.gamma > w.gamma  # idle capacity is worth more
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from engine_sim.sim import Calibration, simulate
 from engine_sim.sim.scenarios import tpcdi_design
 

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.sim import SimError, SimParams, run_once
 from engine_sim.sim import dtxn as dtxn_module

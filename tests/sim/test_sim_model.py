@@ -6,10 +6,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from costmodel.design import Design
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
-from engine_sim.sim import SimError, SimParams, max_throughput, run_once, scale_design
+from engine_sim.sim import SimError, SimParams, max_throughput, run_once
 from engine_sim.sim.scale import spread_design
+from reports.scaling import scale_design
 
 EXACT = SimParams(service_cv=0.0)  # deterministic service times: arithmetic applies exactly
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.spec import load_workload
-from engine_sim.sim.params import REFERENCE_2016
+from advisor.sources import load_workload
+from costmodel.sim_params import REFERENCE_2016
 from engine_sim.sim import scenarios as S
 
 pytestmark = pytest.mark.integration

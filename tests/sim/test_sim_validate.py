@@ -7,7 +7,7 @@ import pytest
 
 from advisor.cli import run_app
 from engine_sim.sim import scenarios as S
-from engine_sim.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
+from reports.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from costmodel.errors import DesignError
 from costmodel.design import Design
 from costmodel.spec_reader import parse_workload
 from engine_sim.sim import SimParams, run_once
-from engine_sim.sim.windows import window_work
+from costmodel.window_work import window_work
 from window_specs import recent_bids_spec
 
 EXACT = SimParams(service_cv=0.0)

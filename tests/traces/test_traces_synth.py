@@ -13,7 +13,7 @@ import pytest
 
 from advisor.cli import run_app
 from costmodel.workload import workload_as_plain
-from advisor.spec import load_workload
+from advisor.sources import load_workload
 from traces.keys import ZipfSampler
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
@@ -181,7 +181,7 @@ def test_cli_synth_writes_a_trace_and_rejects_bad_input(tmp_path, capsys):
 
 _RSS_SCRIPT = textwrap.dedent("""
     import json, resource, sys
-    from advisor.spec import load_workload
+    from advisor.sources import load_workload
     from costmodel.workload import workload_as_plain
     from traces.synth import synthesize
     spec = workload_as_plain(load_workload("tpcdi-trade"))

@@ -79,6 +79,12 @@ class ValidationResult:
         lines += [f"note: {n}" for n in self.notes]
         return lines
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the result as its validation view does (`reports.validation_view`)."""
+        from reports.validation_view import ValidationView
+
+        return ValidationView.from_any(self)._repr_html_()
+
 
 def validation_document(workload: str, results: list[ValidationResult], notes: list[str] = ()
                         ) -> dict:

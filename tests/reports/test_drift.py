@@ -9,8 +9,8 @@ import pytest
 
 from advisor.api import recommend
 from advisor.cli import run_app
-from advisor.drift import check_drift
-from advisor.spec import load_workload
+from reports.drift import check_drift
+from advisor.sources import load_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import Access, Procedure, Stream, workload_as_plain
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advisor.api import Source, load_source, recommend
+from advisor.sources import Source, load_source
+from advisor.api import recommend
 from costmodel.design import Design
 from advisor.profile import Change, compare_profiles, workload_profile
 

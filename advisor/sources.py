@@ -1,0 +1,87 @@
+"""One way in for a workload and its graph: a bundled name, a spec file, or a statistics
+directory written by `advisor trace aggregate`. The spec is read by `costmodel.spec_reader`; statistics are
+rebuilt into the same `Workload` type by `advisor.statistics_workload`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from advisor.errors import AdvisorError
+from advisor.selection import MAX_SIM_BATCH_WORK
+from costmodel.design import Design
+from costmodel.errors import SpecError
+from costmodel.granularity import workload_at
+from costmodel.graph import WorkloadGraph
+from costmodel.lanes import lane_routes
+from costmodel.spec_reader import read_spec
+from costmodel.workload import Workload
+
+
+def load_workload(source: str | Path) -> Workload:
+    """A bundled workload by name, a spec file by path, or a statistics directory (the
+    workload rebuilt from it, `advisor.statistics_workload`)."""
+    path = Path(str(source))
+    if path.is_dir():
+        from advisor.statistics_workload import workload_from_statistics
+        from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas
+
+        if not is_statistics_dir(path):
+            raise SpecError(f"{path}: a directory but not workload statistics (no _stats.json)")
+        return workload_from_statistics(path)
+    return read_spec(source)
+
+
+Source = str | Path | Workload | WorkloadGraph
+
+
+def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
+    """A workload (bundled name, spec path or object) or a statistics directory, with its graph.
+
+    A statistics directory gives the workload rebuilt from it (`advisor.statistics_workload`:
+    what the simulator and the engine run) and its graph (built straight from the columns
+    when it is too large to simulate).
+    The workload is None only for a bare graph.
+    """
+    if isinstance(source, WorkloadGraph):
+        return None, source
+    if isinstance(source, Workload):
+        return source, WorkloadGraph.from_workload(source)
+    if isinstance(source, (str, Path)) and Path(source).is_dir():
+        workload = load_workload(source)
+        edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
+        if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:
+            # small enough to simulate: the search sees the very model the simulator judges
+            # (SP work net of the overheads the simulator charges itself)
+            return workload, WorkloadGraph.from_workload(workload)
+        from advisor.statistics_graph import graph_from_statistics
+
+        return workload, graph_from_statistics(source)  # straight from the columns: scales
+    workload = load_workload(source)
+    return workload, WorkloadGraph.from_workload(workload)
+
+
+def load_graph(source: Source, machines: int | None = None,
+               partitions_per_machine: int | None = None) -> WorkloadGraph:
+    """The graph of a source on a cluster (the spec's own unless overridden)."""
+    _, graph = load_source(source)
+    check_cluster(machines, partitions_per_machine)
+    return graph.with_cluster(machines, partitions_per_machine)
+
+
+def check_cluster(machines: int | None, partitions_per_machine: int | None) -> None:
+    """A cluster a user asked for: each count None (the source's own) or an integer >= 1."""
+    for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
+
+
+def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:
+    """`load_source`, with a spec seen at the design's granularity when the design places
+    fragments or hot tuples of its tables (`costmodel.granularity.workload_at`); the design's
+    data-parallel lanes are checked against it."""
+    workload, graph = load_source(source)
+    if workload is not None:
+        lane_routes(workload, design)  # lanes the workload cannot run: one line, before any work
+        at = workload_at(workload, design.state)
+        if at is not workload:
+            workload, graph = at, WorkloadGraph.from_workload(at)
+    return workload, graph

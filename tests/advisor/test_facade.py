@@ -1,0 +1,135 @@
+"""`import advisor`, the notebook facade: cheap to import (the verbs load their home module on
+first use), every exported name resolves to the existing function or type, a recommendation
+draws itself and its design without the graph passed back, and what the verbs return renders
+itself in a notebook."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from matplotlib.figure import Figure
+
+import advisor
+from advisor.errors import AdvisorError
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("engine_sim", "reports", "pyspark", "matplotlib")
+
+LOADED_AFTER = """
+import json, sys
+def heavy():
+    return sorted({m.split(".")[0] for m in sys.modules if m.split(".")[0] in %r})
+import advisor
+steps = {"import advisor": heavy()}
+advisor.Design
+steps["advisor.Design"] = heavy() + (["costmodel.design"] if "costmodel.design" in sys.modules else [])
+advisor.simulate
+steps["advisor.simulate"] = heavy()
+print(json.dumps(steps))
+""" % (HEAVY,)
+
+
+@pytest.mark.process  # a fresh interpreter: this one has imported everything already
+def test_import_advisor_loads_nothing_heavy_until_a_name_is_used():
+    done = subprocess.run([sys.executable, "-c", LOADED_AFTER], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    steps = json.loads(done.stdout)
+    assert steps["import advisor"] == []
+    assert steps["advisor.Design"] == ["costmodel.design"]  # its home only: no engine, no reports
+    assert "engine_sim" in steps["advisor.simulate"] and "reports" not in steps["advisor.simulate"]
+
+
+def test_every_exported_name_resolves_and_dir_lists_it():
+    assert {"load_workload", "recommend", "evaluate", "simulate", "validate", "tune",
+            "Calibration", "Design"} <= set(advisor.__all__)
+    for name in advisor.__all__:
+        assert getattr(advisor, name) is not None, name
+    assert set(advisor.__all__) <= set(dir(advisor))
+    assert "__version__" in dir(advisor)
+
+
+def test_the_verbs_are_the_existing_functions():
+    import advisor.api
+    import engine_sim.sim
+    import reports.validation
+    from costmodel.calibration import Calibration
+    from costmodel.design import Design
+
+    assert advisor.recommend is advisor.api.recommend and advisor.evaluate is advisor.api.evaluate
+    assert advisor.simulate is engine_sim.sim.simulate
+    assert advisor.validate is reports.validation.validate_design
+    assert advisor.Design is Design and advisor.Calibration is Calibration
+
+
+def test_an_unknown_name_is_an_attribute_error_and_submodules_still_import():
+    with pytest.raises(AttributeError, match="no_such_verb"):
+        advisor.no_such_verb  # noqa: B018
+    assert not hasattr(advisor, "no_such_verb")
+    from advisor import metis  # a submodule of the package, not a facade name
+
+    assert metis.__name__ == "advisor.metis"
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return advisor.recommend("tpcdi-trade", machines=4, objective="cost")  # nothing simulated
+
+
+def dashed_edges(ax) -> int:
+    """Cut edges as `plot_graph` draws them: dashed arrows."""
+    return sum(1 for t in ax.texts if getattr(t, "arrow_patch", None) is not None
+               and t.arrow_patch.get_linestyle() == "--")
+
+
+def test_recommendation_plots_without_the_graph_passed_back(rec):
+    ax = Figure().add_subplot()
+    assert rec.plot(ax=ax) is ax and ax.patches  # one bar per cost term and design
+    drawn = rec.plot_design(ax=Figure().add_subplot())
+    assert len(drawn.collections) == rec.graph.n_nodes  # every SP and state item, coloured by machine
+    assert dashed_edges(drawn) > 0  # 4 machines: the pick cuts something
+    together = rec.plot_design("single-machine", ax=Figure().add_subplot())
+    assert dashed_edges(together) == 0  # the baseline is drawn, not the pick
+
+
+def test_plot_design_refuses_a_design_it_does_not_hold(rec):
+    with pytest.raises(AdvisorError, match="no design 'nope'.*single-machine"):
+        rec.plot_design("nope")
+
+
+def test_plot_graph_reads_the_graph_from_any_source(rec, tmp_path):
+    path = rec.design.save(tmp_path / "design.json")
+    from_rec = dashed_edges(rec.plot_design(ax=Figure().add_subplot()))
+    for design, source in ((rec.design, "tpcdi-trade"), (path, rec.workload), (rec.design, rec.graph)):
+        ax = Figure().add_subplot()
+        assert advisor.plot_graph(design, source, ax=ax) is ax
+        assert dashed_edges(ax) == from_rec
+
+
+def test_a_design_and_its_cost_render_themselves(rec):
+    assert "Design for tpcdi-trade" in rec.design._repr_html_()
+    cost = advisor.evaluate(rec.design, "tpcdi-trade")
+    assert cost._repr_html_() in rec.design._repr_html_()  # one rendering of a cost, reused
+    assert f"{cost.total:.4f}" in cost._repr_html_()
+    assert "Recommendation for tpcdi-trade" in rec._repr_html_()
+    assert "Workload tpcdi-trade" in advisor.load_workload("tpcdi-trade")._repr_html_()
+
+
+def test_tune_refuses_bad_rounds_in_one_line():
+    with pytest.raises(AdvisorError, match="rounds must be an integer"):
+        advisor.tune("tpcdi-trade", machines=4, rounds=-1)
+
+
+@pytest.mark.integration  # a simulation, a validation and a tuning round in this process
+def test_what_the_verbs_return_renders_itself(rec):
+    workload = advisor.load_workload("tpcdi-trade")
+    simulated = advisor.simulate(workload, rec.design, batches=200)
+    assert "Simulated tpcdi-trade" in simulated._repr_html_()
+    validation = advisor.validate(workload, rec.design, engine=False, batches=100)
+    assert "<b>Validation</b>" in validation._repr_html_()
+    assert f"{validation.simulator['throughput_tps']:,.0f}" in validation._repr_html_()
+    study = advisor.tune(workload, machines=4, rounds=0)
+    assert len(study.rounds) == 1 and "Tuning study" in study._repr_html_()

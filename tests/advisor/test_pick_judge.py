@@ -1,0 +1,105 @@
+"""The pick is judged by the simulator it is given (`advisor.judge`), never by one it imports:
+every simulation of a recommendation goes through the given judge, the answer is the same as
+with the default one, and the judge's own error type is what the pick tolerates."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from advisor.api import default_simulator, recommend
+from advisor.selection import SimulationRuns, select
+from costmodel import Weights
+from costmodel.graph import WorkloadGraph
+from advisor.sources import load_workload
+from engine_sim.sim.judge import ENGINE_SIMULATOR
+
+pytestmark = pytest.mark.integration  # throughput-picked recommendations (about a second each)
+
+
+class CountingSimulator:
+    """engine_sim's simulator, counting what the pick asks of it."""
+
+    def __init__(self, inner=ENGINE_SIMULATOR) -> None:
+        self.inner = inner
+        self.error = inner.error
+        self.calls: Counter[str] = Counter()
+
+    def reference_calibration(self):
+        self.calls["reference_calibration"] += 1
+        return self.inner.reference_calibration()
+
+    def max_throughput(self, workload, design, **kw):
+        self.calls["max_throughput"] += 1
+        return self.inner.max_throughput(workload, design, **kw)
+
+    def run_once(self, workload, design, **kw):
+        self.calls["run_once"] += 1
+        return self.inner.run_once(workload, design, **kw)
+
+
+class OutOfRuns(Exception):
+    """A budgeted simulator's refusal: not engine_sim's SimError."""
+
+
+class BudgetedSimulator(CountingSimulator):
+    """engine_sim's simulator for the first `runs` simulations, then a refusal of its own type."""
+
+    def __init__(self, runs: int) -> None:
+        super().__init__()
+        self.error = OutOfRuns
+        self.left = runs
+
+    def _spend(self) -> None:
+        if self.left <= 0:
+            self.calls["refused"] += 1
+            raise OutOfRuns("out of simulation runs")
+        self.left -= 1
+
+    def max_throughput(self, workload, design, **kw):
+        self._spend()
+        return super().max_throughput(workload, design, **kw)
+
+    def run_once(self, workload, design, **kw):
+        self._spend()
+        return super().run_once(workload, design, **kw)
+
+
+def _placement(rec) -> tuple:
+    d = rec.design
+    return d.procedures, d.state, d.data_parallel
+
+
+def test_every_simulation_of_a_recommendation_goes_through_the_simulator_it_is_given():
+    counting = CountingSimulator()
+    rec = recommend("tpcdi-trade", machines=4, seed=0, data_parallel=True, simulator=counting)
+    default = recommend("tpcdi-trade", machines=4, seed=0, data_parallel=True)
+    assert _placement(rec) == _placement(default)
+    assert rec.selection.chosen.predicted_tps == default.selection.chosen.predicted_tps
+    assert counting.calls["run_once"] > 0 and counting.calls["max_throughput"] > 0
+    assert counting.calls["reference_calibration"] > 0  # no calibration given: the judge's own
+    # the pick's runs (pilots and rate searches), then the table level and each variant weighed
+    sel, choice = rec.selection, rec.data_parallel
+    assert choice is not None and choice.tried > 0
+    assert counting.calls["run_once"] + counting.calls["max_throughput"] == sel.simulator_runs + 1 + choice.tried
+
+
+def test_the_pick_tolerates_the_given_simulators_own_error_and_falls_back_to_cost():
+    refusing = BudgetedSimulator(runs=0)
+    rec = recommend("tpcdi-trade", machines=4, seed=0, simulator=refusing)
+    assert rec.selection.objective == "cost" and rec.selection.note.startswith("picked by cost")
+    by_cost = recommend("tpcdi-trade", machines=4, seed=0, objective="cost")
+    assert _placement(rec) == _placement(by_cost)
+    assert refusing.calls["refused"] > 0  # asked, refused in its own error type, and carried on
+
+
+def test_a_pick_that_must_simulate_is_refused_without_a_simulator():
+    w = load_workload("tpcdi-trade").with_cluster(4, 1)
+    with pytest.raises(TypeError, match="needs a simulator"):
+        SimulationRuns.of(w, WorkloadGraph.from_workload(w), Weights(), simulator=None)
+    rec = recommend(w, objective="cost", baselines=True)
+    g, options = rec.graph, list(rec.selection.options)
+    assert select(options, "cost", w, g, Weights()).chosen is options[0]  # cost needs no judge
+    with pytest.raises(TypeError, match="needs a simulator"):
+        select(options, "throughput", w, g, Weights())
+    assert default_simulator() is ENGINE_SIMULATOR
