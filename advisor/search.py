@@ -95,7 +95,7 @@ def contract_groups(cost: CostGraph) -> tuple[CostGraph, np.ndarray]:
     return units, unit
 
 
-def canonical_key(proc_part: np.ndarray, state_part: np.ndarray, relabel: bool) -> bytes:
+def machine_assignment_key(proc_part: np.ndarray, state_part: np.ndarray, relabel: bool) -> bytes:
     """Identity of a machine-level design, up to renaming machines when they are alike."""
     both = np.concatenate([proc_part, state_part]).astype(np.int64)
     if relabel:
@@ -178,7 +178,7 @@ class DesignSearch:
         seen: set[bytes] = set()
         out = []
         for c in cands:
-            key = canonical_key(c.proc_part, c.state_part, relabel)
+            key = machine_assignment_key(c.proc_part, c.state_part, relabel)
             if key not in seen:
                 seen.add(key)
                 out.append(c)
@@ -192,7 +192,7 @@ class DesignSearch:
         finished: dict[bytes, Candidate] = {}
 
         def finish(label: str, proc_part, state_part) -> Candidate:
-            key = canonical_key(proc_part, state_part, relabel=False)
+            key = machine_assignment_key(proc_part, state_part, relabel=False)
             if key not in finished:
                 finished[key] = self._finish(g, read_mostly, replicate, label, proc_part, state_part)
             done = finished[key]

@@ -186,7 +186,7 @@ def restricted_growth(n: int, k: int) -> list[np.ndarray]:
     return [np.array(r, dtype=np.int64) for r in rows]
 
 
-def canonical_key(o: Option, graph: WorkloadGraph) -> bytes:
+def relabelled_design_key(o: Option, graph: WorkloadGraph) -> bytes:
     """Equal for designs that differ only by naming identical machines (and partitions
     within a machine) differently."""
     c = graph.cost
@@ -216,7 +216,7 @@ def distinct(options: list[Option], graph: WorkloadGraph) -> list[Option]:
     seen: set[bytes] = set()
     out = []
     for o in options:
-        key = canonical_key(o, graph)
+        key = relabelled_design_key(o, graph)
         if key not in seen:
             seen.add(key)
             out.append(o)
@@ -512,9 +512,9 @@ def select(options: list[Option], objective: str, workload: Workload | None,
 
 def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:
     """A duplicate design gets the prediction of the one that was simulated in its place."""
-    judged = {canonical_key(o, graph): o for o in unique}
+    judged = {relabelled_design_key(o, graph): o for o in unique}
     for o in options:
-        rep = judged[canonical_key(o, graph)]
+        rep = judged[relabelled_design_key(o, graph)]
         o.predicted_tps, o.batches, o.estimated_tps = rep.predicted_tps, rep.batches, rep.estimated_tps
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advisor.api import recommend  # noqa: E402
 from costmodel.design import Design  # noqa: E402
 from advisor.exhaustive import count_assignments  # noqa: E402
-from advisor.selection import (canonical_key, option, restricted_growth,  # noqa: E402
+from advisor.selection import (relabelled_design_key, option, restricted_growth,  # noqa: E402
                                within_machines)
 from costmodel.spec_reader import bundled_workloads  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
@@ -116,7 +116,7 @@ def engine_rows(batches: int, repeats: int, calibration: Path | None) -> list[di
         seen: dict[bytes, str] = {}
         measured: dict[str, float] = {}
         for label, d in designs.items():
-            key = canonical_key(option(rec.graph, d.weights, label, "", *d.arrays(rec.graph)),
+            key = relabelled_design_key(option(rec.graph, d.weights, label, "", *d.arrays(rec.graph)),
                                 rec.graph)
             if key in seen:  # the same design (up to relabelling): measured once
                 measured[label] = measured[seen[key]]

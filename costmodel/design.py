@@ -1,6 +1,6 @@
 """A design: where every procedure and every state item lives. Read back by every command.
 
-JSON format `costmodel.design/1`: `partition` is the global partition index and
+JSON format `advisor.design/1`: `partition` is the global partition index and
 `machine = partition // partitions_per_machine`; a replicated state item is
 `{"replicated": true}`. An optional `data_parallel` object names the SPs that run one lane
 per partition holding a fragment of a table (SP -> table, see `advisor.data_parallel`); the
@@ -24,7 +24,7 @@ from costmodel.errors import DesignError
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
-FORMAT = "costmodel.design/1"
+FORMAT = "advisor.design/1"
 
 
 _COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "total",

@@ -16,7 +16,7 @@ def test_design_json_round_trips_and_names_machines(tmp_path):
     d = recommend("tpcdi-trade", seed=3).design
     path = d.save(tmp_path / "d.json")
     data = json.loads(path.read_text())
-    assert data["format"] == "costmodel.design/1" and data["workload"] == "tpcdi-trade"
+    assert data["format"] == "advisor.design/1" and data["workload"] == "tpcdi-trade"
     assert data["cluster"] == {"machines": 4, "partitions_per_machine": 1}
     for name, place in data["procedures"].items():
         assert place["machine"] == place["partition"] // 1
@@ -71,7 +71,7 @@ def test_recommend_cli_writes_design_and_prints_every_baseline(tmp_path, capsys)
 
 
 def test_hand_written_design_is_evaluated(tmp_path, capsys):
-    hand = {"format": "costmodel.design/1", "workload": "move-micro",
+    hand = {"format": "advisor.design/1", "workload": "move-micro",
             "cluster": {"machines": 2, "partitions_per_machine": 1},
             "procedures": {"SP1": {"partition": 0}, "SP2": {"partition": 0}},
             "state": {"T1": {"partition": 0}, "T2": {"partition": 1}}}

@@ -163,7 +163,7 @@ def test_designs_equal_up_to_relabelling_share_one_key(tpcdi_trade):
         state = rng.integers(-1, 6, g.n_state)
         o = selection.option(g, Weights(), "x", "t",
                              proc, state)
-        key = selection.canonical_key(o, g)
+        key = selection.relabelled_design_key(o, g)
         brute = _brute_canonical(np.concatenate([proc, state]), 2)
         assert seen.setdefault(brute, key) == key
         assert len({k for k in seen.values()}) == len(seen)
@@ -174,7 +174,7 @@ def test_designs_equal_up_to_relabelling_share_one_key(tpcdi_trade):
     a = selection.option(g, Weights(), "a", "t", proc, state)
     b = selection.option(g, Weights(), "b", "t", swap[proc],
                          np.where(state < 0, -1, swap[np.maximum(state, 0)]))
-    assert selection.canonical_key(a, g) == selection.canonical_key(b, g)
+    assert selection.relabelled_design_key(a, g) == selection.relabelled_design_key(b, g)
 
 
 @pytest.mark.parametrize("n, k", [(1, 2), (5, 2), (7, 2), (5, 4), (6, 3)])

@@ -11,7 +11,7 @@ from advisor.api import recommend
 from advisor.priced_weights import default_weights
 from advisor.exhaustive import exhaustive_optimum
 from costmodel.graph import WorkloadGraph
-from advisor.search import DesignSearch, canonical_key, contract_groups
+from advisor.search import DesignSearch, machine_assignment_key, contract_groups
 from costmodel.spec_reader import bundled_workloads, parse_workload
 from advisor.sources import load_workload
 
@@ -237,7 +237,7 @@ def test_every_pool_design_is_scored_as_the_cost_model_scores_it(g, seed):
     for cand in found.pool_:
         again = score(g, cand.proc_part, cand.state_part, found.weights)
         assert again.total == pytest.approx(cand.cost.total, abs=1e-12)
-    keys = {canonical_key(c.proc_part, c.state_part, relabel=True) for c in found.pool_}
+    keys = {machine_assignment_key(c.proc_part, c.state_part, relabel=True) for c in found.pool_}
     assert len(keys) == len(found.pool_)  # distinct up to renaming machines
 
 

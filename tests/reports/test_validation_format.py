@@ -41,7 +41,7 @@ def test_the_writer_and_the_reader_agree():
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("format"), 'no "format"'),
     (lambda d: d.update(format="advisor.validation/2"), "'advisor.validation/2'"),
-    (lambda d: d.update(format="costmodel.design/1"), "'costmodel.design/1'"),
+    (lambda d: d.update(format="advisor.design/1"), "'advisor.design/1'"),
     (lambda d: d.update(results=d.pop("designs")), "unknown field 'results'"),
     (lambda d: d.update(designs=[]), "non-empty list"),
     (lambda d: d.update(notes="one note"), "list of strings"),
