@@ -1,7 +1,10 @@
 """The alpha/beta/gamma cost model of S-Store's design advisor (dissertation section 6.3).
 
 It scores plain arrays (edges, weights, an assignment) and depends on nothing else in the
-project, so the advisor, the engine and the reports all score designs the same way.
+project, so the advisor, the engine and the reports all score designs the same way. Beside
+the model sits the plain data every part reads, one module each, imported by its own name
+(not re-exported here): workload, design, graph, granularity, lanes, spec_reader,
+spec_writer, calibration, sim_params, window_work, errors, files.
 """
 from costmodel.weights import Weights, DEFAULT_WEIGHTS
 from costmodel.problem import CostGraph
