@@ -1,8 +1,8 @@
 """A design: where every procedure and every state item lives. Read back by every command.
 
-JSON format `advisor.design/1`: `partition` is the global partition index and
-`machine = partition // partitions_per_machine`; a replicated state item is
-`{"replicated": true}`. An optional `data_parallel` object names the SPs that run one lane
+Saved as `advisor.design/1` (design_file.py reads and writes it; design_view.py shows it):
+`partition` is the global partition index and `machine = partition // partitions_per_machine`;
+a replicated state item is `{"replicated": true}`. An optional `data_parallel` object names the SPs that run one lane
 per partition holding a fragment of a table (SP -> table, see `advisor.data_parallel`); the
 SP's own `partition` is then where its scheduler lives. A window is placed like a table, and must be on its owner's
 partition: `arrays` (so evaluate, the engine and the simulator, which read a design through
@@ -10,25 +10,20 @@ it) refuses a design that puts it elsewhere.
 """
 from __future__ import annotations
 
-import html
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
-from costmodel.files import atomic_write_text, read_user_json
+from costmodel.design_file import FORMAT, design_fields, design_to_dict
+from costmodel.design_view import assignment_frame, assignment_rows, design_html
 from costmodel.errors import DesignError
+from costmodel.files import atomic_write_text, read_user_json
 from costmodel.graph import WorkloadGraph
-from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
-FORMAT = "advisor.design/1"
-
-
-_COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "total",
-                 "partition_load_balance", "machines_used")
+__all__ = ["FORMAT", "Design", "check_comparable"]
 
 
 @dataclass
@@ -46,7 +41,7 @@ class Design:
     weights_stated: bool = True  # False: its file gave no weights (`weights` are then the fixed
     # defaults, and `advisor.api.evaluate` prices it with the weights `recommend` would use)
 
-    # -- placement helpers ----------------------------------------------------------------
+    # -- where things live -----------------------------------------------------------------
     @property
     def n_partitions(self) -> int:
         return self.machines * self.partitions_per_machine
@@ -113,24 +108,9 @@ class Design:
         proc, state = self.arrays(graph)
         return score(graph.cost, proc, state, weights or self.weights)
 
-    # -- JSON -----------------------------------------------------------------------------
+    # -- the file (design_file.py) and the display (design_view.py) -----------------------
     def to_dict(self) -> dict:
-        ppm = self.partitions_per_machine
-
-        def place(p):
-            return {"replicated": True} if p is None else {"machine": p // ppm, "partition": p}
-
-        return {
-            "format": FORMAT,
-            "workload": self.workload,
-            "cluster": {"machines": self.machines, "partitions_per_machine": ppm},
-            "weights": self.weights.to_dict(),
-            "method": self.method,
-            "procedures": {n: place(p) for n, p in self.procedures.items()},
-            "state": {n: place(p) for n, p in self.state.items()},
-            "cost": self.cost.to_dict() if self.cost is not None else None,
-            "provenance": self.provenance,
-        } | ({"data_parallel": dict(self.data_parallel)} if self.data_parallel else {})
+        return design_to_dict(self)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2) + "\n"
@@ -140,132 +120,20 @@ class Design:
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<design>") -> "Design":
-        def fail(problem: str) -> DesignError:
-            return DesignError(f"{source}: {problem}")
-
-        if not isinstance(data, dict) or data.get("format") != FORMAT:
-            raise fail(f"not a design file (expected \"format\": \"{FORMAT}\")")
-        try:
-            cluster = data["cluster"]
-            machines = cluster["machines"]
-            ppm = cluster["partitions_per_machine"]
-        except (KeyError, TypeError):
-            raise fail("missing cluster.machines or cluster.partitions_per_machine") from None
-        for label, v in (("cluster.machines", machines), ("cluster.partitions_per_machine", ppm)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise fail(f"{label} must be an integer >= 1, got {v!r}")
-        n = machines * ppm
-        if machines > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or n > MAX_PARTITIONS:
-            raise fail(f"cluster: at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} partitions "
-                       f"per machine and {MAX_PARTITIONS:,} partitions in all, got {machines} x {ppm}")
-
-        def placement(kind: str, name: str, entry) -> int | None:
-            where = f"{kind}.{name}"
-            if not isinstance(entry, dict):
-                raise fail(f"{where}: must be an object with \"partition\" or \"replicated\"")
-            if entry.get("replicated") is True:
-                if kind == "procedures":
-                    raise fail(f"{where}: a procedure cannot be replicated")
-                return None
-            p = entry.get("partition")
-            if p is None and "machine" in entry and ppm == 1:
-                p = entry["machine"]
-            if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
-                raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
-            m = entry.get("machine")
-            if m is not None and (isinstance(m, bool) or not isinstance(m, int)):
-                raise fail(f"{where}: machine must be an integer, got {m!r}")
-            if m is not None and m != p // ppm:
-                raise fail(f"{where}: machine {m!r} does not hold partition {p} "
-                           f"({ppm} partitions per machine)")
-            return p
-
-        procs, state = data.get("procedures"), data.get("state")
-        if not isinstance(procs, dict) or not isinstance(state, dict):
-            raise fail("\"procedures\" and \"state\" must be objects")
-        try:
-            weights = Weights.from_dict(data.get("weights") or {})
-        except (TypeError, ValueError) as exc:
-            raise fail(f"weights: {exc}") from None
-        dp = data.get("data_parallel") or {}
-        if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
-            raise fail("data_parallel must be an object of procedure -> table names")
-        for proc in dp:
-            if proc not in procs:
-                raise fail(f"data_parallel.{proc}: not a procedure of the design")
-        for key in ("workload", "method"):
-            if not isinstance(data.get(key, ""), str):
-                raise fail(f"{key} must be a name, got {data[key]!r}")
-        cost = data.get("cost")
-        if cost is not None and not isinstance(cost, dict):
-            raise fail(f"cost must be an object, got {cost!r}")
-        for key, v in (cost or {}).items():
-            if key in _COST_NUMBERS and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                         or not math.isfinite(v)):
-                raise fail(f"cost.{key} must be a finite number, got {v!r}")
-        breakdown = None
-        if isinstance(cost, dict) and all(k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
-            breakdown = CostBreakdown(float(cost["state_colocation"]), float(cost["processing_colocation"]),
-                                      float(cost["load_balance"]), float(cost["total"]), weights,
-                                      tuple(cost.get("memory_overflow_mb", ())),
-                                      float(cost.get("partition_load_balance", 0.0)),
-                                      int(cost.get("machines_used", 0)))
-        return cls(
-            workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
-            procedures={k: placement("procedures", k, v) for k, v in procs.items()},
-            state={k: placement("state", k, v) for k, v in state.items()},
-            weights=weights, cost=breakdown, method=str(data.get("method", "")),
-            provenance=data.get("provenance") or {}, data_parallel=dict(dp),
-            weights_stated=bool(data.get("weights")),
-        )
+        return cls(**design_fields(data, source))
 
     @classmethod
     def load(cls, path: str | Path) -> "Design":
         return cls.from_dict(read_user_json(path, DesignError), str(path))
 
-    # -- notebook display -----------------------------------------------------------------
     def assignment_rows(self, graph: WorkloadGraph | None = None) -> list[dict]:
-        """One dict per SP, state item and window: kind, name, machine, partition, replicated,
-        owner (the SP a window belongs to, else None). A window is listed on its owner's
-        partition, where it lives; without the graph windows cannot be told from tables and
-        are listed as the design has them."""
-        ppm = self.partitions_per_machine
-        owners = graph.window_owners() if graph is not None else {}
-        rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p,
-                 "replicated": False, "owner": None} for n, p in self.procedures.items()]
-        for n, p in self.state.items():
-            if n in owners:
-                continue
-            rows.append({"kind": "state", "name": n, "machine": None if p is None else p // ppm,
-                         "partition": p, "replicated": p is None, "owner": None})
-        for n, owner in owners.items():
-            p = self.procedures[owner]
-            rows.append({"kind": "window", "name": n, "machine": p // ppm, "partition": p,
-                         "replicated": False, "owner": owner})
-        return rows
+        return assignment_rows(self, graph)
 
     def to_frame(self, graph: WorkloadGraph | None = None):
-        """`assignment_rows` as a pandas DataFrame (without the graph: no "owner" column)."""
-        import pandas as pd
-
-        cols = ["name", "kind", "partition", "machine", "replicated"] + (["owner"] if graph is not None else [])
-        return pd.DataFrame([{c: r[c] for c in cols} for r in self.assignment_rows(graph)], columns=cols)
+        return assignment_frame(self, graph)
 
     def _repr_html_(self) -> str:
-        e = html.escape
-        cost = "" if self.cost is None else self.cost._repr_html_()
-        by_machine: dict[int, list[str]] = {}
-        for n, p in self.procedures.items():
-            by_machine.setdefault(p // self.partitions_per_machine, []).append(f"<b>{e(n)}</b>@p{p}")
-        for n, p in self.state.items():
-            if p is not None:
-                by_machine.setdefault(p // self.partitions_per_machine, []).append(f"{e(n)}@p{p}")
-        repl = [e(n) for n, p in self.state.items() if p is None]
-        rows = "".join(f"<tr><td>machine {m}</td><td>{', '.join(v)}</td></tr>"
-                       for m, v in sorted(by_machine.items()))
-        return (f"<b>Design for {e(self.workload)}</b> ({self.machines} machines x "
-                f"{self.partitions_per_machine} partitions, {e(self.method)}): {cost}"
-                f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))
+        return design_html(self)
 
 
 def check_comparable(current: Design, new: Design) -> None:

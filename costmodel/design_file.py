@@ -1,0 +1,137 @@
+"""The design file, format `advisor.design/1`: a Design to JSON and back, every field checked.
+
+    {"format": "advisor.design/1", "workload": NAME,
+     "cluster": {"machines": M, "partitions_per_machine": P},
+     "weights": {"alpha", "beta", "gamma"}, "method": TEXT,
+     "procedures": {SP: {"machine": m, "partition": p}},
+     "state": {ITEM: {"machine": m, "partition": p} | {"replicated": true}},
+     "cost": {...} | null, "provenance": {...}, "data_parallel": {SP: TABLE}}   (optional)
+
+`partition` is the global partition index and `machine = partition // P`. A hand-written
+file may give `machine` alone when P is 1. The reader returns the constructor's fields rather
+than a Design, so this module sits below `design.py` and the Design's `load`/`save` are thin.
+"""
+from __future__ import annotations
+
+import math
+
+from costmodel import CostBreakdown, Weights
+from costmodel.errors import DesignError
+from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
+
+FORMAT = "advisor.design/1"
+
+_COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "total",
+                 "partition_load_balance", "machines_used")
+
+
+def design_to_dict(design) -> dict:
+    """The file's JSON object for `design` (a costmodel.design.Design)."""
+    ppm = design.partitions_per_machine
+
+    def place(p):
+        return {"replicated": True} if p is None else {"machine": p // ppm, "partition": p}
+
+    return {
+        "format": FORMAT,
+        "workload": design.workload,
+        "cluster": {"machines": design.machines, "partitions_per_machine": ppm},
+        "weights": design.weights.to_dict(),
+        "method": design.method,
+        "procedures": {n: place(p) for n, p in design.procedures.items()},
+        "state": {n: place(p) for n, p in design.state.items()},
+        "cost": design.cost.to_dict() if design.cost is not None else None,
+        "provenance": design.provenance,
+    } | ({"data_parallel": dict(design.data_parallel)} if design.data_parallel else {})
+
+
+def design_fields(data: dict, source: str = "<design>") -> dict:
+    """The Design constructor's keyword arguments read from a file's JSON object; a field that
+    is missing, mistyped or out of range is one DesignError naming `source` and the field."""
+    def fail(problem: str) -> DesignError:
+        return DesignError(f"{source}: {problem}")
+
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise fail(f"not a design file (expected \"format\": \"{FORMAT}\")")
+    machines, ppm = _cluster(data, fail)
+    n = machines * ppm
+
+    def partition_of(kind: str, name: str, entry) -> int | None:
+        where = f"{kind}.{name}"
+        if not isinstance(entry, dict):
+            raise fail(f"{where}: must be an object with \"partition\" or \"replicated\"")
+        if entry.get("replicated") is True:
+            if kind == "procedures":
+                raise fail(f"{where}: a procedure cannot be replicated")
+            return None
+        p = entry.get("partition")
+        if p is None and "machine" in entry and ppm == 1:
+            p = entry["machine"]
+        if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
+            raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
+        m = entry.get("machine")
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int)):
+            raise fail(f"{where}: machine must be an integer, got {m!r}")
+        if m is not None and m != p // ppm:
+            raise fail(f"{where}: machine {m!r} does not hold partition {p} "
+                       f"({ppm} partitions per machine)")
+        return p
+
+    procs, state = data.get("procedures"), data.get("state")
+    if not isinstance(procs, dict) or not isinstance(state, dict):
+        raise fail("\"procedures\" and \"state\" must be objects")
+    try:
+        weights = Weights.from_dict(data.get("weights") or {})
+    except (TypeError, ValueError) as exc:
+        raise fail(f"weights: {exc}") from None
+    dp = data.get("data_parallel") or {}
+    if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
+        raise fail("data_parallel must be an object of procedure -> table names")
+    for proc in dp:
+        if proc not in procs:
+            raise fail(f"data_parallel.{proc}: not a procedure of the design")
+    for key in ("workload", "method"):
+        if not isinstance(data.get(key, ""), str):
+            raise fail(f"{key} must be a name, got {data[key]!r}")
+    return dict(
+        workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
+        procedures={k: partition_of("procedures", k, v) for k, v in procs.items()},
+        state={k: partition_of("state", k, v) for k, v in state.items()},
+        weights=weights, cost=_cost(data.get("cost"), weights, fail), method=str(data.get("method", "")),
+        provenance=data.get("provenance") or {}, data_parallel=dict(dp),
+        weights_stated=bool(data.get("weights")),
+    )
+
+
+def _cluster(data: dict, fail) -> tuple[int, int]:
+    try:
+        cluster = data["cluster"]
+        machines = cluster["machines"]
+        ppm = cluster["partitions_per_machine"]
+    except (KeyError, TypeError):
+        raise fail("missing cluster.machines or cluster.partitions_per_machine") from None
+    for label, v in (("cluster.machines", machines), ("cluster.partitions_per_machine", ppm)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise fail(f"{label} must be an integer >= 1, got {v!r}")
+    if machines > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or machines * ppm > MAX_PARTITIONS:
+        raise fail(f"cluster: at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} partitions "
+                   f"per machine and {MAX_PARTITIONS:,} partitions in all, got {machines} x {ppm}")
+    return machines, ppm
+
+
+def _cost(cost, weights: Weights, fail) -> CostBreakdown | None:
+    """The recorded cost breakdown, when the file has a whole one (a hand-written file may not)."""
+    if cost is not None and not isinstance(cost, dict):
+        raise fail(f"cost must be an object, got {cost!r}")
+    for key, v in (cost or {}).items():
+        if key in _COST_NUMBERS and (isinstance(v, bool) or not isinstance(v, (int, float))
+                                     or not math.isfinite(v)):
+            raise fail(f"cost.{key} must be a finite number, got {v!r}")
+    if not isinstance(cost, dict) or not all(
+            k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
+        return None
+    return CostBreakdown(float(cost["state_colocation"]), float(cost["processing_colocation"]),
+                         float(cost["load_balance"]), float(cost["total"]), weights,
+                         tuple(cost.get("memory_overflow_mb", ())),
+                         float(cost.get("partition_load_balance", 0.0)),
+                         int(cost.get("machines_used", 0)))

@@ -1,0 +1,58 @@
+"""A design as rows, a table and HTML: what a notebook and the CLI show of it.
+
+Plain functions over a Design (and, where windows must be told from tables, its graph); the
+Design's `assignment_rows`, `to_frame` and `_repr_html_` call them.
+"""
+from __future__ import annotations
+
+import html
+
+from costmodel.graph import WorkloadGraph
+
+
+def assignment_rows(design, graph: WorkloadGraph | None = None) -> list[dict]:
+    """One dict per SP, state item and window: kind, name, machine, partition, replicated,
+    owner (the SP a window belongs to, else None). A window is listed on its owner's
+    partition, where it lives; without the graph windows cannot be told from tables and
+    are listed as the design has them."""
+    ppm = design.partitions_per_machine
+    owners = graph.window_owners() if graph is not None else {}
+    rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p,
+             "replicated": False, "owner": None} for n, p in design.procedures.items()]
+    for n, p in design.state.items():
+        if n in owners:
+            continue
+        rows.append({"kind": "state", "name": n, "machine": None if p is None else p // ppm,
+                     "partition": p, "replicated": p is None, "owner": None})
+    for n, owner in owners.items():
+        p = design.procedures[owner]
+        rows.append({"kind": "window", "name": n, "machine": p // ppm, "partition": p,
+                     "replicated": False, "owner": owner})
+    return rows
+
+
+def assignment_frame(design, graph: WorkloadGraph | None = None):
+    """`assignment_rows` as a pandas DataFrame (without the graph: no "owner" column)."""
+    import pandas as pd
+
+    cols = ["name", "kind", "partition", "machine", "replicated"] + (["owner"] if graph is not None else [])
+    return pd.DataFrame([{c: r[c] for c in cols} for r in assignment_rows(design, graph)], columns=cols)
+
+
+def design_html(design) -> str:
+    """The design by machine, its cost and its replicated items, every name escaped."""
+    e = html.escape
+    ppm = design.partitions_per_machine
+    cost = "" if design.cost is None else design.cost._repr_html_()
+    by_machine: dict[int, list[str]] = {}
+    for n, p in design.procedures.items():
+        by_machine.setdefault(p // ppm, []).append(f"<b>{e(n)}</b>@p{p}")
+    for n, p in design.state.items():
+        if p is not None:
+            by_machine.setdefault(p // ppm, []).append(f"{e(n)}@p{p}")
+    repl = [e(n) for n, p in design.state.items() if p is None]
+    rows = "".join(f"<tr><td>machine {m}</td><td>{', '.join(v)}</td></tr>"
+                   for m, v in sorted(by_machine.items()))
+    return (f"<b>Design for {e(design.workload)}</b> ({design.machines} machines x "
+            f"{ppm} partitions, {e(design.method)}): {cost}"
+            f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))
