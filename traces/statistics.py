@@ -30,7 +30,6 @@ from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from costmodel.granularity import FRAGMENT_HASH
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
-from traces.windows import manifest_windows
 
 STATS_FORMAT = "advisor.stats/1"
 STATS_MANIFEST = "_stats.json"

@@ -66,7 +66,7 @@ def graph_for(design, graph):
     return graph.with_cluster(design.machines, design.partitions_per_machine)
 
 
-def placement(design, graph) -> tuple[np.ndarray, np.ndarray]:
+def node_partitions(design, graph) -> tuple[np.ndarray, np.ndarray]:
     """(partition of each SP, of each state item) as the figures show them: a window sits on
     its owner's partition (where it lives, whatever a design says; a design may predate it)."""
     import numpy as np

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from reports.figures._common import (REPLICATED_COLOUR, WINDOW_MARKER, graph_for, label,
-                                     machine_colours, new_axes, placement)
+                                     machine_colours, new_axes, node_partitions)
 
 
 @dataclass
@@ -47,7 +47,7 @@ class _GraphInfo:
 
 def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     graph = graph_for(design, graph)
-    proc, state = placement(design, graph)
+    proc, state = node_partitions(design, graph)
     c = graph.cost
     ppm = design.partitions_per_machine
     info = _GraphInfo(machines=design.machines)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from reports.figures._common import (WINDOW_HATCH, graph_for, label, machine_colours, new_axes,
-                                     placement)
+                                     node_partitions)
 
 
 @dataclass
@@ -37,7 +37,7 @@ def _load_info(design, graph) -> _StackInfo:
 
 def _memory_info(design, graph) -> _StackInfo:
     graph = graph_for(design, graph)
-    _, state = placement(design, graph)  # a window's bytes count on its owner's machine
+    _, state = node_partitions(design, graph)  # a window's bytes count on its owner's machine
     c = graph.cost
     ppm = design.partitions_per_machine
     mb = c.state_bytes / 2**20
