@@ -11,7 +11,7 @@ import costmodel
 from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_memory
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
-from advisor.priced_weights import default_weights, weights_from_calibration
+from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.granularity import base_table, workload_at
@@ -19,60 +19,13 @@ from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
 from costmodel.graph import WorkloadGraph
 from advisor.profile import workload_profile
-from advisor.search import DesignSearch
-from advisor.selection import (OBJECTIVES, Option, Selection, enumerated_options,
-                                one_machine_option, option, search_options, select,
-                                simulation_blocker)
+from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate, scored_candidate,
+                                    search_candidates)
+from advisor.search import Candidate, DesignSearch
+from advisor.selection import OBJECTIVES, Selection, select, simulation_blocker
 from advisor.sources import Source, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
+from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
-
-@dataclass
-class DesignBottleneck:
-    """The cost model's bottleneck of a design (`costmodel.Bottleneck`, in indices) with the
-    names of its graph: the busiest machine, the heaviest cut stream edge (MOVE) and the
-    heaviest cut state edge (distributed transaction)."""
-
-    cost: costmodel.Bottleneck
-    graph: WorkloadGraph
-
-    @property
-    def machine(self) -> int:
-        return self.cost.machine
-
-    @property
-    def machine_load_share(self) -> float:
-        return self.cost.machine_load_share
-
-    @property
-    def hot_procedure(self) -> str | None:
-        return None if self.cost.hot_proc is None else self.graph.proc_names[self.cost.hot_proc]
-
-    @property
-    def move(self) -> tuple[str, str, float] | None:
-        m = self.cost.move
-        return None if m is None else (self.graph.proc_names[m[0]], self.graph.proc_names[m[1]], m[2])
-
-    @property
-    def distributed_access(self) -> tuple[str, str, float] | None:
-        d = self.cost.distributed_access
-        return None if d is None else (self.graph.proc_names[d[0]], self.graph.state_names[d[1]], d[2])
-
-    def describe(self) -> list[str]:
-        out = [f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"]
-        if self.move:
-            out.append(f"most expensive MOVE: {self.move[0]} -> {self.move[1]} ({self.move[2]:g} tuples/batch)")
-        if self.distributed_access:
-            out.append(f"most frequent distributed access: {self.distributed_access[0]} -> "
-                       f"{self.distributed_access[1]} ({self.distributed_access[2]:g} rows/batch)")
-        return out
-
-
-def design_bottleneck(design: Design, graph: WorkloadGraph) -> DesignBottleneck:
-    """The cost model's bottleneck of `design` on `graph` (put on the design's cluster)."""
-    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
-    proc, state = design.arrays(graph)
-    return DesignBottleneck(costmodel.find_bottleneck(graph.cost, proc, state), graph)
-
 
 @dataclass
 class Recommendation:
@@ -99,8 +52,9 @@ class Recommendation:
         return WorkloadGraph.from_workload(at)
 
     @property
-    def bottleneck(self) -> DesignBottleneck:
-        return design_bottleneck(self.design, self.design_graph)
+    def bottleneck(self) -> costmodel.Bottleneck:
+        """What limits the recommended design, by the cost model (on the design's graph)."""
+        return costmodel.cost_model_bottleneck(self.design, self.design_graph)
 
     def granularity_note(self) -> str | None:
         """For a graph of fragments or hot tuples: which tables the pick splits across
@@ -154,7 +108,7 @@ class Recommendation:
         sel = self.selection
         if sel is None:
             return {name: None for name in self.all_designs()}
-        by_label = {o.label: getattr(o, field) for o in sel.options if o.source == "baseline"}
+        by_label = {o.label: getattr(o, field) for o in sel.candidates if o.source == "baseline"}
         return {"recommended": getattr(sel.chosen, field),
                 **{name: by_label.get(name) for name in self.baselines}}
 
@@ -203,7 +157,7 @@ def recommend(source: Source, machines: int | None = None,
               partitions_per_machine: int | None = None, weights: Weights | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
               search: DesignSearch | None = None, objective: str = "throughput",
-              workload: Workload | None = None, sim_calibration=None,
+              workload: Workload | None = None, calibration: CalibrationSource | SimParams = None,
               data_parallel: bool = False, current: Design | str | Path | None = None,
               max_move_mb: float | None = None, simulator: Simulator | None = None
               ) -> Recommendation:
@@ -212,8 +166,9 @@ def recommend(source: Source, machines: int | None = None,
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
 
     `workload` is a spec to simulate when the source is a graph or statistics whose state items
-    are the spec's tables; `sim_calibration` (a Calibration or SimParams) is what the simulator
-    predicts with (default: the reference cluster); `simulator` is what judges (default:
+    are the spec's tables; `calibration` (a Calibration, the path of its file, or bare SimParams)
+    prices the default weights and is what the simulator predicts with (default: the weights
+    from the default calibration file, predictions on the reference cluster); `simulator` is what judges (default:
     engine_sim's, `default_simulator`). Where the simulator cannot judge, the pick
     falls back to cost and `selection.note` says why. With `data_parallel`, the pick's
     data-parallel variant (SPs that split by key, as lanes over fragments of their tables) is
@@ -243,24 +198,26 @@ def recommend(source: Source, machines: int | None = None,
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
-    weights = weights or default_weights(graph)
+    if calibration is not None and not isinstance(calibration, SimParams):
+        calibration = as_calibration(calibration)  # read once, for the weights and the simulator
+    weights = weights or default_weights(graph, None if isinstance(calibration, SimParams) else calibration)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     search.fit(graph)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
-    options = search_options(search, graph, weights)
+    candidates = search_candidates(search, graph, weights)
     simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
-    scored_baselines: dict[str, Option] = {}
+    scored_baselines: dict[str, Candidate] = {}
     if baselines or simulate:
         for name, fn in BASELINE_FUNCTIONS.items():
             result = fn(graph, weights, seed)
             if result is not None:
-                scored_baselines[name] = option(graph, weights, name, "baseline", *result)
-    options += list(scored_baselines.values())
+                scored_baselines[name] = scored_candidate(graph, weights, name, "baseline", *result)
+    candidates += list(scored_baselines.values())
     if simulate:
-        together = one_machine_option(graph, weights, seed)
-        options += ([together] if together is not None else []) + enumerated_options(graph, weights, seed)
-    selection = select(options, objective, spec, graph, weights, sim_calibration, seed, simulator=simulator)
+        together = one_machine_candidate(graph, weights, seed)
+        candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
+    selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator)
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}
@@ -271,7 +228,7 @@ def recommend(source: Source, machines: int | None = None,
                                 method="advisor", provenance=provenance)
     choice = None
     if data_parallel and selection.objective == "throughput" and spec is not None:
-        choice = weigh_data_parallel(spec, design, sim_calibration, seed, simulator=simulator)
+        choice = weigh_data_parallel(spec, design, calibration, seed, simulator=simulator)
         if choice is not None:  # scored as the cost model sees it: the lanes' base partitions
             at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
             choice.variant.cost = choice.variant.score(at, weights)
@@ -285,7 +242,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         from advisor.migration_pick import plan_migration
 
-        plan = plan_migration(out, current, max_move_mb, sim_calibration, seed, simulator=simulator)
+        plan = plan_migration(out, current, max_move_mb, calibration, seed, simulator=simulator)
         out.migration = plan
         out.design = replace(plan.chosen.design, method="advisor", provenance={
             **provenance, "migration": {"from": current.provenance.get("input_sha256"),
@@ -377,7 +334,7 @@ def memory_per_machine(design: Design, graph: WorkloadGraph) -> np.ndarray:
 
 
 def resolve_weights(alpha: float | None = None, beta: float | None = None,
-                    gamma: float | None = None, *, calibration: str | Path | None = None,
+                    gamma: float | None = None, *, calibration: CalibrationSource = None,
                     source: Source | None = None, machines: int | None = None,
                     partitions_per_machine: int | None = None) -> Weights | None:
     """The weights a user asked for: each of alpha/beta/gamma given wins; the others come from

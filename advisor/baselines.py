@@ -31,7 +31,9 @@ def single_machine(graph: WorkloadGraph, weights: Weights, seed: int = 0):
 
 
 def round_robin(graph: WorkloadGraph, weights: Weights, seed: int = 0):
-    """SPs and state items dealt over partitions in declaration order."""
+    """SPs and state items (at the graph's granularity) dealt over partitions in declaration
+    order: what a user dealing everything by hand gets. Not `costmodel.simple_designs.
+    round_robin_design`, which deals only the SPs and puts each table with its first SP."""
     n = graph.cost.n_partitions
     proc = np.arange(graph.n_proc) % n
     return proc, pin_owned_state(graph.cost, proc, np.arange(graph.n_state) % n)

@@ -38,9 +38,9 @@ class Simulator(Protocol):
         the search may stop once the design cannot beat that figure."""
         ...
 
-    def run_once(self, workload: Workload, design: Design, *, window: int, batches: int,
+    def run_once(self, workload: Workload, design: Design, *, in_flight: int, batches: int,
                  calibration: Any, seed: int) -> SimOutcome:
-        """One closed-loop run with `window` batches in flight."""
+        """One closed-loop run with `in_flight` batches in flight."""
         ...
 
 

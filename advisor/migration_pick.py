@@ -20,7 +20,8 @@ from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
 from advisor.judge import Simulator, need_simulator
 from advisor.migration import DesignDiff, align, diff, moves_between
-from advisor.selection import TIE_TOLERANCE, distinct, simulation_blocker
+from advisor.candidate_pool import distinct
+from advisor.selection import TIE_TOLERANCE, simulation_blocker
 
 MAX_SIMULATED = 16  # frontier designs simulated (each a maximum-throughput search)
 SIM_BATCHES = 300  # per simulation: the pick's final round, so the figures compare
@@ -112,9 +113,9 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
     def megabytes(d: Design) -> float:
         return sum(m.bytes for m in moves_between(current, d, graph)) / 1e6
 
-    options = distinct(list(rec.selection.options), graph) if rec.selection else []
-    targets = [("recommended", rec.design)] + [(o.label, Design.from_arrays(graph, o.proc_part, o.state_part, weights,
-                                                                             method=o.label)) for o in options]
+    candidates = distinct(list(rec.selection.candidates), graph) if rec.selection else []
+    targets = [("recommended", rec.design)] + [(c.label, Design.from_arrays(graph, c.proc_part, c.state_part, weights,
+                                                                             method=c.label)) for c in candidates]
     seen = {_key(current)}
     for label, d in targets:
         aligned = align(current, d, graph)

@@ -11,7 +11,8 @@ Each term of the cost is a fraction; times its price it becomes seconds of work 
 alpha, beta, gamma are those three prices divided by their sum, so the dissertation's
 formula (alpha S + beta P + gamma L) stays the objective, in units of the total.
 
-Which calibration: the file given, else $ADVISOR_CALIBRATION, else the user's calibration
+Which calibration: the one given (a Calibration, or the path of its file), else
+$ADVISOR_CALIBRATION, else the user's calibration
 (`advisor calibrate` writes ~/.config/sstore-advisor/calibration.json, or under
 $XDG_CONFIG_HOME), else the one shipped with the package (measured on a reference machine).
 The file's format:
@@ -29,6 +30,7 @@ import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, CostGraph, Weights
 from costmodel.calibration import Calibration, CalibrationError
+
 PACKAGE_CALIBRATION = Path(__file__).parent / "data" / "calibration.json"
 ENV_VARIABLE = "ADVISOR_CALIBRATION"
 # CPU seconds per declared unit of SP cost: the engine does cost x 100 µs of work per SP
@@ -62,23 +64,36 @@ def calibration_path() -> Path:
     return user if user.is_file() else PACKAGE_CALIBRATION
 
 
-def _read(path: Path) -> Calibration:
-    """The calibration file, read by its one reader (`costmodel.calibration`)."""
-    return Calibration.load(path)
+CalibrationSource = Calibration | str | Path | None  # an object, its file, or the default file
 
 
-def load_prices(path: str | Path | None = None) -> Prices:
-    """The prices of a calibration file (default: `calibration_path()`)."""
-    path = Path(path) if path is not None else calibration_path()
-    p = _read(path).prices
+def as_calibration(calibration: CalibrationSource = None) -> Calibration:
+    """The calibration meant: an object as it is, a path read by the one reader
+    (`costmodel.calibration`), None the default file (`calibration_path()`)."""
+    if isinstance(calibration, Calibration):
+        return calibration
+    return Calibration.load(Path(calibration) if calibration is not None else calibration_path())
+
+
+def _where(calibration: CalibrationSource) -> str:
+    """The calibration named in a message: its file, or what it stands for."""
+    if isinstance(calibration, Calibration):
+        return calibration.label()
+    return str(calibration if calibration is not None else calibration_path())
+
+
+def load_prices(calibration: CalibrationSource = None) -> Prices:
+    """The prices of a calibration (default: the file at `calibration_path()`)."""
+    p = as_calibration(calibration).prices
+    where = _where(calibration)
     values = {}
     for key in ("distributed_txn_s", "move_s", "cost_unit_s", "single_txn_s"):
         if key not in p:
             if key in ("cost_unit_s", "single_txn_s"):
                 continue
-            raise CalibrationError(f"{path}: prices.{key} is missing")
+            raise CalibrationError(f"{where}: prices.{key} is missing")
         values[key] = float(p[key])  # the reader has checked each is a finite number >= 0
-    return Prices(**values, source=str(path))
+    return Prices(**values, source=where)
 
 
 def price_scales(graph, prices: Prices) -> tuple[float, float, float]:
@@ -105,13 +120,13 @@ def weights_from_prices(graph, prices: Prices) -> Weights:
     return Weights(alpha=a / total, beta=b / total, gamma=g / total)
 
 
-def default_weights(graph, calibration: str | Path | None = None) -> Weights:
+def default_weights(graph, calibration: CalibrationSource = None) -> Weights:
     """The weights the advisor uses for `graph` (a WorkloadGraph or CostGraph) when none
     are given: real prices from the calibration (see `calibration_path`)."""
     return weights_from_prices(graph, load_prices(calibration))
 
 
-def local_move_ratio(calibration: str | Path | None = None) -> float:
+def local_move_ratio(calibration: CalibrationSource = None) -> float:
     """Price of a MOVE between partitions of one machine relative to one between machines
     (the calibration's local and remote message CPU costs; 1 when it has none)."""
     sim = calibration_simulator(calibration)
@@ -122,20 +137,19 @@ def local_move_ratio(calibration: str | Path | None = None) -> float:
     return float(np.clip(ratio, 0.0, 1.0)) if np.isfinite(ratio) else 1.0
 
 
-def calibration_simulator(calibration: str | Path | None = None) -> dict:
-    """The simulator prices of a calibration file (default: `calibration_path()`)."""
-    path = Path(calibration) if calibration is not None else calibration_path()
-    return _read(path).params.to_dict()
+def calibration_simulator(calibration: CalibrationSource = None) -> dict:
+    """The simulator prices of a calibration (default: the file at `calibration_path()`)."""
+    return as_calibration(calibration).params.to_dict()
 
 
-def partition_weights(weights: Weights, calibration: str | Path | None = None) -> Weights:
+def partition_weights(weights: Weights, calibration: CalibrationSource = None) -> Weights:
     """Weights for placing SPs on the partitions inside one machine: a MOVE there is a local
     message, so beta shrinks by `local_move_ratio`; a distributed transaction still runs
     two-phase commit (alpha stays), and load balance over partitions is parallelism."""
     return Weights(weights.alpha, weights.beta * local_move_ratio(calibration), weights.gamma)
 
 
-def weights_from_calibration(path: str | Path) -> Weights:
-    """The fixed weights stored in a calibration file (workload-independent; the default is
+def weights_from_calibration(calibration: CalibrationSource) -> Weights:
+    """The fixed weights stored in a calibration (workload-independent; the default is
     `default_weights`, which prices the workload's own costs and accesses)."""
-    return _read(Path(path)).weights
+    return as_calibration(calibration).weights

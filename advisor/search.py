@@ -49,10 +49,20 @@ POOL_MAX_EDGES = 1_000_000
 
 @dataclass
 class Candidate:
+    """One candidate design with its cost and provenance, as the search keeps it and the pick
+    weighs it: partition arrays (global partitions; machine indices inside the machine-level
+    stage), where it came from (`source`: "search", "baseline", "enumeration" or "simulated
+    search") and, once the pick judged it, its throughput."""
+
     label: str
     proc_part: np.ndarray
     state_part: np.ndarray
     cost: CostBreakdown
+    source: str = "search"
+    predicted_tps: float | None = None  # tuples/s the simulator predicts
+    estimated_tps: float | None = None  # tuples/s the analytical busy-time estimate allows
+    batches: int = 0  # batches per simulation behind predicted_tps
+    split_groups: int = 0  # nested groups whose SPs sit on more than one machine
 
     def better_than(self, other: "Candidate | None") -> bool:
         if other is None:

@@ -12,6 +12,9 @@ screening round simulates every candidate with few batches, and a final round re
 the contenders (within 25 % of the best) with more. Where the graph is too large, there is no
 spec to simulate, or the budget cannot cover two candidates, the pick falls back to cost and
 the selection says why (`note`).
+
+The candidates themselves (the pool, and telling duplicates apart) are built in
+`advisor.candidate_pool`; this module judges them.
 """
 from __future__ import annotations
 
@@ -20,12 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodel import REPLICATED, CostBreakdown, Weights, score
+from costmodel import Weights
 from costmodel.design import Design
-from advisor.exhaustive import count_assignments
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
+from advisor.candidate_pool import distinct, relabelled_design_key, scored_candidate
 from advisor.judge import SimOutcome, Simulator, need_simulator
+from advisor.search import Candidate
 
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
@@ -39,40 +43,25 @@ SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.
 FINAL_BATCHES, FINAL_PROBES = 300, 7
 MIN_BATCHES = 40
 CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
-ENUMERATE_LIMIT = 64  # enumerate every machine assignment when there are at most this many
 WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 
 
 @dataclass
-class Option:
-    """One candidate design of the final pick (global partition arrays)."""
-
-    label: str
-    source: str  # "search", "baseline" or "enumeration"
-    proc_part: np.ndarray
-    state_part: np.ndarray
-    cost: CostBreakdown
-    predicted_tps: float | None = None  # tuples/s the simulator predicts
-    estimated_tps: float | None = None  # tuples/s the analytical busy-time estimate allows
-    batches: int = 0  # batches per simulation behind predicted_tps
-    split_groups: int = 0  # nested groups whose SPs sit on more than one machine
-
-
-@dataclass
 class Selection:
-    """The pick and everything it weighed. `objective` is the one actually used (a throughput
-    request that fell back says "cost", and `note` says why)."""
+    """The pick and everything it weighed (`candidates`: every candidate, with the figures the
+    pick gave it). `objective` is the one actually used (a throughput request that fell back
+    says "cost", and `note` says why)."""
 
     requested: str
     objective: str
-    chosen: Option
-    options: list[Option]
+    chosen: Candidate
+    candidates: list[Candidate]  # every candidate weighed, the chosen one among them
     note: str = ""
     simulated: int = 0
     sim_s: float = 0.0
-    calibration: str = ""
+    calibration_label: str = ""  # what the predictions stand for (`Calibration.label`)
     enumerated: int = 0  # distinct designs from enumerating every assignment to machines
-    distinct: int = 0  # distinct designs among the options (up to relabelling)
+    distinct: int = 0  # distinct designs among the candidates (up to relabelling)
     improvement: object = None  # advisor.sim_local_search.Improvement: the search after the pool
     simulator_runs: int = 0  # simulations run for the pick (pilots and rate searches)
     simulations_reused: int = 0  # asked for again with the same settings: answered, not run
@@ -87,7 +76,7 @@ class Selection:
         if self.note:
             out["selection_note"] = self.note
         if self.objective == "throughput":
-            out["simulator"] = {"calibration": self.calibration, "batches": self.chosen.batches,
+            out["simulator"] = {"calibration": self.calibration_label, "batches": self.chosen.batches,
                                 "candidates_simulated": self.simulated}
             imp = self.improvement
             if imp is not None and imp.simulated:
@@ -95,132 +84,6 @@ class Selection:
                                            "from_tuples_per_s": round(imp.start_tps, 1),
                                            "to_tuples_per_s": round(imp.end_tps, 1)}
         return out
-
-
-def option(graph: WorkloadGraph, weights: Weights, label: str, source: str, proc_part,
-           state_part) -> Option:
-    proc_part = np.asarray(proc_part, dtype=np.int64)
-    state_part = np.asarray(state_part, dtype=np.int64)
-    return Option(label, source, proc_part, state_part,
-                  score(graph.cost, proc_part, state_part, weights),
-                  split_groups=split_nested_groups(graph, proc_part))
-
-
-def split_nested_groups(graph: WorkloadGraph, proc_part: np.ndarray) -> int:
-    """How many nested groups have SPs on more than one machine."""
-    ppm = graph.cost.partitions_per_machine
-    return sum(len({int(proc_part[graph.proc_index(p)]) // ppm for p in group}) > 1
-               for group in graph.nested)
-
-
-def search_options(search, graph: WorkloadGraph, weights: Weights) -> list[Option]:
-    """The search's pool of good designs, sorted by cost (its best first)."""
-    return [option(graph, weights, f"search: {c.label}", "search", c.proc_part, c.state_part)
-            for c in search.pool_]
-
-
-def enumerated_options(graph: WorkloadGraph, weights: Weights, seed: int = 0,
-                       limit: int = ENUMERATE_LIMIT) -> list[Option]:
-    """Every assignment of SPs and state to machines up to relabelling (identical machines
-    only), with each machine's partitions placed as the search places them; [] when there are
-    more than `limit`. Windows are not enumerated: each goes with its owner."""
-    c = graph.cost
-    free = np.flatnonzero(c.state_owner < 0)
-    owned = c.owned_state
-    n_nodes = graph.n_proc + free.size
-    if (c.machines < 2 or n_nodes == 0 or not np.allclose(c.capacity, c.capacity[0])
-            or count_assignments(n_nodes, c.machines, True) > limit):
-        return []
-    out = []
-    for i, row in enumerate(restricted_growth(n_nodes, c.machines)):
-        machine_of_proc = row[:graph.n_proc]
-        machine_of_state = np.empty(graph.n_state, dtype=np.int64)
-        machine_of_state[free] = row[graph.n_proc:]
-        machine_of_state[owned] = machine_of_proc[c.state_owner[owned]]
-        proc, state = within_machines(c, machine_of_proc, machine_of_state, weights, seed)
-        out.append(option(graph, weights, f"enumerated #{i}", "enumeration", proc, state))
-    return out
-
-
-def one_machine_option(graph: WorkloadGraph, weights: Weights, seed: int = 0) -> Option | None:
-    """Everything on one machine, spread over its partitions by the search: no distributed
-    transaction, no MOVE between machines, and still the machine's parallelism. None when a
-    machine has one partition (the single-machine baseline is that design)."""
-    c = graph.cost
-    if c.partitions_per_machine == 1 or c.machines < 2:
-        return None
-    zeros_p = np.zeros(graph.n_proc, dtype=np.int64)
-    zeros_s = np.zeros(graph.n_state, dtype=np.int64)
-    proc, state = within_machines(c, zeros_p, zeros_s, weights, seed)
-    return option(graph, weights, "search: one machine, its partitions", "search", proc, state)
-
-
-def within_machines(c, machine_of_proc: np.ndarray, machine_of_state: np.ndarray,
-                    weights: Weights, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Global partitions for a machine assignment: each machine's SPs and state spread over
-    its partitions by the search (state on a machine without SPs goes to its first one)."""
-    from costmodel.graph import subgraph
-    from advisor.search import DesignSearch
-
-    ppm = c.partitions_per_machine
-    proc, state = machine_of_proc * ppm, machine_of_state * ppm
-    if ppm == 1:
-        return proc, state
-    for m in range(c.machines):
-        procs = np.flatnonzero(machine_of_proc == m)
-        states = np.flatnonzero(machine_of_state == m)
-        if procs.size == 0:
-            continue
-        local = DesignSearch(weights=weights, seed=seed).fit(subgraph(c, procs, states, ppm))
-        proc[procs] += local.proc_part_
-        state[states] += local.state_part_
-    return proc, state
-
-
-def restricted_growth(n: int, k: int) -> list[np.ndarray]:
-    """Assignments of n nodes to at most k interchangeable blocks, each once: node 0 in block
-    0, and a node opens block b only after blocks 0..b-1 are open."""
-    rows: list[list[int]] = [[0]]
-    for _ in range(1, n):
-        rows = [r + [b] for r in rows for b in range(min(max(r) + 2, k))]
-    return [np.array(r, dtype=np.int64) for r in rows]
-
-
-def relabelled_design_key(o: Option, graph: WorkloadGraph) -> bytes:
-    """Equal for designs that differ only by naming identical machines (and partitions
-    within a machine) differently."""
-    c = graph.cost
-    ppm = c.partitions_per_machine
-    parts = np.concatenate([o.proc_part, o.state_part])
-    if not np.allclose(c.capacity, c.capacity[0]):
-        return parts.tobytes()
-    out = parts.copy()
-    placed = parts != REPLICATED
-    uniq, first = np.unique(parts[placed], return_index=True)  # partitions used, first seen
-    machine = uniq // ppm
-    m_uniq, m_first = np.unique(machine, return_index=True)
-    m_first = np.minimum.reduceat(first, m_first) if m_uniq.size else m_first
-    m_rank = np.empty(m_uniq.size, dtype=np.int64)
-    m_rank[np.argsort(m_first, kind="stable")] = np.arange(m_uniq.size)
-    new_machine = m_rank[np.searchsorted(m_uniq, machine)]
-    order = np.lexsort((first, new_machine))  # by new machine, then first appearance
-    starts = np.searchsorted(new_machine[order], new_machine[order], side="left")
-    local = np.empty(uniq.size, dtype=np.int64)
-    local[order] = np.arange(uniq.size) - starts
-    out[placed] = (new_machine * ppm + local)[np.searchsorted(uniq, parts[placed])]
-    return out.tobytes()
-
-
-def distinct(options: list[Option], graph: WorkloadGraph) -> list[Option]:
-    """The options with duplicates (up to relabelling) dropped, first occurrence kept."""
-    seen: set[bytes] = set()
-    out = []
-    for o in options:
-        key = relabelled_design_key(o, graph)
-        if key not in seen:
-            seen.add(key)
-            out.append(o)
-    return out
 
 
 def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
@@ -246,21 +109,21 @@ def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str |
     return None
 
 
-def pick_by_cost(options: list[Option]) -> Option:
+def pick_by_cost(candidates: list[Candidate]) -> Candidate:
     """Feasible first, then the lowest total cost; the earliest on a tie."""
-    return min(options, key=lambda o: (not o.cost.feasible,
-                                       o.cost.worst_overflow_mb if not o.cost.feasible else 0.0,
-                                       o.cost.total))
+    return min(candidates, key=lambda o: (not o.cost.feasible,
+                                          o.cost.worst_overflow_mb if not o.cost.feasible else 0.0,
+                                          o.cost.total))
 
 
-def pick_by_throughput(options: list[Option], tolerance: float = TIE_TOLERANCE) -> Option:
+def pick_by_throughput(candidates: list[Candidate], tolerance: float = TIE_TOLERANCE) -> Candidate:
     """The fastest predicted (feasible ones first); within `tolerance` of it, one that keeps
     every nested group on one machine, then the cheapest.
 
     Why the nested groups: the simulator runs a group's control code where its first SP is, so
     it cannot see where the group's other SPs were put; on a tie, the design that does not rely
     on that is the safer answer."""
-    judged = [o for o in options if o.predicted_tps is not None]
+    judged = [o for o in candidates if o.predicted_tps is not None]
     feasible = [o for o in judged if o.cost.feasible] or judged
     best = max(o.predicted_tps for o in feasible)
     near = [o for o in feasible if o.predicted_tps >= best * (1 - tolerance)]
@@ -316,11 +179,11 @@ class SimulationRuns:
             self.workload, d, calibration=self.calibration, batches=batches, seed=self.seed,
             tolerance=tolerance, stop_below_tps=stop_below_tps), label)
 
-    def pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, window: int = 8,
+    def pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, in_flight: int = 8,
               label: str = "") -> SimOutcome:
         """A closed-loop `run_once` of the design by the simulator (raises its `error`)."""
-        return self._run(("closed", batches, window), proc_part, state_part,
-                         lambda d: self.simulator.run_once(self.workload, d, window=window, batches=batches,
+        return self._run(("closed", batches, in_flight), proc_part, state_part,
+                         lambda d: self.simulator.run_once(self.workload, d, in_flight=in_flight, batches=batches,
                                                            calibration=self.calibration, seed=self.seed),
                          label)
 
@@ -348,7 +211,7 @@ class SimulationRuns:
 
 @dataclass
 class ThroughputJudge:
-    """Predicts each option's maximum throughput with the simulator, within a budget of
+    """Predicts each candidate's maximum throughput with the simulator, within a budget of
     simulated events (deterministic, unlike seconds); `wall_cap_s` is only a safety net. The
     simulator is `runs`'s, or `simulator` when it keeps its own runs."""
 
@@ -373,12 +236,12 @@ class ThroughputJudge:
     def _calibration(self):
         return self.runs.calibration
 
-    def _pilot(self, options: list[Option]) -> tuple[dict[int, float], float]:
-        """Events per simulated batch of each option, from a short closed-loop run. The
+    def _pilot(self, candidates: list[Candidate]) -> tuple[dict[int, float], float]:
+        """Events per simulated batch of each candidate, from a short closed-loop run. The
         enumerated designs (many, tiny) share the worst figure of the others instead."""
         per_batch: dict[int, float] = {}
         spent = 0.0
-        for o in options:
+        for o in candidates:
             if o.source == "enumeration" or (per_batch and spent > PILOT_SHARE * self.event_budget):
                 continue
             try:
@@ -390,47 +253,47 @@ class ThroughputJudge:
             spent += r.events + RUN_OVERHEAD_EVENTS
         worst = max(per_batch.values(), default=1.0)
         stopped = spent > PILOT_SHARE * self.event_budget
-        for o in options:
+        for o in candidates:
             if o.source == "enumeration" and not stopped:
                 per_batch[id(o)] = worst
         return per_batch, spent
 
-    def _estimates(self, options: list[Option], cal) -> dict[int, float]:
-        """Each option's throughput by the analytical busy-time estimate (no simulation)."""
+    def _estimates(self, candidates: list[Candidate], cal) -> dict[int, float]:
+        """Each candidate's throughput by the analytical busy-time estimate (no simulation)."""
         from advisor.busy_estimate import BusyEstimate
 
         estimate = BusyEstimate.of(self.graph, self.workload, getattr(cal, "params", cal))
-        return {id(o): estimate.throughput_tps(o.proc_part, o.state_part) for o in options}
+        return {id(o): estimate.throughput_tps(o.proc_part, o.state_part) for o in candidates}
 
-    def judge(self, options: list[Option]) -> list[Option]:
-        """Fill `predicted_tps` of the options it can afford; returns those (in order)."""
+    def judge(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Fill `predicted_tps` of the candidates it can afford; returns those (in order)."""
         cal = self._calibration()
         started = time.perf_counter()
-        per_batch, spent = self._pilot(options)
+        per_batch, spent = self._pilot(candidates)
         budget = self.event_budget - spent
 
-        def batches_for(group: list[Option], cap: int, probes: int, share: float) -> int:
+        def batches_for(group: list[Candidate], cap: int, probes: int, share: float) -> int:
             per_run = sum(per_batch[id(o)] for o in group)
             left = share * budget / probes - RUN_OVERHEAD_EVENTS * len(group)
             return int(min(cap, left / max(per_run, 1.0)))
 
-        estimate = self._estimates(options, cal)
-        for o in options:
+        estimate = self._estimates(candidates, cal)
+        for o in candidates:
             o.estimated_tps = estimate[id(o)]
-        affordable = [o for o in options if id(o) in per_batch]
+        affordable = [o for o in candidates if id(o) in per_batch]
         while len(affordable) > 1 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
                                                   SCREEN_SHARE) < MIN_BATCHES:
             # every candidate is screened by the busy-time estimate: the slowest by it go first
             drop = min(range(len(affordable)), key=lambda k: (estimate[id(affordable[k])], -k))
             del affordable[drop]
-        if len(affordable) < len(options):
-            self.note_ = (f"simulated {len(affordable)} of {len(options)} distinct candidates "
+        if len(affordable) < len(candidates):
+            self.note_ = (f"simulated {len(affordable)} of {len(candidates)} distinct candidates "
                           "(the rest did not fit the simulation budget)")
         b1 = batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES, SCREEN_SHARE)
         if len(affordable) < 2 or b1 < MIN_BATCHES:
             return []
 
-        def run(group: list[Option], batches: int, tolerance: float) -> list[Option]:
+        def run(group: list[Candidate], batches: int, tolerance: float) -> list[Candidate]:
             done = []
             for o in group:
                 if done and time.perf_counter() - started > self.wall_cap_s:
@@ -460,20 +323,20 @@ class ThroughputJudge:
         return screened
 
 
-def select(options: list[Option], objective: str, workload: Workload | None,
+def select(candidates: list[Candidate], objective: str, workload: Workload | None,
            graph: WorkloadGraph, weights: Weights, calibration=None, seed: int = 0, *,
            simulator: Simulator | None = None) -> Selection:
-    """The recommendation among `options` (the search's best first, then by priority),
+    """The recommendation among `candidates` (the search's best first, then by priority),
     judged by `simulator` (needed for the throughput objective where it can simulate)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    by_cost = dict(chosen=options[0], options=options, objective="cost")
+    by_cost = dict(chosen=candidates[0], candidates=candidates, objective="cost")
     if objective == "cost":
         return Selection(objective, **by_cost)
     blocker = simulation_blocker(workload, graph)
     if blocker is not None:
         return Selection(objective, **by_cost, note=f"picked by cost: {blocker}")
-    unique = distinct(options, graph)
+    unique = distinct(candidates, graph)
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
     if len(unique) < 2:
         return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
@@ -482,11 +345,11 @@ def select(options: list[Option], objective: str, workload: Workload | None,
     started = time.perf_counter()
     judged = judge.judge(unique)
     sim_s = time.perf_counter() - started
-    _share_predictions(options, unique, graph)
+    _share_predictions(candidates, unique, graph)
     label = _calibration_label(judge._calibration())
     if not judged:
         note = judge.note_ or "the simulation budget cannot cover two candidates"
-        return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration=label,
+        return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration_label=label,
                          note=f"picked by cost: {note}", simulator_runs=runs.runs,
                          simulations_reused=runs.reused, simulator_probes=runs.probes)
     chosen = pick_by_throughput(judged)
@@ -499,29 +362,27 @@ def select(options: list[Option], objective: str, workload: Workload | None,
                               calibration, seed, runs=runs)
         sim_s += time.perf_counter() - started
         if improvement.improved:
-            chosen = option(graph, weights, "simulated search", "simulated search",
-                            improvement.proc_part, improvement.state_part)
+            chosen = scored_candidate(graph, weights, "simulated search", "simulated search",
+                                      improvement.proc_part, improvement.state_part)
             chosen.predicted_tps, chosen.batches = improvement.end_tps, 0
             chosen.estimated_tps = improvement.end_estimated_tps
-            options = options + [chosen]
+            candidates = candidates + [chosen]
     return Selection(objective, objective="throughput", chosen=chosen,
-                     options=options, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
-                     calibration=label, improvement=improvement, simulator_runs=runs.runs,
+                     candidates=candidates, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
+                     calibration_label=label, improvement=improvement, simulator_runs=runs.runs,
                      simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
 
 
-def _share_predictions(options: list[Option], unique: list[Option], graph: WorkloadGraph) -> None:
+def _share_predictions(candidates: list[Candidate], unique: list[Candidate], graph: WorkloadGraph) -> None:
     """A duplicate design gets the prediction of the one that was simulated in its place."""
     judged = {relabelled_design_key(o, graph): o for o in unique}
-    for o in options:
+    for o in candidates:
         rep = judged[relabelled_design_key(o, graph)]
         o.predicted_tps, o.batches, o.estimated_tps = rep.predicted_tps, rep.batches, rep.estimated_tps
 
 
 def _calibration_label(cal) -> str:
-    source = getattr(cal, "source", None)
-    if source == "reference":
-        return "reference cluster"
-    if source is not None:
-        return f"calibrated on {getattr(cal, 'machine', {}).get('hostname', '?')}"
-    return "given simulator parameters"
+    """What the pick's predictions stand for: the calibration's own label (its target said),
+    or plain simulator parameters."""
+    label = getattr(cal, "label", None)
+    return label() if callable(label) else "given simulator parameters"

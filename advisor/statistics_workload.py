@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.priced_weights import CalibrationSource
 from advisor.statistics_graph import read_mostly_items
 from costmodel.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
                               Table, Window, Workload)
@@ -48,7 +49,7 @@ DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
 
 
-def workload_from_statistics(stats_dir: str | Path, calibration: str | Path | None = None,
+def workload_from_statistics(stats_dir: str | Path, calibration: CalibrationSource = None,
                              overhead_scale: float = 1.0) -> Workload:
     """The workload of a statistics directory (see the module docstring); `calibration` prices
     the overhead taken off measured execution times (default: the advisor's calibration), and
@@ -65,7 +66,7 @@ class MeasuredCost:
     overhead_us: float
 
 
-def overhead_scale_bound(stats_dir: str | Path, calibration: str | Path | None = None) -> float | None:
+def overhead_scale_bound(stats_dir: str | Path, calibration: CalibrationSource = None) -> float | None:
     """The largest `overhead_scale` the measured durations allow: where the first SP's work
     reaches its floor (`MIN_WORK_SHARE` of its duration). None when nothing is taken off
     (durations of work, or a calibration without overhead prices)."""
@@ -78,7 +79,7 @@ def _scale_bound(timings: dict[str, MeasuredCost]) -> float | None:
     return min(bounds) if bounds else None
 
 
-def cost_scenarios(workload: Workload, calibration: str | Path | None = None
+def cost_scenarios(workload: Workload, calibration: CalibrationSource = None
                    ) -> list[tuple[str, Workload]]:
     """`workload` (rebuilt from the statistics directory it names as its source) with its SP
     costs at the two ends of what the measured durations allow: no engine overhead in them,

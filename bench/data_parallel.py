@@ -164,12 +164,12 @@ def engine_ratio(name: str, args: argparse.Namespace) -> float | None:
     print(f"{name:<16} median dp/table {median:.2f} measured ({args.repeats} pairs, "
           f"{args.engine_batches} batches), {predicted:.2f} predicted", flush=True)
     if args.calibration:
-        host = Calibration.load(args.calibration).params  # the engine on the host it measured
+        host = Calibration.load(args.calibration).on_host()  # the engine on the host it measured
         on_host = (max_throughput(spec, designs["dp"], calibration=host, batches=args.sim_batches).throughput_tps
                    / max_throughput(spec, designs["table"], calibration=host, batches=args.sim_batches).throughput_tps)
         print(f"{name:<16} predicted for this engine on the calibrated host: {on_host:.2f}")
         calibrated = recommend(name, machines=m, partitions_per_machine=ppm, seed=args.seed, baselines=False,
-                               data_parallel=True, sim_calibration=Calibration.load(args.calibration))
+                               data_parallel=True, calibration=Calibration.load(args.calibration))
         print(f"{name:<16} with --calibration {args.calibration}: "
               f"{calibrated.data_parallel.describe() if calibrated.data_parallel else 'no SP can split'}")
     print(flush=True)

@@ -40,8 +40,9 @@ from costmodel.design import Design  # noqa: E402
 from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
-from engine_sim.engine.designs import round_robin_design, single_partition_design  # noqa: E402
-from engine_sim.sim.scenarios import chain_design  # noqa: E402
+from engine_sim.engine.run_options import CommandLogOptions, RecoveryOptions  # noqa: E402
+from costmodel.simple_designs import round_robin_design, single_partition_design  # noqa: E402
+from engine_sim.sim.scenario_designs import chain_design  # noqa: E402
 
 
 def chain(n: int) -> Workload:
@@ -82,7 +83,7 @@ def voter(batches: int, repeat: int) -> list[str]:
              "fsync, group commit)"]
     for in_process in (True, False):
         r = best(repeat, workload=w, design=d, batches=batches, in_process=in_process,
-                 recovery="weak", log_to_disk=True, fsync=True)
+                 recovery=RecoveryOptions(mode="weak"), command_log=CommandLogOptions(to_disk=True, fsync=True))
         lines.append(f"   {r.mode:<14} {r.throughput_bps:8,.0f} input batches/s  "
                      f"({r.throughput_bps / 2200:.2f}x S-Store's 2200; p50 {r.latency_p50_ms:.1f} ms, "
                      f"{r.log_flushes} log writes, history {r.history_check})")
@@ -99,7 +100,8 @@ def moves(tuples: int, repeat: int) -> list[str]:
             d = Design(w.name, 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
             batches = max(400, tuples // size) if not in_process else max(2000, 5 * tuples // size)
             rpc, txn = (best(repeat, workload=w, design=d, batches=batches, move=mv,
-                             in_process=in_process, snapshot_every=0) for mv in ("rpc", "txn"))
+                             in_process=in_process, recovery=RecoveryOptions(snapshot_every=0))
+                        for mv in ("rpc", "txn"))
             assert txn.move_txns == batches and rpc.move_txns == 0
             lines.append(f"   {size:>5}  {rpc.mode:<14} {rpc.throughput_tps:9,.0f}  "
                          f"{txn.throughput_tps:9,.0f}  {rpc.throughput_tps / txn.throughput_tps:7.2f}")
@@ -114,10 +116,12 @@ def logging(batches: int, recover_batches: int, repeat: int) -> list[str]:
         w = chain(n)
         d = Design(w.name, 1, 1, {p.name: 0 for p in w.procedures}, {t.name: 0 for t in w.tables})
         run = {mode: best(repeat, workload=w, design=d, batches=batches, in_process=True,
-                          recovery=mode, group_commit=False, log_to_disk=True, fsync=True)
+                          recovery=RecoveryOptions(mode=mode),
+                          command_log=CommandLogOptions(group_commit=False, to_disk=True, fsync=True))
                for mode in ("strong", "weak")}
-        crash = {mode: run_workload(w, d, batches=recover_batches, recovery=mode, snapshot_every=0,
-                                    crash_after=int(recover_batches * n * 0.95))
+        crash = {mode: run_workload(w, d, batches=recover_batches,
+                                    recovery=RecoveryOptions(mode=mode, snapshot_every=0,
+                                                             crash_after=int(recover_batches * n * 0.95)))
                  for mode in ("strong", "weak")}
         for r in (*run.values(), *crash.values()):
             assert r.history_check == "ok", r.history_check
@@ -169,7 +173,8 @@ def scaling(batches: int, repeat: int) -> list[str]:
     runs: dict[str, list] = {"1": [], "2": []}
     for _ in range(repeat):
         for key, d in (("1", one), ("2", two)):
-            r = run_workload(w, d, batches=batches, recovery="weak", fsync=False)
+            r = run_workload(w, d, batches=batches, recovery=RecoveryOptions(mode="weak"),
+                             command_log=CommandLogOptions(fsync=False))
             assert r.history_check == "ok", r.history_check
             runs[key].append(r)
     b1, b2 = (max(runs[k], key=lambda r: r.throughput_bps) for k in ("1", "2"))
@@ -224,8 +229,8 @@ def chain_scaling(batches_per_machine: int, repeat: int, machines: tuple[int, ..
     if calibration is not None:
         from engine_sim.sim import Calibration, run_once
 
-        params = Calibration.load(calibration).params
-        predicted = {(s, m): run_once(w, chain_design(w, m, 1), window=64, calibration=params,
+        params = Calibration.load(calibration).on_host().sim_params()
+        predicted = {(s, m): run_once(w, chain_design(w, m, 1), in_flight=64, calibration=params,
                                       batches=batches_per_machine * m, scheduler=s).throughput_tps
                      for s, m in keys}
         lines += [f"   simulator, calibration {calibration} ({params.host_cores} host cores)",
@@ -238,7 +243,8 @@ def _best_interleaved(w: Workload, keys: list[tuple[str, int]], batches_per_mach
     for _ in range(repeat):
         for scheduler, m in keys:
             r = run_workload(w, chain_design(w, m, 1), batches=batches_per_machine * m, scheduler=scheduler,
-                             recovery="weak", fsync=False)
+                             recovery=RecoveryOptions(mode="weak"),
+                             command_log=CommandLogOptions(fsync=False))
             assert r.history_check == "ok", r.history_check
             runs.setdefault((scheduler, m), []).append(r)
     return {k: max(v, key=lambda r: r.throughput_tps) for k, v in runs.items()}

@@ -287,7 +287,7 @@ def check_engine_case(case: str) -> None:
 
 
 def engine_migration(case: str, workdir: str | Path, *, batches: int = 300, at_batch: int = 150,
-                     window: int = 64, trace_batches: int = 200, seed: int = 0,
+                     in_flight: int = 64, trace_batches: int = 200, seed: int = 0,
                      spark=None) -> EngineMigrationCase:
     """Designs A and B for `case` (see the module docstring), then the engine runs the workload
     after the change on A, multi-process on 2 machines, migrating to B at `at_batch`: once
@@ -295,6 +295,7 @@ def engine_migration(case: str, workdir: str | Path, *, batches: int = 300, at_b
     budgeted frontier from A. `workdir` holds the traces and statistics (hot-shift only);
     `spark`: a session for the aggregation (default: one started and stopped per phase)."""
     from engine_sim.engine.migration import compare_migration, moved_items, moved_procedures
+    from engine_sim.engine.run_options import ClientOptions
     from engine_sim.engine.plan import build_plan
 
     check_engine_case(case)
@@ -303,7 +304,8 @@ def engine_migration(case: str, workdir: str | Path, *, batches: int = 300, at_b
     else:
         run_on, sim_on, a, rec, change = _drift_designs(case.partition(":")[2], seed)
     b: Design = rec.design
-    both = compare_migration(run_on, a, b, batches=batches, at_batch=at_batch, window=window, seed=seed)
+    both = compare_migration(run_on, a, b, batches=batches, at_batch=at_batch, seed=seed,
+                             client=ClientOptions(in_flight=in_flight))
     plan_a, plan_b = build_plan(run_on, a, seed=seed), build_plan(run_on, b, seed=seed)
     return EngineMigrationCase(
         case=case, change=change, picked_by=rec.migration.judged_by, batches=batches, at_batch=at_batch,
@@ -358,7 +360,7 @@ def engine_main(args) -> None:
             for case in cases:
                 started = time.perf_counter()
                 result = engine_migration(case, Path(workdir) / case.replace(":", "-"), batches=args.batches,
-                                          at_batch=args.at_batch, window=args.window, seed=args.seed,
+                                          at_batch=args.at_batch, in_flight=args.in_flight, seed=args.seed,
                                           spark=spark)
                 print("\n".join(describe_engine_case(result)) + f"\n   ({time.perf_counter() - started:.0f} s)",
                       flush=True)
@@ -377,7 +379,7 @@ def main() -> None:
                     help="hot-shift and/or drift:<bundled workload>")
     ap.add_argument("--batches", type=int, default=300, help="engine: batches per run")
     ap.add_argument("--at-batch", type=int, default=150, help="engine: the batch the migration starts at")
-    ap.add_argument("--window", type=int, default=64, help="engine: batches in flight")
+    ap.add_argument("--in-flight", type=int, default=64, help="engine: batches in flight")
     args = ap.parse_args()
     if args.engine:
         engine_main(args)

@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from advisor.api import recommend  # noqa: E402
 from costmodel.design import Design  # noqa: E402
 from advisor.exhaustive import count_assignments  # noqa: E402
-from advisor.selection import (relabelled_design_key, option, restricted_growth,  # noqa: E402
-                               within_machines)
+from advisor.candidate_pool import (relabelled_design_key, restricted_growth,  # noqa: E402
+                                    scored_candidate, within_machines)
 from costmodel.spec_reader import bundled_workloads  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 
@@ -92,12 +92,13 @@ def engine_rows(batches: int, repeats: int, calibration: Path | None) -> list[di
     """The engine here runs every emulated machine on this host's cores, which a simulator
     with the reference cluster's parameters does not predict. So two picks are measured: the
     default recommendation (for a real cluster) and the one the simulator makes with this
-    host's calibration as this host runs the engine (`sim_calibration=calibration.params`)."""
+    host's calibration as this host runs the engine (`calibration=calibration.on_host()`)."""
     from engine_sim.engine import run_workload
+    from engine_sim.engine.run_options import CommandLogOptions
 
     host = None
     if calibration is not None and calibration.is_file():
-        host = Calibration.load(calibration).params  # host cores as measured: this host
+        host = Calibration.load(calibration).on_host()  # host cores as measured: this host
     print(f"2. measured on the engine (multi-process, 2 machines, {batches} batches, best of "
           f"{repeats}), the recommendation vs the best baseline measured"
           + (f"; 'for this host' = picked with {calibration} as this host runs the engine"
@@ -111,20 +112,20 @@ def engine_rows(batches: int, repeats: int, calibration: Path | None) -> list[di
         w = rec.workload.with_cluster(2, None)
         designs = {"recommended": rec.design}
         if host is not None:
-            designs["for this host"] = recommend(name, machines=2, sim_calibration=host).design
+            designs["for this host"] = recommend(name, machines=2, calibration=host).design
         designs.update(rec.baselines)
         seen: dict[bytes, str] = {}
         measured: dict[str, float] = {}
         for label, d in designs.items():
-            key = relabelled_design_key(option(rec.graph, d.weights, label, "", *d.arrays(rec.graph)),
-                                rec.graph)
+            key = relabelled_design_key(scored_candidate(rec.graph, d.weights, label, "", *d.arrays(rec.graph)),
+                                        rec.graph)
             if key in seen:  # the same design (up to relabelling): measured once
                 measured[label] = measured[seen[key]]
                 continue
             seen[key] = label
             runs = []
             for i in range(repeats):
-                r = run_workload(w, d, batches=batches, seed=i, fsync=False)
+                r = run_workload(w, d, batches=batches, seed=i, command_log=CommandLogOptions(fsync=False))
                 if r.history_check != "ok":
                     raise SystemExit(f"{name} {label}: history check failed: {r.history_check}")
                 runs.append(r.throughput_tps)

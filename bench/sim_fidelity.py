@@ -51,9 +51,10 @@ from scipy.stats import spearmanr  # noqa: E402
 from costmodel.design import Design  # noqa: E402
 from advisor.sources import load_workload  # noqa: E402
 from engine_sim.sim import Calibration, SimParams, run_once  # noqa: E402
+from engine_sim.sim import scenario_designs as designs  # noqa: E402
 from engine_sim.sim import scenarios as S  # noqa: E402
 
-WINDOW = 64
+IN_FLIGHT = 64  # batches the client keeps in flight, as the engine's driver by default
 TOP_WITHIN = 0.10  # the simulator's pick must measure within 10 % of the engine's best
 
 
@@ -65,25 +66,25 @@ def tpcdi_designs() -> list[tuple[str, object, Design]]:
     tp, big = load_workload("tpcdi-trade"), S.tpcdi_single_sp()
     one = _on(tp, 1, 1, {p: 0 for p in tp.procedure_names}, {t: 0 for t in tp.table_names}, "one-partition")
     order = tp.topological_order()
-    rotated = S.tpcdi_design(tp, 2)
+    rotated = designs.tpcdi_design(tp, 2)
     rotated.procedures = {p: (order.index(p) + 1) % 4 for p in order}  # every SP away from its state
     return [("one partition", tp, one),
-            ("SP per partition, 1 node", tp, S.tpcdi_design(tp, 1)),
-            ("SP per partition, 4 machines", tp, S.tpcdi_design(tp, 4)),
+            ("SP per partition, 1 node", tp, designs.tpcdi_design(tp, 1)),
+            ("SP per partition, 4 machines", tp, designs.tpcdi_design(tp, 4)),
             ("SPs away from state, 2 machines", tp, rotated),
-            ("one big SP, 1 node", big, S.tpcdi_design(big, 1)),
-            ("one big SP, 4 machines", big, S.tpcdi_design(big, 4))]
+            ("one big SP, 1 node", big, designs.tpcdi_design(big, 1)),
+            ("one big SP, 4 machines", big, designs.tpcdi_design(big, 4))]
 
 
 def chain_designs() -> list[tuple[str, object, Design]]:
     chain = load_workload("chain-32")
-    rr = S.chain_design(chain, 1)
+    rr = designs.chain_design(chain, 1)
     rr.procedures = {f"SP{i + 1}": i % 4 for i in range(32)}  # every hop a MOVE, tables stay
     return [("one partition", chain, _on(chain, 1, 1, {p: 0 for p in chain.procedure_names},
                                          {t: 0 for t in chain.table_names}, "one-partition")),
-            ("1 machine x 4", chain, S.chain_design(chain, 1)),
-            ("2 machines x 2", chain, S.chain_design(chain, 2, 2)),
-            ("2 machines x 4", chain, S.chain_design(chain, 2)),
+            ("1 machine x 4", chain, designs.chain_design(chain, 1)),
+            ("2 machines x 2", chain, designs.chain_design(chain, 2, 2)),
+            ("2 machines x 4", chain, designs.chain_design(chain, 2)),
             ("round robin, state apart", chain, rr)]
 
 
@@ -113,18 +114,20 @@ BATCHES = {"tpcdi": 2000, "chain": 300, "ledger": 3000}
 ENGINE_FORMAT = "advisor.fidelity-engine/1"
 KEPT = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_mean_ms", "distributed_txns",
         "moves", "move_txns", "committed", "aborts", "restarts", "messages", "log_records",
-        "partition_busy_s", "partition_cpu_s", "driver_cpu_s", "wall_s", "window", "machines",
+        "partition_busy_s", "partition_cpu_s", "driver_cpu_s", "wall_s", "in_flight", "machines",
         "partitions_per_machine")
 
 
 def engine_run(w, d: Design, batches: int, seed: int) -> dict:
     """What one engine run reported, with the host's load average when it ended and its other
     runnable jobs just before it started."""
-    from engine_sim.calibrate import ENGINE_OPTIONS, background_jobs
+    from engine_sim.calibrate import ENGINE_COMMAND_LOG, background_jobs
     from engine_sim.engine import run_workload
+    from engine_sim.engine.run_options import ClientOptions
 
     others = background_jobs()
-    r = run_workload(w, d, batches=batches, window=WINDOW, seed=seed, **ENGINE_OPTIONS)
+    r = run_workload(w, d, batches=batches, seed=seed, command_log=ENGINE_COMMAND_LOG,
+                     client=ClientOptions(in_flight=IN_FLIGHT))
     if r.history_check != "ok":
         raise SystemExit(f"engine run failed its history check: {r.history_check}")
     rec = {k: v for k, v in r.to_dict().items() if k in KEPT}
@@ -155,7 +158,7 @@ def save_engine(path: Path, runs: dict, batches: dict[str, int]) -> None:
     """`batches`: per workload name, the batches of each of its runs."""
     from costmodel.files import atomic_write_text
 
-    doc = {"format": ENGINE_FORMAT, "batches": batches, "window": WINDOW,
+    doc = {"format": ENGINE_FORMAT, "batches": batches, "in_flight": IN_FLIGHT,
            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(), "runs": runs}
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
@@ -185,7 +188,7 @@ def repeat_agreement(runs: dict[str, list[dict]]) -> float:
 
 
 def sim_run(w, d: Design, params: SimParams, batches: int):
-    return run_once(w, d, window=WINDOW, calibration=params, batches=batches)
+    return run_once(w, d, in_flight=IN_FLIGHT, calibration=params, batches=batches)
 
 
 def sim_tps(w, d: Design, params: SimParams, batches: int) -> float:
@@ -288,7 +291,7 @@ def main() -> None:
         args.calibration = cal.save(Path(__file__).resolve().parent / "calibration.json")
         print(f"saved {args.calibration}\n")
     cal = Calibration.load(args.calibration)
-    params = cal.params  # host_cores as measured: the engine runs every machine on this host
+    params = cal.on_host().sim_params()  # the engine runs every machine on this host
     source = (f"engine runs from {args.engine_results} (measured {saved.get('measured_at')})" if saved
               else f"engine best of {args.repeats}")
     print(f"calibration: {args.calibration} (measured on {cal.machine.get('hostname')}, "

@@ -98,7 +98,7 @@ def move(params, batches: int) -> None:
 
 
 def tpcdi(params, batches: int) -> None:
-    r = S.tpcdi_placement(params, batches)
+    r = S.tpcdi_pipeline_vs_single_sp(params, batches)
     print("TPC-DI Trade.txt (Fig. 4.21), tuples/s")
     for label, by in r.items():
         one, four = by["1_machine"], by["4_machines"]
@@ -124,7 +124,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.calibration is not None:
         cal = Calibration.load(args.calibration)
-        params = cal.params
+        params = cal.on_host().sim_params()  # as this host runs the engine (as before)
         print(f"parameters: {cal.source} ({cal.machine.get('hostname')})\n")
     else:
         params = SimParams() if args.engine_cost_unit else REFERENCE_2016

@@ -22,7 +22,7 @@ from advisor.sources import load_workload  # noqa: E402
 from engine_sim.sim.model import EngineModel  # noqa: E402
 from costmodel.sim_params import SimParams  # noqa: E402
 from engine_sim.sim.compiled import compile_plan  # noqa: E402
-from engine_sim.sim.scenarios import chain_design  # noqa: E402
+from engine_sim.sim.scenario_designs import chain_design  # noqa: E402
 
 TARGET = 200_000
 

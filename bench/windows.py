@@ -41,6 +41,7 @@ from costmodel.design import Design  # noqa: E402
 from costmodel.workload import (Cluster, InputSpec, Procedure, Stream, Table, Window,  # noqa: E402
                               Workload)
 from engine_sim.engine import run_workload  # noqa: E402
+from engine_sim.engine.run_options import ClientOptions  # noqa: E402
 
 BATCH = 10  # tuples per input batch
 FIELDS = ("tuple_id", "value")
@@ -77,7 +78,7 @@ def run_once(w: Workload, batches: int, args) -> tuple[float, float]:
     """(input batches per wall second, per CPU second of the run; the latter in-process only:
     the one thread that runs the driver and the partition, so the host's load barely moves it)."""
     r = run_workload(w, one_partition(w), batches=batches, in_process=not args.multi_process,
-                     window=args.in_flight)
+                     client=ClientOptions(in_flight=args.in_flight))
     if r.history_check != "ok" or r.state_digest != r.serial_digest:
         raise SystemExit(f"error: {w.name}: {r.history_check}")
     cpu = batches / r.driver_cpu_s if not args.multi_process and r.driver_cpu_s > 0 else float("nan")

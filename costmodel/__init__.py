@@ -8,7 +8,7 @@ spec_writer, calibration, sim_params, window_work, errors, files.
 """
 from costmodel.weights import Weights, DEFAULT_WEIGHTS
 from costmodel.problem import CostGraph
-from costmodel.bottleneck import Bottleneck, find_bottleneck, hottest_procedure
+from costmodel.bottleneck import Bottleneck, cost_model_bottleneck, find_bottleneck, hottest_procedure
 from costmodel.model import (
     REPLICATED,
     CostBreakdown,
@@ -32,6 +32,7 @@ __all__ = [
     "CostGraph",
     "DEFAULT_WEIGHTS",
     "Weights",
+    "cost_model_bottleneck",
     "find_bottleneck",
     "hottest_procedure",
     "load_balance_cost",

@@ -29,7 +29,7 @@ import os
 import platform
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from costmodel.files import atomic_write_text, read_user_json
@@ -79,8 +79,16 @@ def normalised_weights(p: dict[str, float]) -> Weights:
     return Weights(alpha=round(a / total, 6), beta=round(b / total, 6), gamma=round(g / total, 6))
 
 
+TARGETS = ("cluster", "host")
+
+
 @dataclass
 class Calibration:
+    """Fitted parameters and what a prediction with them stands for (`target`): "cluster", a
+    real cluster of the measured machines (a site per machine, a core per thread: the
+    measuring host's emulation is dropped), or "host", the engine as it ran on the measuring
+    host (its cores shared by every emulated machine). The target is not stored in the file:
+    a loaded calibration predicts a cluster until `on_host()` says otherwise."""
     params: SimParams = field(default_factory=SimParams)
     machine: dict = field(default_factory=dict)
     measurements: dict = field(default_factory=dict)
@@ -88,6 +96,27 @@ class Calibration:
     weights: Weights = field(default_factory=Weights)
     source: str = "reference"  # "reference" (built-in model of the paper's cluster) or "measured"
     fit: dict = field(default_factory=dict)  # how each parameter was obtained
+    target: str = "cluster"  # what the simulator predicts with it: "cluster" or "host"
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise CalibrationError(f"calibration target must be one of {', '.join(TARGETS)}, "
+                                   f"got {self.target!r}")
+
+    def on_host(self) -> "Calibration":
+        """A copy that predicts the engine on the measuring host, emulation included."""
+        return replace(self, target="host")
+
+    def on_cluster(self) -> "Calibration":
+        """A copy that predicts a real cluster of the measured machines."""
+        return replace(self, target="cluster")
+
+    def sim_params(self) -> SimParams:
+        """The simulator parameters for this calibration's target: as measured for "host";
+        for "cluster", without the host's core sharing, background jobs and site per partition."""
+        if self.target == "host":
+            return self.params
+        return self.params.with_(host_cores=0, background_jobs=0.0, site_per_partition=False)
 
     @classmethod
     def reference(cls) -> "Calibration":
@@ -111,12 +140,13 @@ class Calibration:
                 "simulator": self.params.to_dict(), "measurements": self.measurements,
                 "fit": self.fit}
 
-    def label(self, this_host: bool = False) -> str:
+    def label(self) -> str:
         """What a prediction with this calibration stands for, in a few words."""
         if self.source == "reference":
-            return "reference-cluster parameters"
+            return ("reference-cluster parameters" if self.target == "cluster"
+                    else "reference-cluster parameters, as one host runs the engine")
         return (f"calibrated on {self.machine.get('hostname', '?')}"
-                + (", as that host runs the engine" if this_host else ", as a cluster"))
+                + (", as that host runs the engine" if self.target == "host" else ", as a cluster"))
 
     def save(self, path: str | Path) -> Path:
         return atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")

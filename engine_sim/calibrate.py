@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from engine_sim.engine import run_workload
+from engine_sim.engine import ClientOptions, CommandLogOptions, run_workload
 from costmodel.calibration import Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
 from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, throughput_checks
@@ -29,7 +29,7 @@ from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, thr
 
 # The simulator models no disk: the engine writes its command log without forcing it to disk
 # (fsync off) in every run the simulator is compared with, so both measure the same engine.
-ENGINE_OPTIONS = {"fsync": False}
+ENGINE_COMMAND_LOG = CommandLogOptions(fsync=False)
 
 
 def _runnable_elsewhere() -> tuple[int, int]:
@@ -104,17 +104,18 @@ def measure(probe_list: list[Probe], *, batches: int, in_process: bool, seed: in
     runs: dict[tuple, list] = {}
     out: dict[str, float] = {}
     for p in probe_list:
-        setup = (p.name, p.scheduler, p.move, p.window)
+        setup = (p.name, p.scheduler, p.move, p.in_flight)
         if setup not in runs:
             if progress:
-                progress(f"  engine: {p.name} ({p.scheduler}, {p.move} MOVE, window {p.window})")
+                progress(f"  engine: {p.name} ({p.scheduler}, {p.move} MOVE, {p.in_flight} in flight)")
             runs[setup] = []
             for i in range(repeats):
                 others = (background_jobs(0.1, 3) if background is not None and not in_process
                           else 0.0)
-                r = run_workload(p.workload, p.design, batches=batches, window=p.window,
-                                 scheduler=p.scheduler, move=p.move, seed=seed + i,
-                                 in_process=in_process, **ENGINE_OPTIONS)
+                r = run_workload(p.workload, p.design, batches=batches, scheduler=p.scheduler,
+                                 move=p.move, seed=seed + i, in_process=in_process,
+                                 client=ClientOptions(in_flight=p.in_flight),
+                                 command_log=ENGINE_COMMAND_LOG)
                 if r.history_check != "ok":
                     raise CalibrationError(f"engine run {p.name} failed its history check: "
                                            f"{r.history_check}")
@@ -212,7 +213,7 @@ def _fitted(measured: dict[str, float], engine_tp: dict[str, float], *, machine:
                              "background_jobs": check_others.get(p.key, 0.0)}
     fit_info = {"factors_vs_reference": result.factors, "probes": result.residuals,
                 "median_relative_error": result.median_error, "throughput_checks": check_rows,
-                "batches_per_probe": batches, "engine_options": ENGINE_OPTIONS,
+                "batches_per_probe": batches, "engine_options": {"fsync": ENGINE_COMMAND_LOG.fsync},
                 "cost_scaling": scaling, "background_jobs": others, "fitted_beside_background": fit_background,
                 "probes_not_measured": [p.key for p in probes() if p.key not in measured],
                 "fitted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

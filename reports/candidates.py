@@ -7,7 +7,7 @@ import numpy as np
 
 from costmodel.design import Design
 from costmodel.workload import Workload
-from reports.bottleneck import SimulatedBottleneck
+from costmodel import Bottleneck
 from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedures, split_key,
                                 split_procedure)
 
@@ -59,7 +59,7 @@ def _split_copies(machines: int, ppm: int) -> list[int]:
     return sorted({c for c in (2, 3, 4, machines) if 2 <= c <= max(top, 2)})
 
 
-def candidate_changes(workload: Workload, design: Design, graph, bottleneck: SimulatedBottleneck,
+def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bottleneck,
                       replicated: tuple[str, ...] = ()) -> list[tuple[str, str, str, str, object]]:
     """(kind, target, text, reason, apply) for every change worth trying; `apply()` returns
     (workload or None, replicated tables)."""

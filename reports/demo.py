@@ -167,7 +167,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     from advisor.sources import load_workload
     from reports.validation import ValidationResult, validation_document
     from engine_sim.engine import run_workload
-    from reports.predict import PredictOptions, predict
+    from reports.predict import CachedSimulator, PredictOptions, predict
     from reports.report import ReportOptions, build_report, write_report
     from reports.sensitivity import design_signature
 
@@ -196,7 +196,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     step.done()
 
     step(f"advisor: recommending a design for {c.machines} machines from the statistics alone")
-    rec = recommend(stats_dir, seed=seed)
+    rec = recommend(stats_dir, seed=seed, simulator=CachedSimulator())
     workload = rec.workload  # rebuilt from the statistics: what the advisor knows of the system
     design_path = rec.design.save(out / "design.json")
     for line in rec.bottleneck.describe():
@@ -221,7 +221,8 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     if local == c.machines:
         local_rec, local_naive = rec.design, naive
     else:
-        local_rec = recommend(stats_dir, machines=local, seed=seed, baselines=False).design
+        local_rec = recommend(stats_dir, machines=local, seed=seed, baselines=False,
+                              simulator=CachedSimulator()).design
         local_naive = _naive(system, local, seed)
     at_home = system.with_cluster(local)
     model = workload.with_cluster(local)

@@ -108,7 +108,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     # the rest, so it is judged without them
     design = _without_gone(design, graph)
     rec = recommend(source, current=design,
-                    sim_calibration=calibration, seed=seed)
+                    calibration=calibration, seed=seed)
     plan = rec.migration
     out.judged_by = plan.judged_by
     deployed, best = plan.reachable[0], plan.best

@@ -1,8 +1,18 @@
 """Predicted throughput of a design, by the simulator: the one number suggestions, tuning and
-the report rank designs by. Kept in one place so every part predicts the same way."""
+the report rank designs by. Kept in one place so every part predicts the same way.
+
+Why a cache: a report (and the demo around it) simulates the same design of the same
+workload with the same settings several times (its candidate table, the scaling curve's
+baselines on the design's own cluster, the demo's engine step and the scaling curve's point
+on that cluster). The simulator is deterministic (seeded), so each such run is done once per
+process and its result handed out again; `SimulationCache` holds them and `CachedSimulator`
+offers the same to the pick inside `advisor.api.recommend`.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 DEFAULT_BATCHES = 400  # enough for a stable steady state on small workloads; fast
 
@@ -19,16 +29,117 @@ class PredictOptions:
     latency_bound_s: float = 1.0
 
 
+CACHED_RESULTS = 512  # simulation results kept per process (a report makes ~100)
+
+
+def simulated_params(calibration) -> Any:
+    """A calibration as a key: itself when it is a hashable record (SimParams, None), else its
+    type and every field (a Calibration is a mutable record: its content at the time of the
+    run, so a changed one is another key)."""
+    try:
+        hash(calibration)
+        return calibration
+    except TypeError:
+        return type(calibration).__qualname__, repr(calibration)
+
+
+def placement_key(design) -> tuple:
+    """What the simulator reads of a design: its cluster and where every SP and state item is
+    (in the design's own order); weights, cost, method and provenance play no part."""
+    return (design.machines, design.partitions_per_machine, tuple(design.procedures.items()),
+            tuple(design.state.items()))
+
+
+@dataclass
+class SimulationCache:
+    """Simulation results of this process, keyed on (kind of run, workload, placement,
+    settings): the same inputs give the same result, so it is computed once. A Workload is a
+    frozen record compared by value, so a changed spec is a different key. Least recently
+    used results go first beyond `size`."""
+
+    size: int = CACHED_RESULTS
+    hits: int = 0
+    misses: int = 0
+    _results: OrderedDict = field(default_factory=OrderedDict, repr=False)
+
+    def get(self, key: tuple, simulate: Callable[[], Any]) -> Any:
+        """The result for `key`, simulated by `simulate()` the first time (errors are not kept)."""
+        try:
+            result = self._results[key]
+        except KeyError:
+            self.misses += 1
+            result = self._results[key] = simulate()
+            if len(self._results) > self.size:
+                self._results.popitem(last=False)
+            return result
+        except TypeError:  # something in the key cannot be hashed: simulate, keep nothing
+            self.misses += 1
+            return simulate()
+        self.hits += 1
+        self._results.move_to_end(key)
+        return result
+
+    def clear(self) -> None:
+        self._results.clear()
+        self.hits = self.misses = 0
+
+
+SIMULATIONS = SimulationCache()  # this process's: shared by predictions and the pick
+
+
+@dataclass(frozen=True)
+class CachedSimulator:
+    """The pick's simulator (`advisor.judge.Simulator`, engine_sim's by default) with every
+    run kept in `SIMULATIONS`, so recommending again for a workload the report already
+    recommended for does not simulate the same candidates again."""
+
+    inner: Any = None  # None: engine_sim's simulator
+
+    @property
+    def simulator(self):
+        if self.inner is not None:
+            return self.inner
+        from engine_sim.sim.judge import ENGINE_SIMULATOR
+
+        return ENGINE_SIMULATOR
+
+    @property
+    def error(self) -> type[Exception]:
+        return self.simulator.error
+
+    def reference_calibration(self) -> Any:
+        return self.simulator.reference_calibration()
+
+    def max_throughput(self, workload, design, **settings):
+        """The inner simulator's `max_throughput` (calibration, batches, seed, tolerance,
+        stop_below_tps: the protocol's), each distinct question simulated once."""
+        return SIMULATIONS.get(self._key("pick-max", workload, design, settings),
+                               lambda: self.simulator.max_throughput(workload, design, **settings))
+
+    def run_once(self, workload, design, **settings):
+        """The inner simulator's closed-loop `run_once`, each distinct question simulated once."""
+        return SIMULATIONS.get(self._key("pick-once", workload, design, settings),
+                               lambda: self.simulator.run_once(workload, design, **settings))
+
+    def _key(self, kind: str, workload, design, settings: dict) -> tuple:
+        resolved = {k: simulated_params(v) if k == "calibration" else v for k, v in settings.items()}
+        return (kind, self.simulator, workload, placement_key(design), tuple(sorted(resolved.items())))
+
+
 def predict(workload, design, options: PredictOptions | None = None):
     """The simulator's `max_throughput` result for `design` on `workload`, or None when there is
-    no spec to simulate (a statistics-only source)."""
+    no spec to simulate (a statistics-only source). The same question twice in one process is
+    simulated once (`SIMULATIONS`): callers read the result, never change it."""
     if workload is None:
         return None
     from engine_sim.sim import max_throughput
 
     o = options or PredictOptions()
-    return max_throughput(workload, design, latency_bound_s=o.latency_bound_s, scheduler=o.scheduler,
-                          move=o.move, calibration=o.calibration, batches=o.batches, seed=o.seed)
+    key = ("predict", workload, placement_key(design), simulated_params(o.calibration), o.batches, o.scheduler,
+           o.move, o.seed, o.latency_bound_s)
+    return SIMULATIONS.get(key, lambda: max_throughput(
+        workload, design, latency_bound_s=o.latency_bound_s, scheduler=o.scheduler, move=o.move,
+        calibration=o.calibration, batches=o.batches, seed=o.seed))
 
 
 def predicted_tps(workload, design, options: PredictOptions | None = None) -> float | None:

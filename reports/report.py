@@ -282,9 +282,9 @@ def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
 
 
 def _machine_rows(design: Design, graph, sim) -> dict:
-    from reports.figures._common import placement
+    from reports.figures._common import node_partitions
 
-    proc, state = placement(design, graph)  # a window counts on its owner's machine
+    proc, state = node_partitions(design, graph)  # a window counts on its owner's machine
     c = graph.cost
     loads = machine_loads(c, proc)
     mem = machine_memory(c, state) / 2**20

@@ -8,7 +8,7 @@ from costmodel import DEFAULT_WEIGHTS, Weights
 from costmodel.design import Design
 from costmodel.workload import Workload
 from engine_sim.sim import SimError, spread_design
-from reports.predict import PredictOptions, predicted_tps
+from reports.predict import CachedSimulator, PredictOptions, predicted_tps
 
 DEFAULT_BASELINES = ("round-robin", "hash-by-table")
 
@@ -47,9 +47,12 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     """Recommend (as `advisor recommend` does: `objective`) and simulate on every machine count
     (needs a workload: the simulator runs it). `fixed` maps a machine count to the advisor's
     design already made for it and, optionally, its predicted tuples/s (`(design, tps)`), so a
-    report's chart shows the very design its headline shows."""
+    report's chart shows the very design its headline shows (no search runs for that count).
+    Every simulation goes through `reports.predict`'s cache: a design the report simulated
+    already is not simulated again."""
     from advisor.api import recommend
     from advisor.baselines import BASELINE_FUNCTIONS
+    from advisor.sources import load_graph
     from costmodel.design import Design
 
     weights = weights or DEFAULT_WEIGHTS
@@ -57,13 +60,18 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     curve = ScalingCurve()
     for m in machine_counts:
         w = workload.with_cluster(machines=m, partitions_per_machine=partitions_per_machine)
-        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective)
-        own, own_tps = fixed.get(m, (rec.design, None))
+        if m in fixed:  # the graph `recommend` would search on, without the search
+            own, own_tps = fixed[m]
+            graph = load_graph(w)
+        else:
+            rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
+                            simulator=CachedSimulator())
+            (own, own_tps), graph = (rec.design, None), rec.graph
         designs = {"advisor": own}
         for name in baselines:
-            placed = BASELINE_FUNCTIONS[name](rec.graph, weights, seed)
+            placed = BASELINE_FUNCTIONS[name](graph, weights, seed)
             if placed is not None:
-                designs[name] = Design.from_arrays(rec.graph, placed[0], placed[1], weights, method=name)
+                designs[name] = Design.from_arrays(graph, placed[0], placed[1], weights, method=name)
         for name, d in designs.items():
             tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
             curve.rows.append({"machines": m, "design": name, "throughput_tps": tps, "cost": d.cost.total})

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 
 from costmodel.design import Design
 from costmodel.workload import Workload
-from reports.bottleneck import SimulatedBottleneck, simulated_bottleneck
+from costmodel import Bottleneck
+from reports.bottleneck import simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
 
-__all__ = ["SimulatedBottleneck", "Suggestion", "Suggestions", "design_for", "simulated_bottleneck", "suggest"]
+__all__ = ["Bottleneck", "Suggestion", "Suggestions", "design_for", "simulated_bottleneck", "suggest"]
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Suggestions:
     no faster than the design they start from (`not_helping`): a change is only suggested
     when the same pick as `recommend`, on the changed dataflow, is predicted faster."""
 
-    bottleneck: SimulatedBottleneck
+    bottleneck: Bottleneck
     items: list[Suggestion] = field(default_factory=list)
     not_helping: list[Suggestion] = field(default_factory=list)
 

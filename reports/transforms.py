@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from costmodel.design import Design
 from costmodel.errors import UserError
+from costmodel.procedure_merge import merge_procedure_groups
 from costmodel.workload import Access, Procedure, Stream, Table, Workload
 
 
@@ -203,28 +204,8 @@ def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
     if (first, second) not in mergeable_pairs(workload):
         raise ChangeError(f"{first} -> {second}: not a pair that always runs together "
                           "(one stream between them, no other inputs or outputs)")
-    a, b = workload.procedure(first), workload.procedure(second)
     merged_name = _fresh(f"{first}+{second}", set(workload.procedure_names))
-    merged = Procedure(name=merged_name, cost=a.cost + b.cost, accesses=a.accesses + b.accesses,
-                       partition_key=a.partition_key if a.partition_key == b.partition_key else None,
-                       code=None, oltp=False)
-    procedures = []
-    for p in workload.procedures:
-        if p.name == first:
-            procedures.append(merged)
-        elif p.name != second:
-            procedures.append(p)
-    rename = {first: merged_name, second: merged_name}
-    streams = tuple(replace(s, source=rename.get(s.source, s.source), target=rename.get(s.target, s.target))
-                    for s in workload.streams if (s.source, s.target) != (first, second))
-    nested = []
-    for g in workload.nested:
-        members = list(dict.fromkeys(rename.get(m, m) for m in g))
-        if len(members) >= 2:
-            nested.append(tuple(members))
-    windows = tuple(replace(w, procedure=rename.get(w.procedure, w.procedure)) for w in workload.windows)
-    return replace(workload, procedures=tuple(procedures), streams=streams, nested=tuple(nested),
-                   windows=windows, source="", sha256="")
+    return merge_procedure_groups(workload, [[first, second]], [merged_name])
 
 
 def replicate_design(design: Design, graph, table: str) -> Design:

@@ -6,12 +6,13 @@ knows what to change next (dissertation 6.3, "evaluate and iterate").
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from advisor.api import DesignBottleneck
+from costmodel import Bottleneck, cost_model_bottleneck, find_bottleneck
 from costmodel.design import Design
 from costmodel.errors import UserError
 from costmodel.workload import Workload
+from reports.bottleneck import NEAR_PEAK_UTILISATION
 
 FORMAT = "advisor.validation/1"
 ENGINE_KEYS = ("throughput_tps", "throughput_bps", "latency_p50_ms", "latency_p99_ms",
@@ -119,84 +120,91 @@ def static_hotspots(workload: Workload, design: Design) -> tuple[list[dict], lis
     return dist, moves
 
 
-@dataclass
-class MeasuredBottleneck:
-    """The cost model's bottleneck of a design (`base`) with what the simulator predicted and
-    the engine measured put in its place where they ran: each entry (`machine`, `move`,
-    `distributed_txn`) is the JSON the validation file carries, with a `text` line."""
-
-    base: DesignBottleneck
-    machine: dict | None = None
-    move: dict | None = None
-    distributed_txn: dict | None = None
-
-    def to_dict(self) -> dict:
-        return {k: v for k, v in (("machine", self.machine), ("move", self.move),
-                                  ("distributed_txn", self.distributed_txn)) if v is not None}
-
-
 def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
-                        engine: dict | None) -> MeasuredBottleneck:
-    """The cost model's bottleneck, with the simulator's busiest machine, costliest MOVE and
-    most distributed SP, and the engine's busiest machine, where each ran."""
-    from advisor.api import design_bottleneck
+                        engine: dict | None) -> Bottleneck:
+    """The bottleneck a validation saw: the engine's busiest machine where it ran, else the
+    simulator's, else the cost model's (`source` says which). Its `evidence` is what the
+    validation file carries: the simulator's busiest machine, costliest MOVE and most
+    distributed SP, the engine's busiest machine, and the cost model's where neither ran."""
     from costmodel.graph import WorkloadGraph
 
-    base = design_bottleneck(design, WorkloadGraph.from_workload(workload))
-    out = MeasuredBottleneck(base)
+    graph = WorkloadGraph.from_workload(workload).with_cluster(design.machines, design.partitions_per_machine)
+    base = cost_model_bottleneck(design, graph)
+    evidence: dict = {}
+    engine_busy = None
     ppm = design.partitions_per_machine
     if sim is not None:
         util = sim["machine_utilisation"]  # share of time its partitions are held
         busy = [sum(sim["partition_busy_s"][i * ppm:(i + 1) * ppm]) for i in range(len(util))]
         # partitions held together by a distributed transaction tie: the one working wins
         m = max(range(len(util)), key=lambda i: (round(util[i], 2), busy[i]))
-        out.machine = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
-                       "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
-                               f"simulator; busiest resource overall: {sim['bottleneck']})"}
+        evidence["machine"] = {"machine": m, "utilisation": util[m], "busiest_resource": sim["bottleneck"],
+                               "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
+                                       f"simulator; busiest resource overall: {sim['bottleneck']})"}
     if engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
         busy = engine["partition_busy_s"]
         per_machine = [sum(busy[i * ppm:(i + 1) * ppm]) / ppm / engine["wall_s"]
                        for i in range(design.machines)]
         m = max(range(len(per_machine)), key=per_machine.__getitem__)
+        engine_busy = (m, per_machine)
         text = f"engine: machine {m} the busiest (its partitions {per_machine[m]:.0%} busy)"
-        if out.machine is not None:
-            out.machine["engine"] = {"machine": m, "utilisation": per_machine[m]}
-            out.machine["text"] += f"; {text}"
+        if "machine" in evidence:
+            evidence["machine"]["engine"] = {"machine": m, "utilisation": per_machine[m]}
+            evidence["machine"]["text"] += f"; {text}"
         else:
-            out.machine = {"machine": m, "utilisation": per_machine[m],
-                           "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
-    if out.machine is None:
-        out.machine = {"machine": base.machine, "load_share": base.machine_load_share,
-                       "text": f"most loaded machine: {base.machine} ({base.machine_load_share:.0%} "
-                               "of all load, cost model)"}
+            evidence["machine"] = {"machine": m, "utilisation": per_machine[m],
+                                   "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
+    if "machine" not in evidence:
+        evidence["machine"] = {"machine": base.machine, "load_share": base.machine_load_share,
+                               "text": f"most loaded machine: {base.machine} ({base.machine_load_share:.0%} "
+                                       "of all load, cost model)"}
     if sim is not None:
         streams = [(name, s) for name, s in sim["streams"].items() if s["moves"]]
         if streams:
             name, s = max(streams, key=lambda kv: (kv[1]["crosses_machine"], kv[1]["mean_move_ms"],
                                                    kv[1]["bytes_per_batch"]))
-            out.move = {"stream": name, **s, "text": (
+            evidence["move"] = {"stream": name, **s, "text": (
                 f"most expensive MOVE: {name} ({s['bytes_per_batch']:.0f} bytes per batch"
                 f"{', across machines' if s['crosses_machine'] else ', inside one machine'}"
                 + (f", {s['mean_move_ms']:.3f} ms each" if s["mean_move_ms"] else "") + ")")}
         procs = [(name, p) for name, p in sim["procedures"].items() if p["distributed"]]
         if procs:
             name, p = max(procs, key=lambda kv: kv[1]["distributed"])
-            out.distributed_txn = {"procedure": name, "count": p["distributed"], "text": (
+            evidence["distributed_txn"] = {"procedure": name, "count": p["distributed"], "text": (
                 f"most frequent distributed transaction: {name} ({p['distributed']} of "
                 f"{p['txns']} transactions)")}
-        return out
+        return _with_evidence(graph, design, base, evidence, sim, engine_busy)
     if base.move is not None:
         a, b, tuples = base.move
         crosses = design.procedure_machine(a) != design.procedure_machine(b)
-        out.move = {"stream": f"{a}->{b}", "tuples_per_batch": tuples, "crosses_machine": crosses,
-                    "text": f"most expensive MOVE: {a}->{b} ({tuples:g} tuples per batch"
-                            f"{', across machines' if crosses else ', inside one machine'}, cost model)"}
+        evidence["move"] = {"stream": f"{a}->{b}", "tuples_per_batch": tuples, "crosses_machine": crosses,
+                            "text": f"most expensive MOVE: {a}->{b} ({tuples:g} tuples per batch"
+                                    f"{', across machines' if crosses else ', inside one machine'}, cost model)"}
     if base.distributed_access is not None:
         proc, item, rows = base.distributed_access
-        out.distributed_txn = {"procedure": proc, "state": item, "rows_per_batch": rows,
-                               "text": f"most frequent distributed transaction: {proc} "
-                                       f"({rows:g} rows per batch of {item} elsewhere, cost model)"}
-    return out
+        evidence["distributed_txn"] = {"procedure": proc, "state": item, "rows_per_batch": rows,
+                                       "text": f"most frequent distributed transaction: {proc} "
+                                               f"({rows:g} rows per batch of {item} elsewhere, cost model)"}
+    return _with_evidence(graph, design, base, evidence, sim, engine_busy)
+
+
+def _with_evidence(graph, design: Design, base: Bottleneck, evidence: dict, sim: dict | None,
+                   engine_busy: tuple[int, list[float]] | None) -> Bottleneck:
+    """The bottleneck at the machine the validation found busiest (the engine's, else the
+    simulator's, else the cost model's `base`), carrying `evidence`."""
+    if engine_busy is not None:
+        machine, busy = engine_busy
+        source = "measured"
+        resource = sim["bottleneck"] if sim is not None else f"machine {machine} (engine: busiest partitions)"
+    elif sim is not None:
+        machine, busy = evidence["machine"]["machine"], sim["machine_utilisation"]
+        source, resource = "simulated", sim["bottleneck"]
+    else:
+        return replace(base, evidence=evidence)
+    b = find_bottleneck(graph, *design.arrays(graph), busy=busy, machine=machine,
+                        near_peak=NEAR_PEAK_UTILISATION, source=source, resource=resource,
+                        utilisation=float(busy[machine]))
+    return replace(b, evidence=evidence)
 
 
 def _engine_dict(run) -> dict:
@@ -206,11 +214,11 @@ def _engine_dict(run) -> dict:
 
 def validate_design(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
              calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
-             move: str = "rpc", latency_bound_s: float = 1.0, window: int = 64) -> ValidationResult:
+             move: str = "rpc", latency_bound_s: float = 1.0, in_flight: int = 64) -> ValidationResult:
     """Engine and simulator side by side.
 
     With a calibration of this machine the simulator predicts the engine *here*: the same
-    closed loop (`window` batches in flight), the emulated machines sharing this host's cores.
+    closed loop (`in_flight` batches in flight), the emulated machines sharing this host's cores.
     Without one it predicts the reference cluster at its maximum throughput, which the
     engine on this machine cannot be compared with number for number (a note says so).
     """
@@ -225,12 +233,12 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
             result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions, "
                                 f"more than this machine runs ({limit}); the simulator predicts it")
         else:
-            from engine_sim.calibrate import ENGINE_OPTIONS
-            from engine_sim.engine import run_workload
+            from engine_sim.calibrate import ENGINE_COMMAND_LOG
+            from engine_sim.engine import ClientOptions, run_workload
 
             run = run_workload(workload, design, batches=batches, scheduler=scheduler, move=move,
-                               seed=seed, latency_bound_s=latency_bound_s, window=window,
-                               **ENGINE_OPTIONS)
+                               seed=seed, command_log=ENGINE_COMMAND_LOG,
+                               client=ClientOptions(in_flight=in_flight, latency_bound_s=latency_bound_s))
             result.engine = _engine_dict(run)
     if sim:
         from engine_sim.sim import run_once, simulate
@@ -238,10 +246,10 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
         kw = dict(scheduler=scheduler, move=move, batches=max(batches, 10), seed=seed,
                   latency_bound_s=latency_bound_s)
         if calibration is not None:
-            r = run_once(workload, design, window=window, calibration=calibration.params, **kw)
+            r = run_once(workload, design, in_flight=in_flight, calibration=calibration.on_host(), **kw)
             result.notes.append(f"simulator calibrated on {calibration.machine.get('hostname', '?')} "
                                 f"({calibration.source}): predicts the engine on this host, "
-                                f"{window} batches in flight")
+                                f"{in_flight} batches in flight")
         else:
             r = simulate(workload, design, **kw)
             result.notes.append("simulator uncalibrated: it predicts the reference cluster at its "
@@ -251,5 +259,5 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     from costmodel.granularity import workload_at
 
     result.bottleneck = measured_bottleneck(workload_at(workload, design.state), design, result.simulator,
-                                            result.engine).to_dict()
+                                            result.engine).evidence
     return result

@@ -148,7 +148,7 @@ def workloads():
 @pytest.fixture
 def tpcdi_round_robin(tpcdi_trade):
     """TPC-DI trade on the default cluster, SPs and tables dealt round robin."""
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
 
     return round_robin_design(tpcdi_trade)
 
@@ -156,7 +156,7 @@ def tpcdi_round_robin(tpcdi_trade):
 @pytest.fixture
 def chain32_round_robin(chain32):
     """chain-32 on 2 machines x 2 partitions, dealt round robin."""
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
 
     return round_robin_design(chain32, 2, 2)
 

@@ -275,7 +275,7 @@ def prepared(tmp_path_factory) -> Path:
     from advisor.api import recommend
     from advisor.sources import load_workload
     from costmodel.workload import workload_as_plain
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
     from engine_sim.sim import Calibration
     from traces.synth import synthesize
 

@@ -29,6 +29,7 @@ from traces.granularity import DEFAULT_HOT_TUPLES, Granularity, parse_granularit
 from traces.progress import Progress, StageWatcher, stderr_line
 from traces.schema import DATASETS
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
+from traces.spark_session import SMALL_JOB_ROWS, small_job_conf
 from traces.spark_trace_checks import validate_with_spark
 from traces.trace_checks import TraceInfo, is_local_trace, validate_trace
 
@@ -59,6 +60,8 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         with prog.step(f"validating trace {trace_dir}"):
             info = validate_trace(trace_dir)
         _say_trace(prog, info, gran)
+    if local and sum(info.rows.values()) <= SMALL_JOB_ROWS:  # a JVM started for it starts lighter
+        conf = small_job_conf(conf)
     with prog.step("Spark session"):
         spark, own_session = _session(spark, master, conf, prog)
     try:

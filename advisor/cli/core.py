@@ -7,17 +7,24 @@ from typing import Literal, Optional
 
 import typer
 
-from advisor.cli.app import SEED_HELP, JSON_HELP, PPM_HELP, WEIGHT_HELP, app
+from advisor.cli.app import PPM_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, json_option,
+                                 load_calibration, not_applicable, seed_option, weight_option,
+                                 workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
 
 
 @app.command()
-def workloads() -> None:
+@not_applicable(calibration="lists names; nothing is priced", seed="lists names; nothing is random")
+def workloads(as_json: bool = json_option("print {name: description} as JSON")) -> None:
     """List the bundled workloads with a one-line description each."""
     from costmodel.spec_reader import bundled_workloads
 
     items = bundled_workloads()
+    if as_json:
+        typer.echo(json.dumps({"workloads": items}, indent=2))
+        return
     width = max(len(n) for n in items)
     columns = output_width()
     for name, description in items.items():  # one line each: a description is cut to fit
@@ -26,14 +33,16 @@ def workloads() -> None:
 
 @app.command()
 def recommend(
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    source: str = workload_argument(optional=False),
     machines: Optional[int] = typer.Option(None, "--machines", "-m", help="machines (default: the spec's)"),
     partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
-    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
-    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
-    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
-    calibration: Optional[Path] = typer.Option(None, help="calibration.json from `advisor calibrate`: measured weights"),
-    seed: int = typer.Option(0, help=SEED_HELP),
+    alpha: Optional[float] = weight_option("alpha"),
+    beta: Optional[float] = weight_option("beta"),
+    gamma: Optional[float] = weight_option("gamma"),
+    calibration: Optional[Path] = calibration_option("calibration.json from `advisor calibrate`: the weights "
+                                                     "and the simulator's prices (default: the user's, else "
+                                                     "the shipped one)"),
+    seed: int = seed_option(),
     replicate: bool = typer.Option(False, "--replicate", help="replicate read-mostly state where it pays"),
     objective: Literal["throughput", "cost"] = typer.Option("throughput", "--objective",
                                   help="throughput: of the candidates, the one the simulator predicts "
@@ -46,22 +55,17 @@ def recommend(
     max_move_mb: Optional[float] = typer.Option(None, "--max-move-mb", help="with --current: move at "
                                                 "most this many megabytes of state"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
-    as_json: bool = typer.Option(False, "--json", help="print the design JSON instead of a summary"),
+    as_json: bool = json_option("print the design JSON instead of a summary"),
 ) -> None:
     """Recommend where every procedure and state item lives."""
     from advisor.api import recommend as run, resolve_weights
 
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,
                               machines=machines, partitions_per_machine=partitions_per_machine)
-    sim_calibration = None
-    if calibration is not None and objective == "throughput":
-        from engine_sim.sim import Calibration
-
-        sim_calibration = Calibration.load(calibration)
     with working("recommending"):
         rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
                   weights=weights, seed=seed, replicate=replicate, objective=objective,
-                  sim_calibration=sim_calibration, data_parallel=data_parallel,
+                  calibration=load_calibration(calibration), data_parallel=data_parallel,
                   current=current, max_move_mb=max_move_mb)
     if out is not None:
         rec.design.save(out)
@@ -119,7 +123,7 @@ def objective_lines(sel) -> list[str]:
         return [head]
     c = sel.chosen
     lines = [f"objective: throughput: picked {c.label!r}, predicted {c.predicted_tps:,.0f} tuples/s "
-             f"(simulator, {sel.calibration}; {sel.simulated} of {sel.distinct} distinct candidates "
+             f"(simulator, {sel.calibration_label}; {sel.simulated} of {sel.distinct} distinct candidates "
              f"simulated in {sel.sim_s:.1f} s"
              + (f"; {sel.enumerated} of them from trying every assignment to machines"
                 if sel.enumerated else "") + ")"]
@@ -145,12 +149,12 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:
         rows.append(("table-level pick", sel.chosen.cost, sel.chosen.estimated_tps, dp.table_tps)
                     if dp.picked else ("data-parallel variant", dp.variant.cost, None, dp.variant_tps))
     seen = set()
-    for o in sel.options:
+    for o in sel.candidates:
         if o.source == "search" and o.label not in seen:
             seen.add(o.label)
             rows.append((o.label, o.cost, o.estimated_tps, o.predicted_tps))
     rows += [(name, d.cost, estimated[name], predicted[name]) for name, d in rec.baselines.items()]
-    enumerated = [o for o in sel.options if o.source == "enumeration" and o.predicted_tps is not None]
+    enumerated = [o for o in sel.candidates if o.source == "enumeration" and o.predicted_tps is not None]
     if enumerated:
         best = max(enumerated, key=lambda o: o.predicted_tps)
         rows.append((f"enumerated: best of {len(enumerated)}", best.cost, best.estimated_tps,
@@ -158,21 +162,29 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:
     return rows
 
 
-@app.command()
+@app.command(cls=DesignCommand)
+@not_applicable(seed="the cost model is computed exactly; nothing is random")
 def evaluate(
-    design: Path = typer.Argument(..., help="design JSON (any, hand-written included)"),
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
-    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
-    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
-    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    design: Path = design_option(),
+    workload: Optional[str] = workload_argument(),
+    alpha: Optional[float] = weight_option("alpha"),
+    beta: Optional[float] = weight_option("beta"),
+    gamma: Optional[float] = weight_option("gamma"),
+    calibration: Optional[Path] = calibration_option("calibration.json: price the weights from it, as "
+                                                     "`recommend --calibration` does (instead of the "
+                                                     "design file's own)"),
+    as_json: bool = json_option(),
 ) -> None:
     """Print the cost breakdown of a design on a workload."""
     from advisor.api import evaluate as run, resolve_weights
     from costmodel.design import Design
 
+    source = workload_for(design, workload)
     d = Design.load(design)
-    if (alpha, beta, gamma) == (None, None, None):
+    if calibration is not None:  # priced as recommend prices them; a weight given still wins
+        weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,
+                                  machines=d.machines, partitions_per_machine=d.partitions_per_machine)
+    elif (alpha, beta, gamma) == (None, None, None):
         weights = None  # the design's own, or those recommend prices when its file has none
     elif d.weights_stated:
         weights = resolve_weights(alpha if alpha is not None else d.weights.alpha,
@@ -183,7 +195,7 @@ def evaluate(
                                   partitions_per_machine=d.partitions_per_machine)
     cost = run(d, source, weights)
     if as_json:
-        typer.echo(json.dumps(cost.to_dict(), indent=2))
+        typer.echo(json.dumps({**cost.to_dict(), "weights": cost.weights.to_dict()}, indent=2))
         return
     weights = cost.weights
     say(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")

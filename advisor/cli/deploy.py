@@ -2,22 +2,16 @@
 workload now."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.cli.app import SEED_HELP, JSON_HELP, app
-from advisor.cli.terminal import say, working
-
-
-def _calibration(path: Optional[Path]):
-    if path is None:
-        return None
-    from engine_sim.sim import Calibration
-
-    return Calibration.load(path)
+from advisor.cli.app import app
+from advisor.cli.grammar import (DeployedAndNewCommand, DesignCommand, calibration_option, design_option,
+                                 json_option, load_calibration, print_result, seed_option,
+                                 workload_argument, workload_for)
+from advisor.cli.terminal import working
 
 
 def diff_lines(d, current_label: str, new_label: str) -> list[str]:
@@ -36,40 +30,39 @@ def diff_lines(d, current_label: str, new_label: str) -> list[str]:
     return lines
 
 
-@app.command()
+@app.command(cls=DeployedAndNewCommand)
 def diff(
-    current: Path = typer.Argument(..., help="the deployed design JSON"),
-    new: Path = typer.Argument(..., help="the design to move to"),
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
-    calibration: Optional[Path] = typer.Option(None, help="calibration.json: its prices for the copy time "
-                                               "and the prediction (default: the reference cluster)"),
+    current: Path = typer.Option(..., "--current", help="the deployed design JSON"),
+    new: Path = design_option("the design JSON to move to"),
+    workload: Optional[str] = workload_argument(),
+    calibration: Optional[Path] = calibration_option("calibration.json: its prices for the copy time "
+                                                     "and the prediction (default: the reference cluster)"),
     relabel: bool = typer.Option(True, "--relabel/--no-relabel",
                                  help="rename the new design's machines and partitions to move least"),
-    seed: int = typer.Option(0, help=SEED_HELP),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    seed: int = seed_option(),
+    as_json: bool = json_option(),
 ) -> None:
-    """What moves from one design to another: SPs, state items, bytes, copy time, speed."""
+    """What moves from the deployed design (--current) to another (--design): SPs, state items,
+    bytes, copy time, speed."""
     from advisor.api import diff as run
 
+    source = workload_for(new, workload)
     with working("comparing the designs"):
-        d = run(current, new, source, calibration=_calibration(calibration), seed=seed, relabel=relabel)
-    if as_json:
-        typer.echo(json.dumps(d.to_dict(), indent=2))
-        return
-    for line in diff_lines(d, str(current), str(new)):
-        say(line)
+        d = run(current, new, source, calibration=load_calibration(calibration), seed=seed, relabel=relabel)
+    print_result(d.to_dict(), lambda: diff_lines(d, str(current), str(new)), as_json)
 
 
-@app.command()
+@app.command(cls=DesignCommand)
 def check(
-    design: Path = typer.Argument(..., help="the deployed design JSON"),
-    source: str = typer.Argument(..., help="the workload now: statistics directory of a new trace, or a spec"),
+    design: Path = design_option("the deployed design JSON"),
+    source: str = workload_argument(optional=False, text="the workload now: statistics directory of a "
+                                                         "new trace, or a spec"),
     tolerance: float = typer.Option(0.10, help="how far below the best is still fine (0.10 = 10 %)"),
     since: Optional[str] = typer.Option(None, help="the source the design was made from, to say what "
                                         "changed (default: the profile kept in the design)"),
-    calibration: Optional[Path] = typer.Option(None, help="calibration.json for the simulator"),
-    seed: int = typer.Option(0, help=SEED_HELP),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    calibration: Optional[Path] = calibration_option("calibration.json for the simulator"),
+    seed: int = seed_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Is the deployed design still within --tolerance of the best one now? Exit 0 when it
     is, 3 when it is not (for a scheduled job)."""
@@ -77,11 +70,7 @@ def check(
 
     with working("checking the design against the workload"):
         result = check_drift(design, source, tolerance=tolerance, since=since,
-                             calibration=_calibration(calibration), seed=seed)
-    if as_json:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
-    else:
-        for line in result.describe():
-            say(line)
+                             calibration=load_calibration(calibration), seed=seed)
+    print_result(result.to_dict(), result.describe, as_json)
     if not result.within:
         raise typer.Exit(3)

@@ -1,7 +1,6 @@
 """`advisor run`: run a workload under a design on the bundled partitioned engine."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Optional
 
@@ -9,13 +8,16 @@ import typer
 
 from advisor.cli.app import app
 from advisor.cli.choices import MigrationMode, MoveMode, Recovery, Scheduler
+from advisor.cli.grammar import (DesignCommand, design_option, json_option, not_applicable, print_result,
+                                 seed_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
 
 
-@app.command("run")
+@app.command("run", cls=DesignCommand)
+@not_applicable(calibration="the engine runs for real: it measures, nothing is priced")
 def run(
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
-    design: Path = typer.Option(..., "--design", "-d", help="design JSON (advisor recommend --out)"),
+    design: Path = design_option(),
+    source: Optional[str] = workload_argument(),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to run"),
     trace_out: Optional[Path] = typer.Option(None, "--trace-out", help="write the run's Parquet trace here"),
     scheduler: Scheduler = typer.Option("dls", help="dls (a scheduler beside each SP) or central"),
@@ -25,7 +27,7 @@ def run(
                                               help="kill a partition after K commits, then recover"),
     in_process: bool = typer.Option(False, "--in-process",
                                     help="all partitions in this process (deterministic; default: a process each)"),
-    seed: int = typer.Option(0, help="same seed, same input and keys"),
+    seed: int = seed_option("same seed, same input and keys"),
     batch_size: Optional[int] = typer.Option(None, "--batch-size", help="tuples per batch (default: the spec's)"),
     data_parallel: bool = typer.Option(False, "--data-parallel",
                                        help="split batches of SPs with a partition_key into sub-batches"),
@@ -47,26 +49,28 @@ def run(
     migration: MigrationMode = typer.Option(
         "live", "--migration", help="live (rows sent between partitions at the pause), restart (stop, dump "
                                     "the whole state, restart and reload) or compare (both)"),
-    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    as_json: bool = json_option(),
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from costmodel.design import Design
     from advisor.sources import load_workload
     from costmodel.files import check_replaceable
     from costmodel.errors import UserError
-    from engine_sim.engine import run_workload
+    from engine_sim.engine import (ClientOptions, CommandLogOptions, MigrationOptions, RecoveryOptions,
+                                   run_workload)
     from engine_sim.engine.migration import compare_migration
     from traces.schema import MANIFEST
 
-    workload = load_workload(source)
+    workload = load_workload(workload_for(design, source))
     d = Design.load(design)
     target = None if migrate_to is None else Design.load(migrate_to)
     if trace_out is not None:  # before the run, not after it
         check_replaceable(trace_out, MANIFEST, "a trace directory")
-    options = dict(batches=batches, scheduler=scheduler, move=move, recovery=recovery,
-                   crash_after=crash_after, in_process=in_process, seed=seed, trace_out=trace_out,
-                   batch_size=batch_size, latency_bound_s=latency_bound, group_commit=group_commit,
-                   data_parallel=data_parallel, crash_at=crash_at, timeout_s=timeout)
+    options = dict(batches=batches, scheduler=scheduler, move=move, in_process=in_process, seed=seed,
+                   trace_out=trace_out, batch_size=batch_size, data_parallel=data_parallel, timeout_s=timeout,
+                   client=ClientOptions(latency_bound_s=latency_bound),
+                   recovery=RecoveryOptions(mode=recovery, crash_after=crash_after, crash_at=crash_at),
+                   command_log=CommandLogOptions(group_commit=group_commit))
     if migration == "compare":
         if target is None:
             raise UserError("--migration compare needs --migrate-to and --at-batch")
@@ -75,15 +79,12 @@ def run(
         lines = both.describe()
         data = both.to_dict()
     else:
-        result = run_workload(workload, d, migrate_to=target, migrate_at_batch=at_batch,
-                              migrate_mode=migration, **options)
+        result = run_workload(workload, d, migration=MigrationOptions(to=target, at_batch=at_batch, mode=migration),
+                              **options)
         results = [result]
         lines = result.describe()
         data = result.to_dict()
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-    else:
-        say("\n".join(lines))
+    print_result(data, lambda: lines, as_json)
     failed = next((r.history_check for r in results if r.history_check != "ok"), None)
     if failed is not None:  # includes a state that differs from the serial re-execution
         say(f"error: run failed its correctness check: {failed}", err=True)

@@ -1,22 +1,28 @@
 """`advisor export`: a design in a real system's terms (VoltDB DDL, CSV, GraphML)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Optional
 
 import typer
 
 from advisor.cli.app import app
+from advisor.cli.grammar import (DesignCommand, design_option, json_option, not_applicable, workload_argument,
+                                 workload_for)
 from advisor.cli.terminal import say
 
 
-@app.command()
+@app.command(cls=DesignCommand)
+@not_applicable(calibration="translates the placement; nothing is priced or simulated",
+                seed="translates the placement; nothing is random")
 def export(
-    design: Path = typer.Argument(..., help="design JSON (any, hand-written included)"),
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    design: Path = design_option(),
+    workload: Optional[str] = workload_argument(),
     fmt: Literal["voltdb", "csv", "graphml"] = typer.Option(
         ..., "--format", "-f", help="voltdb (DDL), csv (placement table) or graphml"),
     out: Path = typer.Option(..., "--out", "-o", help="file to write (its directory must exist)"),
+    as_json: bool = json_option("print {out, format, not_expressible} as JSON instead of a summary"),
 ) -> None:
     """Export a design for a real system; print what the target cannot express."""
     from costmodel.design import Design
@@ -24,8 +30,12 @@ def export(
 
     check_format(fmt)
     check_output(out)  # both before any work: a bad option costs nothing
-    result = export_design(Design.load(design), source, fmt)
+    result = export_design(Design.load(design), workload_for(design, workload), fmt)
     result.write(out)
+    if as_json:
+        typer.echo(json.dumps({"out": str(out), "format": fmt,
+                               "not_expressible": list(result.not_expressible)}, indent=2))
+        return
     say(f"wrote {out} ({fmt})")
     if result.not_expressible:
         say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {out}):")

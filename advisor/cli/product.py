@@ -1,22 +1,27 @@
 """`advisor report`, `advisor tune`, `advisor demo`: what a user meets first."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from advisor.cli.app import SEED_HELP, PPM_HELP, WEIGHT_HELP, app
+from advisor.cli.app import PPM_HELP, app
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, json_option,
+                                 load_calibration, not_applicable, print_result, seed_option,
+                                 weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
 
 
-@app.command()
+@app.command(cls=DesignCommand)
+@not_applicable(json="its result is the HTML file (--out); it prints only where it wrote it")
 def report(
-    design: Path = typer.Argument(..., help="design JSON (from `advisor recommend --out`)"),
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    design: Path = design_option("design JSON (from `advisor recommend --out`)"),
+    workload: Optional[str] = workload_argument(),
     out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write"),
     validation: Optional[Path] = typer.Option(None, help="RESULT.json from `advisor validate --out`"),
-    spec: Optional[str] = typer.Option(None, "--spec", help="workload spec to simulate when SOURCE is "
+    spec: Optional[str] = typer.Option(None, "--spec", help="workload spec to simulate when WORKLOAD is "
                                                             "statistics (enables throughput and suggestions)"),
     sensitivity: bool = typer.Option(True, "--sensitivity/--no-sensitivity", help="the alpha/beta/gamma sweep"),
     scaling: bool = typer.Option(True, "--scaling/--no-scaling", help="throughput against machines"),
@@ -24,22 +29,27 @@ def report(
     title: Optional[str] = typer.Option(None, help="report title"),
     current: Optional[Path] = typer.Option(None, "--current", help="the deployed design JSON: a section "
                                            "on what moving it to this design takes"),
-    seed: int = typer.Option(0, help=SEED_HELP),
+    calibration: Optional[Path] = calibration_option("calibration.json for the simulator's predictions "
+                                                     "(default: the reference-cluster parameters)"),
+    seed: int = seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
+    from reports.predict import PredictOptions
     from reports.report import ReportOptions, build_report, report_recommendation, write_report
     from reports.validation_view import read_validation
 
+    source = workload_for(design, workload)
     d = Design.load(design)
     result = read_validation(validation) if validation is not None else None
-    workload = None
+    simulated = None  # the spec to simulate, when WORKLOAD is statistics
     if spec is not None:
         from advisor.sources import load_workload
 
-        workload = load_workload(spec)
-    options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed)
+        simulated = load_workload(spec)
+    options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed,
+                            predict=PredictOptions(calibration=load_calibration(calibration), seed=seed))
     progress = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
     if progress:
         progress("scoring baselines")
@@ -50,7 +60,7 @@ def report(
         if progress:
             progress("comparing with the deployed design")
         migration = diff(current, d, source, seed=seed)
-    rec = report_recommendation(d, source, workload=workload, seed=seed)
+    rec = report_recommendation(d, source, workload=simulated, seed=seed)
     write_report(out, build_report(rec, validation=result, source=source, title=title,
                                    options=options, progress=progress, migration=migration))
     say(f"wrote {out}")
@@ -58,20 +68,26 @@ def report(
 
 @app.command()
 def tune(
-    source: str = typer.Argument(..., help="bundled workload name, spec .toml, or statistics directory"),
+    source: str = workload_argument(optional=False),
     machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
     partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory for each round's spec and design"),
-    alpha: Optional[float] = typer.Option(None, help=WEIGHT_HELP["alpha"]),
-    beta: Optional[float] = typer.Option(None, help=WEIGHT_HELP["beta"]),
-    gamma: Optional[float] = typer.Option(None, help=WEIGHT_HELP["gamma"]),
+    alpha: Optional[float] = weight_option("alpha"),
+    beta: Optional[float] = weight_option("beta"),
+    gamma: Optional[float] = weight_option("gamma"),
     min_gain: float = typer.Option(0.01, help="smallest predicted throughput gain that counts (0.01 = 1%)"),
-    seed: int = typer.Option(0, help=SEED_HELP),
+    calibration: Optional[Path] = calibration_option("calibration.json: the simulator's prices, and the "
+                                                     "weights priced once for the starting workload "
+                                                     "(default: the reference cluster; weights priced "
+                                                     "for each round)"),
+    seed: int = seed_option(),
+    as_json: bool = json_option("print the rounds, why the loop stopped and the best round as JSON"),
 ) -> None:
     """Recommend, predict, find the bottleneck, change the dataflow, repeat while it helps."""
     from advisor.api import resolve_weights
     from advisor.errors import AdvisorError
+    from reports.predict import PredictOptions
     from reports.tuning import TuningStudy
 
     if machines < 1:
@@ -85,36 +101,45 @@ def tune(
         from reports.tuning import SAVED_MARKER
 
         check_replaceable(out, SAVED_MARKER, "a previous `advisor tune` output")
+    weights = resolve_weights(alpha, beta, gamma, calibration=calibration,
+                              source=source if calibration is not None else None,
+                              machines=machines, partitions_per_machine=partitions_per_machine)
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
-                        weights=resolve_weights(alpha, beta, gamma), seed=seed, min_gain=min_gain)
+                        weights=weights, seed=seed, min_gain=min_gain,
+                        options=PredictOptions(calibration=load_calibration(calibration), seed=seed))
 
     def show(r) -> None:
         say(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"
                    + (f" after: {r.change}" if r.change else " (starting dataflow)"), err=True)
 
     study.run(rounds=rounds, progress=show)
+    written = study.save(out) if out is not None else []
+    best = study.best
+    if as_json:
+        typer.echo(json.dumps({"rounds": [r.to_dict() for r in study.rounds], "stopped": study.stopped,
+                               "best_round": best.index, "written": [str(p) for p in written]}, indent=2))
+        return
     say(study.table())
     say(f"stopped: {study.stopped}")
-    best = study.best
     say(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
     if out is not None:
-        written = study.save(out)
         say(f"wrote {len(written)} files to {out} (round-NN.toml, round-NN.design.json)")
 
 
 @app.command()
+@not_applicable(calibration="the demo runs on the shipped calibration, whose figures docs/cli.md quotes")
 def demo(
     out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", help="directory for report.html, design.json, statistics"),
     batches: int = typer.Option(None, help="engine batches per run (default: a quick demo)"),
-    seed: int = typer.Option(0, help=SEED_HELP),
+    seed: int = seed_option(),
+    as_json: bool = json_option("print the figures as JSON (the progress lines go to stderr)"),
 ) -> None:
     """The whole loop on the bundled TPC-DI workload: trace the engine under a naive design,
     aggregate the trace with Spark, recommend, validate on engine and simulator, report."""
     from reports.demo import DEFAULT_BATCHES, run_demo
 
     result = run_demo(out, batches=batches or DEFAULT_BATCHES, seed=seed,
-                      progress=lambda msg: say(msg))
-    for line in result.summary():
-        say(line)
+                      progress=lambda msg: say(msg, err=as_json))
+    print_result(result.to_dict(), result.summary, as_json)
     if not result.beats_every_baseline:
         raise typer.Exit(1)

@@ -1,4 +1,4 @@
-"""The driver: the client that feeds input batches (closed loop, a bounded window of batches
+"""The driver: the client that feeds input batches (closed loop, a bounded number of batches
 in flight), invokes OLTP procedures, hosts the central scheduler when asked, takes snapshots,
 collects the history, kills a partition when told to and coordinates recovery, and finally
 gathers the state digest."""
@@ -14,6 +14,7 @@ from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.recovery import write_manifest
 from engine_sim.engine.scheduler import UnitScheduler, entry_members, injected
+from engine_sim.engine.metrics import CompletedBatches, LatencyHistogram
 from engine_sim.engine.spool import HistorySpool, MemoryHistory
 from engine_sim.engine.txn import Batch, Txn, make_txn_id
 
@@ -22,7 +23,7 @@ from engine_sim.engine.txn import Batch, Txn, make_txn_id
 class DriverConfig:
     batches: int
     run_dir: str
-    window: int = 64
+    in_flight: int = 64  # batches the client keeps in flight (halved while over the latency bound)
     latency_bound_s: float = 1.0
     snapshot_every: int = 0  # completed batches between snapshots (0: none)
     crash_after: int | None = None
@@ -50,20 +51,23 @@ class Driver:
 
             self.migration = MigrationControl(self, next_plan, cfg.migrate_at, cfg.migrate_mode)
         self.injections: dict[int, list] = {}  # scheduler node -> batch ids not sent yet
-        self.window = max(1, cfg.window)
-        self.window_history: list[int] = [self.window]
+        self.in_flight = max(1, cfg.in_flight)
+        self.in_flight_history: list[int] = [self.in_flight]
         self.next_batch = 0
         self.outstanding: set[int] = set()
         self.sink_reports: dict[int, set] = {}
-        self.submit_us: dict[int, int] = {}
-        self.done_us: dict[int, int] = {}
+        self.submit_us: dict[int, int] = {}  # batches not finished yet -> when they arrived
+        # finished batches (their times only where a migration's figures need them) and the
+        # latencies: bounded memory however long the run (metrics.py)
+        self.done_us = CompletedBatches(cfg.batches, times=cfg.migrate_at is not None)
+        self.latency_us = LatencyHistogram()
         self.failed: set[int] = set()
         self.oltp_pending: dict[tuple[str, int], Txn] = {}
         # the surviving history: spooled to disk as it arrives (multi-process shipments as the
         # pickled bytes they came in), so a long run's driver holds none of it
         self.history = HistorySpool(cfg.history_dir) if cfg.history_dir else MemoryHistory()
         self.recent: deque = deque(maxlen=32)  # latencies (us) of the last completed batches
-        self.window_from = 0  # first batch submitted under the current window
+        self.in_flight_from = 0  # first batch submitted under the current in-flight limit
         self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
         self.busy: dict[int, float] = {}
         self.busy_before: dict[int, float] = {}
@@ -191,7 +195,7 @@ class Driver:
     def _poll_run(self) -> bool:
         did = False
         mig = self.migration
-        while self.next_batch < self.cfg.batches and len(self.outstanding) < self.window:
+        while self.next_batch < self.cfg.batches and len(self.outstanding) < self.in_flight:
             if mig is not None and mig.holds(self.next_batch):
                 mig.hold(self.next_batch)  # it arrives and waits while the migration pauses the input
             else:
@@ -314,27 +318,28 @@ class Driver:
         self.outstanding.discard(b)
         self.sink_reports.pop(b, None)  # a finished batch's reports are not read again
         now = self.now_us()
-        if b not in self.done_us:
-            self.done_us[b] = now
-            if b >= self.window_from:
-                self.recent.append(now - self.submit_us[b])
+        if self.done_us.add(b, now):
+            latency = now - self.submit_us.pop(b)
+            self.latency_us.add(latency)
+            if b >= self.in_flight_from:
+                self.recent.append(latency)
             self.completed_count += 1
-            self._adapt_window()
+            self._adapt_in_flight()
         self.last_done_us = now
 
-    def _adapt_window(self) -> None:
-        """Closed loop at a latency bound: halve the window while the mean end-to-end latency
-        of the last batches exceeds the bound. Only batches submitted under the current window
-        count: a halving is judged on what it did, not on the batches queued before it."""
+    def _adapt_in_flight(self) -> None:
+        """Closed loop at a latency bound: halve the batches in flight while the mean end-to-end
+        latency of the last batches exceeds the bound. Only batches submitted under the current
+        limit count: a halving is judged on what it did, not on the batches queued before it."""
         recent = self.recent
-        if len(recent) < 8 or self.window <= 1:
+        if len(recent) < 8 or self.in_flight <= 1:
             return
         mean_s = sum(recent) / len(recent) / 1e6
         if mean_s > self.cfg.latency_bound_s:
-            self.window = max(1, self.window // 2)
-            self.window_history.append(self.window)
+            self.in_flight = max(1, self.in_flight // 2)
+            self.in_flight_history.append(self.in_flight)
             self.recent.clear()
-            self.window_from = self.next_batch
+            self.in_flight_from = self.next_batch
 
     def on_oltp(self, audit: m.Audit) -> None:
         txn = audit.txn

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import math
+from array import array
 from dataclasses import asdict, dataclass, field
-
-import numpy as np
 
 
 @dataclass
@@ -25,7 +24,7 @@ class RunResult:
     latency_mean_ms: float = 0.0
     latency_bound_s: float = 1.0
     within_latency_bound: bool = True
-    window: int = 0  # batches in flight at the end (halved while over the latency bound)
+    in_flight: int = 0  # batches in flight at the end (halved while over the latency bound)
     batches: int = 0
     batch_size: int = 0
     workload: str = ""
@@ -99,8 +98,118 @@ class RunResult:
         return [f"{k:<{width}}  {v}" for k, v in rows]
 
 
-def latency_stats(submit_us: dict, done_us: dict) -> tuple[float, float, float]:
-    lat = np.array([done_us[b] - submit_us[b] for b in done_us if b in submit_us], dtype=float) / 1000.0
-    if lat.size == 0:
+class LatencyHistogram:
+    """Batch latencies in bounded memory, however long the run: each one is counted in a
+    logarithmic bucket (a few hundred buckets cover a microsecond to hours), so a percentile is
+    within `relative_error` of numpy's (`np.percentile`, linear interpolation) on the same
+    values; the count, the mean, the smallest and the largest are exact."""
+
+    def __init__(self, relative_error: float = 0.01):
+        if not 0.0 < relative_error < 1.0:
+            raise ValueError(f"relative error must be in (0, 1), got {relative_error!r}")
+        self.relative_error = relative_error
+        self._gamma = (1.0 + relative_error) / (1.0 - relative_error)
+        self._log_gamma = math.log(self._gamma)
+        self.buckets: dict[int, int] = {}  # bucket i counts values in (gamma^(i-1), gamma^i]
+        self.zeros = 0  # values <= 0, counted as 0 (a batch done within the clock's microsecond)
+        self.count = 0
+        self.total = 0.0
+        self.smallest = math.inf
+        self.largest = -math.inf
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        self.smallest = min(self.smallest, value)
+        self.largest = max(self.largest, value)
+        if value <= 0:
+            self.zeros += 1
+            return
+        i = math.ceil(math.log(value) / self._log_gamma)
+        self.buckets[i] = self.buckets.get(i, 0) + 1
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def _ranked(self, rank: int) -> float:
+        """The value of rank `rank` (0: the smallest), within the relative error: its bucket's
+        midpoint in relative terms, kept inside the exact smallest and largest values."""
+        if rank <= 0:
+            return self.smallest
+        if rank >= self.count - 1:
+            return self.largest
+        seen = self.zeros
+        if rank < seen:
+            return 0.0
+        for i in sorted(self.buckets):
+            seen += self.buckets[i]
+            if rank < seen:
+                mid = 2.0 * self._gamma ** i / (self._gamma + 1.0)
+                return min(max(mid, self.smallest), self.largest)
+        return self.largest
+
+    def percentile(self, q: float) -> float:
+        """The q-th percentile (0..100), as np.percentile interpolates between two ranks."""
+        if not self.count:
+            return 0.0
+        h = (self.count - 1) * q / 100.0
+        below = math.floor(h)
+        fraction = h - below
+        value = self._ranked(below)
+        if fraction > 0:
+            value += fraction * (self._ranked(below + 1) - value)
+        return value
+
+
+def latency_stats(latencies_us: LatencyHistogram) -> tuple[float, float, float]:
+    """(p50, p99, mean) of the batch latencies, in milliseconds."""
+    if not latencies_us.count:
         return 0.0, 0.0, 0.0
-    return float(np.percentile(lat, 50)), float(np.percentile(lat, 99)), float(lat.mean())
+    return (latencies_us.percentile(50) / 1000.0, latencies_us.percentile(99) / 1000.0,
+            latencies_us.mean / 1000.0)
+
+
+class CompletedBatches:
+    """The batches a run finished, in bounded memory: every batch below `low` finished, and
+    the few finished above it (no more than the batches in flight) are held in a set. With
+    `times` it also keeps each batch's finish time (8 bytes a batch, in an array): what a
+    migrating run's figures count batches by (migration.py reads it as a mapping)."""
+
+    def __init__(self, batches: int = 0, times: bool = False):
+        self.low = 0
+        self.above: set[int] = set()
+        self.count = 0
+        self._times = array("q", [-1]) * batches if times else None
+
+    def add(self, b: int, done_us: int) -> bool:
+        """Batch b finished at `done_us`; False when it had finished before."""
+        if b in self:
+            return False
+        self.count += 1
+        if b == self.low:
+            self.low += 1
+            while self.low in self.above:
+                self.above.discard(self.low)
+                self.low += 1
+        else:
+            self.above.add(b)
+        if self._times is not None and 0 <= b < len(self._times):
+            self._times[b] = done_us
+        return True
+
+    def __contains__(self, b: int) -> bool:
+        return 0 <= b < self.low or b in self.above
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, b: int) -> int:
+        """When batch b finished (a run that keeps the times)."""
+        if self._times is None or not 0 <= b < len(self._times) or self._times[b] < 0:
+            raise KeyError(b)
+        return self._times[b]
+
+    def values(self) -> list[int]:
+        """The finish times (a run that keeps them), in batch order."""
+        return [t for t in (self._times or ()) if t >= 0]

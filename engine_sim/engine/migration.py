@@ -107,7 +107,7 @@ def migration_plan(workload, design, target, plan, compiled, batches: int, at_ba
         if len(unit.lanes) != len(target_plan.units[name].lanes):
             raise EngineError(f"the migration would split {name} into {len(target_plan.units[name].lanes)} "
                               f"lanes instead of {len(unit.lanes)}: a migration keeps every SP's lanes")
-    if plan.placement.dp_tables != target_plan.placement.dp_tables:
+    if plan.router.dp_tables != target_plan.router.dp_tables:
         raise EngineError("the migration would change which tables are split by a data-parallel key: "
                           "a migration keeps every SP's lanes")
     return target_plan
@@ -133,20 +133,20 @@ def row_bytes(workload, item: str) -> int:
     return int(workload.table(base_table(item)).row_bytes)
 
 
-def item_of(placement, table: str, key) -> str:
+def item_of(router, table: str, key) -> str:
     """The design's state item a row belongs to: `T@KEY`, `T#i` or `T`."""
-    hot = placement.hot.get(table)
+    hot = router.hot.get(table)
     if hot and str(key) in hot:
         return f"{table}@{key}"
-    frags = placement.fragments.get(table)
+    frags = router.fragments.get(table)
     if frags:
         return f"{table}#{fragment_of(key, len(frags))}"
     return table
 
 
-def _holders(placement, table: str, key) -> tuple:
-    part = placement.row_partition(table, key)
-    return placement.all if part is None else (part,)
+def _holders(router, table: str, key) -> tuple:
+    part = router.row_partition(table, key)
+    return router.all if part is None else (part,)
 
 
 def _same_place(a, b, table: str) -> bool:
@@ -198,8 +198,8 @@ def on_site_message(site, msg) -> None:
 def _send_rows(site, mv: SiteMove, new) -> None:
     """Send every row this partition loses (the lowest holder of a row sends it, to each
     partition that holds it under `new` and not now), then drop the rows it no longer holds."""
-    node, store, old = site.node, site.partition.store, site.plan.placement
-    place = new.placement
+    node, store, old = site.node, site.partition.store, site.plan.router
+    place = new.router
     out: dict[int, dict] = {}
     for table, rows in store.tables.items():
         if table in old.dp_tables or _same_place(old, place, table):
@@ -238,7 +238,7 @@ def _lay_out(site, mv: SiteMove) -> None:
         for table, (rows, virtual) in pickle.loads(payload).items():
             store.add_table(table, virtual).update(rows)
     for table in list(store.tables):
-        if not new.placement.holds(site.node, table):
+        if not new.router.holds(site.node, table):
             store.drop_table(table)
     store.windows = {w: spec for w, spec in new.windows.items() if spec.partition == site.node}
     _ready(site, mv.start.era, mv.start.number, mv.sent, mv.wire)
@@ -255,7 +255,7 @@ def _dump(site, start: m.MigrateStart) -> None:
 
 def _reload(site, msg: m.Reload) -> None:
     """Restart: a new partition reads every dump and keeps the rows the new design gives it."""
-    store, place, node = site.partition.store, site.plan.placement, site.node
+    store, place, node = site.partition.store, site.plan.router, site.node
     for table in store.tables:
         if table not in place.dp_tables:
             store.tables[table] = {}  # the dumps hold the state, seeded rows included
@@ -511,13 +511,14 @@ class MigrationComparison:
 
 def compare_migration(workload, design, migrate_to, *, batches: int, at_batch: int, **options) -> MigrationComparison:
     """Run `workload` under `design` twice, migrating to `migrate_to` at `at_batch`: live, then
-    by stop, move and restart (the same options otherwise; a trace is written of the live
-    run only)."""
+    by stop, move and restart (the same `run_workload` options otherwise, `migration` aside; a
+    trace is written of the live run only)."""
+    from engine_sim.engine.run_options import MigrationOptions
     from engine_sim.engine.runner import run_workload
 
-    live = run_workload(workload, design, batches=batches, migrate_to=migrate_to, migrate_at_batch=at_batch,
-                        migrate_mode="live", **options)
+    live = run_workload(workload, design, batches=batches, **options,
+                        migration=MigrationOptions(to=migrate_to, at_batch=at_batch, mode="live"))
     options.pop("trace_out", None)
-    restart = run_workload(workload, design, batches=batches, migrate_to=migrate_to,
-                           migrate_at_batch=at_batch, migrate_mode="restart", **options)
+    restart = run_workload(workload, design, batches=batches, **options,
+                           migration=MigrationOptions(to=migrate_to, at_batch=at_batch, mode="restart"))
     return MigrationComparison(live, restart)

@@ -13,7 +13,7 @@ from costmodel.errors import DesignError
 from costmodel.workload import Stream, Workload
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.keys import KeyGen
-from engine_sim.engine.row_placement import Placement
+from engine_sim.engine.row_routing import RowRouter
 from engine_sim.engine.windows import WindowSpec
 
 DRIVER = -1  # node id of the driver (client, central scheduler, recovery coordinator)
@@ -92,7 +92,7 @@ class Unit:
 class Plan:
     workload: Workload
     design: Design
-    placement: Placement
+    router: RowRouter  # which partition each row lives on
     procs: dict[str, ProcPlan]
     units: dict[str, Unit]
     unit_order: list[str]
@@ -168,7 +168,7 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
                               f"(fields: {', '.join(fields) or 'none'})")
     dp_tables = frozenset(a.table for p in workload.procedures if p.name in dp_procs for a in p.accesses)
     state = {name: part for name, part in design.state.items() if name not in windows}
-    placement = Placement(tables, state, n, dp_tables, {w: spec.partition for w, spec in windows.items()})
+    router = RowRouter(tables, state, n, dp_tables, {w: spec.partition for w, spec in windows.items()})
 
     group_of = {m: g for g in workload.nested for m in g}
     topo = workload.topological_order()
@@ -223,12 +223,12 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
         parts = {base}
         for m in members:
             parts.add(procs[m].base)
-            parts.update(_access_partitions(workload.procedure(m), placement))
+            parts.update(_access_partitions(workload.procedure(m), router))
         lane_parts: tuple = ()
         if route is not None:  # a lane locks its own partition for the table it splits on
             proc = workload.procedure(name)
             lane_parts = tuple(
-                frozenset({lane}).union(*(_access_partitions(proc, placement, only=t)
+                frozenset({lane}).union(*(_access_partitions(proc, router, only=t)
                                           for t in procs[name].tables
                                           if t != route.table and t not in route.co_tables))
                 for lane in route.lanes)
@@ -241,7 +241,7 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
                     keyed = all(a.keys.startswith("input:") for a in proc.accesses if a.table == t)
                     if t in dp_tables and keyed:
                         continue
-                    lp.update(_access_partitions(proc, placement, only=t))
+                    lp.update(_access_partitions(proc, router, only=t))
                 per_lane.append(frozenset(lp))
             lane_parts = tuple(per_lane)
         units[u] = Unit(name=u, members=members, base=base,
@@ -272,7 +272,7 @@ def build_plan(workload: Workload, design: Design, *, seed: int = 0, batch_size:
         else:
             domains.append(1000)
     return Plan(
-        workload=workload, design=design, placement=placement, procs=procs, units=units,
+        workload=workload, design=design, router=router, procs=procs, units=units,
         unit_order=order, fields=fields, field_domains=tuple(domains), batch_size=size,
         scale=size / max(workload.input.batch_size, 1), seed=seed, n_partitions=n,
         machine_of=tuple(design.machine_of_partition(p) for p in range(n)),
@@ -305,16 +305,16 @@ def window_specs(workload: Workload, design: Design) -> dict[str, WindowSpec]:
     return out
 
 
-def _access_partitions(proc, placement: Placement, only: str | None = None) -> set[int]:
+def _access_partitions(proc, router: RowRouter, only: str | None = None) -> set[int]:
     """Partitions a procedure's declared accesses can touch: where its tables live; for a
     replicated table, none when it only reads (the local copy) and all when it writes."""
     parts: set[int] = set()
     for a in proc.accesses:
         if only is not None and a.table != only:
             continue
-        if placement.replicated(a.table):
+        if router.replicated(a.table):
             if a.mode == "write" or proc.code is not None:  # code may write what it reads
-                parts.update(placement.all)
+                parts.update(router.all)
         else:
-            parts.update(placement.table_partitions(a.table))
+            parts.update(router.table_partitions(a.table))
     return parts

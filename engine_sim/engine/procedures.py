@@ -21,11 +21,11 @@ READ_KINDS = frozenset(("r", "get", "scan", "wread"))
 
 
 class Ctx:
-    """What procedure code sees: table operations routed by the design's placement."""
+    """What procedure code sees: table operations routed by the design's row router."""
 
     def __init__(self, plan, child: int, batch_id: int, lane: int, base: int):
         self.plan = plan
-        self.placement = plan.placement
+        self.router = plan.router
         self.child = child
         self.batch_id = batch_id
         self.lane = lane
@@ -33,7 +33,7 @@ class Ctx:
         self.window_reads: dict = {}  # window -> the aggregate its step read (None: no slide)
 
     def _part(self, table: str, key):
-        return self.placement.row_partition(table, key)
+        return self.router.row_partition(table, key)
 
     def get(self, table: str, key):
         return (self._part(table, key), ("get", self.child, table, key))
@@ -51,13 +51,13 @@ class Ctx:
 
     def scan(self, table: str) -> list:
         """One op per partition holding the table (just the local copy when replicated)."""
-        if self.placement.replicated(table):
+        if self.router.replicated(table):
             return [(None, ("scan", self.child, table))]
-        return [(p, ("scan", self.child, table)) for p in self.placement.table_partitions(table)]
+        return [(p, ("scan", self.child, table)) for p in self.router.table_partitions(table)]
 
     def delete_where(self, table: str, index: int, value) -> list:
         """DELETE FROM table WHERE value[index] = value, on every partition holding it."""
-        parts = (None,) if self.placement.replicated(table) else self.placement.table_partitions(table)
+        parts = (None,) if self.router.replicated(table) else self.router.table_partitions(table)
         return [(p, ("delwhere", self.child, table, index, value)) for p in parts]
 
 
@@ -109,7 +109,7 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
     is read), then returns the output batches, whose carry folds the values read."""
     rng = txn_rng(plan, proc.index, batch_id, lane)
     tuples = batch.tuples
-    placement = plan.placement
+    router = plan.router
     dp_pk = plan.dp_pk
     ops = []
     tag_base = mix64(batch.carry ^ (proc.index << 48) ^ batch_id)
@@ -123,14 +123,14 @@ def declared_body(plan, proc, child: int, batch_id: int, lane: int, batch: Batch
         if n <= 0:
             continue
         if a.window:  # the owner reads its newest n active window tuples
-            ops.append((placement.row_partition(a.table, 0), ("wread", child, a.table, n)))
+            ops.append((router.row_partition(a.table, 0), ("wread", child, a.table, n)))
             continue
         keys = a.keys.draw(rng, n, tuples, batch_id, lane)
         pk = dp_pk.get(a.table)
         m = len(tuples)
         for i, key in enumerate(keys):
             pk_value = tuples[i % m][pk] if (pk is not None and m and a.keys.kind == "input") else None
-            part = placement.row_partition(a.table, key, pk_value)
+            part = router.row_partition(a.table, key, pk_value)
             if a.mode == "read":
                 ops.append((part, ("r", child, a.table, key)))
             else:
@@ -161,7 +161,7 @@ def declared_outputs(plan, proc, rng: Rng, batch: Batch, carry: int, scale: floa
 def window_steps(plan, proc, child: int, batch_id: int, tuples: tuple) -> list:
     """The owner's window maintenance, first thing in each of its executions: stage the input
     batch's tuples, slide and expire, read the active window when it slid (windows.py)."""
-    return [(plan.placement.row_partition(name, 0), ("win", child, name, batch_id, tuples))
+    return [(plan.router.row_partition(name, 0), ("win", child, name, batch_id, tuples))
             for name in proc.windows]
 
 

@@ -12,12 +12,13 @@ from costmodel.errors import DesignError
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
 from engine_sim.engine.driver import DriverConfig
-from engine_sim.engine.crash import parse_crash_at
 from engine_sim.engine.errors import EngineError, EngineFailure
 from engine_sim.engine.history import verify_history
 from engine_sim.engine.metrics import RunResult, latency_stats
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.recovery import FileLogStore, MemoryLogStore
+from engine_sim.engine.run_options import (ClientOptions, CommandLogOptions, MigrationOptions, NetworkOptions,
+                                           RecoveryOptions, check_choice, check_positive_int, check_record)
 from engine_sim.engine.serial import state_digest
 from engine_sim.engine.spool import new_spool_dir, remove_spool_dir
 from engine_sim.engine.site import SiteConfig
@@ -47,85 +48,53 @@ def check_design(workload: Workload, design: Design) -> None:
         design.arrays(WorkloadGraph.from_workload(workload))  # raises DesignError when it does not fit
 
 
-def _options(batches, scheduler, move, recovery, crash_after, batch_size, latency_bound_s,
-             window, abort_rate, restart_limit) -> None:
-    def positive_int(name, v, allow_none=False):
-        if v is None and allow_none:
-            return
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-            raise EngineError(f"{name} must be an integer >= 1, got {v!r}")
-
-    positive_int("--batches", batches)
-    positive_int("--batch-size", batch_size, True)
-    positive_int("--crash-after", crash_after, True)
-    positive_int("window", window)
-    if not isinstance(restart_limit, int) or restart_limit < 0:
-        raise EngineError(f"restart limit must be an integer >= 0, got {restart_limit!r}")
-    for name, v, allowed in (("--scheduler", scheduler, ("dls", "central")),
-                             ("--move", move, ("rpc", "txn")),
-                             ("--recovery", recovery, ("strong", "weak", "off"))):
-        if v not in allowed:
-            raise EngineError(f"{name} must be one of {', '.join(allowed)}, got {v!r}")
-    if crash_after is not None and recovery == "off":
-        raise EngineError("--crash-after needs recovery (strong or weak), not --recovery off")
-    if not isinstance(latency_bound_s, (int, float)) or not latency_bound_s > 0:
-        raise EngineError(f"latency bound must be > 0 seconds, got {latency_bound_s!r}")
-    if not 0.0 <= abort_rate < 1.0:
-        raise EngineError(f"abort rate must be in [0, 1), got {abort_rate!r}")
+def _options(batches, batch_size, scheduler, move) -> None:
+    check_positive_int("--batches", batches)
+    check_positive_int("--batch-size", batch_size, allow_none=True)
+    check_choice("--scheduler", scheduler, ("dls", "central"))
+    check_choice("--move", move, ("rpc", "txn"))
 
 
 def run_workload(workload: Workload, design: Design, *, batches: int, scheduler: str = "dls",
-                 move: str = "rpc", recovery: str = "weak", crash_after: int | None = None,
-                 in_process: bool = False, seed: int = 0, trace_out: str | Path | None = None,
-                 batch_size: int | None = None, latency_bound_s: float = 1.0,
-                 group_commit: bool = True, data_parallel: bool = False, window: int = 64,
-                 snapshot_every: int | None = None, crash_partition: int | None = None,
-                 abort_rate: float = 0.0, restart_limit: int = 100, fsync: bool | None = None,
-                 log_dir: str | Path | None = None, log_to_disk: bool | None = None,
-                 machine_delay_ms: float = 0.0, return_state: bool = False,
-                 timeout_s: float | None = None, crash_at=None, migrate_to: Design | None = None,
-                 migrate_at_batch: int | None = None, migrate_mode: str = "live") -> RunResult:
+                 move: str = "rpc", in_process: bool = False, seed: int = 0,
+                 batch_size: int | None = None, data_parallel: bool = False,
+                 trace_out: str | Path | None = None, return_state: bool = False,
+                 timeout_s: float | None = None, client: ClientOptions = ClientOptions(),
+                 recovery: RecoveryOptions = RecoveryOptions(),
+                 command_log: CommandLogOptions = CommandLogOptions(),
+                 network: NetworkOptions = NetworkOptions(),
+                 migration: MigrationOptions = MigrationOptions()) -> RunResult:
     """Run `batches` input batches of `workload` under `design` and prove the history.
 
-    Extra options: `window` batches in flight (halved while the mean latency exceeds the
-    bound), `snapshot_every` completed batches between snapshots (default: a quarter of the
-    run when recovery is on), `crash_partition` (default: the first border SP's partition),
-    `abort_rate` injected aborts, `restart_limit`, `fsync`/`log_to_disk`/`log_dir` for the
-    command log (default: on disk with fsync for multi-process runs, in memory in-process),
-    `machine_delay_ms` added to every message between machines, `return_state` (final rows),
-    `timeout_s` (default: `default_timeout_s` of the run; past it the run fails with one
-    error), `crash_at` = (role, step[, n]): the partition playing `role` ("coordinator" or
-    "participant") in the n-th distributed transaction dies at `step` of 2PC ("before_vote",
-    "after_vote", "after_decision"), then the cluster recovers.
-
-    `migrate_to` (a design of the same workload and cluster) and `migrate_at_batch` K: at batch
-    K the run pauses its input, moves state and SPs to `migrate_to` and goes on under it
-    (`migrate_mode` "live": rows sent between partitions; "restart": stop, dump the whole state,
-    restart under the new design and reload it); `result.migration` says what it took
-    (migration.py). `crash_at=("migration", "moving" | "switched"[, partition])`: that partition
-    (default `crash_partition`) dies during the move, before the commit point (the run recovers
-    to `design`), or on the switch, after it (to `migrate_to`).
+    The everyday options are keywords: `return_state` (final rows), `timeout_s` (default:
+    `default_timeout_s` of the run; past it the run fails with one error), `trace_out` (a
+    Parquet trace directory). The rest come as records (run_options.py): `client` (batches in
+    flight, latency bound, injected aborts, restart limit), `recovery` (mode, snapshots, a crash
+    and where), `command_log`, `network` (delay between machines) and `migration` (a design to
+    move to at a batch, live or by restart; `result.migration` says what it took). A migration
+    crash point `("migration", "moving" | "switched"[, partition])` kills that partition (default
+    the recovery's `crash_partition`) during the move, before the commit point (the run recovers
+    to `design`), or on the switch, after it (to `migration.to`).
     """
     if not isinstance(workload, Workload):
         raise EngineError(f"expected a Workload, got {type(workload).__name__}")
-    _options(batches, scheduler, move, recovery, crash_after, batch_size, latency_bound_s,
-             window, abort_rate, restart_limit)
+    for name, record, kind in (("client", client, ClientOptions), ("recovery", recovery, RecoveryOptions),
+                               ("command_log", command_log, CommandLogOptions),
+                               ("network", network, NetworkOptions), ("migration", migration, MigrationOptions)):
+        check_record(name, record, kind)
+    _options(batches, batch_size, scheduler, move)
     check_design(workload, design)
     if not in_process and design.n_partitions > MAX_PROCESSES:
         raise EngineError(f"the design has {design.n_partitions} partitions; the multi-process engine runs "
                           f"at most {MAX_PROCESSES} here (use in_process=True or the simulator)")
-    crash_at = parse_crash_at(crash_at)
-    if crash_at is not None and recovery == "off":
-        raise EngineError("a crash point needs recovery (strong or weak), not recovery off")
-    if crash_at is not None and crash_after is not None:
-        raise EngineError("ask for one crash: crash_after or crash_at, not both")
-    options = dict(seed=seed, batch_size=batch_size, scheduler=scheduler, move=move, recovery=recovery,
+    crash_at, crash_after, crash_partition = recovery.crash_at, recovery.crash_after, recovery.crash_partition
+    options = dict(seed=seed, batch_size=batch_size, scheduler=scheduler, move=move, recovery=recovery.mode,
                    data_parallel=data_parallel)
 
     def compiled(d: Design):
         p = build_plan(workload, d, **options)
-        p.abort_rate = float(abort_rate)
-        p.restart_limit = int(restart_limit)
+        p.abort_rate = float(client.abort_rate)
+        p.restart_limit = int(client.restart_limit)
         p.crash_at = crash_at
         return p
 
@@ -134,16 +103,16 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
     if not 0 <= crash_partition < plan.n_partitions:
         raise EngineError(f"crash partition {crash_partition} is outside 0..{plan.n_partitions - 1}")
-    next_plan = _migration_plan(workload, design, plan, compiled, batches, migrate_to, migrate_at_batch,
-                                migrate_mode, crash_at, crash_after)
+    next_plan = _migration_plan(workload, design, plan, compiled, batches, migration, crash_at, crash_after)
     if crash_at is not None and crash_at[0] == "migration":
         part = crash_partition if crash_at[2] is None else crash_at[2]
         if not 0 <= part < plan.n_partitions:
             raise EngineError(f"crash partition {part} is outside 0..{plan.n_partitions - 1}")
         crash_at = (crash_at[0], crash_at[1], part)
         plan.crash_at = next_plan.crash_at = crash_at
+    snapshot_every = recovery.snapshot_every
     if snapshot_every is None:
-        snapshot_every = max(1, batches // 4) if recovery != "off" else 0
+        snapshot_every = max(1, batches // 4) if recovery.mode != "off" else 0
     if crash_after is not None:
         most = max(most_commits(p, batches, crash_partition, snapshot_every)
                    for p in (plan, next_plan) if p is not None)
@@ -154,10 +123,11 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         timeout_s = default_timeout_s(plan, batches)
     elif not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
         raise EngineError(f"timeout must be > 0 seconds, got {timeout_s!r}")
-    on_disk = (not in_process) if log_to_disk is None else bool(log_to_disk)
+    log_dir = command_log.dir
+    on_disk = (not in_process) if command_log.to_disk is None else command_log.to_disk
     if log_dir is not None:
         on_disk = True
-    fsync = on_disk if fsync is None else bool(fsync)
+    fsync = on_disk if command_log.fsync is None else command_log.fsync
     own_dir = log_dir is None
     if own_dir:  # what runs killed with SIGKILL left behind goes first
         for prefix in ("eng-", "engs-"):
@@ -166,14 +136,14 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     run_dir.mkdir(parents=True, exist_ok=True)
     history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
     t0 = time.monotonic_ns()
-    site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=group_commit,
+    site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=command_log.group_commit,
                           use_time=not in_process, t0_ns=t0, ship_size=16 if in_process else 256)
-    driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), window=window,
-                              latency_bound_s=latency_bound_s, snapshot_every=snapshot_every,
+    driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
+                              latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
                               crash_after=crash_after, crash_partition=crash_partition,
                               want_state=return_state, fsync=fsync, t0_ns=t0,
-                              migrate_at=migrate_at_batch if next_plan is not None else None,
-                              migrate_mode=migrate_mode, history_dir=str(history_dir))
+                              migrate_at=migration.at_batch if next_plan is not None else None,
+                              migrate_mode=migration.mode, history_dir=str(history_dir))
     started = time.perf_counter()
     try:
         if in_process:
@@ -183,7 +153,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                           else MemoryLogStore())
                       for k in range(plan.n_partitions)}
             try:
-                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, machine_delay_ms / 1000.0,
+                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, network.machine_delay_ms / 1000.0,
                                            next_plan)
                 driver = runtime.run(timeout_s)
             finally:
@@ -194,10 +164,10 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         else:
             from engine_sim.engine.multiproc import MultiProcessRuntime
 
-            runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, machine_delay_ms / 1000.0,
+            runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, network.machine_delay_ms / 1000.0,
                                           workload=workload, design=design,
-                                          options=dict(options, abort_rate=abort_rate,
-                                                       restart_limit=restart_limit, crash_at=crash_at),
+                                          options=dict(options, abort_rate=client.abort_rate,
+                                                       restart_limit=client.restart_limit, crash_at=crash_at),
                                           next_plan=next_plan)
             driver = runtime.run(timeout_s)
             messages = runtime.messages
@@ -214,7 +184,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                                 f"(partition commits: {dict(sorted(driver.commits.items()))})")
         wall_total = time.perf_counter() - started
         result = _result(plan, driver, batches, wall_total, messages, log_stats,
-                         "in-process" if in_process else "multi-process", latency_bound_s, return_state,
+                         "in-process" if in_process else "multi-process", client.latency_bound_s, return_state,
                          next_plan)
         result.pids = pids
         result.refused_frames = refused
@@ -224,7 +194,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             write_trace(trace_out, plan, driver.history,
                         {"seed": seed, "batches": batches, "batch_size": plan.batch_size,
                          "mode": result.mode, "scheduler": scheduler, "move": move,
-                         "recovery": recovery, "design_method": design.method,
+                         "recovery": recovery.mode, "design_method": design.method,
                          "history_check": result.history_check})
             result.trace_dir = str(trace_out)
         driver.history.close()
@@ -267,7 +237,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         for node in sorted(finals):
             for table, rows in (finals[node].state or {}).items():
                 state.setdefault(table, {}).update(rows)
-    p50, p99, mean = latency_stats(driver.submit_us, driver.done_us)
+    p50, p99, mean = latency_stats(driver.latency_us)
     start = driver.started_us or 0
     end = driver.last_done_us or start
     wall = max((end - start) / 1e6, 1e-9)
@@ -283,7 +253,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         state_digest=digest, serial_digest=serial, committed=counts.committed,
         aborts=counts.aborts, restarts=counts.restarts,
         partition_busy_s=busy, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
-        within_latency_bound=mean / 1000.0 <= bound, window=driver.window, batches=batches,
+        within_latency_bound=mean / 1000.0 <= bound, in_flight=driver.in_flight, batches=batches,
         batch_size=plan.batch_size, workload=plan.workload.name, machines=d.machines,
         partitions_per_machine=d.partitions_per_machine, mode=mode, scheduler=plan.scheduler,
         move=plan.move, recovery=plan.recovery, data_parallel=plan.data_parallel,
@@ -297,22 +267,19 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
                                                                                   plan.batch_size))
 
 
-def _migration_plan(workload, design, plan, compiled, batches, target, at_batch, mode, crash_at,
+def _migration_plan(workload, design, plan, compiled, batches, migration: MigrationOptions, crash_at,
                     crash_after):
     """The plan of the design a run migrates to (None: no migration), after every check."""
     from engine_sim.engine.migration import migration_plan
 
-    if target is None:
-        if at_batch is not None or mode != "live":
-            raise EngineError("--at-batch and --migration need --migrate-to (the design to migrate to)")
+    if not migration.asked:
         if crash_at is not None and crash_at[0] == "migration":
             raise EngineError("a migration crash point needs a migration (--migrate-to and --at-batch)")
         return None
-    if at_batch is None:
-        raise EngineError("--migrate-to needs --at-batch (the batch at which to migrate)")
-    if mode == "restart" and (crash_at is not None or crash_after is not None):
+    if migration.mode == "restart" and (crash_at is not None or crash_after is not None):
         raise EngineError("a crash during a migration is tested with the live migration, not restart")
-    return migration_plan(workload, design, target, plan, compiled, batches, at_batch, mode)
+    return migration_plan(workload, design, migration.to, plan, compiled, batches, migration.at_batch,
+                          migration.mode)
 
 
 def default_timeout_s(plan, batches: int) -> float:

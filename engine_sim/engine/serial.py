@@ -163,13 +163,13 @@ class SerialExecution:
         (their routing follows the input, not the design)."""
         from engine_sim.engine.site import build_store
 
-        old = self.plan.placement
+        old = self.plan.router
         rows: dict[str, dict] = {}
         for _k, store in sorted(self.stores.items()):
             for table, data in store.tables.items():
                 if not (old.replicated(table) and table in rows):
                     rows.setdefault(table, {}).update(data)
-        where = plan.placement
+        where = plan.router
         stores = {k: build_store(plan, k) for k in range(plan.n_partitions)}
         for k, store in stores.items():
             for table in store.tables:
@@ -208,10 +208,10 @@ class SerialExecution:
     # -- the digest --------------------------------------------------------------------------------
     def digest(self) -> str:
         per_table: dict[str, int] = {}
-        placement = self.plan.placement
+        router = self.plan.router
         for k, store in sorted(self.stores.items()):
             for table in store.tables:
-                if placement.replicated(table) and k != 0:
+                if router.replicated(table) and k != 0:
                     continue
                 per_table[table] = (per_table.get(table, 0) + store.table_digest(table)) % (1 << 128)
         return state_digest(per_table)

@@ -42,11 +42,11 @@ class SiteConfig:
 
 def build_store(plan, pid: int) -> Store:
     """A partition's initial state: empty (virtual) tables, or the rows bundled code seeds."""
-    placement = plan.placement
+    router = plan.router
     module = plan.code_module
     tables, virtual = {}, set()
     for t in plan.workload.tables:
-        if not placement.holds(pid, t.name):
+        if not router.holds(pid, t.name):
             continue
         rows = module.initial_rows(t.name, t.rows) if module is not None else None
         if rows is None:
@@ -54,7 +54,7 @@ def build_store(plan, pid: int) -> Store:
             tables[t.name] = {}
         else:
             tables[t.name] = {k: v for k, v in rows.items()
-                              if placement.row_partition(t.name, k) in (pid, None)}
+                              if router.row_partition(t.name, k) in (pid, None)}
     windows = {name: spec for name, spec in plan.windows.items() if spec.partition == pid}
     return Store(tables, frozenset(virtual), windows)
 
@@ -296,11 +296,11 @@ class Site:
         if self.done:
             self.send_done()
         store = self.partition.store
-        placement = self.plan.placement
+        router = self.plan.router
         digests, replicas = {}, {}
         for table in store.tables:
             d = store.table_digest(table)
-            if placement.replicated(table):
+            if router.replicated(table):
                 replicas[table] = d
                 if self.node == 0:
                     digests[table] = d
@@ -309,7 +309,7 @@ class Site:
         state = None
         if want_state:
             state = {t: dict(rows) for t, rows in store.tables.items()
-                     if not placement.replicated(t) or self.node == 0}
+                     if not router.replicated(t) or self.node == 0}
         self.transport.send(DRIVER, m.FinalReport(self.node, digests, replicas, state,
                                                   self.partition.busy_s, self.log.records,
                                                   self.log.flushes,

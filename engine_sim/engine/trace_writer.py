@@ -4,7 +4,9 @@ gives one row per SP), one accesses row per distinct row an execution touched (r
 many times), one flows row per stream batch an SP produced for another. A window access is an
 ordinary accesses row whose `table` is the window's name and whose key is the tuple's sequence
 number in the window (-1: its metadata row): the owner's inserts (and expiries) are writes,
-its reads of the active window reads; the manifest lists the windows under `windows`."""
+its reads of the active window reads; the manifest lists the windows under `windows`.
+The rows stream from the history to Parquet in row groups of bounded size, so a long run's
+trace takes no more memory than a short one's."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,6 +15,8 @@ from typing import Iterable
 import pyarrow as pa
 
 from traces.writer import TraceWriter
+
+ROW_GROUP_ROWS = 65_536  # rows a dataset holds in memory before they go to disk as a row group
 
 
 def _cluster(workload, design) -> dict:
@@ -26,8 +30,35 @@ def _cluster(workload, design) -> dict:
     return out
 
 
-def write_trace(out: str | Path, plan, records: Iterable, metadata: dict) -> Path:
-    """`records`: the run's history, read once in order (a list, or the driver's spool)."""
+class _Chunk:
+    """One dataset's rows not written yet, as columns; written as a row group of at most
+    `rows` rows (None: one row group at the end), so memory holds one row group a dataset."""
+
+    def __init__(self, writer: TraceWriter, dataset: str, names: tuple[str, ...], rows: int | None):
+        self.writer, self.dataset, self.names, self.rows = writer, dataset, names, rows
+        self.columns: list[list] = [[] for _ in names]
+
+    def add(self, *values) -> None:
+        for column, v in zip(self.columns, values):
+            column.append(v)
+        if self.rows is not None and len(self.columns[0]) >= self.rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.columns[0]:
+            return
+        data = dict(zip(self.names, self.columns))
+        if "partitions" in data:
+            data["partitions"] = pa.array(data["partitions"], pa.list_(pa.int32()))
+        self.writer.write(self.dataset, data)
+        self.columns = [[] for _ in self.names]
+
+
+def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
+                row_group_rows: int | None = ROW_GROUP_ROWS) -> Path:
+    """`records`: the run's history, read once in order (a list, or the driver's spool), and
+    written as it is read, in row groups of `row_group_rows` rows a dataset (None: the whole
+    dataset in one row group, held in memory until the end)."""
     w = plan.workload
     meta = {
         "created_by": "engine_sim.engine",
@@ -53,35 +84,21 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict) -> Pat
                   "cost_unit_us": w.input.cost_unit_us, "durations": "execution"},
         **metadata,
     }
-    txns = {k: [] for k in ("txn_id", "procedure", "batch_id", "base_partition", "partitions",
-                            "start_us", "end_us", "status", "restarts")}
-    acc = {k: [] for k in ("txn_id", "table", "key", "mode", "rows")}
-    flows = {k: [] for k in ("batch_id", "from_procedure", "to_procedure", "tuples", "bytes")}
-    for i, r in enumerate(r for r in records if r.kind in ("stream", "oltp")):
-        txns["txn_id"].append(i)
-        txns["procedure"].append(r.procedure)
-        txns["batch_id"].append(max(r.batch, 0))
-        txns["base_partition"].append(r.base)
-        txns["partitions"].append(list(r.partitions))
-        txns["start_us"].append(max(r.start_us, 0))
-        txns["end_us"].append(max(r.end_us, r.start_us, 0))
-        txns["status"].append(r.status)
-        txns["restarts"].append(r.restarts)
-        for _part, table, key, mode, n in r.accesses:
-            acc["txn_id"].append(i)
-            acc["table"].append(table)
-            acc["key"].append(str(key))
-            acc["mode"].append(mode)
-            acc["rows"].append(n)
-        if r.status == "commit":
-            for to_sp, tuples, nbytes, _moved in r.outputs:
-                flows["batch_id"].append(r.batch)
-                flows["from_procedure"].append(r.procedure)
-                flows["to_procedure"].append(to_sp)
-                flows["tuples"].append(tuples)
-                flows["bytes"].append(nbytes)
+    columns = {"txns": ("txn_id", "procedure", "batch_id", "base_partition", "partitions", "start_us",
+                        "end_us", "status", "restarts"),
+               "accesses": ("txn_id", "table", "key", "mode", "rows"),
+               "flows": ("batch_id", "from_procedure", "to_procedure", "tuples", "bytes")}
     with TraceWriter(out, meta) as writer:
-        writer.write("txns", {**txns, "partitions": pa.array(txns["partitions"], pa.list_(pa.int32()))})
-        writer.write("accesses", acc)
-        writer.write("flows", flows)
+        chunks = {name: _Chunk(writer, name, cols, row_group_rows) for name, cols in columns.items()}
+        txns, acc, flows = chunks["txns"], chunks["accesses"], chunks["flows"]
+        for i, r in enumerate(r for r in records if r.kind in ("stream", "oltp")):
+            txns.add(i, r.procedure, max(r.batch, 0), r.base, list(r.partitions), max(r.start_us, 0),
+                     max(r.end_us, r.start_us, 0), r.status, r.restarts)
+            for _part, table, key, mode, n in r.accesses:
+                acc.add(i, table, str(key), mode, n)
+            if r.status == "commit":
+                for to_sp, tuples, nbytes, _moved in r.outputs:
+                    flows.add(r.batch, r.procedure, to_sp, tuples, nbytes)
+        for chunk in chunks.values():
+            chunk.flush()
     return Path(out)

@@ -6,137 +6,19 @@ MOVEs, local and cross-machine messages) driven by a tiny event core (`core.py`)
 
     simulate(workload, design)          one run at an input rate (default: the best one)
     max_throughput(workload, design)    the highest input rate within the latency bound
+
+`calibration=` takes a Calibration, which predicts its target (a real cluster by default,
+the measuring host for `cal.on_host()`), or bare SimParams, taken exactly as they are.
+The run logic lives in `run.py`; this package only re-exports it.
 """
 from __future__ import annotations
 
-import math
-import time
-
-from costmodel.design import Design
-from costmodel.workload import Workload
 from costmodel.calibration import Calibration, CalibrationError
-from engine_sim.sim.errors import SimError
-from engine_sim.sim.host_sharing import run_host_shared
-from engine_sim.sim.model import EngineModel
 from costmodel.sim_params import SimParams
-from engine_sim.sim.compiled import compile_plan
-from engine_sim.sim.result import SimResult, summarise
+from engine_sim.sim.errors import SimError
+from engine_sim.sim.result import SimResult
+from engine_sim.sim.run import max_throughput, run_once, simulate
 from engine_sim.sim.scale import spread_design
-from engine_sim.sim.rate_search import search_rate
 
 __all__ = ["Calibration", "CalibrationError", "SimError", "SimParams", "SimResult",
            "max_throughput", "run_once", "spread_design", "simulate"]
-
-
-def _params(calibration: Calibration | SimParams | None) -> SimParams:
-    """A Calibration predicts a real cluster: a site per machine, a core per thread (the
-    measuring host's emulation is dropped). SimParams are taken as they are (to predict the
-    engine on the host it was measured on, pass `calibration.params`)."""
-    if calibration is None:
-        return SimParams()
-    if isinstance(calibration, SimParams):
-        return calibration
-    return calibration.params.with_(host_cores=0, background_jobs=0.0, site_per_partition=False)
-
-
-def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
-    design.check_windows(workload)  # a window away from its owner: refused, one line
-    return compile_plan(workload, design, params=_params(calibration), scheduler=scheduler,
-                        move=move, batches=batches, batch_size=batch_size, seed=seed)
-
-
-def _run_plan(plan, rate: float | None, latency_bound_s: float, window: int | None = None
-              ) -> SimResult:
-    if window is not None:
-        if not isinstance(window, int) or isinstance(window, bool) or window < 1:
-            raise SimError(f"window must be an integer >= 1, got {window!r}")
-        rate = None
-    elif not (rate is not None and rate > 0 and math.isfinite(rate)):
-        raise SimError(f"input rate must be a positive number of batches per second, got {rate}")
-    started = time.perf_counter()
-    model = EngineModel(plan, rate, window)
-    model.run()
-    return summarise(model, latency_bound_s=latency_bound_s,
-                     wall_s=time.perf_counter() - started)
-
-
-def run_once(workload: Workload, design: Design, *, input_rate: float | None = None,
-             window: int | None = None, scheduler: str = "dls", move: str = "rpc",
-             calibration: Calibration | SimParams | None = None, batches: int = 2000,
-             seed: int = 0, latency_bound_s: float = 1.0, batch_size: int | None = None
-             ) -> SimResult:
-    """One simulation at a fixed offered input rate (batches per second), or closed loop with
-    `window` batches in flight (the engine's driver)."""
-    if (input_rate is None) == (window is None):
-        raise SimError("give either an input rate or a window of batches in flight")
-
-    def attempt(params: SimParams) -> SimResult:
-        plan = _plan(workload, design, scheduler=scheduler, move=move, calibration=params,
-                     batches=batches, seed=seed, batch_size=batch_size)
-        return _run_plan(plan, input_rate, latency_bound_s, window)
-
-    return run_host_shared(_params(calibration), attempt)
-
-
-def _serial_rate(plan) -> float:
-    """Batches/s if every step of a batch ran one after the other: a rate any sane design
-    sustains, where the search starts."""
-    P = plan.params
-    hop = 2 * P.net_latency_s
-    total = 0.0
-    for u in plan.units:
-        total += sum(u.service) / len(u.service) + (hop if u.machine != u.sched else 0.0)
-        if u.dist is not None:
-            for spec in u.dist:
-                if spec is not None:
-                    total += (len(spec.rounds) + len(spec.parts) + 1) * hop / len(u.dist)
-    for e in plan.edges:
-        total += hop if e.crosses_machine else 0.0
-        for spec in e.move_txns or ():
-            total += 4 * hop + spec.exec_s
-    return 1.0 / max(total, 1e-9)
-
-
-def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float = 1.0,
-                   tolerance: float = 0.02, stop_below_tps: float | None = None, **kw) -> SimResult:
-    """The highest offered input rate the design sustains with a mean batch latency within
-    the bound (the dissertation's metric, section 4.6); see `rate_search.py`.
-
-    `stop_below_tps` (tuples/s) is for a caller that only asks whether the design beats that
-    figure: the search stops once it is known not to (the result is then the best rate
-    found so far, below the figure)."""
-    if not latency_bound_s > 0:
-        raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s}")
-    kw.pop("input_rate", None)
-    opts = dict(scheduler="dls", move="rpc", calibration=None, batches=2000, seed=0,
-                batch_size=None)
-    unknown = set(kw) - set(opts)
-    if unknown:
-        raise TypeError(f"max_throughput() got unexpected keyword {sorted(unknown)[0]!r}")
-    opts.update(kw)
-    params = _params(opts.pop("calibration"))
-
-    def attempt(p: SimParams) -> SimResult:
-        plan = _plan(workload, design, calibration=p, **opts)
-        stop = None if stop_below_tps is None else stop_below_tps / plan.batch_size
-        return search_rate(lambda rate: _run_plan(plan, rate, latency_bound_s), _serial_rate(plan),
-                           tolerance=tolerance, stop_below_bps=stop)
-
-    return run_host_shared(params, attempt)
-
-
-def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move: str = "rpc",
-             calibration: Calibration | SimParams | None = None, input_rate: float | None = None,
-             batches: int = 2000, seed: int = 0, latency_bound_s: float = 1.0,
-             batch_size: int | None = None) -> SimResult:
-    """Simulate `design` running `workload`.
-
-    At `input_rate` (batches/s) if given, else at the workload's declared `input.rate`, else at
-    the maximum throughput within `latency_bound_s` (what the dissertation reports).
-    """
-    rate = input_rate if input_rate is not None else workload.input.rate
-    kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,
-              seed=seed, latency_bound_s=latency_bound_s, batch_size=batch_size)
-    if rate is None:
-        return max_throughput(workload, design, **kw)
-    return run_once(workload, design, input_rate=rate, **kw)

@@ -4,7 +4,9 @@ Everything that does not depend on the simulated time is decided here, once, wit
 which partition and machine every procedure runs on, where its scheduler lives, which
 accesses are local and which need a remote fragment round, and every batch's partition
 service time (sampled from the declared access probabilities and a service-time jitter).
-The event loop then only does per-batch arithmetic and list indexing.
+The event loop then only does per-batch arithmetic and list indexing. The result is a
+`CompiledPlan` of `CompiledUnit`s: the simulator's form, not the real engine's
+`engine_sim.engine.plan.Plan`.
 
 Units. A procedure is a unit; the procedures of a nested transaction form one unit (they
 commit together, so they are one transaction whose control code runs on the first member's
@@ -64,7 +66,7 @@ class DistSpec:
 
 
 @dataclass
-class Unit:
+class CompiledUnit:
     name: str
     members: tuple[str, ...]
     base: int
@@ -99,12 +101,12 @@ class Edge:
 
 
 @dataclass
-class Plan:
+class CompiledPlan:
     workload: str
     machines: int
     partitions_per_machine: int
     part_machine: list[int]  # the node (site) of each partition: its machine, or itself
-    units: list[Unit]
+    units: list[CompiledUnit]
     edges: list[Edge]
     sources: list[int]
     sinks: list[int]
@@ -158,7 +160,7 @@ def _jitter(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
 
 
 def compile_plan(workload: Workload, design: Design, *, params: SimParams, scheduler: str,
-                 move: str, batches: int, batch_size: int | None, seed: int) -> Plan:
+                 move: str, batches: int, batch_size: int | None, seed: int) -> CompiledPlan:
     check_options(scheduler, move)
     if batches < 10:
         raise SimError(f"batches must be at least 10, got {batches}")
@@ -194,7 +196,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         members = tuple(sorted(group, key=rank.get))
         for m in members:
             group_of[m] = members
-    units: list[Unit] = []
+    units: list[CompiledUnit] = []
     unit_of: dict[str, list[int]] = {}  # SP -> its unit, or its lanes' units (data-parallel)
     for name in order:
         if name in unit_of:
@@ -206,7 +208,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         members = group_of.get(name, (name,))
         base = design.procedures[members[0]]
         m = part_machine[base]
-        units.append(Unit(" + ".join(members), members, base, m,
+        units.append(CompiledUnit(" + ".join(members), members, base, m,
                           m if scheduler == "dls" else central, 0))
         for mem in members:
             unit_of[mem] = [len(units) - 1]
@@ -330,12 +332,13 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
                 spec = _dist_spec(u.base, parts, steps, shipped, P)
                 cache[key] = spec
             u.dist[b] = DistSpec(spec.base, spec.parts, u.service[b], spec.ship, spec.rounds)
-    return Plan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
+    return CompiledPlan(workload.name, design.machines, ppm, part_machine, units, edges, sources,
                 sinks, batches, bs, scheduler, move, params, input_bytes, nodes, node_machine,
                 batch_rows.tolist(), works)
 
 
-def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], sched: int) -> list[int]:
+def _lane_units(units: list[CompiledUnit], route: LaneRoute, part_machine: list[int],
+                sched: int) -> list[int]:
     """One unit per lane of a data-parallel SP, each with its share of the key mass. Every
     lane's scheduler is the SP's one scheduler on node `sched` (the engine's: beside the SP's
     own partition, or central): it sends each lane its sub-batch and takes each lane's commit."""
@@ -345,13 +348,13 @@ def _lane_units(units: list[Unit], route: LaneRoute, part_machine: list[int], sc
     for k, part in enumerate(route.lanes):
         m = part_machine[part]
         share = sum(shares[i] for i in route.lane_fragments(k))
-        units.append(Unit(f"{route.procedure}[lane p{part}]", (route.procedure,), part, m,
+        units.append(CompiledUnit(f"{route.procedure}[lane p{part}]", (route.procedure,), part, m,
                           sched, 0, share=share, lane_tables=split))
         out.append(len(units) - 1)
     return out
 
 
-def _unit_accesses(u: Unit, procs: list, design: Design) -> tuple[list, list[int]]:
+def _unit_accesses(u: CompiledUnit, procs: list, design: Design) -> tuple[list, list[int]]:
     """The accesses a unit makes per batch, with the member each belongs to. A lane reaches
     only the fragments of its split tables on its own partition (their key mass is its
     share already) and does its share of every other access."""

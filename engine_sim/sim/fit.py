@@ -75,13 +75,13 @@ def observe(probe: Probe, params: SimParams, batches: int | None = None) -> floa
 
 
 def _batches(probe: Probe, batches: int | None) -> int:
-    return batches if batches is not None else (30 if probe.window == 1 else 8 * probe.window)
+    return batches if batches is not None else (30 if probe.in_flight == 1 else 8 * probe.in_flight)
 
 
 def _simulate(probe: Probe, params: SimParams, batches: int):
     from engine_sim.sim import run_once
 
-    return run_once(probe.workload, probe.design, window=probe.window, scheduler=probe.scheduler,
+    return run_once(probe.workload, probe.design, in_flight=probe.in_flight, scheduler=probe.scheduler,
                     move=probe.move, calibration=params, batches=batches)
 
 
@@ -166,8 +166,8 @@ def _observe_all(probes: list[Probe], params: SimParams, others: list[float],
     runs: dict[tuple, tuple] = {}
     out = []
     for p, o in zip(probes, others):
-        batches = _batches(p, loaded_batches if p.window > 1 else None)
-        setup = (p.name, p.scheduler, p.move, p.window, o)
+        batches = _batches(p, loaded_batches if p.in_flight > 1 else None)
+        setup = (p.name, p.scheduler, p.move, p.in_flight, o)
         if setup not in runs:
             runs[setup] = (_simulate(p, params.with_(background_jobs=o), batches), batches)
         out.append(_read(p, *runs[setup]))
@@ -182,7 +182,7 @@ def _fit(probes: list[Probe], y: np.ndarray, base: SimParams, iterations: int,
         A, y_now = design_matrix(probes, params, background, loaded_batches)
         # y ~ y_now + A (m - 1): solve for the multipliers m >= 0 on relative errors, the
         # loaded probes (what limits throughput, the number predictions are about) counted twice
-        weight = np.array([LOADED_WEIGHT if p.window > 1 else 1.0 for p in probes])
+        weight = np.array([LOADED_WEIGHT if p.in_flight > 1 else 1.0 for p in probes])
         scaled = A / y[:, None] * weight[:, None]
         target = (y - y_now + A.sum(axis=1)) / y * weight
         identifiable = np.linalg.norm(scaled, axis=0) > 1e-9

@@ -28,9 +28,9 @@ class EngineSimulator:
         return max_throughput(workload, design, calibration=calibration, batches=batches, seed=seed,
                               tolerance=tolerance, stop_below_tps=stop_below_tps)
 
-    def run_once(self, workload: Workload, design: Design, *, window: int, batches: int,
+    def run_once(self, workload: Workload, design: Design, *, in_flight: int, batches: int,
                  calibration: Calibration | SimParams | None, seed: int) -> SimResult:
-        return run_once(workload, design, window=window, batches=batches, calibration=calibration,
+        return run_once(workload, design, in_flight=in_flight, batches=batches, calibration=calibration,
                         seed=seed)
 
 

@@ -13,7 +13,7 @@ Resources (all FIFO, single-threaded, as in H-Store/S-Store):
   scheduler every SP's scheduler lives in the driver's node, with the client, so every
   transaction request and commit notification crosses the network;
 - a node's outgoing *network link* (bandwidth), then a fixed latency;
-- the *client* offers batches at a rate (open loop) or keeps a window of them in flight
+- the *client* offers batches at a rate (open loop) or keeps a number of them in flight
   (closed loop, as the engine's driver does) and takes their completions.
 
 A FIFO server whose requests are handled in time order needs no events of its own: a request
@@ -32,21 +32,21 @@ from engine_sim.sim.core import Environment
 from engine_sim.sim.dtxn import DistributedMixin, Dtxn
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.hotpath import bind_hot_path
-from engine_sim.sim.compiled import Plan
+from engine_sim.sim.compiled import CompiledPlan
 
 
 class EngineModel(DistributedMixin):
     """One simulation run of a compiled plan: its state, the rare paths, the network; the
     per-transaction path is bound in from `hotpath.py`."""
 
-    def __init__(self, plan: Plan, input_rate: float | None, window: int | None = None):
+    def __init__(self, plan: CompiledPlan, input_rate: float | None, in_flight: int | None = None):
         self.plan = plan
         P = self.P = plan.params
         self.env = Environment()
         U, E = len(plan.units), len(plan.edges)
         M, NP = plan.nodes, plan.n_partitions
         self.rate = input_rate  # open loop: batches offered at this rate ...
-        self.window = window  # ... or closed loop: this many batches in flight (like the engine)
+        self.in_flight = in_flight  # ... or closed loop: this many batches in flight (like the engine)
         self.next_input = 0
         self.client_free = 0.0
         self.client_busy = 0.0
@@ -211,8 +211,8 @@ class EngineModel(DistributedMixin):
 
     # -- input -----------------------------------------------------------------------------------
     def run(self) -> None:
-        if self.window:
-            self.next_input = min(self.window, self.plan.batches)
+        if self.in_flight:
+            self.next_input = min(self.in_flight, self.plan.batches)
             for b in range(self.next_input):
                 self.env.at(0.0, self._arrive, b)
         else:
@@ -232,7 +232,7 @@ class EngineModel(DistributedMixin):
             start = self.client_free if self.client_free > t else t
             self.client_free = start + work
             self.client_busy += work
-        if self.window and self.next_input < self.plan.batches:
+        if self.in_flight and self.next_input < self.plan.batches:
             self.env.at(self.client_free + P.client_turnaround_s, self._arrive, self.next_input)
             self.next_input += 1
 

@@ -8,7 +8,7 @@ by default), so `txn_cost` (cost 4) does four times the work of `txn` (cost 1) a
 (cost 0) none: the differences of their busy times are the cost-driven parts, and
 `cost_scaling` reads their ratio off a calibration's measurements (about 4).
 
-Every probe runs one batch at a time (a closed loop with a window of 1), so nothing queues
+Every probe runs one batch at a time (a closed loop with one batch in flight), so nothing queues
 and what it measures is a plain sum of the step costs: the end-to-end latency, or the busy
 time of one partition per transaction.
 """
@@ -31,12 +31,12 @@ class Probe:
     partition: int = 0  # for "busy"
     scheduler: str = "dls"
     move: str = "rpc"
-    window: int = 1  # batches in flight
+    in_flight: int = 1  # batches in flight
 
     @property
     def key(self) -> str:
         return (f"{self.name}:{self.observe}" + (f"@p{self.partition}" if self.observe == "busy" else "")
-                + (f"/w{self.window}" if self.window != 1 else ""))
+                + (f"/w{self.in_flight}" if self.in_flight != 1 else ""))  # "/w": the files' key format
 
 
 def _workload(name: str, sps: list[tuple[float, tuple[Access, ...]]], tables: list[str],
@@ -124,7 +124,7 @@ def probes() -> list[Probe]:
     driver = {}
     for p in out:
         if p.observe in ("latency", "cycle") and p.name in DRIVER_OBSERVED:
-            d = Probe(p.name, p.workload, p.design, "driver", 0, p.scheduler, p.move, p.window)
+            d = Probe(p.name, p.workload, p.design, "driver", 0, p.scheduler, p.move, p.in_flight)
             driver.setdefault(d.key, d)
     return out + list(driver.values())
 

@@ -42,7 +42,7 @@ class SimResult:
     batches: int = 0
     batch_size: int = 0
     input_rate: float | None = None  # offered batches per second (None: closed loop)
-    window: int | None = None  # closed loop: batches kept in flight
+    in_flight: int | None = None  # closed loop: batches kept in flight
     kept_up: bool = True  # the engine kept up with the offered rate
     latency_bound_s: float = 1.0
     within_bound: bool = True  # kept up and mean latency within the bound
@@ -107,10 +107,10 @@ class SimResult:
 
 
 def measured_rate(ends: np.ndarray, arrival: np.ndarray, warmup: int, *, closed_loop: bool) -> float:
-    """Batches per second. Closed loop (the engine's driver keeping a window of batches in
-    flight) is measured as the engine measures it: every completed batch over the time from
+    """Batches per second. Closed loop (the engine's driver keeping a number of batches
+    in flight) is measured as the engine measures it: every completed batch over the time from
     the first injection to the last completion. Trimming a warm-up there breaks where the
-    window holds most of the run: a partition that runs each SP for every waiting batch in
+    batches in flight are most of the run: a partition that runs each SP for every waiting batch in
     turn finishes them all in one burst at the end, and the burst alone has no length. At a
     fixed offered rate, the batches after the first tenth, over the time they took."""
     if closed_loop:
@@ -131,7 +131,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     arrival = np.asarray(model.arrival)
     w = int(B * WARMUP)
     ends = np.sort(done)
-    bps = measured_rate(ends, arrival, w, closed_loop=bool(model.window))
+    bps = measured_rate(ends, arrival, w, closed_loop=bool(model.in_flight))
     lat = (done[w:] - arrival[w:]) * 1e3
     makespan = max(float(ends[-1]), model.env.now, 1e-12)  # releases may follow the last commit
     # single-sited work: every (unit, batch) the run committed without a distributed txn
@@ -206,7 +206,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
         txns=sum(commits), move_txns=model.move_txns, completed_batches=model.completed,
         workload=plan.workload,
         machines=plan.machines, partitions_per_machine=ppm, scheduler=plan.scheduler,
-        move=plan.move, batches=B, batch_size=plan.batch_size, input_rate=offered, window=model.window,
+        move=plan.move, batches=B, batch_size=plan.batch_size, input_rate=offered, in_flight=model.in_flight,
         kept_up=kept_up, latency_bound_s=latency_bound_s,
         within_bound=kept_up and mean <= latency_bound_s * 1e3,
         sim_time_s=makespan, wall_s=wall_s, events=model.env.events,

@@ -1,6 +1,7 @@
 """The dissertation's four distributed experiments (section 4.6), set up at their published
 scale for the simulator: the workloads (bundled specs, and the variants the figures need,
-derived from them), the designs, and a runner per experiment returning its series.
+derived from them) and a runner per experiment returning its series; the designs they run
+are in `scenario_designs.py`.
 
 Used by the shape tests (tests/sim/test_sim_shapes.py), the figures (bench/sim_shapes.py) and
 the docs. Nothing here tunes the model per workload: every experiment runs the same
@@ -10,36 +11,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from costmodel.design import Design
-from costmodel.spec_reader import read_spec
-from costmodel.workload import Procedure, Stream, Workload
+from costmodel.procedure_merge import merge_procedure_groups
 from costmodel.sim_params import REFERENCE_2016, SimParams
+from costmodel.spec_reader import read_spec
+from costmodel.workload import Workload
+from engine_sim.sim.run import max_throughput
+from engine_sim.sim.scenario_designs import boundaries_design, chain_design, move_design, tpcdi_design
 
 # -- workload variants ---------------------------------------------------------------------------
-
-
-def merge_procedures(workload: Workload, groups: list[list[str]], names: list[str],
-                     overhead_units: float = 0.0) -> Workload:
-    """The same dataflow with each group of procedures fused into one SP.
-
-    The fused SP does all its members' accesses in order; its cost is the members' sum minus
-    `overhead_units` per transaction saved (for specs whose costs include a per-SP
-    transaction overhead). Streams inside a group disappear; the others are re-attached.
-    """
-    owner = {p: names[i] for i, g in enumerate(groups) for p in g}
-    procs = []
-    for name, group in zip(names, groups):
-        members = [workload.procedure(p) for p in group]
-        procs.append(Procedure(
-            name=name, cost=sum(m.cost for m in members) - overhead_units * (len(members) - 1),
-            accesses=tuple(a for m in members for a in m.accesses)))
-    streams: dict[tuple[str, str], Stream] = {}
-    for s in workload.streams:
-        a, b = owner[s.source], owner[s.target]
-        if a != b and (a, b) not in streams:
-            streams[(a, b)] = Stream(a, b, s.tuples, s.tuple_bytes)
-    return replace(workload, name=f"{workload.name}/{len(groups)}sp", procedures=tuple(procs),
-                   streams=tuple(streams.values()), nested=())
 
 
 def boundaries_overhead_units() -> float:
@@ -57,66 +36,21 @@ def boundaries_workload(sps: int) -> Workload:
     order = w32.topological_order()
     size = len(order) // sps
     groups = [order[i * size:(i + 1) * size] for i in range(sps)]
-    return merge_procedures(w32, groups, [f"Steps{i + 1}" for i in range(sps)],
-                            boundaries_overhead_units())
+    fused = merge_procedure_groups(w32, groups, [f"Steps{i + 1}" for i in range(sps)],
+                                   boundaries_overhead_units())
+    return replace(fused, name=f"{w32.name}/{sps}sp")
 
 
 def tpcdi_single_sp() -> Workload:
     """TPC-DI Trade.txt ingestion as one big SP (the H-Store-style configuration)."""
     w = read_spec("tpcdi-trade")
-    return merge_procedures(w, [w.topological_order()], ["TradeIngest"])
-
-
-# -- designs -------------------------------------------------------------------------------------
-
-
-def chain_design(workload: Workload, machines: int, partitions_per_machine: int = 4) -> Design:
-    """SP i and its table on partition i*n/32: tables spread evenly, schedulers with them."""
-    n = machines * partitions_per_machine
-    order = workload.topological_order()
-    procs = {p: i * n // len(order) for i, p in enumerate(order)}
-    state = {a.table: procs[p] for p in order for a in workload.procedure(p).accesses}
-    return Design(workload.name, machines, partitions_per_machine, procs, state, method="chain")
-
-
-def tables_then_procedures(workload: Workload, table_partition: dict[str, int], machines: int,
-                           partitions_per_machine: int) -> Design:
-    """Tables where given; each SP on the partition of the first table it touches."""
-    procs = {p.name: table_partition[p.accesses[0].table] for p in workload.procedures}
-    return Design(workload.name, machines, partitions_per_machine, procs, dict(table_partition))
-
-
-def boundaries_design(workload: Workload, partitions: int) -> Design:
-    """Tables T1..T16 in contiguous runs over `partitions` partitions; those partitions
-    spread evenly over 4 machines (one machine when there is a single partition)."""
-    machines = 1 if partitions == 1 else 4
-    ppm = partitions // machines
-    tables = [f"T{i + 1}" for i in range(16)]
-    placement = {t: i * partitions // len(tables) for i, t in enumerate(tables)}
-    return tables_then_procedures(workload, placement, machines, ppm)
-
-
-def move_design(workload: Workload) -> Design:
-    """SP1 with T1 on machine 0, SP2 with T2 on machine 1."""
-    return Design(workload.name, 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
-
-
-TPCDI_TABLES = {"DimDate": 0, "DimTime": 0, "StatusType": 0, "TradeType": 0,
-                "DimSecurity": 1, "DimAccount": 2, "DimTrade": 3}
-
-
-def tpcdi_design(workload: Workload, machines: int) -> Design:
-    """Each table group on its own partition (4 partitions on 1 machine, or 1 on each of 4);
-    each SP with its tables; the single big SP on partition 0."""
-    return tables_then_procedures(workload, TPCDI_TABLES, machines, 4 // machines)
+    return replace(merge_procedure_groups(w, [w.topological_order()], ["TradeIngest"]), name=f"{w.name}/1sp")
 
 
 # -- the experiments -----------------------------------------------------------------------------
 
 
 def _tput(workload, design, params, batches, **kw) -> float:
-    from engine_sim.sim import max_throughput
-
     params = REFERENCE_2016 if params is None else params
     return float(max_throughput(workload, design, calibration=params, batches=batches, **kw).throughput_tps)
 
@@ -155,7 +89,7 @@ def move_micro(params: SimParams | None = None, batches: int = 400,
     return out
 
 
-def tpcdi_placement(params: SimParams | None = None, batches: int = 600) -> dict[str, dict[str, float]]:
+def tpcdi_pipeline_vs_single_sp(params: SimParams | None = None, batches: int = 600) -> dict[str, dict[str, float]]:
     """Figure 4.21: one SP per partition vs one big distributed SP, on 1 node and 4 machines."""
     pipeline, single = read_spec("tpcdi-trade"), tpcdi_single_sp()
     out: dict[str, dict[str, float]] = {}

@@ -39,6 +39,29 @@ def test_a_calibration_prices_the_graph_or_gives_its_own_weights(tmp_path):
     assert resolve_weights(calibration=path) == weights_from_calibration(path)
 
 
+def test_one_calibration_argument_takes_an_object_or_its_file_and_prices_recommend(tmp_path):
+    """`recommend(calibration=...)` prices its default weights with the calibration it
+    simulates with: the same design from the object and from its file, and a calibration with
+    another MOVE price gives other weights than the default one."""
+    from advisor.api import recommend
+    from advisor.priced_weights import as_calibration, calibration_path
+    from costmodel.calibration import Calibration
+
+    data = json.loads(calibration_path().read_text())
+    data["prices"]["move_s"] = data["prices"]["move_s"] * 100
+    path = tmp_path / "dear-moves.json"
+    path.write_text(json.dumps(data))
+    cal = Calibration.load(path)
+    assert as_calibration(cal) is cal and as_calibration(path).prices == cal.prices
+    graph = load_graph("tpcdi-trade", 2)
+    assert default_weights(graph, cal) == default_weights(graph, path)
+    assert default_weights(graph, cal).beta > default_weights(graph).beta
+    by_object = recommend("tpcdi-trade", machines=2, calibration=cal, objective="cost", baselines=False)
+    by_file = recommend("tpcdi-trade", machines=2, calibration=path, objective="cost", baselines=False)
+    assert by_object.design.weights == by_file.design.weights == default_weights(graph, cal)
+    assert by_object.design.to_dict()["procedures"] == by_file.design.to_dict()["procedures"]
+
+
 @pytest.mark.parametrize("weights, problem", [
     ((-1.0, 1.0, 1.0), "weight alpha must be a finite number >= 0"),
     ((0.0, 0.0, 0.0), "at least one of --alpha, --beta, --gamma must be positive"),

@@ -122,7 +122,7 @@ def test_recommend_searches_past_its_pool_where_the_pool_lacks_the_faster_design
     imp = rec.selection.improvement
     assert imp.improved and imp.end_tps > 1.02 * imp.start_tps
     assert rec.selection.chosen.label == "simulated search"
-    pool_best = max(o.predicted_tps for o in rec.selection.options
+    pool_best = max(o.predicted_tps for o in rec.selection.candidates
                     if o.source != "simulated search" and o.predicted_tps)
     assert rec.selection.chosen.predicted_tps > pool_best
     assert rec.design.provenance["simulated_search"]["moves"] == imp.moves

@@ -25,9 +25,9 @@ def commands(design) -> list[list[str]]:
     return [["workloads"], ["--help"], ["recommend", "--help"], ["run", "--help"],
             ["recommend", "tpcdi-trade", "--machines", "4"],
             ["recommend", "linear-road", "--machines", "8"],
-            ["evaluate", d, "tpcdi-trade"], ["simulate", "tpcdi-trade", "--design", d],
-            ["diff", d, d, "tpcdi-trade"],
-            ["report", d, "tpcdi-trade", "-o", str(design.with_suffix(".html")), "--no-sensitivity",
+            ["evaluate", "--design", d, "tpcdi-trade"], ["simulate", "tpcdi-trade", "--design", d],
+            ["diff", "--current", d, "--design", d, "tpcdi-trade"],
+            ["report", "--design", d, "tpcdi-trade", "-o", str(design.with_suffix(".html")), "--no-sensitivity",
              "--no-scaling", "--no-suggestions"],
             ["run", "tpcdi-trade", "--design", d, "--batches", "20", "--in-process"]]
 
@@ -51,7 +51,7 @@ def test_piped_output_is_not_wrapped_and_json_never_is(design_file, monkeypatch,
     objective = next(ln for ln in lines if ln.startswith("objective:"))
     assert "tuples/s (simulator" in objective and len(objective) > 80  # one line, as written
     monkeypatch.setenv("COLUMNS", "40")
-    assert run_app(["evaluate", str(design_file), "tpcdi-trade", "--json"]) == 0
+    assert run_app(["evaluate", "--design", str(design_file), "tpcdi-trade", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] >= 0  # not broken by wrapping
 
 

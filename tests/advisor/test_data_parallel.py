@@ -9,7 +9,7 @@ from advisor.data_parallel import data_parallel_variant
 from costmodel.design import Design
 from costmodel.errors import DesignError
 from advisor.sources import load_workload
-from engine_sim.engine.designs import round_robin_design
+from costmodel.simple_designs import round_robin_design
 from engine_sim.sim import max_throughput, run_once
 from costmodel.granularity import fragment_of
 from traces.statistics import check_manifest_fields
@@ -90,7 +90,7 @@ def test_lanes_the_workload_cannot_run_are_refused_in_one_line(ask, says):
 def test_the_simulator_runs_every_lane_with_its_share():
     w, d = table_design(4)
     v = data_parallel_variant(w, d)
-    r = run_once(w, v, batches=200, window=8)
+    r = run_once(w, v, batches=200, in_flight=8)
     lanes = {n: p for n, p in r.procedures.items() if n.startswith("ScoreCard[lane")}
     route = lane_routes(w, v)["ScoreCard"]
     assert sorted(p["partition"] for p in lanes.values()) == sorted(route.lanes)

@@ -49,7 +49,7 @@ def test_bad_design_files_are_refused_with_one_line(tmp_path, mutate, problem):
 
 def test_design_for_another_workload_is_refused(tmp_path, capsys):
     recommend("move-micro", baselines=False).design.save(tmp_path / "m.json")
-    assert run_app(["evaluate", str(tmp_path / "m.json"), "tpcdi-trade"]) == 2
+    assert run_app(["evaluate", "--design", str(tmp_path / "m.json"), "tpcdi-trade"]) == 2
     err = capsys.readouterr().err
     assert "does not place" in err and err.count("\n") == 1
 
@@ -65,7 +65,7 @@ def test_recommend_cli_writes_design_and_prints_every_baseline(tmp_path, capsys)
     d = Design.load(out)
     assert d.machines == 4
     # evaluate agrees with the cost the recommendation printed
-    assert run_app(["evaluate", str(out), "tpcdi-trade", "--json"]) == 0
+    assert run_app(["evaluate", "--design", str(out), "tpcdi-trade", "--json"]) == 0
     cost = json.loads(capsys.readouterr().out)
     assert cost["total"] == pytest.approx(d.cost.total)
 
@@ -77,7 +77,7 @@ def test_hand_written_design_is_evaluated(tmp_path, capsys):
             "state": {"T1": {"partition": 0}, "T2": {"partition": 1}}}
     path = tmp_path / "hand.json"
     path.write_text(json.dumps(hand))
-    assert run_app(["evaluate", str(path), "move-micro", "--json"]) == 0
+    assert run_app(["evaluate", "--design", str(path), "move-micro", "--json"]) == 0
     cost = json.loads(capsys.readouterr().out)
     assert cost["state_colocation"] == pytest.approx(0.5)
     assert cost["load_balance"] == pytest.approx(1.0)
@@ -89,13 +89,13 @@ def test_a_design_without_weights_is_costed_with_the_weights_recommend_uses(tmp_
     del data["weights"], data["cost"]
     path = tmp_path / "bare.json"
     path.write_text(json.dumps(data))
-    assert run_app(["evaluate", str(path), "tpcdi-trade", "--json"]) == 0
+    assert run_app(["evaluate", "--design", str(path), "tpcdi-trade", "--json"]) == 0
     total = json.loads(capsys.readouterr().out)["total"]
     assert total == pytest.approx(rec.design.cost.total, abs=1e-9)  # the same weights, the same cost
     fixed = rec.design.score(rec.graph.with_cluster(4, 1), Weights())
     assert abs(fixed.total - total) > 1e-3  # the fixed defaults (what it used) give another figure
     # one weight given: the others are the priced ones, not the fixed defaults
-    assert run_app(["evaluate", str(path), "tpcdi-trade", "--alpha", str(rec.design.weights.alpha), "--json"]) == 0
+    assert run_app(["evaluate", "--design", str(path), "tpcdi-trade", "--alpha", str(rec.design.weights.alpha), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == pytest.approx(total, rel=1e-6)
 
 

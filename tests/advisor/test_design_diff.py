@@ -82,14 +82,14 @@ def test_cli_diff_human_and_json(tpcdi, tmp_path, capsys):
     table = max(workload.tables, key=lambda t: t.bytes)
     moved = replace(design, state={**design.state, table.name: (design.state[table.name] + 1) % 4})
     a, b = design.save(tmp_path / "a.json"), moved.save(tmp_path / "b.json")
-    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--json", "--no-relabel"]) == 0
+    assert run_app(["diff", "--current", str(a), "--design", str(b), "tpcdi-trade", "--json", "--no-relabel"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [m["name"] for m in data["moves"]] == [table.name] and not data["relabelled"]
     assert data["bytes_moved"] == table.bytes and data["copy_seconds"] > 0
     # renaming machines may move other (smaller) items instead, never more bytes
-    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--json"]) == 0
+    assert run_app(["diff", "--current", str(a), "--design", str(b), "tpcdi-trade", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["bytes_moved"] <= table.bytes
-    assert run_app(["diff", str(a), str(b), "tpcdi-trade", "--no-relabel"]) == 0
+    assert run_app(["diff", "--current", str(a), "--design", str(b), "tpcdi-trade", "--no-relabel"]) == 0
     out = capsys.readouterr().out
     assert f"{table.bytes / 1e6:,.3f} MB" in out and table.name in out and "simulator: current" in out
 
@@ -108,6 +108,7 @@ def test_bad_diff_inputs_are_one_line_and_exit_2(tpcdi, tmp_path, capsys):
                           ([w1, w2, "window-micro"], "window")]:
         with pytest.raises(DesignError):  # the API raises what the CLI prints
             diff(*args)
-        assert run_app(["diff", *map(str, args)]) == 2
+        current, new, source = map(str, args)
+        assert run_app(["diff", "--current", current, "--design", new, source]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1

@@ -221,7 +221,7 @@ def test_cli_writes_each_format(trade, fmt, tmp_path, capsys):
     design = trade.save(tmp_path / "d.json")
     out = tmp_path / f"out.{fmt}"
     spec = str(ROOT / "costmodel" / "workloads" / "tpcdi-trade.toml")  # a spec path works too
-    assert run_app(["export", str(design), spec, "--format", fmt, "--out", str(out)]) == 0
+    assert run_app(["export", "--design", str(design), spec, "--format", fmt, "--out", str(out)]) == 0
     stdout = capsys.readouterr().out
     result = export_design(trade, "tpcdi-trade", fmt)
     assert out.read_text() == result.text and f"wrote {out}" in stdout
@@ -240,7 +240,7 @@ def test_cli_bad_inputs_are_one_line_and_write_nothing(trade, tmp_path, capsys, 
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
     if "--out" not in args:
         args += ["--out", str(tmp_path / "x.out")]
-    assert run_app(["export", str(design)] + args) == 2
+    assert run_app(["export", "--design", str(design)] + args) == 2
     err = capsys.readouterr().err
     assert problem in err and err.count("\n") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["d.json"]

@@ -84,7 +84,7 @@ def test_the_report_shows_what_moving_the_deployed_design_takes(deployed, tmp_pa
     current, path, rec = deployed
     new = rec.design.save(tmp_path / "new.json")
     out = tmp_path / "report.html"
-    assert run_app(["report", str(new), "tpcdi-trade", "--current", str(path), "--out", str(out), "-q",
+    assert run_app(["report", "--design", str(new), "tpcdi-trade", "--current", str(path), "--out", str(out), "-q",
                     "--no-sensitivity", "--no-scaling", "--no-suggestions"]) == 0
     html = out.read_text()
     section = html[html.index('<section id="migration">'):]

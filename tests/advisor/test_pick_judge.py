@@ -98,7 +98,7 @@ def test_a_pick_that_must_simulate_is_refused_without_a_simulator():
     with pytest.raises(TypeError, match="needs a simulator"):
         SimulationRuns.of(w, WorkloadGraph.from_workload(w), Weights(), simulator=None)
     rec = recommend(w, objective="cost", baselines=True)
-    g, options = rec.graph, list(rec.selection.options)
+    g, options = rec.graph, list(rec.selection.candidates)
     assert select(options, "cost", w, g, Weights()).chosen is options[0]  # cost needs no judge
     with pytest.raises(TypeError, match="needs a simulator"):
         select(options, "throughput", w, g, Weights())

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from costmodel import Weights
-from advisor import selection
+from advisor import candidate_pool, selection
 from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.design import Design
@@ -37,11 +37,11 @@ def test_voter_keeps_its_nested_group_together_or_shows_the_split_is_faster():
     sel = rec.selection
     assert sel.objective == "throughput"
     if len(machines_of(rec.design, group)) > 1:
-        together = [o.predicted_tps for o in sel.options
+        together = [o.predicted_tps for o in sel.candidates
                     if o.split_groups == 0 and o.predicted_tps is not None]
         assert together and sel.chosen.predicted_tps > max(together) * (1 + selection.TIE_TOLERANCE)
     # either way, the pick is at least as fast as the cost model's own favourite
-    search_best = next(o for o in sel.options if o.source == "search")
+    search_best = next(o for o in sel.candidates if o.source == "search")
     assert sel.chosen.predicted_tps >= search_best.predicted_tps
 
 
@@ -161,9 +161,8 @@ def test_designs_equal_up_to_relabelling_share_one_key(tpcdi_trade):
     for _ in range(300):
         proc = rng.integers(0, 6, g.n_proc)
         state = rng.integers(-1, 6, g.n_state)
-        o = selection.option(g, Weights(), "x", "t",
-                             proc, state)
-        key = selection.relabelled_design_key(o, g)
+        c = candidate_pool.scored_candidate(g, Weights(), "x", "t", proc, state)
+        key = candidate_pool.relabelled_design_key(c, g)
         brute = _brute_canonical(np.concatenate([proc, state]), 2)
         assert seen.setdefault(brute, key) == key
         assert len({k for k in seen.values()}) == len(seen)
@@ -171,15 +170,15 @@ def test_designs_equal_up_to_relabelling_share_one_key(tpcdi_trade):
     proc = np.array([0, 2, 3, 5])
     state = np.array([0, 0, 2, 3, 4, 5, -1])
     swap = np.array([4, 5, 3, 2, 0, 1])  # machine 0 <-> 2, partitions 2 <-> 3
-    a = selection.option(g, Weights(), "a", "t", proc, state)
-    b = selection.option(g, Weights(), "b", "t", swap[proc],
-                         np.where(state < 0, -1, swap[np.maximum(state, 0)]))
-    assert selection.relabelled_design_key(a, g) == selection.relabelled_design_key(b, g)
+    a = candidate_pool.scored_candidate(g, Weights(), "a", "t", proc, state)
+    b = candidate_pool.scored_candidate(g, Weights(), "b", "t", swap[proc],
+                                        np.where(state < 0, -1, swap[np.maximum(state, 0)]))
+    assert candidate_pool.relabelled_design_key(a, g) == candidate_pool.relabelled_design_key(b, g)
 
 
 @pytest.mark.parametrize("n, k", [(1, 2), (5, 2), (7, 2), (5, 4), (6, 3)])
 def test_restricted_growth_lists_each_assignment_once(n, k):
-    rows = selection.restricted_growth(n, k)
+    rows = candidate_pool.restricted_growth(n, k)
     assert len(rows) == count_assignments(n, k, True)
     assert len({r.tobytes() for r in rows}) == len(rows)
     assert all(r[0] == 0 and r.max() < k for r in rows)
@@ -196,10 +195,10 @@ def test_the_search_pool_is_what_the_pick_weighs_for_the_search():
 
     search.pool_ = [Candidate("best", search.proc_part_, search.state_part_, search.cost_),
                     Candidate("together", zeros_p, zeros_s, score(graph.cost, zeros_p, zeros_s, weights))]
-    options = selection.search_options(search, graph, weights)
-    assert [o.label for o in options] == ["search: best", "search: together"]
-    assert all(o.source == "search" for o in options)
-    assert options[1].cost.total == pytest.approx(search.pool_[1].cost.total)
+    candidates = candidate_pool.search_candidates(search, graph, weights)
+    assert [c.label for c in candidates] == ["search: best", "search: together"]
+    assert all(isinstance(c, Candidate) and c.source == "search" for c in candidates)
+    assert candidates[1].cost.total == pytest.approx(search.pool_[1].cost.total)
 
 
 def test_the_notebook_frame_has_the_predicted_throughput_of_each_design():

@@ -115,10 +115,10 @@ def test_every_command_takes_a_statistics_directory(stats, tmp_path, capsys):
     assert run_app(["recommend", source, "--machines", "2", "--out", str(design)]) == 0
     out = capsys.readouterr().out
     assert "objective: throughput: picked" in out and "assumed where the trace cannot tell" in out
-    assert run_app(["evaluate", str(design), source]) == 0
+    assert run_app(["evaluate", "--design", str(design), source]) == 0
     assert run_app(["simulate", source, "--design", str(design), "--batches", "200"]) == 0
     assert "tuples/s" in capsys.readouterr().out
-    assert run_app(["validate", str(design), source, "--sim", "--batches", "100"]) == 0
+    assert run_app(["validate", "--design", str(design), source, "--sim", "--batches", "100"]) == 0
     assert "assumed where the trace cannot tell" in capsys.readouterr().out
     assert run_app(["run", source, "--design", str(design), "--batches", "40", "--in-process",
                     "--json"]) == 0
@@ -127,7 +127,7 @@ def test_every_command_takes_a_statistics_directory(stats, tmp_path, capsys):
     assert run_app(["tune", source, "--machines", "2", "--rounds", "1"]) == 0
     assert "round 0" in capsys.readouterr().err
     html = tmp_path / "r.html"
-    assert run_app(["report", str(design), source, "--out", str(html), "--no-sensitivity",
+    assert run_app(["report", "--design", str(design), source, "--out", str(html), "--no-sensitivity",
                     "--no-scaling", "--no-suggestions", "--quiet"]) == 0
     text = html.read_text()
     assert "workload rebuilt from statistics" in text and "predicted" in text
@@ -173,7 +173,7 @@ def test_a_design_at_another_granularity_or_naming_no_such_fragment_is_refused(s
     table_design = recommend(root / "table", machines=2, baselines=False, objective="cost").design
     path = table_design.save(tmp_path / "table.json")
     for argv in (["simulate", str(root / "frag"), "--design", str(path)],
-                 ["evaluate", str(path), str(root / "frag")]):
+                 ["evaluate", "--design", str(path), str(root / "frag")]):
         assert run_app(argv) == 2
         err = capsys.readouterr().err
         assert "does not place" in err and err.count("\n") == 1
@@ -256,7 +256,7 @@ def test_a_hot_tuple_design_is_predicted_run_and_reported(stats, tmp_path):
     assert checked.engine["history_check"] == "ok" and checked.simulator["throughput_tps"] > 0
     path = rec.design.save(tmp_path / "tuple.json")
     html = tmp_path / "tuple.html"
-    assert run_app(["report", str(path), str(root / "tuple"), "--out", str(html), "--quiet",
+    assert run_app(["report", "--design", str(path), str(root / "tuple"), "--out", str(html), "--quiet",
                     "--no-sensitivity", "--no-scaling", "--no-suggestions"]) == 0
     assert hot[0] in html.read_text()
 

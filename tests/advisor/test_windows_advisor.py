@@ -16,7 +16,7 @@ from costmodel.graph import WorkloadGraph, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch
 from advisor.placement import place_state, refine_processing
 from advisor.search import DesignSearch, contract_groups
-from advisor.selection import enumerated_options
+from advisor.candidate_pool import enumerated_candidates
 from costmodel.spec_reader import parse_workload
 from advisor.sources import load_workload
 from window_specs import (heavy_upstream_spec, procedure, reads, spec_text, stream, table,
@@ -113,7 +113,7 @@ def test_recommended_design_puts_the_window_on_its_owners_partition(machines, ob
         assert on_owner(d), name
     for c in rec.search.pool_:
         assert c.state_part[2] == c.proc_part[rec.graph.proc_index("Trend")], c.label
-    for o in rec.selection.options:
+    for o in rec.selection.candidates:
         assert o.cost.feasible or o.cost.worst_overflow_mb > 0, o.label  # never misplaced
 
 
@@ -220,10 +220,10 @@ def test_exhaustive_and_enumeration_move_windows_with_their_owners():
     proc, state, cost = exhaustive_optimum(g.cost, w)
     assert state[2] == proc[g.proc_index("Trend")]
     assert cost == pytest.approx(score(g.cost, proc, state, w).total)
-    options = enumerated_options(g, w, limit=10_000)
+    candidates = enumerated_candidates(g, w, limit=10_000)
     # SPs and tables are enumerated, the window follows
-    assert len(options) == count_assignments(g.n_proc + 2, 2, True)
-    for o in options:
+    assert len(candidates) == count_assignments(g.n_proc + 2, 2, True)
+    for o in candidates:
         assert o.state_part[2] == o.proc_part[g.proc_index("Trend")] and o.cost.feasible
     for source in (spec(machines=3), load_workload("linear-road")):
         graph = WorkloadGraph.from_workload(source)
@@ -257,14 +257,14 @@ def test_evaluate_refuses_a_design_that_moves_the_window(tmp_path, capsys, edit,
     spec_path = write_spec(tmp_path, heavy_upstream_spec())
     design = recommend(load_workload(spec_path), objective="cost", baselines=False).design
     good = design.save(tmp_path / "good.json")
-    assert run_app(["evaluate", str(good), str(spec_path)]) == 0
+    assert run_app(["evaluate", "--design", str(good), str(spec_path)]) == 0
     capsys.readouterr()
     data = json.loads(good.read_text())
     owner_part = data["procedures"]["Trend"]["partition"]
     data["state"]["RecentBids"] = edit(data["state"]["RecentBids"], (owner_part + 1) % 6)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(data))
-    assert run_app(["evaluate", str(bad), str(spec_path)]) == 2
+    assert run_app(["evaluate", "--design", str(bad), str(spec_path)]) == 2
     captured = capsys.readouterr()
     err = captured.err
     assert err.count("\n") == 1 and "Traceback" not in err

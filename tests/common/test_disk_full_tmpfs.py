@@ -132,13 +132,14 @@ def test_a_full_command_log_directory_of_a_partition_is_one_line(tmp_path):
     from costmodel.design import Design
     from advisor.sources import load_workload
     from engine_sim.engine import run_workload
+    from engine_sim.engine.run_options import CommandLogOptions
     from engine_sim.engine.errors import EngineFailure
 
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
     with small_disk(tmp_path / "logs", "256k") as logs:
         with pytest.raises(EngineFailure) as failed:
-            run_workload(load_workload("move-micro"), design, batches=20000, log_dir=logs / "run",
-                         in_process=False)
+            run_workload(load_workload("move-micro"), design, batches=20000, in_process=False,
+                         command_log=CommandLogOptions(dir=logs / "run"))
     message = str(failed.value)
     assert failed.value.exit_code == 1 and "\n" not in message
     assert message.startswith("partition ") and str(logs / "run") in message and "(ENOSPC)" in message

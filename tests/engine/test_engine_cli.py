@@ -6,7 +6,7 @@ import pytest
 from advisor.api import recommend
 from advisor.cli import run_app
 from advisor.sources import load_workload
-from engine_sim.engine.designs import round_robin_design
+from costmodel.simple_designs import round_robin_design
 
 pytestmark = pytest.mark.integration
 
@@ -81,13 +81,15 @@ def test_every_word_the_command_offers_the_engine_accepts(tmp_path):
 
     from advisor.cli.choices import MoveMode, Recovery, Scheduler
     from engine_sim.engine import run_workload
+    from engine_sim.engine.run_options import CommandLogOptions, RecoveryOptions
 
     w = load_workload("move-micro")
     d = round_robin_design(w)
     for option, words in (("scheduler", Scheduler), ("move", MoveMode), ("recovery", Recovery)):
         for word in get_args(words):
-            r = run_workload(w, d, batches=3, in_process=True, log_dir=tmp_path / f"{option}-{word}",
-                             fsync=False, **{option: word})
+            chosen = {option: RecoveryOptions(mode=word) if option == "recovery" else word}
+            r = run_workload(w, d, batches=3, in_process=True, **chosen,
+                             command_log=CommandLogOptions(dir=tmp_path / f"{option}-{word}", fsync=False))
             assert r.history_check == "ok", (option, word)
 
 

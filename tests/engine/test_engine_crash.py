@@ -19,7 +19,8 @@ from advisor.cli import run_app
 from costmodel.design import Design
 from advisor.sources import load_workload
 from engine_sim.engine import EngineError, EngineFailure, run_workload
-from engine_sim.engine.designs import single_partition_design
+from engine_sim.engine.run_options import ClientOptions, RecoveryOptions
+from costmodel.simple_designs import single_partition_design
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def ledger_design(w):
 def ledger():
     w = load_workload("streaming-ledger")
     d = ledger_design(w)
-    clean = run_workload(w, d, batches=60, in_process=True, recovery="strong")
+    clean = run_workload(w, d, batches=60, in_process=True, recovery=RecoveryOptions(mode="strong"))
     return w, d, clean
 
 
@@ -47,7 +48,8 @@ def ledger():
 @pytest.mark.parametrize("role", ROLES)
 def test_a_crash_at_each_step_of_2pc_recovers_in_process(ledger, role, step, recovery):
     w, d, clean = ledger
-    r = run_workload(w, d, batches=60, in_process=True, recovery=recovery, crash_at=(role, step, 40))
+    r = run_workload(w, d, batches=60, in_process=True,
+                     recovery=RecoveryOptions(mode=recovery, crash_at=(role, step, 40)))
     assert r.crashed and r.replayed > 0
     assert r.history_check == "ok", r.history_check
     assert r.serial_digest == r.state_digest
@@ -61,10 +63,11 @@ def test_an_in_doubt_transaction_commits_only_with_its_coordinators_commit_recor
     commit record, the transaction aborts and runs again) or after the decision (the commit
     record is durable: recovery replays it). Everything else is the same run."""
     w, d, clean = ledger
-    voted = run_workload(w, d, batches=60, in_process=True, recovery="strong",
-                         crash_at=("participant", "after_vote", 40))
-    decided = run_workload(w, d, batches=60, in_process=True, recovery="strong",
-                           crash_at=("participant", "after_decision", 40))
+    voted = run_workload(w, d, batches=60, in_process=True,
+                         recovery=RecoveryOptions(mode="strong", crash_at=("participant", "after_vote", 40)))
+    decided = run_workload(w, d, batches=60, in_process=True,
+                           recovery=RecoveryOptions(mode="strong",
+                                                    crash_at=("participant", "after_decision", 40)))
     assert decided.replayed == voted.replayed + 1
     assert voted.state_digest == decided.state_digest == clean.state_digest
 
@@ -75,10 +78,10 @@ def test_a_data_parallel_batch_some_lanes_committed_before_the_crash_completes(r
     and others did not: the committed lanes count as finished (their outputs are in their
     stream tables), else the batch waited forever for them."""
     w = load_workload("linear-road")
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
 
-    r = run_workload(w, round_robin_design(w), batches=40, in_process=True, recovery=recovery,
-                     data_parallel=True, crash_at=("participant", "after_vote", 7))
+    r = run_workload(w, round_robin_design(w), batches=40, in_process=True, data_parallel=True,
+                     recovery=RecoveryOptions(mode=recovery, crash_at=("participant", "after_vote", 7)))
     assert r.crashed and r.history_check == "ok", r.history_check
     assert r.serial_digest == r.state_digest
 
@@ -89,14 +92,15 @@ def test_the_reported_streaming_ledger_hang_is_gone():
     (it hung in 11 of 17 runs: a batch one of the two sinks had finished never completed)."""
     w = load_workload("streaming-ledger")
     for _ in range(3):
-        r = run_workload(w, ledger_design(w), batches=1500, recovery="strong", crash_after=700,
-                         timeout_s=300)
+        r = run_workload(w, ledger_design(w), batches=1500, timeout_s=300,
+                         recovery=RecoveryOptions(mode="strong", crash_after=700))
         assert r.crashed and r.history_check == "ok" and r.serial_digest == r.state_digest
 
 
 def _processes_case(role, step, recovery):
     w = load_workload("streaming-ledger")
-    r = run_workload(w, ledger_design(w), batches=80, recovery=recovery, crash_at=(role, step, 30))
+    r = run_workload(w, ledger_design(w), batches=80,
+                     recovery=RecoveryOptions(mode=recovery, crash_at=(role, step, 30)))
     assert r.crashed and r.history_check == "ok", r.history_check
     assert r.serial_digest == r.state_digest
     assert len(r.pids) == 5  # four partitions, the one that killed itself restarted
@@ -115,11 +119,11 @@ def test_participants_dying_together_are_one_crash(chain32):
     """A snapshot is a distributed transaction over every partition: with the crash point at
     the first participant's vote, the three participants die at once (unless the driver's Reset
     reaches one first); the driver restarts every one of them and recovers once."""
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
 
     w = chain32
-    r = run_workload(w, round_robin_design(w, 2, 2), batches=40, recovery="strong", window=4,
-                     crash_at=("participant", "after_vote", 1))
+    r = run_workload(w, round_robin_design(w, 2, 2), batches=40, client=ClientOptions(in_flight=4),
+                     recovery=RecoveryOptions(mode="strong", crash_at=("participant", "after_vote", 1)))
     assert r.crashed and r.history_check == "ok" and r.serial_digest == r.state_digest
     assert 5 <= len(r.pids) <= 7 and not running(r.pids)
 
@@ -138,9 +142,10 @@ def test_a_crash_point_needs_a_valid_spec_and_recovery():
     for bad in [("nobody", "after_vote"), ("participant", "during"), ("participant", "after_vote", 0),
                 ("participant",)]:
         with pytest.raises(EngineError):
-            run_workload(w, d, batches=5, in_process=True, crash_at=bad)
+            run_workload(w, d, batches=5, in_process=True, recovery=RecoveryOptions(crash_at=bad))
     with pytest.raises(EngineError, match="recovery"):
-        run_workload(w, d, batches=5, in_process=True, recovery="off", crash_at=("participant", "after_vote"))
+        run_workload(w, d, batches=5, in_process=True,
+                     recovery=RecoveryOptions(mode="off", crash_at=("participant", "after_vote")))
 
 
 # -- a crash asked for that cannot or did not happen ---------------------------------------------
@@ -148,7 +153,8 @@ def test_a_crash_point_needs_a_valid_spec_and_recovery():
 def test_a_crash_after_more_commits_than_the_run_has_is_refused_up_front():
     w = load_workload("streaming-ledger")
     with pytest.raises(EngineError, match="cannot happen") as exc:
-        run_workload(w, ledger_design(w), batches=10, crash_after=50, recovery="strong")
+        run_workload(w, ledger_design(w), batches=10,
+                     recovery=RecoveryOptions(crash_after=50, mode="strong"))
     assert not isinstance(exc.value, EngineFailure)  # a bad input: exit status 2
 
 
@@ -156,7 +162,7 @@ def test_a_crash_point_no_transaction_reaches_fails_the_run():
     w = load_workload("streaming-ledger")
     with pytest.raises(EngineFailure, match="never happened"):  # one partition: no 2PC at all
         run_workload(w, single_partition_design(w), batches=10, in_process=True,
-                     crash_at=("participant", "after_vote"))
+                     recovery=RecoveryOptions(crash_at=("participant", "after_vote")))
 
 
 def test_the_cli_reports_a_crash_that_did_not_happen(tmp_path, capsys):
@@ -209,13 +215,13 @@ def test_the_default_deadline_scales_with_the_run(chain32):
 DRIVER = textwrap.dedent("""
     from advisor.sources import load_workload
     from costmodel.design import Design
-    from engine_sim.engine import run_workload
+    from engine_sim.engine import RecoveryOptions, run_workload
 
     if __name__ == "__main__":
         w = load_workload("streaming-ledger")
         d = Design(w.name, 2, 2, {"Parse": 2, "Transfer": 1, "Deposit": 3},
                    {"Accounts": 1, "AssetBook": 1})
-        run_workload(w, d, batches=10_000_000, recovery="strong", timeout_s=600)
+        run_workload(w, d, batches=10_000_000, recovery=RecoveryOptions(mode="strong"), timeout_s=600)
 """)
 
 

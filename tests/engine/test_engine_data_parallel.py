@@ -119,8 +119,8 @@ def test_statistics_split_like_the_spec(tmp_path, spark):
 
 @pytest.mark.parametrize("command", [["simulate", "fraud-scoring", "--design", "D"],
                                      ["run", "fraud-scoring", "--design", "D", "--batches", "5", "--in-process"],
-                                     ["evaluate", "D", "fraud-scoring"], ["validate", "D", "fraud-scoring"],
-                                     ["report", "D", "fraud-scoring", "--out", "R"]])
+                                     ["evaluate", "--design", "D", "fraud-scoring"], ["validate", "--design", "D", "fraud-scoring"],
+                                     ["report", "--design", "D", "fraud-scoring", "--out", "R"]])
 def test_every_command_refuses_lanes_the_workload_cannot_run(tmp_path, capsys, command):
     _, _, v = variant(2)
     v.data_parallel = {"RaiseAlert": "Alerts"}

@@ -9,7 +9,8 @@ from conftest import running
 
 from advisor.sources import load_workload
 from engine_sim.engine import run_workload
-from engine_sim.engine.designs import round_robin_design
+from engine_sim.engine.run_options import RecoveryOptions
+from costmodel.simple_designs import round_robin_design
 from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter
 
@@ -33,8 +34,8 @@ def test_two_phase_commit_across_processes():
     w = load_workload("bank-transfer")
     from costmodel.design import Design
     d = Design(w.name, 2, 1, {"ValidateTransfer": 0, "ApplyTransfer": 1}, {"Customers": 1, "Accounts": 0})
-    r = run_workload(w, d, batches=80, recovery="strong")
-    ip = run_workload(w, d, batches=80, in_process=True, recovery="strong")
+    r = run_workload(w, d, batches=80, recovery=RecoveryOptions(mode="strong"))
+    ip = run_workload(w, d, batches=80, in_process=True, recovery=RecoveryOptions(mode="strong"))
     assert r.history_check == "ok" and r.distributed_txns == 160
     assert r.state_digest == ip.state_digest
 
@@ -45,7 +46,8 @@ def test_a_killed_partition_process_is_restarted_and_recovered(recovery):
     from costmodel.design import Design
     d = Design(w.name, 2, 1, {"Vote": 0, "UpdateLeaderboard": 1, "DeleteContestant": 0},
                {"Contestants": None, "Votes": 1, "VotesByPhone": 0, "Leaderboard": 1})
-    r = run_workload(w, d, batches=250, recovery=recovery, crash_after=100, return_state=True)
+    r = run_workload(w, d, batches=250, return_state=True,
+                     recovery=RecoveryOptions(mode=recovery, crash_after=100))
     assert r.crashed and r.recovery_s > 0 and r.history_check == "ok"
     assert r.state["Leaderboard"] == voter.serial_leaderboard(input_batches(w, d, 250))
     assert len(r.pids) == 3 and not running(r.pids)  # two partitions, one of them restarted
@@ -54,6 +56,7 @@ def test_a_killed_partition_process_is_restarted_and_recovered(recovery):
 def test_move_as_transaction_across_processes():
     w = load_workload("move-micro")
     d = round_robin_design(w)
-    r = run_workload(w, d, batches=60, move="txn", crash_after=30, recovery="strong")
-    clean = run_workload(w, d, batches=60, in_process=True, move="txn", recovery="strong")
+    r = run_workload(w, d, batches=60, move="txn", recovery=RecoveryOptions(crash_after=30, mode="strong"))
+    clean = run_workload(w, d, batches=60, in_process=True, move="txn",
+                         recovery=RecoveryOptions(mode="strong"))
     assert r.history_check == "ok" and r.move_txns == 60 and r.state_digest == clean.state_digest

@@ -9,7 +9,9 @@ from costmodel.errors import UserError
 from costmodel.spec_reader import bundled_workloads
 from advisor.sources import load_workload
 from engine_sim.engine import EngineError, run_workload
-from engine_sim.engine.designs import round_robin_design
+from engine_sim.engine.run_options import (ClientOptions, CommandLogOptions, MigrationOptions, NetworkOptions,
+                                           RecoveryOptions)
+from costmodel.simple_designs import round_robin_design
 
 pytestmark = pytest.mark.integration
 
@@ -49,7 +51,8 @@ def test_the_digest_does_not_depend_on_where_rows_live(tpcdi_trade):
 
 
 @pytest.mark.parametrize("options", [dict(scheduler="central"), dict(move="txn"),
-                                     dict(data_parallel=True), dict(group_commit=False)])
+                                     dict(data_parallel=True),
+                                     dict(command_log=CommandLogOptions(group_commit=False))])
 def test_options_keep_the_guarantees(options):
     for name in ("linear-road", "chain-32"):
         w = load_workload(name)
@@ -104,7 +107,7 @@ def test_injected_aborts_restart_in_batch_order_and_change_nothing(chain32):
     w = chain32
     d = round_robin_design(w, 2, 2)
     clean = run_workload(w, d, batches=30, in_process=True)
-    bumpy = run_workload(w, d, batches=30, in_process=True, abort_rate=0.2)
+    bumpy = run_workload(w, d, batches=30, in_process=True, client=ClientOptions(abort_rate=0.2))
     assert bumpy.history_check == "ok"
     assert bumpy.aborts > 0 and bumpy.restarts > 0
     assert bumpy.state_digest == clean.state_digest  # a chain has one legal order: the same state
@@ -112,8 +115,8 @@ def test_injected_aborts_restart_in_batch_order_and_change_nothing(chain32):
 
 def test_a_batch_given_up_at_the_restart_limit_is_reported():
     w = load_workload("move-micro")
-    r = run_workload(w, round_robin_design(w), batches=10, in_process=True, abort_rate=0.9,
-                     restart_limit=1)
+    r = run_workload(w, round_robin_design(w), batches=10, in_process=True,
+                     client=ClientOptions(abort_rate=0.9, restart_limit=1))
     assert r.history_check != "ok" and "never committed" in r.history_check
 
 
@@ -128,24 +131,28 @@ def test_data_parallel_sub_batches_run_single_sited_on_their_partition():
 
 def test_trace_free_run_leaves_no_files(tmp_path):
     w = load_workload("move-micro")
-    r = run_workload(w, round_robin_design(w), batches=5, in_process=True, log_dir=tmp_path / "logs",
-                     fsync=False)
+    r = run_workload(w, round_robin_design(w), batches=5, in_process=True,
+                     command_log=CommandLogOptions(dir=tmp_path / "logs", fsync=False))
     assert r.history_check == "ok" and (tmp_path / "logs" / "p0.log").exists()
 
 
-@pytest.mark.parametrize("kwargs, problem", [
-    (dict(batches=0), "--batches must be an integer >= 1"),
-    (dict(batches=5, scheduler="x"), "--scheduler must be one of dls, central"),
-    (dict(batches=5, move="x"), "--move must be one of rpc, txn"),
-    (dict(batches=5, recovery="x"), "--recovery must be one of strong, weak, off"),
-    (dict(batches=5, crash_after=2, recovery="off"), "needs recovery"),
-    (dict(batches=5, latency_bound_s=0), "latency bound must be > 0"),
-    (dict(batches=5, batch_size=0), "--batch-size must be an integer >= 1"),
+@pytest.mark.parametrize("kwargs, problem", [  # built inside the test: a record checks itself
+    (lambda: dict(batches=0), "--batches must be an integer >= 1"),
+    (lambda: dict(batches=5, scheduler="x"), "--scheduler must be one of dls, central"),
+    (lambda: dict(batches=5, move="x"), "--move must be one of rpc, txn"),
+    (lambda: dict(batches=5, recovery=RecoveryOptions(mode="x")), "--recovery must be one of strong, weak, off"),
+    (lambda: dict(batches=5, recovery=RecoveryOptions(crash_after=2, mode="off")), "needs recovery"),
+    (lambda: dict(batches=5, client=ClientOptions(latency_bound_s=0)), "latency bound must be > 0"),
+    (lambda: dict(batches=5, client=ClientOptions(in_flight=0)), "in_flight must be an integer >= 1"),
+    (lambda: dict(batches=5, batch_size=0), "--batch-size must be an integer >= 1"),
+    (lambda: dict(batches=5, recovery="strong"), "recovery must be a RecoveryOptions"),
+    (lambda: dict(batches=5, migration=MigrationOptions(at_batch=3)), "need --migrate-to"),
+    (lambda: dict(batches=5, network=NetworkOptions(machine_delay_ms=-1)), "machine delay must be >= 0"),
 ])
 def test_bad_options_are_refused(kwargs, problem):
     w = load_workload("move-micro")
     with pytest.raises(EngineError, match=problem):
-        run_workload(w, round_robin_design(w), in_process=True, **kwargs)
+        run_workload(w, round_robin_design(w), in_process=True, **kwargs())
 
 
 def test_designs_that_do_not_fit_are_refused(tpcdi_trade):
@@ -166,10 +173,12 @@ def test_designs_that_do_not_fit_are_refused(tpcdi_trade):
 def test_a_cross_machine_delay_slows_moves_between_machines_only():
     w = load_workload("move-micro")  # SP1 and SP2 on two machines
     d = round_robin_design(w)
-    fast = run_workload(w, d, batches=20, in_process=True, window=1)
-    slow = run_workload(w, d, batches=20, in_process=True, window=1, machine_delay_ms=5)
+    fast = run_workload(w, d, batches=20, in_process=True, client=ClientOptions(in_flight=1))
+    slow = run_workload(w, d, batches=20, in_process=True, client=ClientOptions(in_flight=1),
+                        network=NetworkOptions(machine_delay_ms=5))
     assert slow.history_check == "ok" and slow.state_digest == fast.state_digest
     assert slow.latency_p50_ms > fast.latency_p50_ms + 5  # at least one hop between machines
     one = round_robin_design(w, 1, 2)  # the same two partitions on one machine: no delay
-    near = run_workload(w, one, batches=20, in_process=True, window=1, machine_delay_ms=5)
+    near = run_workload(w, one, batches=20, in_process=True, client=ClientOptions(in_flight=1),
+                        network=NetworkOptions(machine_delay_ms=5))
     assert near.latency_p50_ms < slow.latency_p50_ms

@@ -7,7 +7,8 @@ import pytest
 from costmodel.design import Design
 from advisor.sources import load_workload
 from engine_sim.engine import run_workload
-from engine_sim.engine.designs import round_robin_design
+from engine_sim.engine.run_options import ClientOptions, RecoveryOptions
+from costmodel.simple_designs import round_robin_design
 from engine_sim.engine.history import check_records, executions
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import build_plan
@@ -25,11 +26,11 @@ def test_a_crash_free_run_reaches_the_serial_state(name):
 
 
 @pytest.mark.parametrize("options", [dict(data_parallel=True), dict(move="txn"), dict(scheduler="central"),
-                                     dict(abort_rate=0.1)])
+                                     dict(client=ClientOptions(abort_rate=0.1))])
 def test_the_serial_state_holds_with_every_option(options):
     w = load_workload("linear-road")
-    r = run_workload(w, round_robin_design(w), batches=40, in_process=True, recovery="weak",
-                     crash_after=20, **options)
+    r = run_workload(w, round_robin_design(w), batches=40, in_process=True, **options,
+                     recovery=RecoveryOptions(mode="weak", crash_after=20))
     assert r.crashed and r.history_check == "ok", r.history_check
     assert r.serial_digest == r.state_digest
 
@@ -40,7 +41,7 @@ def test_strong_recovery_across_processes_reaches_the_serial_state_on_shared_sta
     different states, so only the serial re-execution of each run's own history can judge it."""
     w = load_workload("streaming-ledger")
     d = Design(w.name, 2, 2, {"Parse": 2, "Transfer": 1, "Deposit": 3}, {"Accounts": 1, "AssetBook": 1})
-    r = run_workload(w, d, batches=300, recovery="strong", crash_after=150)
+    r = run_workload(w, d, batches=300, recovery=RecoveryOptions(mode="strong", crash_after=150))
     assert r.crashed and r.replayed > 0 and r.history_check == "ok", r.history_check
     assert r.serial_digest == r.state_digest
 

@@ -10,7 +10,8 @@ from advisor.cli import run_app
 from costmodel.graph import WorkloadGraph
 from advisor.sources import load_workload
 from engine_sim.engine import run_workload
-from engine_sim.engine.designs import round_robin_design
+from engine_sim.engine.run_options import ClientOptions
+from costmodel.simple_designs import round_robin_design
 from traces.trace_checks import validate_trace
 
 pytestmark = pytest.mark.integration
@@ -23,7 +24,7 @@ def table(trace, name):
 def test_engine_trace_is_valid_and_complete(tmp_path):
     w = load_workload("linear-road")
     r = run_workload(w, round_robin_design(w), batches=30, in_process=True, trace_out=tmp_path / "t",
-                     abort_rate=0.1)
+                     client=ClientOptions(abort_rate=0.1))
     info = validate_trace(tmp_path / "t")
     assert info.key_type == "string" and r.trace_dir == str(tmp_path / "t")
     manifest = json.loads((tmp_path / "t" / "_trace.json").read_text())

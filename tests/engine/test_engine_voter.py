@@ -6,6 +6,7 @@ import pytest
 from costmodel.design import Design
 from advisor.sources import load_workload
 from engine_sim.engine import run_workload
+from engine_sim.engine.run_options import RecoveryOptions
 from engine_sim.engine.inputs import input_batches
 from engine_sim.workloads import voter
 
@@ -51,8 +52,8 @@ def test_the_three_sps_commit_as_one_nested_transaction():
 def test_the_winner_survives_a_crash(recovery):
     w = load_workload("voter-leaderboard")
     d = spread_design(w)
-    r = run_workload(w, d, batches=300, in_process=True, recovery=recovery, crash_after=120,
-                     return_state=True)
+    r = run_workload(w, d, batches=300, in_process=True, return_state=True,
+                     recovery=RecoveryOptions(mode=recovery, crash_after=120))
     assert r.crashed and r.history_check == "ok"
     assert r.state["Leaderboard"] == serial_board(w, d, 300)
 

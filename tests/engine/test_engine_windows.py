@@ -13,9 +13,10 @@ from costmodel.design import Design
 from costmodel.spec_reader import parse_workload
 from advisor.sources import load_workload
 from engine_sim.engine import run_workload
+from engine_sim.engine.run_options import RecoveryOptions
 from engine_sim.engine import windows as win
 from engine_sim.engine.checker import TE, Dataflow, check_history
-from engine_sim.engine.designs import round_robin_design, single_partition_design
+from costmodel.simple_designs import round_robin_design, single_partition_design
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.inputs import input_batch
 from engine_sim.engine.keys import MASK
@@ -105,7 +106,7 @@ def test_tuple_window_after_every_batch_equals_an_independent_computation(size, 
     slides = 0
     for b in range(1, 11):
         arrived.extend(input_batch(plan, b - 1).tuples)
-        active, staged, _ = final_window(w, design, b, recovery="off")
+        active, staged, _ = final_window(w, design, b, recovery=RecoveryOptions(mode="off"))
         assert (active, staged) == expected_tuple_window(arrived, size, slide)
         assert len(active) <= size and len(staged) < slide
         slides = len(arrived) // slide
@@ -120,7 +121,7 @@ def test_time_window_after_every_batch_equals_an_independent_computation(rate, s
     stamped: list = []
     for b in range(1, 11):
         stamped.extend(((b - 1) / rate, t) for t in input_batch(plan, b - 1).tuples)
-        active, staged, _ = final_window(w, design, b, recovery="off")
+        active, staged, _ = final_window(w, design, b, recovery=RecoveryOptions(mode="off"))
         assert (active, staged) == expected_time_window(stamped, (b - 1) / rate, size, slide)
     assert active  # the window slid and holds tuples
 
@@ -135,7 +136,7 @@ def test_interior_owner_keeps_its_window_on_its_partition_and_reads_it():
     design = round_robin_design(w, machines=1, partitions_per_machine=3)
     plan = build_plan(w, design)
     home = design.procedures["Trend"]
-    assert plan.placement.row_partition("Recent", 0) == home
+    assert plan.router.row_partition("Recent", 0) == home
     assert [k for k in range(3) if "Recent" in build_store(plan, k).tables] == [home]
     r = run_workload(w, design, batches=40, in_process=True, return_state=True)
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
@@ -185,10 +186,11 @@ def test_the_digest_covers_windows():
 def test_recovery_restores_windows(recovery):
     w = parse_workload(CHAIN, "wc.toml")
     design = round_robin_design(w, machines=1, partitions_per_machine=2)
-    clean = run_workload(w, design, batches=60, in_process=True, recovery=recovery, return_state=True)
+    clean = run_workload(w, design, batches=60, in_process=True, return_state=True,
+                         recovery=RecoveryOptions(mode=recovery))
     home = design.procedures["Trend"]
-    crashed = run_workload(w, design, batches=60, in_process=True, recovery=recovery,
-                           crash_after=45, crash_partition=home, return_state=True)
+    crashed = run_workload(w, design, batches=60, in_process=True, return_state=True,
+                           recovery=RecoveryOptions(mode=recovery, crash_after=45, crash_partition=home))
     assert crashed.crashed and crashed.history_check == "ok", crashed.violations
     assert crashed.state_digest == crashed.serial_digest
     assert crashed.state["Recent"] == clean.state["Recent"]
@@ -200,7 +202,7 @@ def test_recovered_window_equals_the_independent_computation(recovery):
     w = border_spec(7, 3)
     design = single_partition_design(w)
     plan = build_plan(w, design)
-    active, staged, r = final_window(w, design, 40, recovery=recovery, crash_after=23)
+    active, staged, r = final_window(w, design, 40, recovery=RecoveryOptions(mode=recovery, crash_after=23))
     assert r.crashed
     arrived = [t for b in range(40) for t in input_batch(plan, b).tuples]
     assert (active, staged) == expected_tuple_window(arrived, 7, 3)
@@ -355,9 +357,11 @@ def test_oltp_owner_is_refused():
 def test_windows_across_processes_with_a_crash():
     w = parse_workload(CHAIN, "wc.toml")
     design = round_robin_design(w, machines=1, partitions_per_machine=2)
-    clean = run_workload(w, design, batches=80, in_process=True, recovery="weak", return_state=True)
-    r = run_workload(w, design, batches=80, recovery="weak", crash_after=50,
-                     crash_partition=design.procedures["Trend"], return_state=True)
+    clean = run_workload(w, design, batches=80, in_process=True, return_state=True,
+                         recovery=RecoveryOptions(mode="weak"))
+    r = run_workload(w, design, batches=80, return_state=True,
+                     recovery=RecoveryOptions(mode="weak", crash_after=50,
+                                              crash_partition=design.procedures["Trend"]))
     assert r.crashed and r.history_check == "ok" and r.state_digest == r.serial_digest
     assert r.state["Recent"] == clean.state["Recent"]
 
@@ -396,8 +400,9 @@ def test_window_owner_inside_a_nested_group():
     assert w.nested == (("Trend", "Report"),)
     design = round_robin_design(w, machines=1, partitions_per_machine=3)
     for recovery, crash in (("weak", None), ("strong", 30)):
-        r = run_workload(w, design, batches=40, in_process=True, recovery=recovery, crash_after=crash,
-                         crash_partition=design.procedures["Trend"], return_state=True)
+        r = run_workload(w, design, batches=40, in_process=True, return_state=True,
+                         recovery=RecoveryOptions(mode=recovery, crash_after=crash,
+                                                  crash_partition=design.procedures["Trend"]))
         assert r.history_check == "ok" and r.state_digest == r.serial_digest
         w_ = win.stats(r.state["Recent"])
         assert w_.next_seq == 40 * 3 and w_.active == 10
@@ -535,8 +540,8 @@ def test_the_advisors_design_for_a_cheap_window_owner_runs_clean_on_the_engine(r
     design = recommend(w, objective="cost", seed=1, baselines=False).design
     home = design.procedures["Trend"]
     assert design.state["RecentBids"] == home
-    r = run_workload(w, design, batches=50, in_process=True, recovery=recovery, crash_after=crash,
-                     crash_partition=home, return_state=True)
+    r = run_workload(w, design, batches=50, in_process=True, return_state=True,
+                     recovery=RecoveryOptions(mode=recovery, crash_after=crash, crash_partition=home))
     assert r.history_check == "ok", r.violations
     assert r.state_digest == r.serial_digest
     assert bool(r.crashed) == (crash is not None)

@@ -17,7 +17,8 @@ from advisor.sources import load_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.engine import run_workload
-from engine_sim.engine.designs import single_partition_design
+from engine_sim.engine.run_options import CommandLogOptions
+from costmodel.simple_designs import single_partition_design
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.procedures import burn_cpu
 
@@ -108,8 +109,10 @@ def test_a_declared_cost_keeps_its_partition_busy_for_its_work(in_process):
     heavy = chain([1.0, 2.0], 2000.0)
     light = chain([0.0, 0.0], 2000.0)
     d = Design("work", 1, 1, {"SP0": 0, "SP1": 0}, {"T0": 0, "T1": 0})
-    r = run_workload(heavy, d, batches=batches, in_process=in_process, fsync=False)
-    z = run_workload(light, d, batches=batches, in_process=in_process, fsync=False)
+    r = run_workload(heavy, d, batches=batches, in_process=in_process,
+                     command_log=CommandLogOptions(fsync=False))
+    z = run_workload(light, d, batches=batches, in_process=in_process,
+                     command_log=CommandLogOptions(fsync=False))
     assert r.history_check == "ok" and z.history_check == "ok"
     work_s = batches * 3 * 2000e-6
     assert r.partition_busy_s[0] >= work_s
@@ -176,7 +179,7 @@ def test_the_driver_handles_batches_in_groups(tpcdi_trade, scheduler):
     """Input goes to the border schedulers as a few Inject messages carrying many batches,
     completions come back as a few BatchesDone, and every batch completes once."""
     w = tpcdi_trade
-    from engine_sim.engine.designs import round_robin_design
+    from costmodel.simple_designs import round_robin_design
 
     d = round_robin_design(w, 2, 1)
     batches = 200
@@ -199,17 +202,17 @@ def test_an_idle_partition_process_does_not_spin():
     small share of a core while partition 0 works, however long the run took."""
     w = chain([40.0, 0.0], 100.0)
     d = Design("work", 2, 1, {"SP0": 0, "SP1": 1}, {"T0": 0, "T1": 1})
-    r = run_workload(w, d, batches=60, fsync=False)
+    r = run_workload(w, d, batches=60, command_log=CommandLogOptions(fsync=False))
     assert r.history_check == "ok" and len(r.partition_cpu_s) == 2
     work_s = 60 * 40 * 100e-6
     assert r.partition_cpu_s[0] >= work_s
     assert r.partition_cpu_s[1] < 0.3 * work_s, r.partition_cpu_s
 
 
-def test_a_window_halving_is_judged_on_the_batches_it_admitted():
-    """Closed loop at a 1 s bound: 64 batches in flight take 2 s each, so the window halves;
+def test_a_halving_of_the_batches_in_flight_is_judged_on_the_batches_it_admitted():
+    """Closed loop at a 1 s bound: 64 batches in flight take 2 s each, so the limit halves;
     the batches already in flight then complete as slowly, but they were admitted under the
-    old window and do not halve it again (before, the window fell to 1 on them)."""
+    old limit and do not halve it again (before, the limit fell to 1 on them)."""
     from engine_sim.engine.driver import Driver, DriverConfig
 
     w = chain([0.0, 0.0], 100.0)
@@ -225,15 +228,15 @@ def test_a_window_halving_is_judged_on_the_batches_it_admitted():
         def send(self, dst, msg):
             pass
 
-    d = Clocked(plan, DriverConfig(batches=1000, run_dir="unused", window=64, latency_bound_s=1.0), Nowhere())
+    d = Clocked(plan, DriverConfig(batches=1000, run_dir="unused", in_flight=64, latency_bound_s=1.0), Nowhere())
     d.poll()
     assert len(d.outstanding) == 64
     d.now = 2_000_000
-    for b in range(64):  # every batch of the first window: 2 s
+    for b in range(64):  # every batch of the first 64 in flight: 2 s
         d.sink_done(b, "SP1", False)
-    assert d.window == 32 and d.window_history == [64, 32]
-    d.poll()  # admits 32 under the new window
+    assert d.in_flight == 32 and d.in_flight_history == [64, 32]
+    d.poll()  # admits 32 under the new limit
     d.now += 500_000
     for b in sorted(d.outstanding):
         d.sink_done(b, "SP1", False)  # 0.5 s each: within the bound
-    assert d.window == 32
+    assert d.in_flight == 32

@@ -10,8 +10,9 @@ import pytest
 
 from advisor.sources import load_workload
 from engine_sim.engine import EngineError, run_workload
+from engine_sim.engine.run_options import RecoveryOptions
 from engine_sim.engine import runner
-from engine_sim.engine.designs import round_robin_design
+from costmodel.simple_designs import round_robin_design
 from engine_sim.engine.history import check_records, executions, verify_history
 from engine_sim.engine.serial import serial_digest
 from engine_sim.engine.spool import SPOOL_PREFIX
@@ -62,7 +63,8 @@ def test_the_driver_holds_no_history_and_the_check_stays_in_its_budget(captured,
 @pytest.mark.process  # partition processes
 def test_the_streamed_check_agrees_with_the_in_memory_one_across_a_crash_and_processes(captured):
     w = load_workload("linear-road")
-    r = run_workload(w, round_robin_design(w), batches=60, recovery="strong", crash_after=40)
+    r = run_workload(w, round_robin_design(w), batches=60,
+                     recovery=RecoveryOptions(mode="strong", crash_after=40))
     got = captured[-1]
     assert r.crashed and r.history_check == "ok" and r.serial_digest == r.state_digest
     assert got["held"] == 0 and got["old"].ok and got["small"].check.ok

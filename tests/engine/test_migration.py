@@ -12,9 +12,10 @@ from advisor.cli import run_app
 from engine_sim.engine import run_workload
 from engine_sim.engine.checker import TE, Dataflow, check_history
 from engine_sim.engine.migration import compare_migration, row_bytes
+from engine_sim.engine.run_options import MigrationOptions, RecoveryOptions
 from engine_sim.engine.store import Store
 
-BATCHES, AT = 160, 80  # past the driver's first window of 64 batches: "before" has a span
+BATCHES, AT = 160, 80  # past the driver's first 64 batches in flight: "before" has a span
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +48,7 @@ def assert_correct(r):
 
 def test_live_migration_keeps_the_guarantees_and_counts_what_it_moved(trade):
     w, a, b, plain, at_k = trade
-    r = run_workload(w, a, batches=BATCHES, in_process=True, migrate_to=b, migrate_at_batch=AT)
+    r = run_workload(w, a, batches=BATCHES, in_process=True, migration=MigrationOptions(to=b, at_batch=AT))
     assert_correct(r)
     mg = r.migration
     assert mg.outcome == "committed" and not mg.crashed and mg.at_batch == AT
@@ -70,7 +71,7 @@ def test_live_migration_keeps_the_guarantees_and_counts_what_it_moved(trade):
 def test_a_window_moves_whole_with_its_owner(window):
     w, a, b = window
     at_k = run_workload(w, a, batches=AT, in_process=True, return_state=True)
-    r = run_workload(w, a, batches=BATCHES, in_process=True, migrate_to=b, migrate_at_batch=AT)
+    r = run_workload(w, a, batches=BATCHES, in_process=True, migration=MigrationOptions(to=b, at_batch=AT))
     assert_correct(r)  # the window check: only consecutive executions of its owner touched it
     name, owner = w.windows[0].name, w.windows[0].procedure
     assert r.migration.window_homes == {name: b.procedures[owner]} != {name: a.procedures[owner]}
@@ -98,8 +99,9 @@ def test_a_crash_during_the_migration_recovers_to_one_design(trade, tmp_path, st
     the old design; after it (a partition dies on the switch), to the new one: either way the
     history holds, the state is the serial one, and every batch ran exactly once."""
     w, a, b, plain, _ = trade
-    r = run_workload(w, a, batches=BATCHES, in_process=True, recovery=recovery, migrate_to=b,
-                     migrate_at_batch=AT, crash_at=("migration", step), trace_out=tmp_path / "t")
+    r = run_workload(w, a, batches=BATCHES, in_process=True, trace_out=tmp_path / "t",
+                     recovery=RecoveryOptions(mode=recovery, crash_at=("migration", step)),
+                     migration=MigrationOptions(to=b, at_batch=AT))
     assert r.crashed and r.migration.crashed and r.migration.outcome == outcome
     assert_correct(r)
     assert r.committed == plain.committed and r.state_digest == plain.state_digest
@@ -129,7 +131,7 @@ def test_the_oracle_catches_a_migration_that_loses_rows(trade, monkeypatch):
     w, a, b, *_ = trade
     keep = Store.add_table
     monkeypatch.setattr(Store, "add_table", lambda self, name, virtual: dict(keep(self, name, virtual)))
-    r = run_workload(w, a, batches=BATCHES, in_process=True, migrate_to=b, migrate_at_batch=AT)
+    r = run_workload(w, a, batches=BATCHES, in_process=True, migration=MigrationOptions(to=b, at_batch=AT))
     assert "differs from the serial re-execution" in r.history_check
 
 
@@ -177,13 +179,13 @@ def test_live_migration_and_a_crash_during_it_across_processes(trade):
     """One OS process per partition: the rows travel over the sockets; a partition process
     killed during the move (the old design) or on the switch (the new one) is recovered."""
     w, a, b, plain, _ = trade
-    r = run_workload(w, a, batches=BATCHES, migrate_to=b, migrate_at_batch=AT)
+    r = run_workload(w, a, batches=BATCHES, migration=MigrationOptions(to=b, at_batch=AT))
     assert r.mode == "multi-process"
     assert_correct(r)
     assert r.state_digest == plain.state_digest and r.migration.rows_moved > 0
     for step, outcome in (("moving", "aborted"), ("switched", "committed")):
-        c = run_workload(w, a, batches=BATCHES, migrate_to=b, migrate_at_batch=AT,
-                         crash_at=("migration", step))
+        c = run_workload(w, a, batches=BATCHES, recovery=RecoveryOptions(crash_at=("migration", step)),
+                         migration=MigrationOptions(to=b, at_batch=AT))
         assert c.crashed and c.migration.outcome == outcome
         assert_correct(c)
         assert c.state_digest == plain.state_digest and c.committed == plain.committed
@@ -192,7 +194,7 @@ def test_live_migration_and_a_crash_during_it_across_processes(trade):
 @pytest.mark.process
 def test_stop_move_restart_starts_new_processes(trade):
     w, a, b, plain, _ = trade
-    r = run_workload(w, a, batches=BATCHES, migrate_to=b, migrate_at_batch=AT, migrate_mode="restart")
+    r = run_workload(w, a, batches=BATCHES, migration=MigrationOptions(to=b, at_batch=AT, mode="restart"))
     assert_correct(r)
     assert r.state_digest == plain.state_digest
     assert len(r.pids) == 2 * a.n_partitions  # every partition stopped, a new process for each

@@ -18,7 +18,7 @@ B = importlib.util.module_from_spec(_spec)
 sys.modules["migration_bench"] = B  # its dataclasses look their module up by name
 _spec.loader.exec_module(B)
 
-TINY = dict(batches=40, at_batch=20, window=8, trace_batches=80)
+TINY = dict(batches=40, at_batch=20, in_flight=8, trace_batches=80)
 
 
 def _check_modes(case) -> None:

@@ -9,6 +9,7 @@ from costmodel.workload import Access, InputSpec, Procedure, Table, Workload
 from engine_sim.engine import messages as M
 from engine_sim.engine import run_workload
 from engine_sim.engine.inproc import InProcessRuntime
+from engine_sim.engine.run_options import ClientOptions
 from engine_sim.engine.twophase import _targets
 
 BATCHES = 20
@@ -84,7 +85,7 @@ def test_commits_lock_in_ascending_order_and_run_2pc_with_exactly_the_locked_par
 
 
 def test_an_aborted_attempt_releases_every_partition_it_asked_and_is_retried(monkeypatch):
-    result, posted = run_and_listen(monkeypatch, abort_rate=0.4, seed=2)
+    result, posted = run_and_listen(monkeypatch, client=ClientOptions(abort_rate=0.4), seed=2)
     assert result.history_check == "ok"
     aborted = 0
     for txn_id, msgs in by_txn(posted).items():

@@ -8,7 +8,7 @@ import pytest
 
 from costmodel.graph import WorkloadGraph
 from costmodel import Weights
-from engine_sim.engine.designs import round_robin_design
+from costmodel.simple_designs import round_robin_design
 from reports.bottleneck import simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
 from reports.transforms import mergeable_pairs

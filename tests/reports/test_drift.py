@@ -36,14 +36,14 @@ def deployed(tmp_path_factory):
 
 def test_the_design_is_fine_for_its_own_workload(deployed, capsys):
     _, design, path, _ = deployed
-    assert run_app(["check", str(path), "tpcdi-trade"]) == 0
+    assert run_app(["check", "--design", str(path), "tpcdi-trade"]) == 0
     out = capsys.readouterr().out
     assert "OK: tolerance 10%" in out and "1.000 of the best" in out and "nothing beyond 20 %" in out
 
 
 def test_a_drifted_workload_is_out_of_date_and_the_change_is_named(deployed, capsys):
     _, design, path, root = deployed
-    assert run_app(["check", str(path), str(root / "now.toml"), "--json"]) == 3
+    assert run_app(["check", "--design", str(path), str(root / "now.toml"), "--json"]) == 3
     data = json.loads(capsys.readouterr().out)
     assert not data["within_tolerance"] and data["ratio"] < 0.9 and data["megabytes_to_best"] > 0
     assert data["compared_with"] == "the design was made"
@@ -59,7 +59,7 @@ def test_a_new_sp_the_design_does_not_place_is_out_of_date(deployed, tmp_path, c
     grown = replace(spec, procedures=spec.procedures + (Procedure("Audit", 1.0, (Access("DimTrade", "read", 5.0),)),),
                     streams=spec.streams + (Stream("TradeInsert", "Audit", 10),))
     (tmp_path / "grown.toml").write_text(workload_to_toml(grown))
-    assert run_app(["check", str(path), str(tmp_path / "grown.toml"), "--since", "tpcdi-trade"]) == 3
+    assert run_app(["check", "--design", str(path), str(tmp_path / "grown.toml"), "--since", "tpcdi-trade"]) == 3
     out = capsys.readouterr().out
     assert "OUT OF DATE" in out and "Audit" in out and "new stream TradeInsert -> Audit" in out
 
@@ -69,7 +69,7 @@ def test_bad_check_inputs_are_one_line_and_exit_2(deployed, capsys):
     for args, message in [([str(path), "tpcdi-trade", "--tolerance", "1.5"], "tolerance"),
                           ([str(path), "voter-leaderboard"], "voter-leaderboard"),
                           ([str(path), "no-such-workload"], "no-such-workload")]:
-        assert run_app(["check", *args]) == 2
+        assert run_app(["check", "--design", *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
 
@@ -86,8 +86,8 @@ def test_a_trace_made_after_the_change_is_out_of_date(spark, tmp_path, capsys):
         synthesize(workload_as_plain(w), tmp_path / f"trace-{name}", batches=300, seed=seed)
         aggregate(tmp_path / f"trace-{name}", tmp_path / name, "table", spark=spark, progress=None)
     design = recommend(str(tmp_path / "before"), machines=4).design.save(tmp_path / "d.json")
-    assert run_app(["check", str(design), str(tmp_path / "again")]) == 0
+    assert run_app(["check", "--design", str(design), str(tmp_path / "again")]) == 0
     capsys.readouterr()
-    assert run_app(["check", str(design), str(tmp_path / "after")]) == 3
+    assert run_app(["check", "--design", str(design), str(tmp_path / "after")]) == 3
     out = capsys.readouterr().out
     assert "OUT OF DATE" in out and "state DimAccount" in out

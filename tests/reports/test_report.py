@@ -101,7 +101,7 @@ def test_cli_report_writes_the_file_atomically(tmp_path, capsys):
     assert run_app(["recommend", str(spec), "--out", str(design)]) == 0
     out = tmp_path / "report.html"
     out.write_text("previous report")
-    code = run_app(["report", str(design), str(spec), "--out", str(out), "--no-sensitivity",
+    code = run_app(["report", "--design", str(design), str(spec), "--out", str(out), "--no-sensitivity",
                     "--no-scaling", "-q"])
     assert code == 0, capsys.readouterr().err
     text = out.read_text()
@@ -117,11 +117,11 @@ def test_cli_report_errors_are_one_line(tmp_path, capsys):
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
     cases = [
-        ["report", str(tmp_path / "missing.json"), "tpcdi-trade", "--out", str(out)],
-        ["report", str(design), "linear-road", "--out", str(out)],  # names do not match
-        ["report", str(design), "tpcdi-trade", "--out", str(out), "--validation", str(bad_json)],
-        ["report", str(design), "no-such-workload", "--out", str(out)],
-        ["report", str(design), "tpcdi-trade", "--spec", "linear-road", "--out", str(out)],
+        ["report", "--design", str(tmp_path / "missing.json"), "tpcdi-trade", "--out", str(out)],
+        ["report", "--design", str(design), "linear-road", "--out", str(out)],  # names do not match
+        ["report", "--design", str(design), "tpcdi-trade", "--out", str(out), "--validation", str(bad_json)],
+        ["report", "--design", str(design), "no-such-workload", "--out", str(out)],
+        ["report", "--design", str(design), "tpcdi-trade", "--spec", "linear-road", "--out", str(out)],
     ]
     for argv in cases:
         assert run_app(argv + ["-q"]) == 2, argv

@@ -79,7 +79,7 @@ def test_cli_report_refuses_an_unversioned_validation_in_one_line(tmp_path, caps
     future.write_text(json.dumps({**document(), "format": "advisor.validation/9"}))
     out = tmp_path / "r.html"
     for path in (old, future, tmp_path / "missing.json"):
-        code = run_app(["report", str(design), "tpcdi-trade", "--out", str(out), "--validation", str(path), "-q"])
+        code = run_app(["report", "--design", str(design), "tpcdi-trade", "--out", str(out), "--validation", str(path), "-q"])
         err = capsys.readouterr().err.strip()
         assert code == 2, err
         assert err.startswith(f"error: {path}") and "\n" not in err and "Traceback" not in err
@@ -88,11 +88,11 @@ def test_cli_report_refuses_an_unversioned_validation_in_one_line(tmp_path, caps
 
 def test_validate_writes_the_versioned_format(tmp_path, capsys):
     from advisor.sources import load_workload
-    from engine_sim.sim import scenarios as S
+    from engine_sim.sim import scenario_designs as designs
 
-    design = S.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
+    design = designs.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
     out = tmp_path / "v.json"
-    assert run_app(["validate", str(design), "tpcdi-trade", "--sim", "--batches", "30", "--out", str(out)]) == 0
+    assert run_app(["validate", "--design", str(design), "tpcdi-trade", "--sim", "--batches", "30", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["format"] == FORMAT and data["workload"] == "tpcdi-trade"
     [entry] = data["designs"]

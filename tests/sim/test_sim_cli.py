@@ -7,7 +7,7 @@ import pytest
 
 from advisor.cli import run_app
 from engine_sim.sim import Calibration, SimParams
-from engine_sim.sim.scenarios import chain_design, tpcdi_design
+from engine_sim.sim.scenario_designs import chain_design, tpcdi_design
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from advisor.sources import load_workload
 from engine_sim.sim import Calibration, simulate
-from engine_sim.sim.scenarios import tpcdi_design
+from engine_sim.sim.scenario_designs import tpcdi_design
 
 
 def test_the_summary_reports_the_result_s_own_numbers():
@@ -28,4 +28,4 @@ def test_a_calibration_names_where_it_was_measured():
     assert ref.label() == "reference-cluster parameters"
     measured = Calibration.from_params(ref.params, {}, machine={"hostname": "box"})
     assert measured.label() == "calibrated on box, as a cluster"
-    assert measured.label(this_host=True) == "calibrated on box, as that host runs the engine"
+    assert measured.on_host().label() == "calibrated on box, as that host runs the engine"

@@ -28,10 +28,10 @@ CROSSED = workload({"A": [("T0", "read"), ("T1", "write"), ("T2", "read")],
 CROSSED_DESIGN = Design("dtxn", 3, 1, {"A": 0, "B": 1}, {"T0": 0, "T1": 1, "T2": 2})
 
 
-def model(w, d, params=EXACT, rate=None, window=None, batches=BATCHES) -> EngineModel:
+def model(w, d, params=EXACT, rate=None, in_flight=None, batches=BATCHES) -> EngineModel:
     plan = compile_plan(w, d, params=params, scheduler="dls", move="rpc", batches=batches,
                         batch_size=None, seed=0)
-    return EngineModel(plan, rate, window)
+    return EngineModel(plan, rate, in_flight)
 
 
 def spy(m: EngineModel):
@@ -110,7 +110,7 @@ def test_an_unloaded_distributed_transaction_holds_both_partitions_for_its_criti
                   bandwidth_Bps=1e18)
     w = workload({"A": [("T0", "write"), ("T1", "read")]}, 2)
     d = Design("dtxn", 2, 1, {"A": 0}, {"T0": 0, "T1": 1})
-    m = model(w, d, params=P, window=1)  # one batch at a time: nothing queues
+    m = model(w, d, params=P, in_flight=1)  # one batch at a time: nothing queues
     m.run()
     m.check_finished()
     specs = m.plan.units[0].dist

@@ -53,13 +53,13 @@ def test_engine_runs_round_trip_through_the_saved_file(tmp_path):
     path = tmp_path / "engine.json"
     F.save_engine(path, runs, {"w": 300})
     doc = F.load_engine(path)
-    assert doc["runs"] == runs and doc["batches"] == {"w": 300} and doc["window"] == F.WINDOW
+    assert doc["runs"] == runs and doc["batches"] == {"w": 300} and doc["in_flight"] == F.IN_FLIGHT
 
 
 def test_a_saved_file_with_one_batch_count_applies_it_to_every_workload(tmp_path):
     runs = {"w": {"a": [{"throughput_tps": 10.0}]}, "v": {"a": [{"throughput_tps": 5.0}]}}
     path = tmp_path / "engine.json"
-    path.write_text(json.dumps({"format": F.ENGINE_FORMAT, "batches": 300, "window": F.WINDOW, "runs": runs}))
+    path.write_text(json.dumps({"format": F.ENGINE_FORMAT, "batches": 300, "window": F.IN_FLIGHT, "runs": runs}))
     assert F.load_engine(path)["batches"] == {"w": 300, "v": 300}
 
 

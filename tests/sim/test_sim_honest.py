@@ -136,7 +136,7 @@ def test_a_lost_lock_reply_fails_the_run(monkeypatch):
 def test_a_lost_invocation_message_fails_the_run(chain32, monkeypatch):
     """Drop one Invoke between machines on the single-sited hot path."""
     w = chain32
-    from engine_sim.sim.scenarios import chain_design
+    from engine_sim.sim.scenario_designs import chain_design
 
     d = chain_design(w, 2)
     real_push = hotpath_module.heappush
@@ -156,7 +156,7 @@ def test_a_lost_invocation_message_fails_the_run(chain32, monkeypatch):
 
 def test_throughput_is_read_off_completed_batches():
     w, d = two_sps_sharing_two_tables()
-    r = run_once(w, d, window=4, batches=200, calibration=EXACT)
+    r = run_once(w, d, in_flight=4, batches=200, calibration=EXACT)
     assert r.completed_batches == 200
     assert r.latency_p50_ms > 0 and r.latency_mean_ms > 0
     # closed loop of 4 batches: throughput x latency = batches in flight (Little's law)
@@ -169,11 +169,11 @@ def test_a_closed_loop_run_is_measured_as_the_engine_measures_it(chain32):
     # partition runs each SP for every waiting batch in turn, so a run no longer than its
     # window finishes all its batches in one burst: measured from the tenth batch on, that
     # burst once read as over 100 million tuples/s
-    from engine_sim.sim.scenarios import chain_design
+    from engine_sim.sim.scenario_designs import chain_design
 
     d = chain_design(chain32, 1, 1)
-    short = run_once(chain32, d, window=64, batches=60, calibration=EXACT)
-    long = run_once(chain32, d, window=64, batches=640, calibration=EXACT)
+    short = run_once(chain32, d, in_flight=64, batches=60, calibration=EXACT)
+    long = run_once(chain32, d, in_flight=64, batches=640, calibration=EXACT)
     assert short.completed_batches == 60
     assert short.throughput_bps == pytest.approx(long.throughput_bps, rel=0.1)
     # the whole run: throughput x the time of the last completion = every batch

@@ -32,7 +32,7 @@ def _chain(partitions: int):
 
 def _tps(partitions: int, params: SimParams) -> float:
     w, d = _chain(partitions)
-    return run_once(w, d, window=16, calibration=params, batches=200).throughput_tps
+    return run_once(w, d, in_flight=16, calibration=params, batches=200).throughput_tps
 
 
 def test_other_jobs_take_their_share_of_the_host():
@@ -54,14 +54,17 @@ def test_one_other_job_slows_a_design_that_needs_both_cores_not_one_that_needs_o
 
 @pytest.mark.process  # records the host (platform asks uname)
 def test_a_real_cluster_ignores_this_hosts_other_jobs():
-    """A Calibration passed to the simulator predicts a real cluster: no host sharing."""
+    """A Calibration passed to the simulator predicts a real cluster: no host sharing; the
+    same calibration `on_host()` predicts the crowded host, slower."""
     cal = Calibration.from_params(HOST.with_(background_jobs=5.0), {})
     w, d = _chain(4)
-    a = run_once(w, d, window=16, calibration=cal, batches=200).throughput_tps
-    b = run_once(w, d, window=16, calibration=cal.params.with_(host_cores=0, background_jobs=0.0,
+    a = run_once(w, d, in_flight=16, calibration=cal, batches=200).throughput_tps
+    b = run_once(w, d, in_flight=16, calibration=cal.params.with_(host_cores=0, background_jobs=0.0,
                                                                 site_per_partition=False),
                  batches=200).throughput_tps
     assert a == pytest.approx(b, rel=1e-9)
+    on_host = run_once(w, d, in_flight=16, calibration=cal.on_host(), batches=200).throughput_tps
+    assert on_host == pytest.approx(_tps(4, cal.params), rel=1e-9) and on_host < 0.9 * a
 
 
 def test_background_jobs_is_a_count_of_runnable_threads():
@@ -118,6 +121,6 @@ def test_the_occupancy_model_slows_threads_that_crowd_two_cores_below_the_mean_f
     assert crowding_slowdown([1.0] * 4, 2, 0.0, "occupancy") == pytest.approx(2.0)
     assert crowding_slowdown([0.9, 0.02], 2, 0.0, "occupancy") == pytest.approx(1.0)
     w, d = _chain(4)
-    mean = run_once(w, d, window=16, calibration=HOST.with_(crowding="mean"), batches=200)
-    occ = run_once(w, d, window=16, calibration=HOST, batches=200)
+    mean = run_once(w, d, in_flight=16, calibration=HOST.with_(crowding="mean"), batches=200)
+    occ = run_once(w, d, in_flight=16, calibration=HOST, batches=200)
     assert occ.cpu_dilation >= mean.cpu_dilation and occ.throughput_tps <= mean.throughput_tps * 1.02

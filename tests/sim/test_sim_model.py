@@ -68,7 +68,7 @@ def test_utilisation_law_and_unloaded_latency_of_a_two_machine_chain():
 
 def test_same_seed_same_result_and_the_seed_matters(chain32):
     w = chain32
-    from engine_sim.sim.scenarios import chain_design
+    from engine_sim.sim.scenario_designs import chain_design
 
     d = chain_design(w, 2)
     a = run_once(w, d, input_rate=2000, batches=300, seed=1).to_dict()
@@ -133,7 +133,7 @@ def test_fan_in_waits_for_every_input_and_nested_transactions_run_as_one():
 
 def test_larger_batches_amortise_the_transaction_overhead():
     w = load_workload("move-micro")
-    from engine_sim.sim.scenarios import move_design
+    from engine_sim.sim.scenario_designs import move_design
 
     d = move_design(w)
     small, big = (max_throughput(w, d, batch_size=bs, batches=300) for bs in (10, 100))
@@ -144,7 +144,7 @@ def test_larger_batches_amortise_the_transaction_overhead():
 
 def test_central_scheduler_on_the_only_machine_is_dls_and_off_it_costs_hops(tpcdi_trade):
     w = tpcdi_trade
-    from engine_sim.sim.scenarios import tpcdi_design
+    from engine_sim.sim.scenario_designs import tpcdi_design
 
     d = tpcdi_design(w, 1)
     on_machine = SimParams(central_machine=0)
@@ -162,7 +162,7 @@ def test_central_scheduler_on_the_only_machine_is_dls_and_off_it_costs_hops(tpcd
 
 def test_move_as_a_transaction_is_counted_as_one():
     w = load_workload("move-micro")
-    from engine_sim.sim.scenarios import move_design
+    from engine_sim.sim.scenario_designs import move_design
 
     r = run_once(w, move_design(w), input_rate=100, batches=100, move="txn")
     assert r.moves == 100 and r.move_txns == 100 and r.distributed_txns == 100
@@ -193,7 +193,7 @@ def test_a_design_of_another_workload_is_refused():
 
 def test_spread_keeps_co_location_and_fills_the_new_machines(chain32):
     w = chain32
-    from engine_sim.sim.scenarios import chain_design
+    from engine_sim.sim.scenario_designs import chain_design
 
     d = chain_design(w, 1)  # 4 partitions, 8 SPs (and their tables) on each
     big = spread_design(d, 8)
@@ -212,7 +212,7 @@ def test_spread_keeps_co_location_and_fills_the_new_machines(chain32):
 
 def test_recommend_rescaling_asks_the_advisor_for_the_new_cluster(tpcdi_trade):
     w = tpcdi_trade
-    from engine_sim.sim.scenarios import tpcdi_design
+    from engine_sim.sim.scenario_designs import tpcdi_design
 
     d = scale_design(tpcdi_design(w, 4), 2, workload=w, method="recommend")
     assert d.machines == 2 and set(d.procedures) == set(w.procedure_names)

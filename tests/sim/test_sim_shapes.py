@@ -9,6 +9,7 @@ import pytest
 
 from advisor.sources import load_workload
 from costmodel.sim_params import REFERENCE_2016
+from costmodel.procedure_merge import merge_procedure_groups
 from engine_sim.sim import scenarios as S
 
 pytestmark = pytest.mark.integration
@@ -48,7 +49,7 @@ def test_move_rpc_beats_distributed_txn_and_the_gap_grows_with_batch_size():
 
 
 def test_tpcdi_sp_per_partition_holds_across_machines_one_big_sp_collapses():
-    r = S.tpcdi_placement(batches=400)
+    r = S.tpcdi_pipeline_vs_single_sp(batches=400)
     pipe, big = r["sp_per_partition"], r["single_distributed_sp"]
     assert pipe["4_machines"] >= 0.9 * pipe["1_machine"]
     assert big["4_machines"] <= 0.5 * big["1_machine"]
@@ -64,8 +65,8 @@ def test_boundaries_variants_match_the_bundled_specs():
         w32 = load_workload("boundaries-32sp")
         order = w32.topological_order()
         size = 32 // k
-        derived = S.merge_procedures(w32, [order[i * size:(i + 1) * size] for i in range(k)],
-                                     [p.name for p in bundled.procedures], S.boundaries_overhead_units())
+        derived = merge_procedure_groups(w32, [order[i * size:(i + 1) * size] for i in range(k)],
+                                         [p.name for p in bundled.procedures], S.boundaries_overhead_units())
         assert [p.cost for p in derived.procedures] == [p.cost for p in bundled.procedures]
         assert [p.accesses for p in derived.procedures] == [p.accesses for p in bundled.procedures]
     w4 = S.boundaries_workload(4)
@@ -77,7 +78,7 @@ def test_the_shapes_come_from_the_mechanics():
     """Make distributed work and hops free and the collapses disappear."""
     free = REFERENCE_2016.with_(net_latency_s=5e-6, msg_cpu_s=0.3e-6, ser_byte_s=0.0,
                                 bandwidth_Bps=1e12, fragment_s=0.0, prepare_s=0.0, commit_s=0.0)
-    r = S.tpcdi_placement(free, batches=300)
+    r = S.tpcdi_pipeline_vs_single_sp(free, batches=300)
     big = r["single_distributed_sp"]
     assert big["4_machines"] >= 0.8 * big["1_machine"]
     c = S.chain_scaling(free, batches=300, machines=(4, 8))

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from advisor.cli import run_app
+from engine_sim.sim import scenario_designs as designs
 from engine_sim.sim import scenarios as S
 from reports.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
 
@@ -14,13 +15,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def tpcdi4(tpcdi_trade, tmp_path):
-    return S.tpcdi_design(tpcdi_trade, 4).save(tmp_path / "tpcdi4.json")
+    return designs.tpcdi_design(tpcdi_trade, 4).save(tmp_path / "tpcdi4.json")
 
 
 @pytest.mark.process  # the multi-process engine
 def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
     out = tmp_path / "validation.json"
-    assert run_app(["validate", str(tpcdi4), "tpcdi-trade", "--batches", "60", "--out", str(out)]) == 0
+    assert run_app(["validate", "--design", str(tpcdi4), "tpcdi-trade", "--batches", "60", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     for label in ("predicted cost", "engine", "simulator", "throughput (tuples/s)", "bottleneck:",
                   "most loaded machine", "most expensive MOVE", "engine history check: ok"):
@@ -42,7 +43,7 @@ def test_validate_runs_both_and_writes_the_result(tpcdi4, tmp_path, capsys):
 
 def test_the_bottleneck_names_the_distributed_sp_and_the_busiest_machine():
     big = S.tpcdi_single_sp()
-    d = S.tpcdi_design(big, 4)
+    d = designs.tpcdi_design(big, 4)
     r = validate_design(big, d, engine=False, batches=200)
     b = r.bottleneck
     assert b["distributed_txn"]["procedure"] == "TradeIngest"
@@ -53,14 +54,14 @@ def test_the_bottleneck_names_the_distributed_sp_and_the_busiest_machine():
 
 def test_static_hotspots_from_the_spec_alone(chain32):
     w = chain32
-    d = S.chain_design(w, 2)
+    d = designs.chain_design(w, 2)
     d.procedures["SP5"] = 7  # SP5 away from its table T5 (partition 1)
     dist, moves = static_hotspots(w, d)
     assert [x["procedure"] for x in dist] == ["SP5"]
     assert dist[0]["per_batch"] == pytest.approx(1 - (1 - 0.9) * (1 - 0.1))
     crossing = {m["stream"] for m in moves if m["crosses_machine"]}
     assert crossing == {"SP4->SP5", "SP5->SP6", "SP16->SP17"}
-    b = measured_bottleneck(w, d, None, None).to_dict()  # no simulation: the cost model's view
+    b = measured_bottleneck(w, d, None, None).evidence  # no simulation: the cost model's view
     assert b["distributed_txn"]["procedure"] == "SP5" and b["move"]["crosses_machine"]
     assert b["move"]["stream"] in crossing
 
@@ -68,16 +69,16 @@ def test_static_hotspots_from_the_spec_alone(chain32):
 def test_a_design_too_big_for_this_machine_is_simulated_only(chain32, tmp_path, capsys):
     w = chain32
     machines = engine_partition_limit() // 4 + 1
-    path = S.chain_design(w, machines).save(tmp_path / "big.json")
-    assert run_app(["validate", str(path), "chain-32", "--batches", "50", "--json"]) == 0
+    path = designs.chain_design(w, machines).save(tmp_path / "big.json")
+    assert run_app(["validate", "--design", str(path), "chain-32", "--batches", "50", "--json"]) == 0
     [data] = json.loads(capsys.readouterr().out)["designs"]
     assert data["engine"] is None and data["simulator"]["machines"] == machines
     assert any("engine skipped" in n for n in data["notes"])
 
 
 def test_validate_errors_are_one_line(tpcdi4, tmp_path, capsys):
-    assert run_app(["validate", str(tmp_path / "missing.json"), "tpcdi-trade"]) == 2
+    assert run_app(["validate", "--design", str(tmp_path / "missing.json"), "tpcdi-trade"]) == 2
     assert "no such file" in capsys.readouterr().err
-    assert run_app(["validate", str(tpcdi4), "chain-32", "--sim"]) == 2
+    assert run_app(["validate", "--design", str(tpcdi4), "chain-32", "--sim"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1

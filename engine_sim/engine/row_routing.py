@@ -1,4 +1,4 @@
-"""Where every row lives: a design places whole tables, hash fragments (`T#i`, crc32 of the
+"""Which partition every row of a run lives on (`RowRouter`): a design places whole tables, hash fragments (`T#i`, crc32 of the
 key text mod N, as the trace aggregation names them) or hot tuples (`T@KEY`) on partitions,
 or replicates them (None). In data-parallel mode the tables that data-parallel procedures
 touch are hash-partitioned on the sub-batch key over every partition instead.
@@ -11,8 +11,7 @@ from engine_sim.engine.errors import EngineError
 from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
 
 
-
-class Placement:
+class RowRouter:
     """Row -> partition routing for one run (None means: replicated on every partition)."""
 
     def __init__(self, tables: dict[str, int], state: dict[str, int | None], n_partitions: int,

@@ -1,0 +1,165 @@
+"""The CLI's one grammar (issue 21, item 4): the design is `--design/-d` in every command that
+takes one, the workload the positional WORKLOAD (optional where the design names a bundled
+workload), the old positional form one line and exit 2; `--json`, `--calibration` and `--seed`
+in every command where they apply, and a reason stated beside the command where one does not.
+
+The rule is walked over the Typer app itself, so a new command is held to it without being
+listed here."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import typer.main
+
+import advisor.cli  # noqa: F401  registers every command
+from advisor.cli import run_app
+from advisor.cli.app import app
+from advisor.cli.grammar import SHARED_OPTIONS, DesignCommand, not_applicable, positional_designs
+from advisor.sources import load_workload
+from costmodel.design import Design
+
+# what each shared option is: the same kind of value in every command that has it
+SHARED_KIND = {"--json": "bool", "--calibration": "Path", "--seed": "int"}
+# commands with a design whose WORKLOAD is required all the same, and why
+WORKLOAD_REQUIRED = {("check",): "it weighs the deployed design against the workload now, "
+                                 "which the design file cannot name"}
+
+
+def every_command():
+    """(the words that name it, the command) for every command, groups walked."""
+    def walk(group, path):
+        for name, command in group.commands.items():
+            if hasattr(command, "commands"):
+                yield from walk(command, (*path, name))
+            else:
+                yield (*path, name), command
+    yield from walk(typer.main.get_command(app), ())
+
+
+def options_of(command) -> dict:
+    return {o: p for p in command.params if p.param_type_name == "option" for o in p.opts}
+
+
+@pytest.fixture
+def design_file(tmp_path):
+    """A design of the bundled tpcdi-trade, as a user's file: everything on partition 0."""
+    w = load_workload("tpcdi-trade")
+    design = Design("tpcdi-trade", 1, 1, {p.name: 0 for p in w.procedures}, {t.name: 0 for t in w.tables})
+    return design.save(tmp_path / "d.json")
+
+
+def test_every_command_has_the_shared_options_or_says_why_not():
+    commands = list(every_command())
+    assert len(commands) >= 16  # the walk reaches the groups' commands too
+    problems = []
+    for path, command in commands:
+        has = options_of(command)
+        reasons = getattr(command.callback, "not_applicable", {})
+        for option in SHARED_OPTIONS:
+            if option in has and option in reasons:
+                problems.append(f"{' '.join(path)}: has {option} but says it does not apply")
+            elif option not in has and not reasons.get(option, "").strip():
+                problems.append(f"{' '.join(path)}: no {option} and no reason why not")
+            elif option in has and has[option].bare_type() != SHARED_KIND[option]:
+                problems.append(f"{' '.join(path)}: {option} takes {has[option].bare_type()}")
+        if "--json" in has and not has["--json"].is_flag:
+            problems.append(f"{' '.join(path)}: --json is not a flag")
+    assert problems == []
+
+
+def test_a_design_is_an_option_everywhere_and_workload_the_positional():
+    takers = []
+    for path, command in every_command():
+        arguments = [p for p in command.params if p.param_type_name == "argument"]
+        assert not [p.name for p in arguments if p.name in ("design", "current", "new")], path
+        if "--design" in options_of(command):
+            takers.append(path)
+            assert isinstance(command, DesignCommand), path
+            assert [p.metavar for p in arguments] == ["WORKLOAD"], path
+            assert arguments[0].required == (path in WORKLOAD_REQUIRED), path
+    assert len(takers) >= 8  # evaluate, diff, check, export, run, simulate, validate, report
+
+
+def test_the_old_positional_form_is_one_line_naming_the_option(design_file, capsys):
+    for path, command in every_command():
+        if not isinstance(command, DesignCommand):
+            continue
+        for argv in ([*path, str(design_file), "tpcdi-trade"], [*path, str(design_file)]):
+            assert run_app(argv) == 2, argv
+            err = capsys.readouterr().err
+            option = command.design_options[0]
+            assert err.count("\n") == 1 and f"give it as {option} {design_file}" in err, (argv, err)
+    assert run_app(["diff", str(design_file), str(design_file), "tpcdi-trade"]) == 2
+    assert f"--current {design_file} --design {design_file}" in capsys.readouterr().err
+
+
+def test_a_design_file_is_found_by_its_content_and_never_in_an_option_s_value(design_file, tmp_path):
+    command = dict(every_command())[("report",)]
+    renamed = tmp_path / "deployed.design"
+    renamed.write_text(design_file.read_text())
+    assert positional_designs([str(renamed), "tpcdi-trade"], command.params) == [str(renamed)]
+    assert positional_designs(["--current", str(design_file), "-o", "r.json", "tpcdi-trade"], command.params) == []
+    assert positional_designs(["--current=x.json", "--", str(design_file)], command.params) == [str(design_file)]
+    assert positional_designs(["tpcdi-trade", str(tmp_path)], command.params) == []  # a directory
+
+
+def test_workload_defaults_to_the_bundled_one_the_design_names(design_file, tmp_path, capsys):
+    assert run_app(["evaluate", "--design", str(design_file), "tpcdi-trade", "--json"]) == 0
+    given = json.loads(capsys.readouterr().out)
+    assert run_app(["evaluate", "-d", str(design_file), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == given
+    design = Design.load(design_file)
+    other = replace(design, provenance={"input_sha256": "0" * 64}).save(tmp_path / "from-stats.json")
+    mine = replace(design, workload="my-own").save(tmp_path / "mine.json")
+    for path, message in ((other, "made from a source other than the bundled 'tpcdi-trade'"),
+                          (mine, "'my-own', which is not bundled")):
+        assert run_app(["evaluate", "--design", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "WORKLOAD" in err and err.count("\n") == 1, err
+    assert run_app(["check", "--design", str(design_file)]) == 2  # the workload now: never assumed
+    assert "WORKLOAD" in capsys.readouterr().err
+
+
+def test_json_is_one_object_and_nothing_else_on_stdout(design_file, tmp_path, capsys):
+    trace = tmp_path / "trace"
+    for argv in (["workloads", "--json"],
+                 ["evaluate", "--design", str(design_file), "--json"],
+                 ["export", "--design", str(design_file), "-f", "csv", "-o", str(tmp_path / "p.csv"), "--json"],
+                 ["trace", "synth", "move-micro", "-n", "3", "-o", str(trace), "--json"],
+                 ["trace", "validate", str(trace), "--json"]):
+        assert run_app(argv) == 0, argv
+        data = json.loads(capsys.readouterr().out)  # the whole of stdout
+        assert isinstance(data, dict) and data, argv
+
+
+def test_evaluate_prices_its_weights_from_the_calibration_given(design_file, tmp_path, capsys):
+    from engine_sim.sim import Calibration
+
+    data = Calibration.reference().to_dict()
+    files = []
+    for name, move_scale in (("reference.json", 1), ("slow-network.json", 100)):  # MOVEs cost far more
+        files.append(tmp_path / name)
+        files[-1].write_text(json.dumps({**data, "prices": {**data["prices"],
+                                                            "move_s": data["prices"]["move_s"] * move_scale}}))
+    design = Design.load(design_file)
+    spread = replace(design, machines=2, procedures={n: i % 2 for i, n in enumerate(design.procedures)})
+    path = spread.save(tmp_path / "spread.json")
+    betas = []
+    for calibration in files:
+        assert run_app(["evaluate", "--design", str(path), "--calibration", str(calibration), "--json"]) == 0
+        betas.append(json.loads(capsys.readouterr().out)["weights"]["beta"])
+    assert betas[1] > betas[0]  # MOVEs weigh more where they cost more
+
+
+def test_not_applicable_takes_only_the_shared_options_with_a_reason():
+    with pytest.raises(TypeError):
+        not_applicable(colour="no")
+    with pytest.raises(TypeError):
+        not_applicable(seed=" ")
+
+    @not_applicable(seed="nothing random")
+    def command() -> None:
+        pass
+    assert command.not_applicable == {"--seed": "nothing random"}
