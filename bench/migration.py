@@ -294,7 +294,8 @@ def engine_migration(case: str, workdir: str | Path, *, batches: int = 300, at_b
     live and once by stop, move and restart (`compare_migration`); and the simulator's
     budgeted frontier from A. `workdir` holds the traces and statistics (hot-shift only);
     `spark`: a session for the aggregation (default: one started and stopped per phase)."""
-    from engine_sim.engine.migration import compare_migration, moved_items, moved_procedures
+    from engine_sim.engine.migration_compare import compare_migration
+    from engine_sim.engine.migration_plan import moved_items, moved_procedures
     from engine_sim.engine.run_options import ClientOptions
     from engine_sim.engine.plan import build_plan
 

@@ -58,7 +58,7 @@ def run(
     from costmodel.errors import UserError
     from engine_sim.engine import (ClientOptions, CommandLogOptions, MigrationOptions, RecoveryOptions,
                                    run_workload)
-    from engine_sim.engine.migration import compare_migration
+    from engine_sim.engine.migration_compare import compare_migration
     from traces.schema import MANIFEST
 
     workload = load_workload(workload_for(design, source))

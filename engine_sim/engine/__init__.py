@@ -3,7 +3,8 @@ guarantees (ACID, batch and dataflow order, exactly-once), measures it, checks i
 and writes its trace. See docs/engine.md."""
 from engine_sim.engine.errors import EngineError, EngineFailure
 from engine_sim.engine.metrics import RunResult
-from engine_sim.engine.migration import MigrationComparison, MigrationResult, compare_migration
+from engine_sim.engine.migration import MigrationResult
+from engine_sim.engine.migration_compare import MigrationComparison, compare_migration
 from engine_sim.engine.run_options import (ClientOptions, CommandLogOptions, MigrationOptions, NetworkOptions,
                                            RecoveryOptions)
 from engine_sim.engine.runner import check_design, run_workload

@@ -21,22 +21,22 @@ crash after it recovers the new design from the migration's snapshot. The driver
 switch in the history (kind "migration", at batch K): the checker orders every execution of
 the old design before it and every one of the new design after it, and the serial oracle
 lays its rows out again at that point.
+
+This module holds the driver's part (pause, drain, move or stop and restart, commit, switch,
+resume) and the figures a migration reports (MigrationResult). A partition's part is in
+migration_site.py (the live move and the switch) and migration_restart.py (dump and reload);
+what moves, and the checks before a run, in migration_plan.py; the live-against-restart
+experiment in migration_compare.py.
 """
 from __future__ import annotations
 
-import pickle
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from costmodel.design import check_comparable
-from costmodel.files import atomic_write_bytes
-from costmodel.granularity import base_table, fragment_of
 from engine_sim.engine import messages as m
-from engine_sim.engine.crash import crash_point
-from engine_sim.engine.errors import EngineError, EngineFailure
+from engine_sim.engine.errors import EngineFailure
+from engine_sim.engine.migration_plan import moved_items, moved_procedures, row_bytes
 from engine_sim.engine.plan import DRIVER
-from engine_sim.engine.recovery import read_manifest, read_snapshot, snapshot_path, write_manifest
-from engine_sim.engine.sealing import seal
+from engine_sim.engine.recovery import read_manifest, write_manifest
 from engine_sim.engine.txn import TxnRecord
 
 MODES = ("live", "restart")
@@ -84,229 +84,6 @@ class MigrationResult:
                 ("throughput", f"before {self.tps_before:,.0f}  during {self.tps_during:,.0f}  "
                                f"after {self.tps_after:,.0f} tuples/s")]
         return rows
-
-
-# -- checks ---------------------------------------------------------------------------------------
-
-def migration_plan(workload, design, target, plan, compiled, batches: int, at_batch, mode: str):
-    """The plan of `target` (`compiled` compiles a design with the run's options), once the
-    migration is one the engine can run: designs of one workload on one cluster placing the
-    same items, the target placing each window on its owner's partition, at a batch after
-    the first and before the last, keeping every SP's lanes."""
-    from engine_sim.engine.runner import check_design
-
-    check_comparable(design, target)
-    check_design(workload, target)
-    if mode not in MODES:
-        raise EngineError(f"migration mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if not isinstance(at_batch, int) or isinstance(at_batch, bool) or not 1 <= at_batch < batches:
-        raise EngineError(f"--at-batch must be a batch of the run after the first, 1..{batches - 1}, "
-                          f"got {at_batch!r}")
-    target_plan = compiled(target)  # refuses a window away from its owner's partition
-    for name, unit in plan.units.items():
-        if len(unit.lanes) != len(target_plan.units[name].lanes):
-            raise EngineError(f"the migration would split {name} into {len(target_plan.units[name].lanes)} "
-                              f"lanes instead of {len(unit.lanes)}: a migration keeps every SP's lanes")
-    if plan.router.dp_tables != target_plan.router.dp_tables:
-        raise EngineError("the migration would change which tables are split by a data-parallel key: "
-                          "a migration keeps every SP's lanes")
-    return target_plan
-
-
-def moved_procedures(plan_a, plan_b) -> list[str]:
-    return sorted(p for p in plan_a.procs if plan_a.procs[p].base != plan_b.procs[p].base)
-
-
-def moved_items(plan_a, plan_b) -> list[str]:
-    """State items (tables, fragments, tuples, windows) whose partition differs."""
-    a, b = plan_a.design.state, plan_b.design.state
-    items = {n for n in set(a) | set(b) if a.get(n, 0) != b.get(n, 0)}
-    items |= {w for w, spec in plan_a.windows.items() if plan_b.windows[w].partition != spec.partition}
-    return sorted(items)
-
-
-def row_bytes(workload, item: str) -> int:
-    """Declared bytes of one row of a state item (a window's tuple)."""
-    for w in workload.windows:
-        if w.name == item:
-            return int(w.tuple_bytes)
-    return int(workload.table(base_table(item)).row_bytes)
-
-
-def item_of(router, table: str, key) -> str:
-    """The design's state item a row belongs to: `T@KEY`, `T#i` or `T`."""
-    hot = router.hot.get(table)
-    if hot and str(key) in hot:
-        return f"{table}@{key}"
-    frags = router.fragments.get(table)
-    if frags:
-        return f"{table}#{fragment_of(key, len(frags))}"
-    return table
-
-
-def _holders(router, table: str, key) -> tuple:
-    part = router.row_partition(table, key)
-    return router.all if part is None else (part,)
-
-
-def _same_place(a, b, table: str) -> bool:
-    return (a.whole.get(table, 0), a.fragments.get(table), a.hot.get(table)) == \
-        (b.whole.get(table, 0), b.fragments.get(table), b.hot.get(table))
-
-
-def dump_path(run_dir, number: int, partition: int) -> Path:
-    return Path(run_dir) / f"dump-{number}-p{partition}.pkl"
-
-
-# -- a site's part ---------------------------------------------------------------------------------
-
-class SiteMove:
-    """A site's migration in progress: the start message and the rows received so far (they
-    may arrive before the start itself)."""
-
-    def __init__(self):
-        self.start: m.MigrateStart | None = None
-        self.incoming: list[bytes] = []
-        self.sent: dict[str, int] = {}
-        self.wire = 0
-
-
-def on_site_message(site, msg) -> None:
-    t = type(msg)
-    if t is m.MigrateSwitch:
-        _switch(site, msg)
-        return
-    if t is m.Reload:
-        _reload(site, msg)
-        return
-    mv = site.moving = site.moving or SiteMove()
-    if t is m.MigrateRows:
-        mv.incoming.append(msg.payload)
-    else:
-        mv.start = msg
-        site.flush()  # every commit before the boundary is durable
-        site.partition.store.gc_streams(msg.at_batch)  # every batch before it is finished
-        if msg.mode == "restart":
-            _dump(site, msg)
-            return
-        _send_rows(site, mv, site.plan_of(msg.era))
-        crash_point(site.partition, "migration", "moving")
-    if mv.start is not None and len(mv.incoming) == site.plan.n_partitions - 1:
-        _lay_out(site, mv)
-
-
-def _send_rows(site, mv: SiteMove, new) -> None:
-    """Send every row this partition loses (the lowest holder of a row sends it, to each
-    partition that holds it under `new` and not now), then drop the rows it no longer holds."""
-    node, store, old = site.node, site.partition.store, site.plan.router
-    place = new.router
-    out: dict[int, dict] = {}
-    for table, rows in store.tables.items():
-        if table in old.dp_tables or _same_place(old, place, table):
-            continue
-        virtual = table in store.virtual
-        if node == min(old.table_partitions(table)):  # partitions that gain the table get it, if empty
-            for q in place.table_partitions(table):
-                if not old.holds(q, table):
-                    out.setdefault(q, {})[table] = ({}, virtual)
-        gone = []
-        for key, value in rows.items():
-            now, then = _holders(old, table, key), _holders(place, table, key)
-            if node == min(now):
-                for q in then:
-                    if q not in now:
-                        out.setdefault(q, {}).setdefault(table, ({}, virtual))[0][key] = value
-                        item = item_of(old, table, key)
-                        mv.sent[item] = mv.sent.get(item, 0) + 1
-            if node not in then:
-                gone.append(key)
-        for key in gone:
-            del rows[key]
-    for q in range(site.plan.n_partitions):
-        if q != node:
-            payload = pickle.dumps(out.get(q, {}), protocol=pickle.HIGHEST_PROTOCOL)
-            mv.wire += len(payload) if q in out else 0
-            site.send(q, m.MigrateRows(mv.start.era, payload))
-
-
-def _lay_out(site, mv: SiteMove) -> None:
-    """Every row has arrived: keep them, drop the tables this partition no longer holds, take
-    the new design's windows, and write the new layout as the migration's snapshot."""
-    new = site.plan_of(mv.start.era)
-    store = site.partition.store
-    for payload in mv.incoming:
-        for table, (rows, virtual) in pickle.loads(payload).items():
-            store.add_table(table, virtual).update(rows)
-    for table in list(store.tables):
-        if not new.router.holds(site.node, table):
-            store.drop_table(table)
-    store.windows = {w: spec for w, spec in new.windows.items() if spec.partition == site.node}
-    _ready(site, mv.start.era, mv.start.number, mv.sent, mv.wire)
-
-
-def _dump(site, start: m.MigrateStart) -> None:
-    """Restart: the whole state to disk; the runtime stops this partition next."""
-    data = seal(site.cfg.secret, site.partition.store.snapshot_bytes())
-    atomic_write_bytes(dump_path(site.cfg.run_dir, start.number, site.node), data, fsync=site.cfg.fsync)
-    site.ship()
-    site.send(DRIVER, m.MigrateReady(site.node, start.era, site.partition.seq, {}, len(data), (),
-                                     site.partition.busy_s))
-
-
-def _reload(site, msg: m.Reload) -> None:
-    """Restart: a new partition reads every dump and keeps the rows the new design gives it."""
-    store, place, node = site.partition.store, site.plan.router, site.node
-    for table in store.tables:
-        if table not in place.dp_tables:
-            store.tables[table] = {}  # the dumps hold the state, seeded rows included
-    progress, oltp_done, read = {}, set(), 0
-    for j in range(msg.partitions):
-        blob = read_snapshot(dump_path(site.cfg.run_dir, msg.number, j), site.cfg.secret)
-        read += len(blob)
-        tables, _heads, _rows, prog, done = pickle.loads(blob)
-        for table, rows in tables.items():
-            if table not in store.tables:
-                continue
-            if table in place.dp_tables:
-                if j == node:
-                    store.tables[table] = dict(rows)
-                continue
-            mine = store.tables[table]
-            for key, value in rows.items():
-                if place.row_partition(table, key) in (node, None):
-                    mine[key] = value
-        for key, b in prog.items():
-            progress[key] = max(progress.get(key, -1), b)
-        oltp_done |= done
-    store.progress, store.oltp_done = progress, oltp_done
-    loaded: dict[str, int] = {}
-    for table, rows in store.tables.items():
-        for key in rows:
-            item = item_of(place, table, key)
-            loaded[item] = loaded.get(item, 0) + 1
-    _ready(site, msg.era, msg.number, loaded, read)
-
-
-def _ready(site, era: int, number: int, rows: dict, wire: int) -> None:
-    if site.plan.recovery != "off":  # the new layout is the snapshot the commit record names
-        atomic_write_bytes(snapshot_path(Path(site.cfg.run_dir), number, site.node),
-                           seal(site.cfg.secret, site.partition.store.snapshot_bytes()), fsync=site.cfg.fsync)
-    site.moving = None
-    site.ship()
-    site.send(DRIVER, m.MigrateReady(site.node, era, site.partition.seq, rows, wire,
-                                     tuple(sorted(site.partition.store.windows)), site.partition.busy_s))
-
-
-def _switch(site, msg: m.MigrateSwitch) -> None:
-    """The migration committed: run the new design. Every batch before the boundary is done,
-    so each scheduler starts after it and no purge epoch carries over; positions go on above
-    every position any partition gave before (a moved window's accesses stay in order)."""
-    site.set_plan(site.plan_of(msg.era), msg.era, msg.at_batch - 1)
-    p = site.partition
-    p.seq = max(p.seq, msg.floor)
-    p.epochs.clear()
-    crash_point(p, "migration", "switched")
-    site.send(DRIVER, m.MigrateSwitched(site.node, msg.era))
 
 
 # -- the driver's part ------------------------------------------------------------------------------
@@ -473,52 +250,3 @@ class MigrationControl:
             window_homes=dict(sorted(self.windows.items())), held_batches=self.n_held,
             batches_before=counts[0], batches_during=counts[1], batches_after=counts[2],
             tps_before=tps[0], tps_during=tps[1], tps_after=tps[2])
-
-
-# -- live against stop, move and restart ----------------------------------------------------------
-
-@dataclass
-class MigrationComparison:
-    """One run migrated live and the same run migrated by stopping, moving and restarting,
-    measured one after the other in this process."""
-
-    live: object  # RunResult
-    restart: object  # RunResult
-
-    def to_dict(self) -> dict:
-        return {"live": self.live.to_dict(), "restart": self.restart.to_dict()}
-
-    def describe(self) -> list[str]:
-        a, b = self.live.migration, self.restart.migration
-        rows = [("", "live", "stop-move-restart"),
-                ("outcome", a.outcome, b.outcome),
-                ("pause ms", f"{a.pause_s * 1000:.1f}", f"{b.pause_s * 1000:.1f}"),
-                ("  drain ms", f"{a.drain_s * 1000:.1f}", f"{b.drain_s * 1000:.1f}"),
-                ("  move+switch ms", f"{a.move_s * 1000:.1f}", f"{b.move_s * 1000:.1f}"),
-                ("rows moved", f"{a.rows_moved:,}", f"{b.rows_moved:,}"),
-                ("bytes (declared)", f"{a.bytes_moved:,}", f"{b.bytes_moved:,}"),
-                ("bytes (wire/dump)", f"{a.wire_bytes:,}", f"{b.wire_bytes:,}"),
-                ("tuples/s before", f"{a.tps_before:,.0f}", f"{b.tps_before:,.0f}"),
-                ("tuples/s during", f"{a.tps_during:,.0f}", f"{b.tps_during:,.0f}"),
-                ("tuples/s after", f"{a.tps_after:,.0f}", f"{b.tps_after:,.0f}"),
-                ("history check", self.live.history_check, self.restart.history_check),
-                ("serial = state", str(self.live.serial_digest == self.live.state_digest),
-                 str(self.restart.serial_digest == self.restart.state_digest))]
-        w0 = max(len(r[0]) for r in rows)
-        w1 = max(len(r[1]) for r in rows)
-        return [f"{r[0]:<{w0}}  {r[1]:>{w1}}  {r[2]:>17}" for r in rows]
-
-
-def compare_migration(workload, design, migrate_to, *, batches: int, at_batch: int, **options) -> MigrationComparison:
-    """Run `workload` under `design` twice, migrating to `migrate_to` at `at_batch`: live, then
-    by stop, move and restart (the same `run_workload` options otherwise, `migration` aside; a
-    trace is written of the live run only)."""
-    from engine_sim.engine.run_options import MigrationOptions
-    from engine_sim.engine.runner import run_workload
-
-    live = run_workload(workload, design, batches=batches, **options,
-                        migration=MigrationOptions(to=migrate_to, at_batch=at_batch, mode="live"))
-    options.pop("trace_out", None)
-    restart = run_workload(workload, design, batches=batches, **options,
-                           migration=MigrationOptions(to=migrate_to, at_batch=at_batch, mode="restart"))
-    return MigrationComparison(live, restart)

@@ -270,7 +270,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
 def _migration_plan(workload, design, plan, compiled, batches, migration: MigrationOptions, crash_at,
                     crash_after):
     """The plan of the design a run migrates to (None: no migration), after every check."""
-    from engine_sim.engine.migration import migration_plan
+    from engine_sim.engine.migration_plan import migration_plan
 
     if not migration.asked:
         if crash_at is not None and crash_at[0] == "migration":
@@ -278,8 +278,7 @@ def _migration_plan(workload, design, plan, compiled, batches, migration: Migrat
         return None
     if migration.mode == "restart" and (crash_at is not None or crash_after is not None):
         raise EngineError("a crash during a migration is tested with the live migration, not restart")
-    return migration_plan(workload, design, migration.to, plan, compiled, batches, migration.at_batch,
-                          migration.mode)
+    return migration_plan(workload, design, migration.to, plan, compiled, batches, migration.at_batch)
 
 
 def default_timeout_s(plan, batches: int) -> float:

@@ -66,7 +66,7 @@ class Site:
         self.plan = plan
         self.era = era  # the design it runs: 0, or 1 once a migration switched to the next one
         self.plan_of = plan_of or (lambda _era: plan)  # the plan of each era (migration.py)
-        self.moving = None  # a migration's move in progress (migration.SiteMove)
+        self.moving = None  # a migration's move in progress (migration_site.SiteMove)
         self.cfg = cfg
         self.transport = transport
         self.epoch = epoch
@@ -170,7 +170,7 @@ class Site:
         elif t is m.Finish:
             self.finish(msg.want_state)
         elif t in _MIGRATION:
-            from engine_sim.engine.migration import on_site_message
+            from engine_sim.engine.migration_site import on_site_message
 
             on_site_message(self, msg)
         else:

@@ -11,7 +11,8 @@ from advisor.api import recommend
 from advisor.cli import run_app
 from engine_sim.engine import run_workload
 from engine_sim.engine.checker import TE, Dataflow, check_history
-from engine_sim.engine.migration import compare_migration, row_bytes
+from engine_sim.engine.migration_compare import compare_migration
+from engine_sim.engine.migration_plan import row_bytes
 from engine_sim.engine.run_options import MigrationOptions, RecoveryOptions
 from engine_sim.engine.store import Store
 
