@@ -22,9 +22,10 @@ measured on the multi-process engine (2 machines), per case (`engine_migration`)
   phase 2 (the reverse) are each traced on the engine and aggregated with Spark at tuple
   granularity; design A is recommended from phase 1's statistics, design B from phase 2's
   starting at A (`recommend(current=A)`); then phase 2's input runs on A and migrates to B at
-  batch K. Both designs are picked by the cost model: the simulator locks every partition an
-  SP may touch, so it predicts every split of the shared table alike and keeps one machine
-  for both phases, which leaves nothing to migrate.
+  batch K. Both designs are picked by the cost model: the simulator, like the engine, locks
+  every partition holding a piece of a table an SP declares, whatever keys a batch draws, so
+  every split of the shared table costs both SPs 2PC on every batch; by throughput it keeps
+  one machine for both phases, which leaves nothing to migrate.
 - `drift:<bundled>`: the bundled workload on 2 machines drifts as above (`drift`), A is
   recommended for it before, B after (from A), by the simulator; the drifted workload runs on
   A and migrates to B at batch K.
