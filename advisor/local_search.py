@@ -93,10 +93,23 @@ class _Evaluator:
         self.lowest = min(self.rc.min(), idle.min() / mean if idle.size else np.inf)
         self.idle = idle.size > 0
         self.rows = np.arange(self.e_v.size)
+        # what every step reuses: which SPs have edges and where their rows start, the columns
+        self.e_has = self.e_start[1:] > self.e_start[:-1]
+        self.e_from = self.e_start[:-1][self.e_has]
+        self.p_has = self.p_start[1:] > self.p_start[:-1]
+        self.p_from = self.p_start[:-1][self.p_has]
+        self.cols = np.arange(m)
+        self.procs = np.arange(n)
+        self.e_w_col = self.e_w[:, None]
+        self.p_w_col = self.p_w[:, None]
+        self.e_w_sum = self.e_w.sum()
+        self.load_over_rc = self.load[:, None] / self.rc[None, :]  # what a move adds to a machine
+        self._moved = None  # `_loads_after_moves` of the current assignment
 
     # -- state of one assignment ------------------------------------------------------------
     def reset(self, part: np.ndarray) -> None:
         self.part = part.astype(np.int64).copy()
+        self._moved = None
         self.W = np.zeros((self.n_s, self.m))
         np.add.at(self.W, (self.e_s, self.part[self.e_v]), self.e_w)
         self.loads = np.bincount(self.part, weights=self.load, minlength=self.m)
@@ -117,17 +130,15 @@ class _Evaluator:
             return
         W = self.W[rows]
         if self.m >= 2:
-            idx = np.argpartition(-W, 1, axis=1)[:, :2]
-            vals = np.take_along_axis(W, idx, axis=1)
-            swap = vals[:, 1] > vals[:, 0]
-            idx[swap] = idx[swap][:, ::-1]
-            vals[swap] = vals[swap][:, ::-1]
-            self.t1i[rows], self.t1v[rows], self.t2v[rows] = idx[:, 0], vals[:, 0], vals[:, 1]
+            # (which machine holds the largest on a tie does not matter: `move_totals` reads
+            # the largest weight other than a machine's, the same value either way)
+            top2 = np.partition(W, self.m - 2, axis=1)[:, self.m - 2:]  # second, largest
+            self.t1i[rows], self.t1v[rows], self.t2v[rows] = W.argmax(axis=1), top2[:, 1], top2[:, 0]
         else:
             self.t1i[rows], self.t1v[rows] = 0, W[:, 0]
 
     def state_cut(self) -> float:
-        return float(self.e_w.sum() - self.t1v.sum())
+        return float(self.e_w_sum - self.t1v.sum())
 
     def _balance(self, loads: np.ndarray) -> float:
         if self.m + int(self.idle) <= 1 or self.total_load <= 0:
@@ -151,22 +162,28 @@ class _Evaluator:
         if self.e_v.size:
             a = part[self.e_v]
             s, w = self.e_s, self.e_w
-            best_other = np.where(self.t1i[s] == a, self.t2v[s], self.t1v[s])
-            Wa = self.W[s, a]
-            new_max = np.maximum(np.maximum(best_other, Wa - w)[:, None], self.W[s] + w[:, None])
-            gain = self.t1v[s][:, None] - new_max  # increase of the state cut
+            t1v = self.t1v[s]
+            best_other = np.where(self.t1i[s] == a, self.t2v[s], t1v)
+            Ws = self.W[s]
+            Wa = Ws[self.rows, a]
+            new_max = np.maximum(np.maximum(best_other, Wa - w)[:, None], Ws + self.e_w_col)
+            gain = t1v[:, None] - new_max  # increase of the state cut
             gain[self.rows, a] = 0.0
-            has = self.e_start[1:] > self.e_start[:-1]
-            d_ps[has] = np.add.reduceat(gain, self.e_start[:-1][has], axis=0)
+            if self.e_from.size == n:  # every SP has state edges
+                d_ps = np.add.reduceat(gain, self.e_from, axis=0)
+            else:
+                d_ps[self.e_has] = np.add.reduceat(gain, self.e_from, axis=0)
         d_pp = np.zeros((n, m))
         if self.p_v.size:
             pu = part[self.p_u]
             now = (pu != part[self.p_v]) * self.p_w
-            after = self.p_w[:, None] * (pu[:, None] != np.arange(m)[None, :])
-            has = self.p_start[1:] > self.p_start[:-1]
-            d_pp[has] = np.add.reduceat(after - now[:, None], self.p_start[:-1][has], axis=0)
-        s_term = ((self.state_cut() + d_ps) / self.ps_total).clip(max=1.0) if self.ps_total > 0 else 0.0
-        p_term = ((self.cut_pp + d_pp) / self.pp_total).clip(max=1.0) if self.pp_total > 0 else 0.0
+            after = self.p_w_col * (pu[:, None] != self.cols)
+            if self.p_from.size == n:
+                d_pp = np.add.reduceat(after - now[:, None], self.p_from, axis=0)
+            else:
+                d_pp[self.p_has] = np.add.reduceat(after - now[:, None], self.p_from, axis=0)
+        s_term = np.minimum((self.state_cut() + d_ps) / self.ps_total, 1.0) if self.ps_total > 0 else 0.0
+        p_term = np.minimum((self.cut_pp + d_pp) / self.pp_total, 1.0) if self.pp_total > 0 else 0.0
         self.cut_totals = self.w.alpha * s_term + self.w.beta * p_term + np.zeros((n, m))
         return self.cut_totals + self.w.gamma * self._balance_all()
 
@@ -208,29 +225,28 @@ class _Evaluator:
         order = np.argsort(rel, kind="stable")
         lo_i, hi_i = order[:k], order[::-1][:k]
         a = part
-        cols = np.arange(m)[None, :]
 
         def extreme_excluding(idx, fill):
-            # value at the first of idx (in order) not equal to a[v] nor b
-            out = np.full((n, m), fill)
-            done = np.zeros((n, m), dtype=bool)
-            for i in idx:
-                ok = ~done & (i != a)[:, None] & (i != cols)
-                out[ok] = rel[i]
-                done |= ok
-            return out
+            # value at the first of idx (in order) not equal to a[v] nor b: the first of idx
+            # other than a[v] (its index first, its value v1), unless b is that one, then the
+            # next one other than a[v] (v2)
+            val = [float(rel[i]) for i in idx] + [fill] * (3 - k)
+            ids = [int(i) for i in idx] + [-1] * (3 - k)
+            at0, at1 = a == ids[0], a == ids[1]
+            first = np.where(at0, ids[1], ids[0])
+            v1 = np.where(at0, val[1], val[0])
+            v2 = np.where(at0 | at1, val[2], val[1])
+            return np.where(self.cols == first[:, None], v2[:, None], v1[:, None])
 
         mx_other = extreme_excluding(hi_i, -np.inf)
         mn_other = extreme_excluding(lo_i, np.inf)
-        lv = self.load
-        rel_a_after = rel[a] - lv / self.rc[a]  # the machine it leaves
-        rel_b_after = rel[None, :] + lv[:, None] / self.rc[None, :]
+        _, rel_a_after, rel_b_after = self._loads_after_moves()
         mx = np.maximum(np.maximum(mx_other, rel_a_after[:, None]), rel_b_after)
         mn = np.minimum(np.minimum(mn_other, rel_a_after[:, None]), rel_b_after)
         if self.idle:
             mn = np.minimum(mn, 0.0)
-        out = np.clip((mx - mn) / (self.total_load / self.lowest), 0.0, 1.0)
-        out[np.arange(n), a] = self._balance(self.loads)
+        out = np.minimum(np.maximum((mx - mn) / (self.total_load / self.lowest), 0.0), 1.0)
+        out[self.procs, a] = self._balance(self.loads)
         return out
 
     def spread_after(self) -> np.ndarray:
@@ -238,21 +254,30 @@ class _Evaluator:
         tie-breaker towards evener loads."""
         rel = self.loads / self.rc
         a = self.part
-        lv = self.load
         base = float((rel ** 2).sum())
-        ra = rel[a]
-        ra_after = ra - lv / self.rc[a]
-        rb_after = rel[None, :] + lv[:, None] / self.rc[None, :]
+        ra, ra_after, rb_after = self._loads_after_moves()
         out = (base - ra ** 2 + ra_after ** 2)[:, None] - rel[None, :] ** 2 + rb_after ** 2
-        out[np.arange(self.n), a] = base
+        out[self.procs, a] = base
         scale = (self.total_load / self.lowest) ** 2
         return out / scale if scale > 0 else np.zeros_like(out)
+
+    def _loads_after_moves(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Relative loads for every move: of each SP's machine now and after it leaves (n),
+        of every machine after it arrives (n, m). Kept until the next move: the balance
+        term and the tie-breaker of one step both read them."""
+        if self._moved is None:
+            rel = self.loads / self.rc
+            a = self.part
+            ra = rel[a]
+            self._moved = (ra, ra - self.load_over_rc[self.procs, a], rel[None, :] + self.load_over_rc)
+        return self._moved
 
     # -- applying a move ------------------------------------------------------------------
     def apply(self, v: int, b: int) -> None:
         a = int(self.part[v])
         if a == b:
             return
+        self._moved = None
         lo, hi = self.e_start[v], self.e_start[v + 1]
         s, w = self.e_s[lo:hi], self.e_w[lo:hi]
         self.W[s, a] -= w  # (SP, state) pairs are merged: no repeated s here
@@ -333,7 +358,7 @@ class TabuSearch:
                 break
             self.steps_ += 1
             totals = ev.move_totals()
-            totals[np.arange(n), ev.part] = np.inf
+            totals[ev.procs, ev.part] = np.inf
             allowed = (tabu_until <= step) | (totals < best_total - 1e-12)
             masked = np.where(allowed, totals, np.inf)
             # among moves of (nearly) equal cost, prefer evener loads, then chance: the

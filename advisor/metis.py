@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 import pymetis
-import scipy.sparse as sp
+
+from costmodel.graph import Adjacency
 
 # Keep every weight sum well inside a signed 32-bit integer, whatever idx_t width the
 # METIS inside pymetis was built with.
@@ -45,9 +46,10 @@ def vertex_weights(load: np.ndarray, max_total: int = _MAX_TOTAL) -> np.ndarray 
     return out
 
 
-def kway(adjacency: sp.csr_matrix, vweights: np.ndarray | None, nparts: int, *,
+def kway(adjacency: Adjacency, vweights: np.ndarray | None, nparts: int, *,
          ufactor: int = 30, seed: int = 0, tpwgts: np.ndarray | None = None) -> np.ndarray:
-    """One METIS k-way call on a symmetric CSR matrix with positive integer data."""
+    """One METIS k-way call on a symmetric CSR matrix with positive integer data (a
+    `costmodel.graph.Adjacency` or a scipy.sparse CSR matrix: shape, indptr, indices, data)."""
     n = adjacency.shape[0]
     if nparts <= 1 or n == 0:
         return np.zeros(n, dtype=np.int64)
@@ -56,7 +58,7 @@ def kway(adjacency: sp.csr_matrix, vweights: np.ndarray | None, nparts: int, *,
     options = pymetis.Options(ufactor=int(ufactor), seed=int(seed))
     csr = pymetis.CSRAdjacency(adj_starts=adjacency.indptr.astype(np.int64),
                                adjacent=adjacency.indices.astype(np.int64))
-    eweights = adjacency.data.astype(np.int64) if adjacency.nnz else None
+    eweights = adjacency.data.astype(np.int64) if adjacency.data.size else None
     with _quiet_c_stdout():
         _, parts = pymetis.part_graph(
             nparts, adjacency=csr, vweights=vweights, eweights=eweights,

@@ -194,7 +194,7 @@ class BalanceForTargets:
         rel[current] -= load / rc[current]  # the load leaves its machine
         target = rel + load / rc  # ... and arrives on the target
         if m <= self.DENSE_UP_TO:
-            table = np.tile(rel, (m, 1))
+            table = np.repeat(rel[None, :], m, axis=0)
             table[self.diag, self.diag] = target
             high, low = table.max(axis=1), table.min(axis=1)
         else:
@@ -206,11 +206,16 @@ class BalanceForTargets:
             low = np.minimum(np.where(self.diag == lo[0], rel[lo[1]], rel[lo[0]]), target)
         if self.idle:
             low = np.minimum(low, 0.0)
-        return np.clip((high - low) * (self.lowest / self.total), 0.0, 1.0)
+        return _unit_interval((high - low) * (self.lowest / self.total))
+
+
+def _unit_interval(x):
+    """np.clip(x, 0, 1) without its Python wrapper (called per SP and pass)."""
+    return np.minimum(np.maximum(x, 0.0), 1.0)
 
 
 def _ratio(cut, total):
-    return np.clip(cut / total, 0.0, 1.0) if total > 0 else np.zeros_like(np.asarray(cut, dtype=float))
+    return _unit_interval(cut / total) if total > 0 else np.zeros_like(np.asarray(cut, dtype=float))
 
 
 def _state_total(graph: CostGraph, state_part: np.ndarray) -> float:

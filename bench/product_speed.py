@@ -21,6 +21,7 @@ demo. Only meaningful where the two trees are meant to answer the same.
 
     python bench/product_speed.py --base-rev 99246a7 [--repeat 1] [--check] [--quick]
     python bench/product_speed.py --base-tree /tmp/base --tree /tmp/other
+    python bench/product_speed.py --base-rev HEAD --recommend-only --workloads chain-32,linear-road --check
 """
 from __future__ import annotations
 
@@ -205,6 +206,9 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="compare the two trees' answers too")
     ap.add_argument("--quick", action="store_true", help="tpcdi-trade and linear-road only, no demo")
     ap.add_argument("--no-demo", action="store_true", help="leave the demo out")
+    ap.add_argument("--recommend-only", action="store_true",
+                    help="time `advisor recommend` only (no demo, no report)")
+    ap.add_argument("--workloads", help="comma-separated bundled workloads to recommend for (default: all)")
     ap.add_argument("--keep", type=Path, help="write the outputs here (default: a temporary directory)")
     a = ap.parse_args()
     if (a.base_rev is None) == (a.base_tree is None):
@@ -219,12 +223,13 @@ def main() -> None:
     pair = [Tree("base", worktree or a.base_tree.resolve()), Tree("new", a.tree.resolve())]
     base, new = pair
     try:
-        workloads = list(REPORT_WORKLOADS) if a.quick else bundled_workloads(base, work)
+        workloads = (a.workloads.split(",") if a.workloads else
+                     list(REPORT_WORKLOADS) if a.quick else bundled_workloads(base, work))
         answers: dict[str, list] = {}
         for rnd in range(a.repeat):
             k = rnd
             demos = {}
-            if not (a.quick or a.no_demo):
+            if not (a.quick or a.no_demo or a.recommend_only):
                 for tree in alternate(pair, k):
                     try:
                         demos[tree.label] = demo(tree, work)
@@ -242,6 +247,8 @@ def main() -> None:
                             answers.setdefault(f"design {w} x{m}", []).append(placement(path))
                     k += 1
             print(f"round {rnd + 1}: recommend done", flush=True)
+            if a.recommend_only:
+                continue
             sources = [(w, m, f"{w} x{m}") for w in REPORT_WORKLOADS for m in (2, 4)]
             if "base" in demos:
                 sources.append((str(demos["base"] / "statistics"), None, "demo statistics"))

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import scipy.sparse as sp
 
 from costmodel import CostGraph
 from costmodel.workload import Workload
@@ -155,7 +154,7 @@ class WorkloadGraph:
         return self.proc_names[owner] if owner >= 0 else None
 
     # -- views ----------------------------------------------------------------------------
-    def adjacency(self, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
+    def adjacency(self, ps_scale: float = 1.0, pp_scale: float = 1.0):
         """Symmetric CSR over all nodes (processing first, then state); see `adjacency`."""
         return adjacency(self.cost, ps_scale, pp_scale)
 
@@ -189,11 +188,40 @@ class WorkloadGraph:
         return g
 
 
-def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> sp.csr_matrix:
-    """Symmetric CSR over all nodes, duplicate edges summed, each kind scaled.
+# Above this many matrix entries (twice the edges) `adjacency_arrays` leaves the CSR to scipy:
+# its import is then a small part of the work, and its conversion the lighter in memory.
+NUMPY_CSR_MAX_ENTRIES = 1_000_000
 
-    Node ids: processing i -> i, state j -> n_proc + j.
-    """
+
+@dataclass
+class Adjacency:
+    """A symmetric CSR matrix as its three arrays (what METIS reads): row i's neighbours are
+    `indices[indptr[i]:indptr[i + 1]]`, ascending, with weights `data` there."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+    def to_scipy(self):
+        """The same matrix as a scipy.sparse CSR matrix."""
+        import scipy.sparse as sp
+
+        return sp.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+
+def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0):
+    """Symmetric CSR over all nodes (a scipy.sparse csr_matrix), duplicate edges summed, each
+    kind scaled. Node ids: processing i -> i, state j -> n_proc + j."""
+    return adjacency_arrays(cost, ps_scale, pp_scale).to_scipy()
+
+
+def adjacency_arrays(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> Adjacency:
+    """`adjacency` as plain arrays, built with numpy alone up to NUMPY_CSR_MAX_ENTRIES. Why:
+    the search calls METIS on every recommendation, and importing scipy.sparse costs a
+    command ~0.1 s. The weights are those scipy's sum of duplicates gives, bit for bit: a
+    pair with at most two entries sums the same in either order; a graph with a pair of more
+    is summed by scipy itself."""
     n_proc = cost.n_proc
     n = n_proc + cost.n_state
     index = np.int32 if n < 2**31 - 1 else np.int64
@@ -207,9 +235,22 @@ def adjacency(cost: CostGraph, ps_scale: float = 1.0, pp_scale: float = 1.0) -> 
     ps_w = cost.ps_weight * ps_scale
     pp_w = pp_w * pp_scale
     data = np.concatenate([ps_w, ps_w, pp_w, pp_w])
-    m = sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
-    m.sum_duplicates()
-    return m
+    if rows.size <= NUMPY_CSR_MAX_ENTRIES:
+        order = np.lexsort((cols, rows))  # by row, then column
+        r, c = rows[order], cols[order]
+        first = np.ones(r.size, dtype=bool)  # the first entry of each (row, column) pair
+        first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+        starts = np.flatnonzero(first)
+    if rows.size > NUMPY_CSR_MAX_ENTRIES or (r.size and int(np.diff(np.append(starts, r.size)).max()) > 2):
+        import scipy.sparse as sp  # large, or summing three or more: scipy, in its own order
+
+        m = sp.coo_matrix((data, (rows, cols)), shape=(n, n)).tocsr()
+        m.sum_duplicates()
+        return Adjacency(m.indptr, m.indices, m.data, (n, n))
+    summed = np.add.reduceat(data[order], starts) if r.size else data
+    indptr = np.zeros(n + 1, dtype=index)
+    np.cumsum(np.bincount(r[starts], minlength=n), out=indptr[1:])
+    return Adjacency(indptr, c[starts], summed, (n, n))
 
 
 def subgraph(cost: CostGraph, procs: np.ndarray, states: np.ndarray, machines: int) -> CostGraph:
