@@ -13,9 +13,9 @@ from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedure
 
 
 def design_for(workload: Workload, machines: int, partitions_per_machine: int, weights,
-               replicated: tuple[str, ...] = (), seed: int = 0) -> Design:
-    """The advisor's design for a (changed) workload, with the `replicated` tables on every
-    machine. A table copied everywhere pulls no SP towards any machine, so the search runs
+               replicated: tuple[str, ...] = (), seed: int = 0, calibration=None) -> Design:
+    """The advisor's design for a (changed) workload, as `recommend` picks it with `calibration`
+    (None: its default), with the `replicated` tables on every machine. A table copied everywhere pulls no SP towards any machine, so the search runs
     without it and the copies are added to its design (then scored on the full graph)."""
     from dataclasses import replace as _replace
 
@@ -30,7 +30,7 @@ def design_for(workload: Workload, machines: int, partitions_per_machine: int, w
                              procedures=tuple(_replace(p, accesses=tuple(a for a in p.accesses if a.table not in gone))
                                               for p in workload.procedures))
     rec = recommend(search_on, machines=machines, partitions_per_machine=partitions_per_machine,
-                    weights=weights, seed=seed, baselines=False)
+                    weights=weights, seed=seed, baselines=False, calibration=calibration)
     design = rec.design
     if not replicated:
         return design

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -44,6 +44,9 @@ STEPS = 6
 ENGINE_NOTE = ("engine: measured on this host with {machines} machine(s), one process per partition, so no "
                "more machines than the host has cores; the larger cluster is predicted only. Simulator: the "
                "workload rebuilt from the statistics, on the reference cluster (one machine per node)")
+ENGINE_NOTE_CALIBRATED = ("engine: measured on this host with {machines} machine(s), one process per partition; "
+                          "the simulator beside it: {label}. The larger cluster is predicted only, with the "
+                          "same calibration as a cluster")
 FAVOURS_NAIVE_NOTE = ("the engine measured the naive design faster here: short runs on a busy host are noisy "
                       "(other processes and the engine's own driver share these cores with the partitions); "
                       "the prediction on a real cluster is the figure to trust")
@@ -135,34 +138,45 @@ class _Steps:
         self.say(f"      {text + ' ' if text else ''}({time.perf_counter() - self.t0:.1f} s)")
 
 
-def _naive(system, machines: int | None, seed: int):
+def _naive(system, machines: int | None, seed: int, calibration=None):
     """The naive design (everything on one machine) of the user's system on a cluster."""
     from advisor.sources import load_graph
     from advisor.baselines import baseline_design
     from advisor.priced_weights import default_weights
 
     graph = load_graph(system, machines)
-    return baseline_design(NAIVE, graph, default_weights(graph), seed)
+    return baseline_design(NAIVE, graph, default_weights(graph, calibration), seed)
 
 
 def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
              progress: Callable[[str], None] | None = print, spark=None,
-             host_cores: int | None = None) -> DemoResult:
+             host_cores: int | None = None, calibration=None) -> DemoResult:
     """Run the demo into `out`; `spark`: an existing session to reuse (tests); `host_cores`:
-    how many machines the engine may run side by side here (default: this host's cores).
+    how many machines the engine may run side by side here (default: this host's cores);
+    `calibration` (a Calibration or its file, from `advisor calibrate`): what the pick and
+    every prediction price with, and, for the engine step, what predicts the engine on this
+    host (default: the shipped calibration, predictions on the reference cluster).
     A previous demo in `out` is kept until this one is complete, and put back if it fails or
     is interrupted."""
     if not isinstance(batches, int) or batches < 10:
         raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
+    calibration = _calibration(calibration)  # a bad file fails before anything is written
     with rebuilding_dir(out, (MARKER, IN_PROGRESS), "a previous demo") as out:
         atomic_write_text(out / IN_PROGRESS, f"{os.getpid()}\n", fsync=False)
-        result = _demo(out, batches, seed, progress, spark, host_cores)
+        result = _demo(out, batches, seed, progress, spark, host_cores, calibration)
         (out / IN_PROGRESS).unlink()
     return result
 
 
+def _calibration(calibration):
+    """A calibration file read before the demo writes anything (a bad one is one line)."""
+    from advisor.priced_weights import as_calibration
+
+    return None if calibration is None else as_calibration(calibration)
+
+
 def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | None, spark,
-          host_cores: int | None) -> DemoResult:
+          host_cores: int | None, calibration=None) -> DemoResult:
     from advisor.api import recommend
     from advisor.sources import load_workload
     from reports.validation import ValidationResult, validation_document
@@ -177,7 +191,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
 
     system = load_workload(WORKLOAD)  # the user's running system: the demo's engine runs it
     c = system.cluster
-    naive = _naive(system, None, seed)
+    naive = _naive(system, None, seed, calibration)
 
     step(f"engine: {WORKLOAD} ({len(system.procedures)} SPs, {len(system.tables)} tables) on "
          f"{c.machines} machines x {c.partitions_per_machine} partitions, naive {NAIVE} design, "
@@ -196,7 +210,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     step.done()
 
     step(f"advisor: recommending a design for {c.machines} machines from the statistics alone")
-    rec = recommend(stats_dir, seed=seed, simulator=CachedSimulator())
+    rec = recommend(stats_dir, seed=seed, simulator=CachedSimulator(), calibration=calibration)
     workload = rec.workload  # rebuilt from the statistics: what the advisor knows of the system
     design_path = rec.design.save(out / "design.json")
     for line in rec.bottleneck.describe():
@@ -204,7 +218,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     step.done(f"picked {rec.selection.chosen.label!r} ({rec.selection.objective}), wrote {design_path}")
 
     step(f"simulator: the recommendation beside every baseline on {c.machines} machines (predicted)")
-    options = PredictOptions(seed=seed)
+    options = PredictOptions(seed=seed, calibration=calibration)
     result = DemoResult(out, design_path, out / "report.html", stats_dir)
     own = design_signature(rec.design)
     predictions = {"recommended": predict(workload, rec.design, options)}
@@ -222,17 +236,21 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
         local_rec, local_naive = rec.design, naive
     else:
         local_rec = recommend(stats_dir, machines=local, seed=seed, baselines=False,
-                              simulator=CachedSimulator()).design
-        local_naive = _naive(system, local, seed)
+                              simulator=CachedSimulator(), calibration=calibration).design
+        local_naive = _naive(system, local, seed, calibration)
     at_home = system.with_cluster(local)
     model = workload.with_cluster(local)
     runs = {label: run_workload(at_home, d, batches=batches, seed=seed, in_process=False)
             for label, d in ((NAIVE, local_naive), ("recommended", local_rec))}
-    sims = {label: predict(model, d, options) for label, d in ((NAIVE, local_naive), ("recommended", local_rec))}
+    # with a calibration of this host, the engine step is predicted for this host (as `advisor
+    # validate --calibration` does); without one, for the reference cluster
+    here = options if calibration is None else replace(options, calibration=calibration.on_host())
+    sims = {label: predict(model, d, here) for label, d in ((NAIVE, local_naive), ("recommended", local_rec))}
     result.engine_machines = local
     result.engine_tps = {label: float(r.throughput_tps) for label, r in runs.items()}
     result.engine_predicted_tps = {label: float(p.throughput_tps) for label, p in sims.items()}
-    notes = [ENGINE_NOTE.format(machines=local)]
+    notes = [ENGINE_NOTE.format(machines=local) if calibration is None
+             else ENGINE_NOTE_CALIBRATED.format(machines=local, label=here.calibration.label())]
     if result.engine_tps["recommended"] < result.engine_tps[NAIVE]:
         notes.append(FAVOURS_NAIVE_NOTE)
     validation = validation_document(WORKLOAD, [

@@ -68,13 +68,15 @@ def _tps(x) -> str:
 
 
 def report_recommendation(design: Design | str | Path, source, *, workload=None, seed: int = 0,
-                          baselines: bool = True):
+                          baselines: bool = True, calibration=None):
     """What a report compares a design with, computed when only the design is given (`advisor
     report`): the graph on the design's cluster, the spec to simulate (`workload`, when the
     source is statistics), the current search's design where it differs, and every baseline.
 
     `source` is what the design was made for (bundled name, spec path, Workload or statistics
-    dir). Returns a `Recommendation` whose `design` is the given one, scored on this source.
+    dir); `calibration` is what the comparison's pick predicts with, as `recommend` takes it
+    (the report's own predictions should use the same). Returns a `Recommendation` whose
+    `design` is the given one, scored on this source.
     """
     from advisor.sources import load_source_for
     from advisor.api import Recommendation, recommend
@@ -97,7 +99,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     design = replace(design, cost=design.score(graph))  # the caller's object stays as it was
     compared = {}
     if baselines:
-        current = recommend(graph, weights=design.weights, seed=seed, workload=workload)
+        current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
         if design_signature(current.design) != design_signature(design):
             compared[CURRENT_SEARCH] = current.design
         compared.update(current.baselines)

@@ -65,7 +65,8 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
             graph = load_graph(w)
         else:
             rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
-                            simulator=CachedSimulator())
+                            simulator=CachedSimulator(),
+                            calibration=None if options is None else options.calibration)
             (own, own_tps), graph = (rec.design, None), rec.graph
         designs = {"advisor": own}
         for name in baselines:

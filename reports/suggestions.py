@@ -144,7 +144,8 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
         except ChangeError:
             continue
         spec = changed or workload
-        new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, forced, seed)
+        new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, forced, seed,
+                                calibration=None if options is None else options.calibration)
         tps_after = None
         if tps_before is not None:
             r = predict(spec, new_design, options)

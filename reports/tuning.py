@@ -78,7 +78,8 @@ class TuningStudy:
                design: Design | None = None) -> TuningRound:
         c = workload.cluster
         if design is None:
-            design = design_for(workload, c.machines, c.partitions_per_machine, self.weights, replicated, self.seed)
+            design = design_for(workload, c.machines, c.partitions_per_machine, self.weights, replicated, self.seed,
+                                calibration=self.options.calibration)
         sim = predict(workload, design, self.options)
         return TuningRound(index, change, workload, design, replicated, float(sim.throughput_tps), sim)
 

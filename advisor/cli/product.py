@@ -29,8 +29,9 @@ def report(
     title: Optional[str] = typer.Option(None, help="report title"),
     current: Optional[Path] = typer.Option(None, "--current", help="the deployed design JSON: a section "
                                            "on what moving it to this design takes"),
-    calibration: Optional[Path] = calibration_option("calibration.json for the simulator's predictions "
-                                                     "(default: the reference-cluster parameters)"),
+    calibration: Optional[Path] = calibration_option("calibration.json for every prediction and pick in "
+                                                     "the report (default: the reference-cluster "
+                                                     "parameters)"),
     seed: int = seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
 ) -> None:
@@ -48,8 +49,9 @@ def report(
         from advisor.sources import load_workload
 
         simulated = load_workload(spec)
+    cal = load_calibration(calibration)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed,
-                            predict=PredictOptions(calibration=load_calibration(calibration), seed=seed))
+                            predict=PredictOptions(calibration=cal, seed=seed))
     progress = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
     if progress:
         progress("scoring baselines")
@@ -60,7 +62,7 @@ def report(
         if progress:
             progress("comparing with the deployed design")
         migration = diff(current, d, source, seed=seed)
-    rec = report_recommendation(d, source, workload=simulated, seed=seed)
+    rec = report_recommendation(d, source, workload=simulated, seed=seed, calibration=cal)
     write_report(out, build_report(rec, validation=result, source=source, title=title,
                                    options=options, progress=progress, migration=migration))
     say(f"wrote {out}")
@@ -127,10 +129,14 @@ def tune(
 
 
 @app.command()
-@not_applicable(calibration="the demo runs on the shipped calibration, whose figures docs/cli.md quotes")
 def demo(
     out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", help="directory for report.html, design.json, statistics"),
     batches: int = typer.Option(None, help="engine batches per run (default: a quick demo)"),
+    calibration: Optional[Path] = calibration_option("calibration.json (from `advisor calibrate`): what "
+                                                     "the pick and every prediction price with; the "
+                                                     "engine step is then predicted for this host "
+                                                     "(default: the shipped calibration, predictions on "
+                                                     "the reference cluster)"),
     seed: int = seed_option(),
     as_json: bool = json_option("print the figures as JSON (the progress lines go to stderr)"),
 ) -> None:
@@ -139,7 +145,7 @@ def demo(
     from reports.demo import DEFAULT_BATCHES, run_demo
 
     result = run_demo(out, batches=batches or DEFAULT_BATCHES, seed=seed,
-                      progress=lambda msg: say(msg, err=as_json))
+                      progress=lambda msg: say(msg, err=as_json), calibration=load_calibration(calibration))
     print_result(result.to_dict(), result.summary, as_json)
     if not result.beats_every_baseline:
         raise typer.Exit(1)
