@@ -11,7 +11,10 @@ less disturbed by other work than wall time, so both are printed.
 What is timed, each as a fresh `python -m advisor ...` process in the tree's directory:
 - `advisor demo`, step by step (trace, Spark aggregate, recommend, predict, engine, report:
   the demo's own step lines; CPU per step from the process tree at each step boundary);
-- `advisor report` on the design `advisor recommend` wrote for tpcdi-trade (4 machines);
+- `advisor report` on the design `advisor recommend` wrote for tpcdi-trade and linear-road (2
+  and 4 machines) and streaming-ledger (4), and on the baseline demo's statistics (the report
+  runs its sections in worker processes, one per core, in a tree that has them: its CPU
+  includes theirs);
 - `advisor recommend` for every bundled workload on 2, 4 and 8 machines.
 
 With `--check`, it also compares the answers of the two trees: the recommended placement of
@@ -22,6 +25,8 @@ demo. Only meaningful where the two trees are meant to answer the same.
     python bench/product_speed.py --base-rev 99246a7 [--repeat 1] [--check] [--quick]
     python bench/product_speed.py --base-tree /tmp/base --tree /tmp/other
     python bench/product_speed.py --base-rev HEAD --recommend-only --workloads chain-32,linear-road --check
+    python bench/product_speed.py --base-tree /tmp/base --report-only --repeat 3 --check
+    python bench/product_speed.py --base-tree /tmp/base --demo-only --repeat 3
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TARGETS_S = {"demo": 25.0, "report": 5.0, "recommend": 2.0}  # wall, on the quiet machine
 MACHINES = (2, 4, 8)
 REPORT_WORKLOADS = ("tpcdi-trade", "linear-road")
+REPORT_SOURCES = [(w, m) for w in REPORT_WORKLOADS for m in (2, 4)] + [("streaming-ledger", 4)]
 
 # Run inside the tree under test: the demo with a wall/CPU mark at every step boundary.
 DEMO_PROBE = r"""
@@ -65,9 +71,10 @@ class Marked(Steps):
         marks.append(("end", time.perf_counter(), cpu_so_far()))
         super().done(text)
 demo._Steps = Marked
-demo.run_demo(sys.argv[1], progress=lambda line: None)
-marks.append(("exit", time.perf_counter(), cpu_so_far()))
-print("MARKS " + json.dumps(marks))
+if __name__ == "__main__":  # the engine's partition processes import this module again
+    demo.run_demo(sys.argv[1], progress=lambda line: None)
+    marks.append(("exit", time.perf_counter(), cpu_so_far()))
+    print("MARKS " + json.dumps(marks))
 """
 DEMO_STEPS = ("trace", "spark", "recommend", "predict", "engine", "report")
 
@@ -134,7 +141,7 @@ def report(tree: Tree, work: Path, source: str, machines: int | None, tag: str) 
     html = work / f"report-{tag}-{tree.label}.html"
     cluster = [] if machines is None else ["--machines", str(machines)]
     advisor(tree, ["recommend", source, *cluster, "--out", str(design)], work)
-    t, _ = advisor(tree, ["report", str(design), source, "-o", str(html), "-q"], work)
+    t, _ = advisor(tree, ["report", "--design", str(design), source, "-o", str(html), "-q"], work)
     tree.add(f"report: {tag}", t)
     return html
 
@@ -208,6 +215,9 @@ def main() -> None:
     ap.add_argument("--no-demo", action="store_true", help="leave the demo out")
     ap.add_argument("--recommend-only", action="store_true",
                     help="time `advisor recommend` only (no demo, no report)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="time `advisor report` only (no demo, no recommend timings)")
+    ap.add_argument("--demo-only", action="store_true", help="time `advisor demo` only")
     ap.add_argument("--workloads", help="comma-separated bundled workloads to recommend for (default: all)")
     ap.add_argument("--keep", type=Path, help="write the outputs here (default: a temporary directory)")
     a = ap.parse_args()
@@ -229,7 +239,7 @@ def main() -> None:
         for rnd in range(a.repeat):
             k = rnd
             demos = {}
-            if not (a.quick or a.no_demo or a.recommend_only):
+            if not (a.quick or a.no_demo or a.recommend_only or a.report_only):
                 for tree in alternate(pair, k):
                     try:
                         demos[tree.label] = demo(tree, work)
@@ -239,7 +249,7 @@ def main() -> None:
                     print(f"round {rnd + 1}: demo ({tree.label}) {tree.times['demo: end to end'][-1].wall:.1f} s",
                           flush=True)
                 k += 1
-            for w in workloads:
+            for w in ([] if a.report_only or a.demo_only else workloads):
                 for m in MACHINES:
                     for tree in alternate(pair, k):
                         path = recommend(tree, work, w, m)
@@ -247,9 +257,9 @@ def main() -> None:
                             answers.setdefault(f"design {w} x{m}", []).append(placement(path))
                     k += 1
             print(f"round {rnd + 1}: recommend done", flush=True)
-            if a.recommend_only:
+            if a.recommend_only or a.demo_only:
                 continue
-            sources = [(w, m, f"{w} x{m}") for w in REPORT_WORKLOADS for m in (2, 4)]
+            sources = [(w, m, f"{w} x{m}") for w, m in REPORT_SOURCES]
             if "base" in demos:
                 sources.append((str(demos["base"] / "statistics"), None, "demo statistics"))
             for source, m, tag in sources:

@@ -83,6 +83,26 @@ class SimulationCache:
         self._results.clear()
         self.hits = self.misses = 0
 
+    def keys(self) -> set:
+        """The questions answered so far (to tell a worker's new answers from older ones)."""
+        return set(self._results)
+
+    def news(self, known: set, hits: int, misses: int) -> tuple[list, int, int]:
+        """What this cache learnt since it held `known` and counted `hits`/`misses`: the new
+        (key, result) pairs and the counts since, for `absorb` in another process."""
+        return [(k, v) for k, v in self._results.items() if k not in known], self.hits - hits, self.misses - misses
+
+    def absorb(self, news: tuple[list, int, int]) -> None:
+        """Keep what a worker process simulated (`news`), as if it had been simulated here."""
+        entries, hits, misses = news
+        for key, result in entries:
+            self._results.setdefault(key, result)
+            self._results.move_to_end(key)
+        while len(self._results) > self.size:
+            self._results.popitem(last=False)
+        self.hits += hits
+        self.misses += misses
+
 
 SIMULATIONS = SimulationCache()  # this process's: shared by predictions and the pick
 

@@ -18,6 +18,7 @@ from typing import Callable
 from costmodel import machine_loads, machine_memory
 from costmodel.files import atomic_write_text
 from costmodel.design import Design
+from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
 from reports.sensitivity import design_signature
 
@@ -36,6 +37,9 @@ class ReportOptions:
     scaling_machines: list[int] | None = None  # default: 1, 2, 4, ... twice the design's
     seed: int = 0
     max_assignment_rows: int = 2000
+    # worker processes for the independent sections (sensitivity, scaling, suggestions); at
+    # most one per section; 1: all in this process. The HTML is the same for any value.
+    jobs: int = field(default_factory=usable_cores)
 
 
 def _environment():
@@ -144,23 +148,32 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     cost = design.cost
     designs = {THIS_DESIGN: design, **(recommendation.baselines if o.baselines else {})}
     known = dict(predictions or {})
-    sims = {}
-    if workload is not None:
-        missing = [n for n in designs if known.get(_prediction_key(n)) is None]
+    sims = {} if workload is None else {n: known.get(_prediction_key(n)) for n in designs}
+    missing = {n: designs[n] for n, sim in sims.items() if sim is None}
+    scaling = o.scaling and workload is not None  # (with a workload, this design is simulated)
+    sections = _sections(o, scaling or len(missing) > (THIS_DESIGN in missing))
+    jobs = _report_jobs(o, len(sections))
+    with section_pool(jobs) as pool:  # the workers start while this design is simulated
         if missing:
             say(f"simulating {len(missing)} designs")
-        for name, d in designs.items():
-            given = known.get(_prediction_key(name))
-            sims[name] = given if given is not None else predict(workload, d, o.predict)
-    own_sim = sims.get(THIS_DESIGN)
-
-    say("drawing figures")
-    figures = {
-        "graph": _png(lambda ax: F.plot_graph(design, graph, ax=ax), graph_figsize(design, graph)),
-        "load": _png(lambda ax: F.plot_machine_load(design, graph, ax=ax), (5.6, 3.4)),
-        "memory": _png(lambda ax: F.plot_machine_memory(design, graph, ax=ax), (5.6, 3.4)),
-        "cost": _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6)),
-    }
+        if THIS_DESIGN in missing:  # first, here: the scaling chart and the suggestions start from it
+            sims[THIS_DESIGN] = predict(workload, missing.pop(THIS_DESIGN), o.predict)
+        own_sim = sims.get(THIS_DESIGN)
+        if not isinstance(pool, InlinePool):
+            say(f"{', '.join(sections)}: side by side in this process and {jobs - 1} "
+                f"worker{'s' if jobs > 2 else ''}")
+        sections_done = _start_sections(pool, o, design, graph, workload, own_sim, missing, scaling, say)
+        say("drawing figures")
+        figures = {
+            "graph": _png(lambda ax: F.plot_graph(design, graph, ax=ax), graph_figsize(design, graph)),
+            "load": _png(lambda ax: F.plot_machine_load(design, graph, ax=ax), (5.6, 3.4)),
+            "memory": _png(lambda ax: F.plot_machine_memory(design, graph, ax=ax), (5.6, 3.4)),
+            "cost": _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6)),
+        }
+        pool.work_here()  # the sections no worker has started yet
+        done = {name: future.result() for name, future in sections_done.items()}
+    table_sims, curve = done.get("predictions", ({}, None))
+    sims.update(table_sims)
 
     context = {
         "title": title or f"Design report: {graph.name}",
@@ -182,22 +195,17 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     context.update(_machine_rows(design, graph, own_sim))
 
     from reports.bottleneck import simulated_bottleneck
-    from reports.suggestions import suggest
 
     if o.sensitivity:
-        say("sensitivity sweep over alpha, beta, gamma")
-        context.update(_sensitivity_context(graph, design, o))
+        from reports.sensitivity import DEFAULT_SHARES, TERMS, sensitivity_of
+
+        swept = {term: done[f"sensitivity {term}"] for term in TERMS}
+        sens = sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept)
+        context.update(_sensitivity_context(sens, design))
     else:
         context.update(sensitivity_figure=None, sensitivity_text="", sensitivity_designs=[])
     context["scaling_figure"] = None
-    if o.scaling and workload is not None and own_sim is not None:
-        from reports.scaling import default_machine_counts, scaling_curve
-
-        counts = o.scaling_machines or default_machine_counts(design.machines)
-        say(f"throughput against machines {counts}")
-        curve = scaling_curve(workload, counts, weights, design.partitions_per_machine, o.seed,
-                              options=o.predict,
-                              fixed={design.machines: (design, float(own_sim.throughput_tps))})
+    if curve is not None:
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
 
     context["validation"] = None
@@ -214,8 +222,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     context["bottleneck"] = bottleneck.describe()
     context["suggestions"], context["suggestions_note"] = [], "Not computed."
     if o.suggestions:
-        say("suggestions: applying each change to a copy of the spec")
-        result = suggest(workload, design, graph, weights, options=o.predict, sim=own_sim, seed=o.seed)
+        result = done["suggestions"]
         context["suggestions"] = [{"text": s.text, "reason": s.reason, "effect": s.gain_text} for s in result]
         context["suggestions_note"] = result.note
     context.update(_assignment(design, o.max_assignment_rows, graph))
@@ -223,6 +230,62 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
 
     context["migration"] = migration_context(migration)
     return _environment().get_template(TEMPLATE).render(**context)
+
+
+# -- the independent sections, side by side -------------------------------------------------
+
+def _sections(o: ReportOptions, predictions: bool) -> list[str]:
+    """The report's parts that need none of each other's results (`predictions`: the candidate
+    table's missing simulations, with the scaling chart when it is drawn: they share runs)."""
+    return [name for name, on in (("suggestions", o.suggestions),
+                                  ("scaling" if o.scaling else "predictions", predictions),
+                                  ("sensitivity", o.sensitivity)) if on]
+
+
+def _report_jobs(o: ReportOptions, sections: int) -> int:
+    """Worker processes for the sections: the option, no more than there are sections (1: here)."""
+    return max(1, min(o.jobs, sections))
+
+
+def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own_sim,
+                    missing: dict[str, Design], scaling: bool, say: Callable[[str], None]) -> dict:
+    """Submit every section to `pool` (the longest first, so two workers end together) and
+    return their futures by name; with `InlinePool` they run here, one after the other."""
+    from reports.sensitivity import TERMS, sweep_term
+    from reports.suggestions import suggest
+
+    futures = {}
+    if o.suggestions:
+        say("suggestions: applying each change to a copy of the spec")
+        futures["suggestions"] = pool.submit(suggest, workload, design, graph, design.weights,
+                                             options=o.predict, sim=own_sim, seed=o.seed)
+    curve_args = None
+    if scaling:
+        from reports.scaling import default_machine_counts
+
+        counts = o.scaling_machines or default_machine_counts(design.machines)
+        say(f"throughput against machines {counts}")
+        curve_args = {"machine_counts": counts, "weights": design.weights,
+                      "partitions_per_machine": design.partitions_per_machine, "seed": o.seed,
+                      "options": o.predict, "fixed": {design.machines: (design, float(own_sim.throughput_tps))}}
+    if scaling or missing:
+        futures["predictions"] = pool.submit(_predictions_section, workload, missing, o.predict, curve_args)
+    if o.sensitivity:  # a sweep per weight: three shorter tasks balance the workers better
+        say("sensitivity sweep over alpha, beta, gamma")
+        for term in TERMS:
+            futures[f"sensitivity {term}"] = pool.submit(sweep_term, graph, design.weights, term, seed=o.seed)
+    return futures
+
+
+def _predictions_section(workload, designs: dict[str, Design], options: PredictOptions,
+                         curve_args: dict | None) -> tuple[dict, object]:
+    """The candidate table's missing predictions, then the scaling curve (None without
+    `curve_args`): in one process, so the curve's baselines on the design's own cluster are
+    the table's runs, from `reports.predict`'s cache."""
+    from reports.scaling import scaling_curve
+
+    sims = {name: predict(workload, d, options) for name, d in designs.items()}
+    return sims, None if curve_args is None else scaling_curve(workload, **curve_args)
 
 
 def write_report(path: str | Path, html: str) -> Path:
@@ -298,11 +361,10 @@ def _machine_rows(design: Design, graph, sim) -> dict:
     return {"machine_rows": rows, "has_utilisation": bool(util)}
 
 
-def _sensitivity_context(graph, design: Design, o: ReportOptions) -> dict:
+def _sensitivity_context(sens, design: Design) -> dict:
+    """The sweep (`reports.sensitivity.Sensitivity`, computed by its section) as the report shows it."""
     from reports.figures import plot_sensitivity
-    from reports.sensitivity import sensitivity
 
-    sens = sensitivity(graph, weights=design.weights, seed=o.seed, base_design=design)
     frame = sens.to_frame()
     designs = []
     for letter, d in sens.designs.items():

@@ -79,13 +79,30 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
     graph = load_graph(source, machines, partitions_per_machine)
     if base_design is None:
         base_design = recommend(graph, weights=base, seed=seed, baselines=False).design
+    swept = {term: sweep_term(graph, base, term, shares, seed) for term in TERMS}
+    return sensitivity_of(graph, base, base_design, shares, swept)
+
+
+def sweep_term(graph, base: Weights, term: str, shares: tuple[float, ...] = DEFAULT_SHARES,
+               seed: int = 0) -> list:
+    """The design `recommend` chooses at each share of one weight: one sweep, on its own so
+    that the three can run in separate processes (`reports.report`)."""
+    from advisor.api import recommend
+
+    return [recommend(graph, weights=sweep_weights(base, term, share), seed=seed, baselines=False).design
+            for share in shares]
+
+
+def sensitivity_of(graph, base: Weights, base_design, shares: tuple[float, ...],
+                   swept: dict[str, list]) -> Sensitivity:
+    """The sweeps' designs (`swept`: term -> one design per share, as `sweep_term` gives) as
+    rows, letters given in sweep order (A: `base_design`)."""
     out = Sensitivity(base=base)
     letters: dict[tuple, str] = {design_signature(base_design): "A"}
     out.designs["A"] = base_design
     for term in TERMS:
-        for share in shares:
+        for share, d in zip(shares, swept[term]):
             w = sweep_weights(base, term, share)
-            d = recommend(graph, weights=w, seed=seed, baselines=False).design
             sig = design_signature(d)
             if sig not in letters:
                 letters[sig] = chr(ord("A") + len(letters)) if len(letters) < 26 else f"D{len(letters)}"

@@ -111,15 +111,20 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None,
 # its CPU starting the JVM and compiling: Java's optimising JIT (C2) and the parallel garbage
 # collector's threads then cost more than they save (bench/product_speed.py: about a third of
 # the aggregation's CPU). The quick JIT alone and the serial collector compute the very same
-# results; a large trace keeps Java's defaults, which win on long jobs.
+# results; a large trace keeps Java's defaults, which win on long jobs. Whole-stage code
+# generation (each query's plan compiled into Java at run time, by a compiler cold in a new JVM)
+# saves per-row work a job of a few thousand rows does not have: off for a small job, the same
+# results (about a fifth of the demo's Spark CPU, issue 21).
 SMALL_JOB_ROWS = 500_000
 SMALL_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SMALL_JOB_SQL_CONF = {"spark.sql.codegen.wholeStage": "false"}
 
 
 def small_job_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`conf` with the driver JVM options of a small job before the user's own (Java takes the
-    last of two settings of one option, so a user's --spark-conf still wins)."""
-    out = dict(conf or {})
+    """`conf` with a small job's settings: its driver JVM options before the user's own (Java
+    takes the last of two settings of one option, so a user's --spark-conf still wins), its SQL
+    settings where the user set none."""
+    out = {**SMALL_JOB_SQL_CONF, **(conf or {})}
     extra = out.get("spark.driver.extraJavaOptions", "")
     out["spark.driver.extraJavaOptions"] = f"{SMALL_JOB_JVM_OPTIONS} {extra}".strip()
     return out

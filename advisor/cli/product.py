@@ -34,6 +34,10 @@ def report(
                                                      "parameters)"),
     seed: int = seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
+                                       help="worker processes for the independent sections (1: none; "
+                                            "default: the cores this process may use, at most 3); "
+                                            "the report is the same for any value"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
@@ -52,6 +56,8 @@ def report(
     cal = load_calibration(calibration)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed,
                             predict=PredictOptions(calibration=cal, seed=seed))
+    if jobs is not None:
+        options.jobs = jobs
     progress = None if quiet else (lambda msg: say(f"report: {msg}", err=True))
     if progress:
         progress("scoring baselines")

@@ -46,6 +46,11 @@ def test_the_users_own_jvm_options_come_after_the_small_jobs():
     assert small_job_conf(None)["spark.driver.extraJavaOptions"] == SMALL_JOB_JVM_OPTIONS
 
 
+def test_a_small_job_skips_code_generation_unless_the_user_asks_for_it():
+    assert small_job_conf(None)["spark.sql.codegen.wholeStage"] == "false"
+    assert small_job_conf({"spark.sql.codegen.wholeStage": "true"})["spark.sql.codegen.wholeStage"] == "true"
+
+
 @pytest.mark.slow  # two JVMs
 def test_a_small_trace_gets_the_light_jvm_and_the_same_statistics(tmp_path: Path):
     trace = tmp_path / "trace"

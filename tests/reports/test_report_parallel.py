@@ -1,0 +1,108 @@
+"""A report's independent sections side by side (`ReportOptions.jobs`, `advisor report --jobs`):
+this process and worker processes share them; the same HTML as in one process, the workers'
+simulations kept in the caller's cache,
+a bad worker count refused in one line, and Ctrl-C leaves no worker and no file behind."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from advisor.api import recommend
+from advisor.cli.app import run_app
+from reports.predict import SIMULATIONS
+from reports.report import ReportOptions, build_report
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def small():
+    """A small workload on 2 machines: every section has something to do, quickly."""
+    return recommend("voter-leaderboard", machines=2)
+
+
+def test_workers_build_the_same_report_as_one_process(small):
+    options = dict(scaling_machines=[1, 2, 4])
+    SIMULATIONS.clear()  # neither run may borrow the other's simulations
+    said: list[str] = []
+    parallel = build_report(small, options=ReportOptions(jobs=2, **options), progress=said.append)
+    assert any("side by side in this process and 1 worker" in line for line in said)
+    kept_from_workers = SIMULATIONS.keys()
+    assert len(kept_from_workers) > 1  # the workers' simulations came back into this process's cache
+    SIMULATIONS.clear()
+    said.clear()
+    serial = build_report(small, options=ReportOptions(jobs=1, **options), progress=said.append)
+    assert not any("side by side" in line for line in said)
+    assert SIMULATIONS.keys() == kept_from_workers  # the cache holds what one process would have
+    assert parallel == serial
+    # the sections whose results are compared did run
+    assert "sensitivity" in serial and "tuples/s" in serial
+
+
+def test_a_worker_runs_a_task_and_its_simulations_come_back(small):
+    from reports.parallel import section_pool
+    from reports.predict import PredictOptions, placement_key, predict
+
+    SIMULATIONS.clear()
+    options = PredictOptions(batches=60)
+    with section_pool(2) as pool:  # one worker; this process takes no task (no work_here)
+        where = pool.submit(os.getpid)
+        result = pool.submit(predict, small.workload, small.design, options)
+        failed = pool.submit(small.design.arrays, None)  # an error in a worker comes back as itself
+        assert where.result() != os.getpid()
+        assert not SIMULATIONS.keys()  # kept once the pool closes, in this thread
+    assert isinstance(failed.exception(), AttributeError)
+    again = predict(small.workload, small.design, options)  # answered from the worker's run
+    assert SIMULATIONS.misses == 1 and SIMULATIONS.hits == 1
+    assert again.throughput_tps == result.result().throughput_tps
+    assert any(placement_key(small.design) in key for key in SIMULATIONS.keys())
+
+
+def test_the_default_worker_count_is_this_process_cores():
+    assert ReportOptions().jobs == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "two"])
+def test_a_bad_worker_count_is_one_line_and_exit_2(bad, tmp_path, capsys):
+    design = tmp_path / "d.json"
+    recommend("move-micro", machines=2).design.save(design)
+    out = tmp_path / "r.html"
+    code = run_app(["report", "-d", str(design), "-o", str(out), "--jobs", bad])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert len(err) == 1 and "--jobs" in err[0] and "Traceback" not in err[0]
+    assert not out.exists()
+
+
+def test_ctrl_c_leaves_no_worker_and_no_partial_report(tmp_path):
+    design = tmp_path / "d.json"
+    recommend("tpcdi-trade", machines=2).design.save(design)
+    out = tmp_path / "report.html"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.Popen([sys.executable, "-m", "advisor", "report", "-d", str(design), "-o", str(out),
+                             "--jobs", "3"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:  # the workers are running once this line is out
+        lines.append(line)
+        if "side by side" in line:
+            break
+    else:
+        pytest.fail(f"the report never started its workers: {''.join(lines)}")
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert len(workers) == 2  # --jobs 3: this process and two workers
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=120) == 130
+    assert rest.strip().splitlines()[-1] == "interrupted" and "Traceback" not in rest
+    for worker in workers:
+        gone = not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+        assert gone, f"worker {worker.pid} outlived the report"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json"]  # no report, no temporary file
