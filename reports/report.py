@@ -252,13 +252,15 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
     """Submit every section to `pool` (the longest first, so two workers end together) and
     return their futures by name; with `InlinePool` they run here, one after the other."""
     from reports.sensitivity import TERMS, sweep_term
-    from reports.suggestions import suggest
+    from reports.suggestions import SuggestionsStart, try_change
 
     futures = {}
-    if o.suggestions:
+    if o.suggestions:  # each change its own task: the longest section, split to balance
         say("suggestions: applying each change to a copy of the spec")
-        futures["suggestions"] = pool.submit(suggest, workload, design, graph, design.weights,
-                                             options=o.predict, sim=own_sim, seed=o.seed)
+        start = SuggestionsStart.of(workload, design, graph, design.weights, options=o.predict, sim=own_sim)
+        tried = [pool.submit(try_change, workload, design, start.weights, change, o.seed, o.predict,
+                             start.tps_before is not None) for change in start.changes]
+        futures["suggestions"] = _Suggested(start, tried, by_cost=workload is None)
     curve_args = None
     if scaling:
         from reports.scaling import default_machine_counts
@@ -275,6 +277,20 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
         for term in TERMS:
             futures[f"sensitivity {term}"] = pool.submit(sweep_term, graph, design.weights, term, seed=o.seed)
     return futures
+
+
+@dataclass
+class _Suggested:
+    """The suggestions section as one future: its changes' tasks, ranked once all are done."""
+
+    start: object  # reports.suggestions.SuggestionsStart
+    tried: list  # one future per change, in the start's order
+    by_cost: bool  # no workload to change: the design-level changes, by the cost model
+
+    def result(self):
+        if self.by_cost:
+            return self.start.by_cost()
+        return self.start.finish([f.result() for f in self.tried])
 
 
 def _predictions_section(workload, designs: dict[str, Design], options: PredictOptions,

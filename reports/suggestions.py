@@ -23,7 +23,8 @@ from reports.candidates import candidate_changes, design_for
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
 
-__all__ = ["Bottleneck", "Suggestion", "Suggestions", "design_for", "simulated_bottleneck", "suggest"]
+__all__ = ["Bottleneck", "ChangeToTry", "Suggestion", "Suggestions", "SuggestionsStart", "design_for",
+           "simulated_bottleneck", "suggest", "try_change"]
 
 
 @dataclass
@@ -110,6 +111,19 @@ class Suggestions:
                 + rows + "</table>")
 
 
+@dataclass
+class ChangeToTry:
+    """A candidate change already applied: what `try_change` needs to price it (plain records,
+    so it can run in another process)."""
+
+    kind: str
+    target: str
+    text: str
+    reason: str
+    workload: Workload | None  # the changed spec (None: the design only)
+    replicated: tuple[str, ...]
+
+
 def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
             replicated: tuple[str, ...] = (), options: PredictOptions | None = None,
             sim=None, seed: int = 0, limit: int = 6) -> Suggestions:
@@ -117,46 +131,89 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
 
     `sim` is the simulator result of `design` if already known (saves one simulation).
     """
-    from costmodel.graph import WorkloadGraph
-
-    if graph is None:
-        graph = WorkloadGraph.from_workload(workload)
-    weights = weights or design.weights
-    if sim is None:
-        sim = predict(workload, design, options)
-    bottleneck = simulated_bottleneck(design, graph, sim)
-    result = Suggestions(bottleneck)
-    cost_before = design.score(graph, weights).total
-    tps_before = None if sim is None else float(sim.throughput_tps)
+    start = SuggestionsStart.of(workload, design, graph, weights, replicated, options, sim)
     if workload is None:
-        # statistics only: the design-level change is all we can make, scored by the cost model
-        for table in _cut_read_mostly(design, graph):
-            changed = replicate_design(design, graph, table)
+        return start.by_cost(limit)
+    tried = [try_change(workload, design, start.weights, change, seed, options, start.tps_before is not None)
+             for change in start.changes]
+    return start.finish(tried, limit)
+
+
+def try_change(workload: Workload, design: Design, weights, change: ChangeToTry, seed: int = 0,
+               options: PredictOptions | None = None, simulate: bool = True) -> tuple[Design, float | None]:
+    """The pick `recommend` makes for the changed dataflow on the same cluster, and its
+    predicted tuples/s (None without a prediction, or unless `simulate`: the design it starts
+    from has none to compare with): one suggestion's work, on its own so a report can run the
+    changes side by side (`reports.parallel`)."""
+    spec = change.workload or workload
+    new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, change.replicated,
+                            seed, calibration=None if options is None else options.calibration)
+    r = predict(spec, new_design, options) if simulate else None
+    return new_design, None if r is None else float(r.throughput_tps)
+
+
+@dataclass
+class SuggestionsStart:
+    """What the changes start from: the design's bottleneck and prediction, and the changes
+    to try, applied (`changes`); `finish` ranks them once each is tried."""
+
+    design: Design
+    graph: object
+    weights: object
+    bottleneck: Bottleneck
+    cost_before: float
+    tps_before: float | None
+    changes: list[ChangeToTry]
+
+    @classmethod
+    def of(cls, workload: Workload | None, design: Design, graph=None, weights=None,
+           replicated: tuple[str, ...] = (), options: PredictOptions | None = None,
+           sim=None) -> "SuggestionsStart":
+        from costmodel.graph import WorkloadGraph
+
+        if graph is None:
+            graph = WorkloadGraph.from_workload(workload)
+        weights = weights or design.weights
+        if sim is None:
+            sim = predict(workload, design, options)
+        bottleneck = simulated_bottleneck(design, graph, sim)
+        changes = []
+        if workload is not None:
+            for kind, target, text, reason, apply in candidate_changes(workload, design, graph, bottleneck,
+                                                                       replicated):
+                try:
+                    changed, forced = apply()
+                except ChangeError:
+                    continue
+                changes.append(ChangeToTry(kind, target, text, reason, changed, forced))
+        return cls(design, graph, weights, bottleneck, design.score(graph, weights).total,
+                   None if sim is None else float(sim.throughput_tps), changes)
+
+    def by_cost(self, limit: int = 6) -> Suggestions:
+        """Statistics only: the design-level change is all there is, scored by the cost model."""
+        result = Suggestions(self.bottleneck)
+        for table in _cut_read_mostly(self.design, self.graph):
+            changed = replicate_design(self.design, self.graph, table)
             result.items.append(Suggestion("replicate", table, f"replicate read-mostly table {table} on every machine",
                                            "it is read across machines", None, changed, (table,),
-                                           cost_before, changed.score(graph, weights).total))
+                                           self.cost_before, changed.score(self.graph, self.weights).total))
         result.items.sort(key=lambda s: s.cost_after - s.cost_before)
         result.items = result.items[:limit]
         return result
-    for kind, target, text, reason, apply in candidate_changes(workload, design, graph, bottleneck, replicated):
-        try:
-            changed, forced = apply()
-        except ChangeError:
-            continue
-        spec = changed or workload
-        new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, forced, seed,
-                                calibration=None if options is None else options.calibration)
-        tps_after = None
-        if tps_before is not None:
-            r = predict(spec, new_design, options)
-            tps_after = None if r is None else float(r.throughput_tps)
-        result.items.append(Suggestion(kind, target, text, reason, changed, new_design, forced, cost_before,
-                                       new_design.cost.total, tps_before, tps_after))
-    _keep_best_split(result)
-    result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
-    result.not_helping = [s for s in result.items if s.gain is not None and s.gain <= 0]
-    result.items = [s for s in result.items if s.gain is None or s.gain > 0][:limit]
-    return result
+
+    def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6) -> Suggestions:
+        """The changes with what `try_change` gave for each (in `changes` order), best first;
+        those predicted no faster kept apart."""
+        result = Suggestions(self.bottleneck)
+        for change, (new_design, tps) in zip(self.changes, tried):
+            result.items.append(Suggestion(change.kind, change.target, change.text, change.reason, change.workload,
+                                           new_design, change.replicated, self.cost_before, new_design.cost.total,
+                                           self.tps_before, tps))
+        _keep_best_split(result)
+        result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
+        result.not_helping = [s for s in result.items if s.gain is not None and s.gain <= 0]
+        result.items = [s for s in result.items if s.gain is None or s.gain > 0][:limit]
+        return result
 
 
 def _keep_best_split(result: Suggestions) -> None:
