@@ -47,7 +47,7 @@ from advisor.api import Recommendation, recommend  # noqa: E402
 from costmodel.design import Design  # noqa: E402
 from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Workload  # noqa: E402
-from bench.trace_quality import SPARK_CONF, trace  # noqa: E402
+from bench.trace_quality import SPARK_CONF, engine_pairs, trace  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 
 TIE = 0.02  # the pick's tie tolerance: a variant within 2% of the table level does not "pay"
@@ -135,7 +135,6 @@ def print_row(r: Row) -> None:
 
 def engine_ratio(name: str, args: argparse.Namespace) -> float | None:
     """Part 2 for one workload: the median measured dp/table ratio, or None when not picked."""
-    from engine_sim.engine import run_workload
 
     m, ppm = args.engine_machines, args.partitions_per_machine
     spec = load_workload(name).with_cluster(m, ppm)
@@ -148,17 +147,11 @@ def engine_ratio(name: str, args: argparse.Namespace) -> float | None:
     designs = {"table": table_level(rec), "dp": rec.design}
     predicted = (predict(spec, designs["dp"], args.sim_batches, args.seed)
                  / predict(spec, designs["table"], args.sim_batches, args.seed))
+    measured = engine_pairs(spec, designs, args.repeats, args.engine_batches, args.seed)
     ratios = []
-    for i in range(args.repeats):
-        order = ("table", "dp") if i % 2 == 0 else ("dp", "table")  # alternate who goes first
-        tps = {}
-        for label in order:
-            result = run_workload(spec, designs[label], batches=args.engine_batches, seed=args.seed)
-            if result.history_check != "ok":
-                print(f"  {label} run {i + 1} failed its history check: {result.history_check}")
-            tps[label] = result.throughput_tps
-        ratios.append(tps["dp"] / tps["table"])
-        print(f"{name:<16} pair {i + 1}: table {tps['table']:>9,.0f}  dp {tps['dp']:>9,.0f} tuples/s  "
+    for i, (table, dp) in enumerate(zip(measured["table"], measured["dp"])):
+        ratios.append(dp / table)
+        print(f"{name:<16} pair {i + 1}: table {table:>9,.0f}  dp {dp:>9,.0f} tuples/s  "
               f"dp/table {ratios[-1]:.2f}", flush=True)
     median = statistics.median(ratios)
     print(f"{name:<16} median dp/table {median:.2f} measured ({args.repeats} pairs, "
