@@ -66,14 +66,17 @@ def __dir__() -> list[str]:
 
 def tune(source: Source, machines: int | None = None, rounds: int = 5, *,
          partitions_per_machine: int | None = None, weights: Weights | None = None,
-         seed: int = 0, min_gain: float = 0.01,
+         seed: int = 0, min_gain: float = 0.01, jobs: int | None = None,
          progress: Callable[[TuningRound], None] | None = None) -> TuningStudy:
     """What `advisor tune` does, in one call: `reports.tuning.TuningStudy(...).run(rounds)`
-    (the study renders itself; `.best`, `.to_frame()`, `.plot()`)."""
+    (the study renders itself; `.best`, `.to_frame()`, `.plot()`). `jobs`: processes trying a
+    round's changes side by side (default: the usable cores; the same rounds for any value)."""
+    from reports.parallel import usable_cores
     from reports.tuning import TuningStudy
 
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
-                        weights=weights, seed=seed, min_gain=min_gain)
+                        weights=weights, seed=seed, min_gain=min_gain,
+                        jobs=usable_cores() if jobs is None else jobs)
     return study.run(rounds=rounds, progress=progress)
 
 

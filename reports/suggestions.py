@@ -20,6 +20,7 @@ from costmodel.workload import Workload
 from costmodel import Bottleneck
 from reports.bottleneck import simulated_bottleneck
 from reports.candidates import candidate_changes, design_for
+from reports.parallel import InlinePool
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
 
@@ -126,17 +127,21 @@ class ChangeToTry:
 
 def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
             replicated: tuple[str, ...] = (), options: PredictOptions | None = None,
-            sim=None, seed: int = 0, limit: int = 6) -> Suggestions:
+            sim=None, seed: int = 0, limit: int = 6, pool=None) -> Suggestions:
     """Bottleneck of `design` and the candidate changes ranked by predicted gain (best first).
 
-    `sim` is the simulator result of `design` if already known (saves one simulation).
+    `sim` is the simulator result of `design` if already known (saves one simulation); `pool`
+    (`reports.parallel.section_pool`) tries the changes side by side (default: one by one,
+    here), with the same result.
     """
     start = SuggestionsStart.of(workload, design, graph, weights, replicated, options, sim)
     if workload is None:
         return start.by_cost(limit)
-    tried = [try_change(workload, design, start.weights, change, seed, options, start.tps_before is not None)
-             for change in start.changes]
-    return start.finish(tried, limit)
+    pool = pool or InlinePool()
+    futures = [pool.submit(try_change, workload, design, start.weights, change, seed, options,
+                           start.tps_before is not None) for change in start.changes]
+    pool.work_here()
+    return start.finish([f.result() for f in futures], limit)
 
 
 def try_change(workload: Workload, design: Design, weights, change: ChangeToTry, seed: int = 0,

@@ -22,6 +22,7 @@ from costmodel import Weights
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.workload import Workload
+from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
 from reports.suggestions import Suggestion, Suggestions, design_for, suggest
 
@@ -61,6 +62,9 @@ class TuningStudy:
     seed: int = 0
     options: PredictOptions = field(default_factory=PredictOptions)
     min_gain: float = 0.01  # a change must raise predicted throughput by at least this fraction
+    # processes trying a round's changes side by side (`reports.parallel`; default: the usable
+    # cores; 1: all here); the rounds are the same for any value
+    jobs: int = field(default_factory=usable_cores)
     rounds: list[TuningRound] = field(default_factory=list)
     stopped: str = ""  # why the loop stopped
 
@@ -91,16 +95,22 @@ class TuningStudy:
             self.rounds.append(self._round(0, None, self.workload, ()))
             if progress:
                 progress(self.rounds[-1])
+        with section_pool(self.jobs if rounds else 1) as pool:  # one set of workers for every round
+            self._rounds(rounds, pool, progress)
+        return self
+
+    def _rounds(self, rounds: int, pool, progress: Callable[[TuningRound], None] | None) -> None:
         for _ in range(rounds):
             current = self.rounds[-1]
             tried = suggest(current.workload, current.design, weights=self.weights,
                             replicated=current.replicated, options=self.options, sim=current.sim,
-                            seed=self.seed)
+                            seed=self.seed, pool=pool)
             current.suggestions = tried
             best = _best_gain(tried)
             if best is None or best.gain < self.min_gain:
+                # none predicted to help (how many were tried and the best of them), or none to try
                 self.stopped = ("no change raises predicted throughput by "
-                                f"{self.min_gain:.0%} or more" if tried.items else "no change to try")
+                                f"{self.min_gain:.0%} or more" if tried.items else _sentence_part(tried.note))
                 break
             self.rounds.append(self._round(len(self.rounds), best.text, best.workload or current.workload,
                                            best.replicated, best.design))
@@ -108,7 +118,6 @@ class TuningStudy:
                 progress(self.rounds[-1])
         else:
             self.stopped = f"reached {rounds} rounds"
-        return self
 
     @property
     def best(self) -> TuningRound:
@@ -177,3 +186,9 @@ class TuningStudy:
 def _best_gain(tried: Suggestions) -> Suggestion | None:
     scored = [s for s in tried if s.gain is not None]
     return max(scored, key=lambda s: s.gain) if scored else None
+
+
+def _sentence_part(note: str) -> str:
+    """'No change to try: ...' as part of a sentence: 'no change to try: ...'."""
+    note = note.rstrip(".")
+    return note[:1].lower() + note[1:]

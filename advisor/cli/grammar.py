@@ -49,6 +49,14 @@ def seed_option(text: str = SEED_HELP):
     return typer.Option(0, "--seed", help=text)
 
 
+def jobs_option(what: str):
+    """`--jobs/-j N`: processes for `what`, run side by side; None (not given): the cores this
+    process may use. The answer is the same for any N."""
+    return typer.Option(None, "--jobs", "-j", min=1,
+                        help=f"processes for {what}, side by side (1: all in this one; default: the "
+                             "cores this process may use); the same result for any value")
+
+
 def weight_option(name: str):
     """`--alpha`, `--beta` or `--gamma`: one weight of the cost model, None when not given."""
     return typer.Option(None, f"--{name}", help=WEIGHT_HELP[name])

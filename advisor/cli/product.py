@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, json_option,
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, jobs_option, json_option,
                                  load_calibration, not_applicable, print_result, seed_option,
                                  weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
@@ -34,10 +34,7 @@ def report(
                                                      "parameters)"),
     seed: int = seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", min=1,
-                                       help="worker processes for the independent sections (1: none; "
-                                            "default: the cores this process may use, at most 3); "
-                                            "the report is the same for any value"),
+    jobs: Optional[int] = jobs_option("the report's independent sections (at most 3)"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
@@ -91,6 +88,7 @@ def tune(
                                                      "for each round)"),
     seed: int = seed_option(),
     as_json: bool = json_option("print the rounds, why the loop stopped and the best round as JSON"),
+    jobs: Optional[int] = jobs_option("trying each round's changes"),
 ) -> None:
     """Recommend, predict, find the bottleneck, change the dataflow, repeat while it helps."""
     from advisor.api import resolve_weights
@@ -115,6 +113,8 @@ def tune(
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
                         weights=weights, seed=seed, min_gain=min_gain,
                         options=PredictOptions(calibration=load_calibration(calibration), seed=seed))
+    if jobs is not None:
+        study.jobs = jobs
 
     def show(r) -> None:
         say(f"round {r.index}: {r.predicted_tps:,.0f} tuples/s predicted, cost {r.cost:.4f}"

@@ -86,6 +86,16 @@ def test_a_study_stops_when_nothing_helps():
     # one machine: no split or replication can raise throughput there
     s = TuningStudy("tpcdi-trade", machines=1).run(rounds=3)
     assert len(s.rounds) == 1 and "no change" in s.stopped
+    # the reason says whether changes were tried and found not to help, or none could be made
+    tried = s.rounds[0].suggestions
+    assert ("predicted to help" in s.stopped) == bool(tried.not_helping)
+
+
+def test_the_rounds_are_the_same_side_by_side_and_in_one_process(study):
+    alone = TuningStudy("tpcdi-trade", machines=8, jobs=1).run(rounds=2)
+    assert study.jobs >= 1
+    assert [r.to_dict() for r in alone.rounds] == [r.to_dict() for r in study.rounds]
+    assert alone.stopped == study.stopped
 
 
 def test_tune_out_refuses_a_foreign_directory_up_front_and_replaces_its_own(tmp_path, capsys):
