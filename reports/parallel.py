@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Any, Callable
 
 # what a worker imports before its first task (while the parent does its own part)
@@ -165,10 +166,8 @@ class SectionPool:
         for worker in self._workers:
             worker.wait()
             for stream in (worker.stdin, worker.answers):
-                try:
+                with suppress(OSError):  # a pipe to a killed worker may fail to flush
                     stream.close()
-                except OSError:
-                    pass
 
 
 def section_pool(jobs: int) -> InlinePool | SectionPool:
