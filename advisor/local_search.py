@@ -272,6 +272,40 @@ class _Evaluator:
             self._moved = (ra, ra - self.load_over_rc[self.procs, a], rel[None, :] + self.load_over_rc)
         return self._moved
 
+    def swap_total(self, u: int, v: int) -> float:
+        """The exact total after swapping the machines of SPs u and v, computed as `apply`
+        computes it (u moved first, then v) on copies of the few rows they touch: the swap
+        scan tries several pairs, and applying and undoing each cost four updates."""
+        a, b = int(self.part[u]), int(self.part[v])
+        su, wu = self.e_s[self.e_start[u]:self.e_start[u + 1]], self.e_w[self.e_start[u]:self.e_start[u + 1]]
+        sv, wv = self.e_s[self.e_start[v]:self.e_start[v + 1]], self.e_w[self.e_start[v]:self.e_start[v + 1]]
+        rows = np.unique(np.concatenate([su, sv]))
+        W = self.W[rows]
+        iu, iv = np.searchsorted(rows, su), np.searchsorted(rows, sv)
+        W[iu, a] -= wu
+        W[iu, b] += wu
+        W[iv, b] -= wv
+        W[iv, a] += wv
+        t1v = self.t1v.copy()
+        t1v[rows] = W.max(axis=1)
+        state_cut = float(self.e_w_sum - t1v.sum())
+        cut_pp = self.cut_pp
+        lo, hi = self.p_start[u], self.p_start[u + 1]
+        if hi > lo:
+            pu = self.part[self.p_u[lo:hi]]
+            cut_pp += float((self.p_w[lo:hi] * ((pu != b).astype(float) - (pu != a))).sum())
+        lo, hi = self.p_start[v], self.p_start[v + 1]
+        if hi > lo:
+            pv = self.part[self.p_u[lo:hi]]
+            pv[self.p_u[lo:hi] == u] = b  # u has moved by then
+            cut_pp += float((self.p_w[lo:hi] * ((pv != a).astype(float) - (pv != b))).sum())
+        loads = self.loads.copy()
+        loads[a] -= self.load[u]
+        loads[b] += self.load[u]
+        loads[b] -= self.load[v]
+        loads[a] += self.load[v]
+        return self._total(state_cut, cut_pp, self._balance(loads))
+
     # -- applying a move ------------------------------------------------------------------
     def apply(self, v: int, b: int) -> None:
         a = int(self.part[v])
@@ -414,12 +448,7 @@ class TabuSearch:
         best, best_total = None, base - 1e-12
         for i in pick:
             u, v = int(iu[0][i]), int(iu[1][i])
-            pu, pv = int(part[u]), int(part[v])
-            ev.apply(u, pv)
-            ev.apply(v, pu)
-            t = ev.total
-            ev.apply(v, pv)
-            ev.apply(u, pu)
+            t = ev.swap_total(u, v)
             if t < best_total:
                 best, best_total = (u, v), t
         return best
