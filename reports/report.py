@@ -171,9 +171,12 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
             "cost": _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6)),
         }
         pool.work_here()  # the sections no worker has started yet
+        # the sweep's figure first (its tasks went in last: this process has usually run them),
+        # drawn while a worker may still be busy with the rest
+        sensitivity_context = _sensitivity_section(o, graph, design, sections_done)
         done = {name: future.result() for name, future in sections_done.items()}
-    table_sims, curve = done.get("predictions", ({}, None))
-    sims.update(table_sims)
+    sims.update(done.get("predictions", ({}, []))[0])
+    curve = done.get("scaling")
 
     context = {
         "title": title or f"Design report: {graph.name}",
@@ -196,14 +199,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
 
     from reports.bottleneck import simulated_bottleneck
 
-    if o.sensitivity:
-        from reports.sensitivity import DEFAULT_SHARES, TERMS, sensitivity_of
-
-        swept = {term: done[f"sensitivity {term}"] for term in TERMS}
-        sens = sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept)
-        context.update(_sensitivity_context(sens, design))
-    else:
-        context.update(sensitivity_figure=None, sensitivity_text="", sensitivity_designs=[])
+    context.update(sensitivity_context)
     context["scaling_figure"] = None
     if curve is not None:
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
@@ -261,17 +257,23 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
         tried = [pool.submit(try_change, workload, design, start.weights, change, o.seed, o.predict,
                              start.tps_before is not None) for change in start.changes]
         futures["suggestions"] = _Suggested(start, tried, by_cost=workload is None)
-    curve_args = None
+    own_point = None
     if scaling:
-        from reports.scaling import default_machine_counts
+        from reports.scaling import default_machine_counts, scaling_rows
 
         counts = o.scaling_machines or default_machine_counts(design.machines)
         say(f"throughput against machines {counts}")
-        curve_args = {"machine_counts": counts, "weights": design.weights,
-                      "partitions_per_machine": design.partitions_per_machine, "seed": o.seed,
-                      "options": o.predict, "fixed": {design.machines: (design, float(own_sim.throughput_tps))}}
+        point = {"weights": design.weights, "partitions_per_machine": design.partitions_per_machine,
+                 "seed": o.seed, "options": o.predict}
+        if design.machines in counts:  # the headline's design: its baselines are the table's runs
+            own_point = {**point, "machines": design.machines,
+                         "fixed": (design, float(own_sim.throughput_tps))}
     if scaling or missing:
-        futures["predictions"] = pool.submit(_predictions_section, workload, missing, o.predict, curve_args)
+        futures["predictions"] = pool.submit(_predictions_section, workload, missing, o.predict, own_point)
+    if scaling:  # every other machine count a task of its own, the largest (slowest) first
+        for m in sorted((c for c in counts if c != design.machines), reverse=True):
+            futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **point)
+        futures["scaling"] = _Curve(counts, design.machines, futures)
     if o.sensitivity:  # a sweep per weight: three shorter tasks balance the workers better
         say("sensitivity sweep over alpha, beta, gamma")
         for term in TERMS:
@@ -293,15 +295,34 @@ class _Suggested:
         return self.start.finish([f.result() for f in self.tried])
 
 
+@dataclass
+class _Curve:
+    """The scaling chart as one future: the design's own machine count comes with the table's
+    predictions, every other count from its own task; rows in the counts' order."""
+
+    counts: list[int]
+    own: int  # the design's machine count
+    futures: dict
+
+    def result(self):
+        from reports.scaling import ScalingCurve
+
+        rows = []
+        for m in self.counts:
+            rows += self.futures["predictions"].result()[1] if m == self.own else self.futures[f"scaling {m}"].result()
+        return ScalingCurve(rows=rows)
+
+
 def _predictions_section(workload, designs: dict[str, Design], options: PredictOptions,
-                         curve_args: dict | None) -> tuple[dict, object]:
-    """The candidate table's missing predictions, then the scaling curve (None without
-    `curve_args`): in one process, so the curve's baselines on the design's own cluster are
-    the table's runs, from `reports.predict`'s cache."""
-    from reports.scaling import scaling_curve
+                         own_point: dict | None) -> tuple[dict, list]:
+    """The candidate table's missing predictions, then the scaling chart's rows at the design's
+    own machine count (`own_point`: `scaling_rows`' arguments; none without it): in one
+    process, so the chart's baselines there are the table's runs, from `reports.predict`'s
+    cache."""
+    from reports.scaling import scaling_rows
 
     sims = {name: predict(workload, d, options) for name, d in designs.items()}
-    return sims, None if curve_args is None else scaling_curve(workload, **curve_args)
+    return sims, [] if own_point is None else scaling_rows(workload, **own_point)
 
 
 def write_report(path: str | Path, html: str) -> Path:
@@ -375,6 +396,16 @@ def _machine_rows(design: Design, graph, sim) -> dict:
     rows = [{"machine": m, "load": f"{loads[m]:g}", "share": f"{loads[m] / total:.0%}", "memory": f"{mem[m]:,.1f}",
              "limit": limit, "utilisation": f"{util[m]:.0%}" if m < len(util) else ""} for m in range(design.machines)]
     return {"machine_rows": rows, "has_utilisation": bool(util)}
+
+
+def _sensitivity_section(o: ReportOptions, graph, design: Design, futures: dict) -> dict:
+    """The sensitivity part of the report's context, once its sweeps are done (empty when off)."""
+    if not o.sensitivity:
+        return {"sensitivity_figure": None, "sensitivity_text": "", "sensitivity_designs": []}
+    from reports.sensitivity import DEFAULT_SHARES, TERMS, sensitivity_of
+
+    swept = {term: futures[f"sensitivity {term}"].result() for term in TERMS}
+    return _sensitivity_context(sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept), design)
 
 
 def _sensitivity_context(sens, design: Design) -> dict:

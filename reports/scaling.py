@@ -50,33 +50,46 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     report's chart shows the very design its headline shows (no search runs for that count).
     Every simulation goes through `reports.predict`'s cache: a design the report simulated
     already is not simulated again."""
+    fixed = fixed or {}
+    curve = ScalingCurve()
+    for m in machine_counts:
+        curve.rows += scaling_rows(workload, m, weights, partitions_per_machine, seed, baselines, options,
+                                   objective, fixed.get(m))
+    return curve
+
+
+def scaling_rows(workload, machines: int, weights: Weights | None = None,
+                 partitions_per_machine: int | None = None, seed: int = 0,
+                 baselines: tuple[str, ...] = DEFAULT_BASELINES,
+                 options: PredictOptions | None = None, objective: str = "throughput",
+                 fixed: tuple | None = None) -> list[dict]:
+    """One machine count's rows of `scaling_curve` (`fixed`: that count's `(design, tps)`):
+    on its own, so that a report can work out the counts side by side."""
     from advisor.api import recommend
     from advisor.baselines import BASELINE_FUNCTIONS
     from advisor.sources import load_graph
     from costmodel.design import Design
 
     weights = weights or DEFAULT_WEIGHTS
-    fixed = fixed or {}
-    curve = ScalingCurve()
-    for m in machine_counts:
-        w = workload.with_cluster(machines=m, partitions_per_machine=partitions_per_machine)
-        if m in fixed:  # the graph `recommend` would search on, without the search
-            own, own_tps = fixed[m]
-            graph = load_graph(w)
-        else:
-            rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
-                            simulator=CachedSimulator(),
-                            calibration=None if options is None else options.calibration)
-            (own, own_tps), graph = (rec.design, None), rec.graph
-        designs = {"advisor": own}
-        for name in baselines:
-            placed = BASELINE_FUNCTIONS[name](graph, weights, seed)
-            if placed is not None:
-                designs[name] = Design.from_arrays(graph, placed[0], placed[1], weights, method=name)
-        for name, d in designs.items():
-            tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
-            curve.rows.append({"machines": m, "design": name, "throughput_tps": tps, "cost": d.cost.total})
-    return curve
+    w = workload.with_cluster(machines=machines, partitions_per_machine=partitions_per_machine)
+    if fixed is not None:  # the graph `recommend` would search on, without the search
+        own, own_tps = fixed
+        graph = load_graph(w)
+    else:
+        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
+                        simulator=CachedSimulator(),
+                        calibration=None if options is None else options.calibration)
+        (own, own_tps), graph = (rec.design, None), rec.graph
+    designs = {"advisor": own}
+    for name in baselines:
+        placed = BASELINE_FUNCTIONS[name](graph, weights, seed)
+        if placed is not None:
+            designs[name] = Design.from_arrays(graph, placed[0], placed[1], weights, method=name)
+    rows = []
+    for name, d in designs.items():
+        tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
+        rows.append({"machines": machines, "design": name, "throughput_tps": tps, "cost": d.cost.total})
+    return rows
 
 
 def scale_design(design: Design, machines: int, *, workload: Workload | None = None,
