@@ -15,6 +15,7 @@ Ctrl-C or an error in the parent kills every worker before the exception goes on
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pickle
@@ -48,6 +49,10 @@ class InlinePool:
         done.set_result(fn(*args, **kwargs))
         return done
 
+    def submit_first(self, fn: Callable, *args: Any, **kwargs: Any) -> Future:
+        """As `submit` (here, nothing waits: it runs at once)."""
+        return self.submit(fn, *args, **kwargs)
+
     def work_here(self) -> None:
         """Nothing is left waiting: `submit` ran it."""
 
@@ -64,7 +69,10 @@ class SectionPool:
     they are killed and reaped)."""
 
     def __init__(self, jobs: int):
-        self._tasks: queue.Queue = queue.Queue()
+        # (rank, order, task): `submit_first`'s tasks before the others, each kind in order;
+        # the end-of-work marks (rank 2) after every task
+        self._tasks: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
         self._workers: list[subprocess.Popen] = []
         self._threads: list[threading.Thread] = []
         self._simulated: list[tuple] = []  # each answered task's new simulations
@@ -93,9 +101,17 @@ class SectionPool:
 
     def submit(self, fn: Callable, *args: Any, **kwargs: Any) -> Future:
         """Queue `fn(*args, **kwargs)` (fn: a module-level function; arguments that pickle)."""
+        return self._queue(1, fn, args, kwargs)
+
+    def submit_first(self, fn: Callable, *args: Any, **kwargs: Any) -> Future:
+        """As `submit`, ahead of every `submit`ted task no one has taken yet: for a task the
+        caller will soon wait for."""
+        return self._queue(0, fn, args, kwargs)
+
+    def _queue(self, rank: int, fn: Callable, args: tuple, kwargs: dict) -> Future:
         future: Future = Future()
         task = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        self._tasks.put((future, task, lambda: fn(*args, **kwargs)))
+        self._tasks.put((rank, next(self._order), (future, task, lambda: fn(*args, **kwargs))))
         return future
 
     def work_here(self) -> None:
@@ -103,7 +119,7 @@ class SectionPool:
         wait); an exception, Ctrl-C included, goes on from here."""
         while True:
             try:
-                item = self._tasks.get_nowait()
+                _, _, item = self._tasks.get_nowait()
             except queue.Empty:
                 return
             future, _, run_here = item
@@ -113,7 +129,7 @@ class SectionPool:
     def _feed(self, worker: subprocess.Popen) -> None:
         """One worker's loop: hand it the next task, wait for its answer, set the future."""
         while True:
-            item = self._tasks.get()
+            _, _, item = self._tasks.get()
             if item is None:
                 return
             future, task, _ = item
@@ -145,7 +161,7 @@ class SectionPool:
         """No more tasks: each worker ends after its last one; what they simulated is kept here
         (`reports.predict.SIMULATIONS`)."""
         for _ in self._threads:
-            self._tasks.put(None)
+            self._tasks.put((2, next(self._order), None))
         for thread in self._threads:
             thread.join()
         for worker in self._workers:
@@ -160,7 +176,7 @@ class SectionPool:
     def kill(self) -> None:
         """End every worker now (Ctrl-C, an error): none outlives the report."""
         for _ in self._threads:  # a feeder waiting for a task ends too
-            self._tasks.put(None)
+            self._tasks.put((2, next(self._order), None))
         for worker in self._workers:
             worker.kill()
         for worker in self._workers:

@@ -82,8 +82,18 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     (the report's own predictions should use the same). Returns a `Recommendation` whose
     `design` is the given one, scored on this source.
     """
+    from advisor.api import Recommendation
+
+    design, graph, workload = report_subject(design, source, workload=workload)
+    compared = compared_designs(design, graph, workload, seed, calibration) if baselines else {}
+    return Recommendation(design, graph, compared, workload=workload)
+
+
+def report_subject(design: Design | str | Path, source, *, workload=None) -> tuple:
+    """(the design scored on `source`, its graph on the design's cluster, the spec to simulate or
+    None): what a report of a design file is about, before anything is compared with it. A
+    design without weights gets those `recommend` prices, as `evaluate` gives it."""
     from advisor.sources import load_source_for
-    from advisor.api import Recommendation, recommend
     from costmodel.granularity import workload_at
     from costmodel.graph import WorkloadGraph
     from advisor.priced_weights import default_weights
@@ -100,14 +110,35 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
         design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
     if not design.weights_stated:  # a file without weights: those recommend prices, as evaluate does
         design = replace(design, weights=default_weights(graph), weights_stated=True)
-    design = replace(design, cost=design.score(graph))  # the caller's object stays as it was
+    return replace(design, cost=design.score(graph)), graph, workload  # the caller's object stays
+
+
+def compared_designs(design: Design, graph, workload, seed: int = 0, calibration=None) -> dict[str, Design]:
+    """The designs a report puts beside `design`: the current search's pick (`recommend` at the
+    design's weights, with `calibration`) where it differs, then every baseline."""
+    from advisor.api import recommend
+
+    current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
     compared = {}
-    if baselines:
-        current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
-        if design_signature(current.design) != design_signature(design):
-            compared[CURRENT_SEARCH] = current.design
-        compared.update(current.baselines)
-    return Recommendation(design, graph, compared, workload=workload)
+    if design_signature(current.design) != design_signature(design):
+        compared[CURRENT_SEARCH] = current.design
+    compared.update(current.baselines)
+    return compared
+
+
+def report_design(design: Design | str | Path, source, *, workload=None, seed: int = 0,
+                  calibration=None, options: ReportOptions | None = None, **build) -> str:
+    """`build_report(report_recommendation(...))` with the comparison (a full `recommend`)
+    worked out side by side with the report's sections rather than before them: the report
+    of a design file (`advisor report`), the same HTML. `build`: `build_report`'s other
+    keywords (validation, source, title, progress, migration)."""
+    from advisor.api import Recommendation
+
+    o = options or ReportOptions()
+    design, graph, workload = report_subject(design, source, workload=workload)
+    compare = (compared_designs, (design, graph, workload, seed, calibration)) if o.baselines else None
+    return build_report(Recommendation(design, graph, {}, workload=workload), source=source, options=o,
+                        compare=compare, **build)
 
 
 def _source_label(source) -> str:
@@ -121,7 +152,8 @@ def _source_label(source) -> str:
 def build_report(recommendation, *, predictions: dict | None = None, validation=None,
                  source=None, title: str | None = None,
                  options: ReportOptions | None = None,
-                 progress: Callable[[str], None] | None = None, migration=None) -> str:
+                 progress: Callable[[str], None] | None = None, migration=None,
+                 compare: tuple | None = None) -> str:
     """The report of `recommendation.design` as an HTML string, from results already computed.
 
     The recommendation carries the graph (on the design's cluster), the spec to simulate (its
@@ -131,6 +163,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     JSON or a `ValidationResult` (shown when given); `source` names what the design was made for
     (a path, a name or a Workload; default: the spec or the graph). `migration` is a
     `DesignDiff` from the deployed design to this one (`advisor.api.diff`): a section of its own.
+    `compare` is `(function, args)` giving more designs to compare by name (`compared_designs`,
+    added to the baselines), worked out side by side with the sections (`report_design`).
     """
     from advisor import __version__
     from reports import figures as F
@@ -148,28 +182,34 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     cost = design.cost
     designs = {THIS_DESIGN: design, **(recommendation.baselines if o.baselines else {})}
     known = dict(predictions or {})
-    sims = {} if workload is None else {n: known.get(_prediction_key(n)) for n in designs}
-    missing = {n: designs[n] for n, sim in sims.items() if sim is None}
     scaling = o.scaling and workload is not None  # (with a workload, this design is simulated)
-    sections = _sections(o, scaling or len(missing) > (THIS_DESIGN in missing))
-    jobs = _report_jobs(o, len(sections))
+    comparing = compare is not None and o.baselines
+    sections = _sections(o, scaling or comparing or len(designs) > 1)
+    jobs = _report_jobs(o, len(sections) + comparing)
     with section_pool(jobs) as pool:  # the workers start while this design is simulated
-        if missing:
-            say(f"simulating {len(missing)} designs")
-        if THIS_DESIGN in missing:  # first, here: the scaling chart and the suggestions start from it
-            sims[THIS_DESIGN] = predict(workload, missing.pop(THIS_DESIGN), o.predict)
-        own_sim = sims.get(THIS_DESIGN)
+        compared = pool.submit_first(compare[0], *compare[1]) if comparing else None  # a worker takes it at once
+        if workload is not None and known.get(_prediction_key(THIS_DESIGN)) is None:
+            say("simulating this design")  # first, here: the scaling chart and the suggestions start from it
+            known[_prediction_key(THIS_DESIGN)] = predict(workload, design, o.predict)
+        own_sim = None if workload is None else known[_prediction_key(THIS_DESIGN)]
         if not isinstance(pool, InlinePool):
             say(f"{', '.join(sections)}: side by side in this process and {jobs - 1} "
                 f"worker{'s' if jobs > 2 else ''}")
-        sections_done = _start_sections(pool, o, design, graph, workload, own_sim, missing, scaling, say)
+        sections_done = _start_sections(pool, o, design, graph, workload, own_sim, scaling, say)
         say("drawing figures")
         figures = {
             "graph": _png(lambda ax: F.plot_graph(design, graph, ax=ax), graph_figsize(design, graph)),
             "load": _png(lambda ax: F.plot_machine_load(design, graph, ax=ax), (5.6, 3.4)),
             "memory": _png(lambda ax: F.plot_machine_memory(design, graph, ax=ax), (5.6, 3.4)),
-            "cost": _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6)),
         }
+        if compared is not None:
+            designs.update(compared.result())
+        sims = {} if workload is None else {n: known.get(_prediction_key(n)) for n in designs}
+        missing = {n: designs[n] for n, sim in sims.items() if sim is None}
+        if missing:
+            say(f"simulating {len(missing)} designs")
+        _predictions_task(pool, sections_done, o, design, workload, own_sim, missing, scaling)
+        figures["cost"] = _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6))
         pool.work_here()  # the sections no worker has started yet
         # the sweep's figure first (its tasks went in last: this process has usually run them),
         # drawn while a worker may still be busy with the rest
@@ -244,7 +284,7 @@ def _report_jobs(o: ReportOptions, sections: int) -> int:
 
 
 def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own_sim,
-                    missing: dict[str, Design], scaling: bool, say: Callable[[str], None]) -> dict:
+                    scaling: bool, say: Callable[[str], None]) -> dict:
     """Submit every section to `pool` (the longest first, so two workers end together) and
     return their futures by name; with `InlinePool` they run here, one after the other."""
     from reports.sensitivity import TERMS, sweep_term
@@ -257,28 +297,38 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
         tried = [pool.submit(try_change, workload, design, start.weights, change, o.seed, o.predict,
                              start.tps_before is not None) for change in start.changes]
         futures["suggestions"] = _Suggested(start, tried, by_cost=workload is None)
-    own_point = None
-    if scaling:
+    if scaling:  # every machine count but the design's own a task of its own, the largest (slowest) first
         from reports.scaling import default_machine_counts, scaling_rows
 
         counts = o.scaling_machines or default_machine_counts(design.machines)
         say(f"throughput against machines {counts}")
-        point = {"weights": design.weights, "partitions_per_machine": design.partitions_per_machine,
-                 "seed": o.seed, "options": o.predict}
-        if design.machines in counts:  # the headline's design: its baselines are the table's runs
-            own_point = {**point, "machines": design.machines,
-                         "fixed": (design, float(own_sim.throughput_tps))}
-    if scaling or missing:
-        futures["predictions"] = pool.submit(_predictions_section, workload, missing, o.predict, own_point)
-    if scaling:  # every other machine count a task of its own, the largest (slowest) first
         for m in sorted((c for c in counts if c != design.machines), reverse=True):
-            futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **point)
+            futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **_scaling_point(o, design))
         futures["scaling"] = _Curve(counts, design.machines, futures)
     if o.sensitivity:  # a sweep per weight: three shorter tasks balance the workers better
         say("sensitivity sweep over alpha, beta, gamma")
         for term in TERMS:
             futures[f"sensitivity {term}"] = pool.submit(sweep_term, graph, design.weights, term, seed=o.seed)
     return futures
+
+
+def _scaling_point(o: ReportOptions, design: Design) -> dict:
+    """`scaling_rows`' arguments for every machine count of the chart."""
+    return {"weights": design.weights, "partitions_per_machine": design.partitions_per_machine,
+            "seed": o.seed, "options": o.predict}
+
+
+def _predictions_task(pool, futures: dict, o: ReportOptions, design: Design, workload, own_sim,
+                      missing: dict[str, Design], scaling: bool) -> None:
+    """Submit the candidate table's missing predictions with the chart's rows at the design's
+    own machine count (its baselines are the table's runs), ahead of the sections not started
+    yet: it waited for the comparison."""
+    own_point = None
+    if scaling and design.machines in (o.scaling_machines or [design.machines]):
+        own_point = {**_scaling_point(o, design), "machines": design.machines,
+                     "fixed": (design, float(own_sim.throughput_tps))}
+    if scaling or missing:
+        futures["predictions"] = pool.submit_first(_predictions_section, workload, missing, o.predict, own_point)
 
 
 @dataclass

@@ -39,7 +39,7 @@ def report(
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
     from reports.predict import PredictOptions
-    from reports.report import ReportOptions, build_report, report_recommendation, write_report
+    from reports.report import ReportOptions, report_design, write_report
     from reports.validation_view import read_validation
 
     source = workload_for(design, workload)
@@ -65,9 +65,8 @@ def report(
         if progress:
             progress("comparing with the deployed design")
         migration = diff(current, d, source, seed=seed)
-    rec = report_recommendation(d, source, workload=simulated, seed=seed, calibration=cal)
-    write_report(out, build_report(rec, validation=result, source=source, title=title,
-                                   options=options, progress=progress, migration=migration))
+    write_report(out, report_design(d, source, workload=simulated, seed=seed, calibration=cal, options=options,
+                                    validation=result, title=title, progress=progress, migration=migration))
     say(f"wrote {out}")
 
 

@@ -66,6 +66,33 @@ def test_a_worker_runs_a_task_and_its_simulations_come_back(small):
     assert any(placement_key(small.design) in key for key in SIMULATIONS.keys())
 
 
+def test_a_task_submitted_first_goes_ahead_of_those_waiting():
+    import time
+
+    from reports.parallel import section_pool
+
+    with section_pool(2) as pool:  # one worker, kept busy while the others queue
+        pool.submit(time.sleep, 1.0)
+        waiting = [pool.submit(time.monotonic) for _ in range(3)]
+        urgent = pool.submit_first(time.monotonic)
+    assert urgent.result() < min(f.result() for f in waiting)
+
+
+def test_a_design_files_report_compares_side_by_side_and_reads_the_same(small, tmp_path):
+    """`report_design` (what `advisor report` runs: the comparison's `recommend` as a task
+    beside the sections) writes what `build_report(report_recommendation(...))` writes."""
+    from reports.report import report_design, report_recommendation
+
+    path = small.design.save(tmp_path / "design.json")
+    options = dict(scaling_machines=[1, 2], sensitivity=False)
+    before = build_report(report_recommendation(path, "voter-leaderboard"), source="voter-leaderboard",
+                          options=ReportOptions(jobs=1, **options))
+    for jobs in (1, 2):
+        SIMULATIONS.clear()
+        assert report_design(path, "voter-leaderboard", options=ReportOptions(jobs=jobs, **options)) == before
+    assert "advisor (current search)" in before or "round-robin" in before  # something was compared
+
+
 def test_the_default_worker_count_is_this_process_cores():
     assert ReportOptions().jobs == len(os.sched_getaffinity(0))
 
