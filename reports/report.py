@@ -462,19 +462,18 @@ def _sensitivity_context(sens, design: Design) -> dict:
     """The sweep (`reports.sensitivity.Sensitivity`, computed by its section) as the report shows it."""
     from reports.figures import plot_sensitivity
 
-    frame = sens.to_frame()
+    rows = sens.rows  # plain rows: pandas is not imported for a report
     designs = []
     for letter, d in sens.designs.items():
-        where = frame[frame["design"] == letter]
-        points = ", ".join(f"{t} {s:.0%}" for t, s in zip(where["term"], where["share"]))
+        points = ", ".join(f"{r['term']} {r['share']:.0%}" for r in rows if r["design"] == letter)
         groups = "; ".join("{" + ", ".join(x.split(":", 1)[1] for x in g) + "}" for g in design_signature(d)[0])
         designs.append({"letter": letter, "where": points or "the given weights only", "groups": groups})
-    changed = frame[frame["design"] != "A"]
-    if changed.empty:
+    changed = [r for r in rows if r["design"] != "A"]
+    if not changed:
         text = "The same design (A) is chosen at every point of the sweep: the choice does not hinge on the weights."
     else:
-        text = (f"The choice changes at {len(changed)} of {len(frame)} sweep points; the largest extra cost of keeping "
-                f"design A there is {changed['regret'].max():.3f}.")
+        text = (f"The choice changes at {len(changed)} of {len(rows)} sweep points; the largest extra cost of keeping "
+                f"design A there is {max(r['regret'] for r in changed):.3f}.")
     return {"sensitivity_figure": _png(lambda ax: plot_sensitivity(sens, ax=ax), (6.8, 3.8)),
             "sensitivity_text": text, "sensitivity_designs": designs}
 

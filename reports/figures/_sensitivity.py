@@ -15,13 +15,16 @@ class _SweepInfo:
 
 
 def _sensitivity_info(sens) -> _SweepInfo:
-    frame = sens.to_frame()
+    """The sweep's rows by term, in sweep order (plain lists: a report need not import pandas)."""
     total = sens.base.alpha + sens.base.beta + sens.base.gamma
     base_shares = {t: getattr(sens.base, t) / total for t in SWEEP_COLOURS} if total > 0 else {}
-    lines = {}
-    for term, part in frame.groupby("term", sort=False):
-        lines[term] = (part["share"].tolist(), part["total"].tolist(),
-                       part["base_design_total"].tolist(), part["design"].tolist())
+    lines: dict[str, tuple[list, list, list, list]] = {}
+    for row in sens.rows:
+        xs, chosen, base, letters = lines.setdefault(row["term"], ([], [], [], []))
+        xs.append(float(row["share"]))
+        chosen.append(float(row["total"]))
+        base.append(float(row["base_design_total"]))
+        letters.append(row["design"])
     return _SweepInfo(lines, base_shares)
 
 

@@ -19,11 +19,18 @@ class _CurveInfo:
 
 
 def _curve_info(curve) -> _CurveInfo:
-    frame = _frame(curve)
+    """One line per design, in order of first appearance, by machine count (a `ScalingCurve`'s
+    rows as plain lists: a report need not import pandas; a DataFrame's records alike)."""
+    rows = curve.rows if hasattr(curve, "rows") else curve.to_dict("records")
+    points: dict[str, list[tuple[int, float]]] = {}
+    for row in rows:
+        tps = row["throughput_tps"]
+        points.setdefault(str(row["design"]), []).append(
+            (int(row["machines"]), float("nan") if tps is None else float(tps)))
     lines = {}
-    for design, part in frame.groupby("design", sort=False):
-        part = part.sort_values("machines")
-        lines[str(design)] = (part["machines"].astype(int).tolist(), part["throughput_tps"].tolist())
+    for design, pairs in points.items():
+        pairs.sort(key=lambda p: p[0])
+        lines[design] = ([m for m, _ in pairs], [t for _, t in pairs])
     return _CurveInfo(lines)
 
 
