@@ -114,9 +114,14 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None,
 # results; a large trace keeps Java's defaults, which win on long jobs. Whole-stage code
 # generation (each query's plan compiled into Java at run time, by a compiler cold in a new JVM)
 # saves per-row work a job of a few thousand rows does not have: off for a small job, the same
-# results (about a fifth of the demo's Spark CPU, issue 21).
+# results (about a fifth of the demo's Spark CPU, issue 21). Such a job also spends seconds
+# verifying the bytecode of the classes it loads from Spark's jars: they come with the pyspark
+# package, as trusted as the Python running them (Java never verifies its own classes either),
+# so a small job skips that (the aggregation 0.83x wall on the demo's trace, the same results;
+# a diagnostic option: Java 17 and 25 tried here).
 SMALL_JOB_ROWS = 500_000
-SMALL_JOB_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+SMALL_JOB_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+                         "-XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote")
 SMALL_JOB_SQL_CONF = {"spark.sql.codegen.wholeStage": "false"}
 
 
