@@ -5,7 +5,8 @@ the spec, the baselines; the simulator's predictions; a validation), computes on
 report's own analyses (sensitivity, scaling, suggestions), draws the figures as embedded PNGs
 and fills the Jinja2 template with autoescaping on, so a name from a spec is always shown as
 text. Nothing in the file refers to the network. `report_recommendation` computes the inputs
-when only a design file is given (`advisor report`).
+when only a design file is given; `report_design` (what `advisor report` runs) writes the same
+report with that comparison worked out beside the report's own sections.
 """
 from __future__ import annotations
 
@@ -73,9 +74,9 @@ def _tps(x) -> str:
 
 def report_recommendation(design: Design | str | Path, source, *, workload=None, seed: int = 0,
                           baselines: bool = True, calibration=None):
-    """What a report compares a design with, computed when only the design is given (`advisor
-    report`): the graph on the design's cluster, the spec to simulate (`workload`, when the
-    source is statistics), the current search's design where it differs, and every baseline.
+    """What a report compares a design with, computed when only the design is given: the graph
+    on the design's cluster, the spec to simulate (`workload`, when the source is statistics),
+    the current search's design where it differs, and every baseline.
 
     `source` is what the design was made for (bundled name, spec path, Workload or statistics
     dir); `calibration` is what the comparison's pick predicts with, as `recommend` takes it
