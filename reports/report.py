@@ -288,7 +288,7 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
                     scaling: bool, say: Callable[[str], None]) -> dict:
     """Submit every section to `pool` (the longest first, so two workers end together) and
     return their futures by name; with `InlinePool` they run here, one after the other."""
-    from reports.sensitivity import TERMS, sweep_term
+    from reports.sensitivity import DEFAULT_SHARES, TERMS, sweep_term
     from reports.suggestions import SuggestionsStart, try_change
 
     futures = {}
@@ -306,10 +306,12 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
         for m in sorted((c for c in counts if c != design.machines), reverse=True):
             futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **_scaling_point(o, design))
         futures["scaling"] = _Curve(counts, design.machines, futures)
-    if o.sensitivity:  # a sweep per weight: three shorter tasks balance the workers better
+    if o.sensitivity:  # a task per point of the sweeps: the shortest tasks, last, even out the workers' ends
         say("sensitivity sweep over alpha, beta, gamma")
         for term in TERMS:
-            futures[f"sensitivity {term}"] = pool.submit(sweep_term, graph, design.weights, term, seed=o.seed)
+            for share in DEFAULT_SHARES:
+                futures[f"sensitivity {term} {share}"] = pool.submit(sweep_term, graph, design.weights, term,
+                                                                     (share,), seed=o.seed)
     return futures
 
 
@@ -455,7 +457,8 @@ def _sensitivity_section(o: ReportOptions, graph, design: Design, futures: dict)
         return {"sensitivity_figure": None, "sensitivity_text": "", "sensitivity_designs": []}
     from reports.sensitivity import DEFAULT_SHARES, TERMS, sensitivity_of
 
-    swept = {term: futures[f"sensitivity {term}"].result() for term in TERMS}
+    swept = {term: [d for share in DEFAULT_SHARES for d in futures[f"sensitivity {term} {share}"].result()]
+             for term in TERMS}
     return _sensitivity_context(sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept), design)
 
 
