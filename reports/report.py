@@ -132,7 +132,7 @@ def report_design(design: Design | str | Path, source, *, workload=None, seed: i
     """`build_report(report_recommendation(...))` with the comparison (a full `recommend`)
     worked out side by side with the report's sections rather than before them: the report
     of a design file (`advisor report`), the same HTML. `build`: `build_report`'s other
-    keywords (validation, source, title, progress, migration)."""
+    keywords (validation, title, progress, migration; `source` is passed on)."""
     from advisor.api import Recommendation
 
     o = options or ReportOptions()
@@ -299,9 +299,9 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
                              start.tps_before is not None) for change in start.changes]
         futures["suggestions"] = _Suggested(start, tried, by_cost=workload is None)
     if scaling:  # every machine count but the design's own a task of its own, the largest (slowest) first
-        from reports.scaling import default_machine_counts, scaling_rows
+        from reports.scaling import scaling_rows
 
-        counts = o.scaling_machines or default_machine_counts(design.machines)
+        counts = _chart_counts(o, design)
         say(f"throughput against machines {counts}")
         for m in sorted((c for c in counts if c != design.machines), reverse=True):
             futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **_scaling_point(o, design))
@@ -313,6 +313,13 @@ def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own
                 futures[f"sensitivity {term} {share}"] = pool.submit(sweep_term, graph, design.weights, term,
                                                                      (share,), seed=o.seed)
     return futures
+
+
+def _chart_counts(o: ReportOptions, design: Design) -> list[int]:
+    """The scaling chart's machine counts: the option's, else 1, 2, 4, ... with the design's own."""
+    from reports.scaling import default_machine_counts
+
+    return o.scaling_machines or default_machine_counts(design.machines)
 
 
 def _scaling_point(o: ReportOptions, design: Design) -> dict:
@@ -327,7 +334,7 @@ def _predictions_task(pool, futures: dict, o: ReportOptions, design: Design, wor
     own machine count (its baselines are the table's runs), ahead of the sections not started
     yet: it waited for the comparison."""
     own_point = None
-    if scaling and design.machines in (o.scaling_machines or [design.machines]):
+    if scaling and design.machines in _chart_counts(o, design):
         own_point = {**_scaling_point(o, design), "machines": design.machines,
                      "fixed": (design, float(own_sim.throughput_tps))}
     if scaling or missing:
