@@ -25,6 +25,7 @@ class BusyEstimate:
     prices: BusyPrices
     traits: SpTraits
     batch_size: int
+    lock_waits: bool = True  # distributed transactions' waits for each other's locks
 
     @classmethod
     def of(cls, graph, workload, params) -> "BusyEstimate":
@@ -35,7 +36,7 @@ class BusyEstimate:
 
     def estimate(self, proc_part, state_part) -> BusyTime:
         return busy_time(self.graph.cost, proc_part, state_part, self.prices, self.batch_size,
-                         self.traits)
+                         self.traits, self.lock_waits)
 
     def throughput_tps(self, proc_part, state_part) -> float:
         return self.estimate(proc_part, state_part).throughput_tps

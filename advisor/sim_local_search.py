@@ -39,6 +39,7 @@ TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
 MAX_STEPS = 20
 CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any simulation
 CLIMB_GAIN = 0.005  # a step of that climb must raise the estimate by this fraction
+NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 
 
 @dataclass
@@ -87,12 +88,30 @@ def touched_state(graph: WorkloadGraph) -> list[np.ndarray]:
 
 def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
            touched: list[np.ndarray], load):
-    """Moves off the busiest partition: each of its SPs to every other partition with the
-    state only it touches, or with all the state it touches; each state item it holds to the
-    partition of an SP that touches it. Yields (label, proc, state)."""
+    """Moves off the busiest partitions (the busiest, then the next if within NEAR_BUSIEST): each
+    of their SPs to every other partition with the state only it touches, or with all the
+    state it touches; each state item they hold to the partition of an SP that touches it.
+    Yields (label, proc, state).
+
+    Why more than the busiest: a partition close behind it holds locks the busiest waits for
+    (or waits for its locks), so work moved off it can relieve the busiest too."""
     c = graph.cost
     n_parts = c.machines * c.partitions_per_machine
-    hot = int(np.argmax(load.partition))
+    for hot in _busiest_partitions(load.partition):
+        yield from _moves_off(graph, proc, state, private, touched, hot, n_parts)
+
+
+def _busiest_partitions(busy: np.ndarray) -> list[int]:
+    """The busiest partition, then the next busiest if it is within NEAR_BUSIEST of it (ties
+    by index)."""
+    order = sorted(range(busy.size), key=lambda p: (-busy[p], p))[:2]
+    return [p for k, p in enumerate(order) if k == 0 or busy[p] >= (1.0 - NEAR_BUSIEST) * busy[order[0]]]
+
+
+def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+               touched: list[np.ndarray], hot: int, n_parts: int):
+    """The moves off one partition (see `busiest_partition_moves`)."""
+    c = graph.cost
     for i in np.flatnonzero(proc == hot):
         for q in range(n_parts):
             if q == hot:

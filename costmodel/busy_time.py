@@ -17,10 +17,13 @@ charges work where the engine does it, as the simulator prices it:
   held for every later lock's round trip as well;
 - every message costs its sender's and its receiver's machine the message handling (a MOVE
   between machines also the (de)serialisation of its bytes), and every transaction costs its
-  machine the scheduling and the commit notification.
+  machine the scheduling and the commit notification;
+- a distributed transaction that waits for a later lock holds its earlier partitions meanwhile
+  (`_hold_with_lock_waits`): first-order lock waits, priced at the rate the design sustains.
 
-Nothing queues in this estimate (no contention, no latency bound), so it is an upper bound of
-the simulator's throughput that ranks designs, not a prediction of the engine.
+Beyond those waits nothing queues here (no latency bound, no queue of several waiters), so it
+is close to an upper bound of the simulator's throughput that ranks designs, not a prediction of
+the engine.
 """
 from __future__ import annotations
 
@@ -126,10 +129,11 @@ class SpTraits:
 
 
 def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = BusyPrices(),
-              batch_size: int = 10, traits: SpTraits | None = None) -> BusyTime:
+              batch_size: int = 10, traits: SpTraits | None = None, lock_waits: bool = True) -> BusyTime:
     """The busy time per batch of each partition and machine under a design (global partition
     arrays in the graph's node order; REPLICATED state is on every partition; owned state, a
-    window, is on its owner's partition whatever the array says)."""
+    window, is on its owner's partition whatever the array says). `lock_waits=False` leaves
+    out the waits of distributed transactions for each other's locks (to see what they cost)."""
     P = prices
     traits = traits or SpTraits.declared(graph, P)
     proc_part = np.asarray(proc_part, dtype=np.int64)
@@ -234,7 +238,6 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
     next_txn = seg_end[np.searchsorted(seg_end, np.arange(pu.size), side="right")]
     held = _suffix_within(lock_step, next_txn) + tail[pu]
     in_dist = dist[pu]
-    np.add.at(busy, pq[in_dist], held[in_dist])
 
     # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
     msg_s = np.where(cross, P.msg_cpu_s, P.local_msg_cpu_s) * 5
@@ -245,7 +248,54 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
         frag_s = 2 * np.where(q_of // ppm != base[m_of] // ppm, P.msg_cpu_s, P.local_msg_cpu_s)
         np.add.at(coord, base[m_of] // ppm, frag_s)
         np.add.at(coord, q_of // ppm, frag_s)
+
+    # a partition is also held while its transaction waits for a later lock (lock waits)
+    d = np.flatnonzero(in_dist)
+    hold = held[d]
+    if lock_waits:
+        hold = _hold_with_lock_waits(pu[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
+                                     busy, base[single], body[single], coord.max(initial=0.0))
+    np.add.at(busy, pq[d], hold)
     return BusyTime(busy, coord, batch_size)
+
+
+def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, next_txn: np.ndarray,
+                          single_busy: np.ndarray, single_part: np.ndarray, single_s: np.ndarray,
+                          coordinator_s: float, rounds: int = 6) -> np.ndarray:
+    """Each distributed transaction's hold of each partition it locks (in lock order, `held`
+    without waiting), plus the waits for its later locks while it holds this one.
+
+    Why: several distributed transactions that lock the same partitions stretch each other's
+    holds, and the busy partition that waits for a lock runs nothing meanwhile. A request finds
+    its partition in one of the other transactions' visits with probability rate x visit, and
+    waits half that visit on average, so a lock's wait is rate/2 x the sum of the squared visits
+    it can meet. It cannot meet a transaction that shares a partition it locked earlier (both
+    hold that one first: ascending lock order), nor itself. The rate is where the busiest
+    partition or coordinator is saturated with these waits in it (a fixed point, a few
+    damped rounds from the rate without waits). First order: a queue of several waiters is not
+    modelled."""
+    if txn.size == 0:
+        return held
+    n_parts = single_busy.size
+    txns, t = np.unique(txn, return_inverse=True)
+    member = np.zeros((txns.size, n_parts), dtype=bool)
+    member[t, part] = True
+    below = member[t] & (np.arange(n_parts)[None, :] < part[:, None])
+    shares_earlier = (below.astype(np.int32) @ member.T.astype(np.int32)) > 0  # (lock, txn)
+    shares_earlier[np.arange(part.size), t] = True  # nor itself
+    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=n_parts)
+    hold = held
+    busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
+    rate = 1.0 / max(busy.max(), coordinator_s)
+    for _ in range(rounds):
+        sq = np.zeros((txns.size, n_parts))
+        sq[t, part] = hold ** 2
+        meets = single_sq[part] + sq.sum(axis=0)[part] - (shares_earlier * sq[:, part].T).sum(axis=1)
+        wait = rate / 2 * np.maximum(meets, 0.0)
+        hold = held + _suffix_within(wait, next_txn) - wait  # the waits for its later locks
+        busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
+        rate = 0.5 * (rate + 1.0 / max(busy.max(), coordinator_s))
+    return hold
 
 
 def _suffix_within(step: np.ndarray, next_txn: np.ndarray) -> np.ndarray:
