@@ -282,17 +282,30 @@ def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, n
     member[t, part] = True
     below = member[t] & (np.arange(n_parts)[None, :] < part[:, None])
     shares_earlier = (below.astype(np.int32) @ member.T.astype(np.int32)) > 0  # (lock, txn)
-    shares_earlier[np.arange(part.size), t] = True  # nor itself
-    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=n_parts)
+    # a transaction's first lock holds nothing yet: only the later locks' waits count
+    later = np.r_[False, txn[1:] == txn[:-1]]
+    # (j, k): lock j may meet lock k of another transaction at the same partition
+    by_part = np.argsort(part, kind="stable")
+    starts = np.searchsorted(part[by_part], np.arange(n_parts + 1))
+    pair_j, pair_k = [], []
+    for q in np.unique(part[later]):
+        at = by_part[starts[q]:starts[q + 1]]
+        j, k = np.repeat(at, at.size), np.tile(at, at.size)
+        keep = later[j] & (t[j] != t[k]) & ~shares_earlier[j, t[k]]
+        pair_j.append(j[keep])
+        pair_k.append(k[keep])
+    pair_j = np.concatenate(pair_j) if pair_j else np.zeros(0, dtype=np.int64)
+    pair_k = np.concatenate(pair_k) if pair_k else np.zeros(0, dtype=np.int64)
+    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=n_parts)[part] * later
+    if pair_j.size == 0 and not single_sq.any():
+        return held  # no later lock can meet anybody
     hold = held
     busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
     rate = 1.0 / max(busy.max(), coordinator_s)
     for _ in range(rounds):
-        sq = np.zeros((txns.size, n_parts))
-        sq[t, part] = hold ** 2
-        meets = single_sq[part] + sq.sum(axis=0)[part] - (shares_earlier * sq[:, part].T).sum(axis=1)
-        wait = rate / 2 * np.maximum(meets, 0.0)
-        hold = held + _suffix_within(wait, next_txn) - wait  # the waits for its later locks
+        meets = single_sq + np.bincount(pair_j, weights=hold[pair_k] ** 2, minlength=part.size)
+        wait = rate / 2 * meets
+        hold = held + np.maximum(_suffix_within(wait, next_txn) - wait, 0.0)  # its later locks' waits
         busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
         rate = 0.5 * (rate + 1.0 / max(busy.max(), coordinator_s))
     return hold
@@ -301,5 +314,6 @@ def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, n
 def _suffix_within(step: np.ndarray, next_txn: np.ndarray) -> np.ndarray:
     """For each lock (in a transaction's order), the sum of its own step and every later
     step of the same transaction (`next_txn`: index of the next transaction's first lock)."""
-    suffix = np.r_[np.cumsum(step[::-1])[::-1], 0.0]
+    suffix = np.zeros(step.size + 1)
+    suffix[:-1] = np.cumsum(step[::-1])[::-1]
     return suffix[:-1] - suffix[next_txn]
