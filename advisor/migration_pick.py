@@ -220,7 +220,7 @@ def _path(current: Design, goal: Design, graph: WorkloadGraph, estimate, weights
 
 def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Reachable]:
     """Designs a hill climb from the deployed one reaches, whatever the unconstrained best is:
-    each step takes the move off the busiest partition (`busiest_partition_moves`) with the
+    each step takes the move off the busiest partitions (`busiest_partition_moves`) with the
     best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN."""
     from advisor.sim_local_search import CLIMB_GAIN, busiest_partition_moves, private_state, touched_state
 
