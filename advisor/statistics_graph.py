@@ -58,8 +58,7 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
     if procs.num_rows == 0:
         raise AdvisorError(f"{where}: procedures.parquet has no procedures")
 
-    cost_column = "p50_cost_us" if "p50_cost_us" in procs.column_names else "mean_cost_us"
-    proc_load = (_np(procs, cost_column) * _np(procs, "invocations")) / batches
+    proc_load = (_np(procs, _load_column(procs)) * _np(procs, "invocations")) / batches
 
     ps = tables["procedure_state"]
     ps_proc = _index(ps.column("procedure"), proc_names, where, "procedure_state.procedure")
@@ -123,6 +122,15 @@ def _window_owners(state: pa.Table, manifest: dict, procs: list[str], where: str
                                f"statistics' procedures")
         owner[j] = index[proc]
     return owner
+
+
+def _load_column(procs: pa.Table) -> str:
+    """What an SP's load is read from: its own work where the trace timed it for every SP
+    (`p50_work_us`: the load a spec declares), else its median execution time (one scale for
+    all SPs either way)."""
+    if "p50_work_us" in procs.column_names and procs.num_rows and procs.column("p50_work_us").null_count == 0:
+        return "p50_work_us"
+    return "p50_cost_us" if "p50_cost_us" in procs.column_names else "mean_cost_us"
 
 
 def _np(table: pa.Table, column: str) -> np.ndarray:

@@ -5,8 +5,10 @@ Every state item of the statistics (a table, a fragment `T#i`, a hot tuple `T@KE
 becomes a state item of the workload with its own name, so a design at any granularity places
 exactly the workload's items. What the statistics say, and how it becomes the workload:
 
-- an SP's cost: its median duration per execution x executions per batch (retries included),
-  in units of `cost_unit_us`. A trace of executions (`durations` "execution", the default:
+- an SP's cost: where the trace times the SP's own work apart from the system's (`txns.work_us`,
+  as the engine records it), its median over commits x executions per batch (retries
+  included), in units of `cost_unit_us`. Otherwise its median duration per execution x
+  executions per batch, and then a trace of executions (`durations` "execution", the default:
   the engine's, a real system's) times the whole transaction, so the per-transaction overhead
   and the per-row access time the simulator and the engine charge again are taken off first,
   at the calibration's prices (never below `MIN_WORK_SHARE` of the duration); a trace of work
@@ -20,8 +22,8 @@ exactly the workload's items. What the statistics say, and how it becomes the wo
 - windows, nested groups, the cluster (memory limit and capacities included) and the input
   (batch size, rate, fields) from the manifest.
 
-How much of a measured duration was the engine's overhead on the tracing host is not in the
-statistics either: a busy host runs the engine's per-transaction and per-row code slower than its
+Without `work_us`, how much of a measured duration was the engine's overhead on the tracing
+host is not in the statistics: a busy host runs the engine's per-transaction and per-row code slower than its
 calibration says, and an SP that touches many rows then looks heavier than it is.
 `cost_scenarios` gives the same workload at the two ends of what the durations allow (no overhead
 at all; the overhead scaled up until the first SP's work reaches its floor), for a pick that a tie
@@ -151,8 +153,11 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
     durations = inp.get("durations") or "execution"
     per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
     per_txn_us, per_row_us = per_txn_us * overhead_scale, per_row_us * overhead_scale
-    if durations != "work":
-        assumed.append(f"SP work: median execution time less {per_txn_us:.0f} us per transaction "
+    work_told = _measured_work(procs)
+    if durations != "work" and len(work_told) < len(procs):
+        which = f" for the {len(procs) - len(work_told)} SPs whose work the trace does not time" \
+            if work_told else ""
+        assumed.append(f"SP work{which}: median execution time less {per_txn_us:.0f} us per transaction "
                        f"and {per_row_us:.2f} us per row accessed (calibration prices; what the engine "
                        f"overhead really was on the tracing host is not in the statistics)")
 
@@ -197,11 +202,15 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         calls_per_batch = float(r.invocations) / batches
         members = timed[r.procedure]
         measured_us = float(r.p50_cost_us)
-        rows = sum(rows_per_batch[m] for m in members) / max(calls_per_batch, 1e-12)
-        timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows)
-        work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
-        procedures.append(Procedure(r.procedure, cost=work_us / len(members) * calls_per_batch / unit_us,
-                                    accesses=tuple(accesses[r.procedure])))
+        if r.procedure in work_told:  # the trace times the SP's own work: nothing to take off
+            timings[r.procedure] = MeasuredCost(measured_us, 0.0)
+            cost = work_told[r.procedure] * calls_per_batch / unit_us
+        else:
+            rows = sum(rows_per_batch[m] for m in members) / max(calls_per_batch, 1e-12)
+            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows)
+            work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
+            cost = work_us / len(members) * calls_per_batch / unit_us
+        procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure])))
 
     stream_list = []
     for r in streams.itertuples(index=False):
@@ -238,6 +247,18 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         cluster=cluster, description=description, source=where,
         sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
     ), timings
+
+
+def _measured_work(procs) -> dict[str, float]:
+    """SP -> the median of its own work per execution (µs), for the SPs whose trace timed it
+    (`txns.work_us`, see traces.schema); the others are not in it."""
+    if "p50_work_us" not in procs:
+        return {}
+    out = {}
+    for name, work in zip(procs["procedure"], procs["p50_work_us"]):
+        if work is not None and math.isfinite(float(work)):
+            out[name] = float(work)
+    return out
 
 
 def _overhead_us(calibration) -> tuple[float, float]:

@@ -27,7 +27,7 @@ from traces.finish import finish_statistics, tables_info
 from costmodel.granularity import fragment_name, tuple_name
 from traces.granularity import DEFAULT_HOT_TUPLES, Granularity, parse_granularity
 from traces.progress import Progress, StageWatcher, stderr_line
-from traces.schema import DATASETS
+from traces.schema import full_schema
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
 from traces.spark_session import SMALL_JOB_ROWS, small_job_conf
 from traces.spark_trace_checks import validate_with_spark
@@ -138,7 +138,7 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
     from pyspark.sql.pandas.types import from_arrow_schema
 
     def read(dataset: str):
-        schema = DATASETS[dataset]
+        schema = full_schema(dataset)  # an optional column a file lacks reads as null
         if dataset == "accesses" and info.key_type == "int64":
             schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
         # the schema is known (validated), so Spark need not run a job to infer it
@@ -254,6 +254,8 @@ def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]
                 F.avg(duration).alias("mean_cost_us"),
                 F.percentile(duration, 0.5).alias("p50_cost_us"),
                 F.percentile(duration, 0.95).alias("p95_cost_us"),
+                # the SP's own work where the trace tells it (null where it never does)
+                F.percentile(F.when(F.col("status") == "commit", F.col("work_us")), 0.5).alias("p50_work_us"),
             ).toArrow())),
         "batches": ("distinct input batches", lambda: txns.agg(
             F.countDistinct("batch_id").alias("batches")).toArrow()),

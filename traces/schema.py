@@ -8,6 +8,11 @@
 
 Keys are stored as strings in `accesses.key` (int64 keys are written in decimal), so one
 column type serves integer and string keys alike.
+
+A dataset may also carry the optional columns of `OPTIONAL` (a trace without them is just as
+valid): `txns.work_us` is the CPU time of the SP's own work within the execution, apart from
+what the system spent on it (locks, state accesses, logging, commit), where the system can
+tell the two apart, as H-Store's procedure profiler does; null where it cannot.
 """
 from __future__ import annotations
 
@@ -45,3 +50,15 @@ FLOWS = pa.schema([
 ])
 
 DATASETS: dict[str, pa.Schema] = {"txns": TXNS, "accesses": ACCESSES, "flows": FLOWS}
+
+# optional columns (nullable), by dataset: read as null where a file does not have them
+OPTIONAL: dict[str, pa.Schema] = {"txns": pa.schema([("work_us", pa.float64())]),
+                                  "accesses": pa.schema([]), "flows": pa.schema([])}
+
+
+def full_schema(dataset: str) -> pa.Schema:
+    """A dataset's columns with its optional ones (what a reader asks Spark for)."""
+    schema = DATASETS[dataset]
+    for f in OPTIONAL[dataset]:
+        schema = schema.append(f)
+    return schema

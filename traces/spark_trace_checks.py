@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from traces.errors import TraceError
-from traces.schema import DATASETS, MANIFEST
+from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import TraceInfo, check_schema, missing_manifest, parse_manifest
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_message
 from traces.windows import manifest_windows
@@ -146,7 +146,10 @@ def _validate(where: str, spark) -> TraceInfo:
         "start_us", "batch_id", "base_partition", "restarts") + [
         _Check("end_us", "end_us before start_us (negative duration)", F.col("end_us") < F.col("start_us")),
         _Check("status", "status is not 'commit' or 'abort'", ~F.col("status").isin("commit", "abort")),
-        _Check("procedure", "empty procedure name", F.col("procedure") == "")], collect="procedure")
+        _Check("procedure", "empty procedure name", F.col("procedure") == ""),
+        _Check("work_us", "work_us must be a finite number >= 0",
+               (F.col("work_us") < 0) | F.isnan("work_us") | (F.col("work_us") == float("inf")))],
+        collect="procedure")
     if txn_rows == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
@@ -199,7 +202,7 @@ def _footer_schema(spark, files: list[str]) -> pa.Schema:
 def _read(spark, files: list[str], dataset: str, key_type: str):
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = DATASETS[dataset]
+    schema = full_schema(dataset)  # an optional column a file lacks reads as null
     if dataset == "accesses" and key_type == "int64":
         schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
     return spark.read.schema(from_arrow_schema(schema)).parquet(*files)

@@ -46,6 +46,9 @@ PROCEDURES = pa.schema([
     ("mean_cost_us", pa.float64()),  # cost = end_us - start_us of one execution
     ("p50_cost_us", pa.float64()),  # the median: what the advisor uses as an SP's cost
     ("p95_cost_us", pa.float64()),  # exact, linear interpolation (as pandas' quantile)
+    # the median of the trace's `work_us` over commits: the SP's own work where the trace
+    # tells it apart from the system's (null where it does not; absent in older statistics)
+    ("p50_work_us", pa.float64()),
 ])
 
 PROCEDURE_STATE = pa.schema([
@@ -83,6 +86,9 @@ STATE = pa.schema([
     ("heat", pa.int64()),  # rows accessed, reads plus writes
     ("estimated_bytes", pa.float64()),
 ])
+
+NULLABLE = frozenset({"key", "p50_work_us"})  # columns where null means "not known"
+ADDED_LATER = {"procedures": ("p50_work_us",)}  # read as null from statistics written before
 
 TABLES: dict[str, pa.Schema] = {
     "procedures": PROCEDURES,
@@ -169,6 +175,9 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
             raise TraceError(f"{path}: {name}.parquet is missing") from None
         except (pa.ArrowException, OSError) as exc:
             raise TraceError(f"{path}: {name}.parquet: not a readable Parquet file ({exc})") from None
+        for name_ in ADDED_LATER.get(name, ()):
+            if name_ not in table.column_names:
+                table = table.append_column(schema.field(name_), pa.nulls(table.num_rows, schema.field(name_).type))
         missing = [f.name for f in schema if f.name not in table.column_names]
         if missing:
             raise TraceError(f"{path}: {name}.parquet: column {missing[0]!r} is missing")
@@ -192,14 +201,15 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
     for name, table in tables.items():
         for field_ in table.schema:
             column = table.column(field_.name)
-            if column.null_count and field_.name not in ("key",):
+            if column.null_count and field_.name not in NULLABLE:
                 row = int(pc.index(pc.is_null(column), True).as_py())
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: missing value")
             if not (pa.types.is_integer(field_.type) or pa.types.is_floating(field_.type)) \
                     or field_.name == "fragment":
                 continue
-            values = column.to_numpy().astype(np.float64)
-            bad = ~np.isfinite(values) | (values < 0)
+            values = column.to_numpy(zero_copy_only=False).astype(np.float64)
+            known = ~pc.is_null(column).to_numpy(zero_copy_only=False)
+            bad = known & (~np.isfinite(values) | (values < 0))
             if bad.any():
                 row = int(np.argmax(bad))
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: must be a "

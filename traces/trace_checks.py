@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields
-from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
+from traces.schema import DATASETS, MANIFEST, OPTIONAL, TRACE_FORMAT
 from traces.trace_integrity import check_integrity
 from traces.windows import WindowInfo, manifest_windows
 
@@ -196,6 +196,12 @@ def check_schema(where: str, dataset: str, schema: pa.Schema, file_name: str,
         if not _same_type(actual, f.type):
             raise TraceError(f"{where}: {dataset}: column {f.name!r} has type {actual}, "
                              f"expected {f.type} (in {file_name}, from row 0)")
+    for f in OPTIONAL[dataset]:  # may be left out; given, it is a number
+        idx = schema.get_field_index(f.name)
+        if idx >= 0 and not (pa.types.is_floating(schema.field(idx).type)
+                             or pa.types.is_integer(schema.field(idx).type)):
+            raise TraceError(f"{where}: {dataset}: column {f.name!r} has type {schema.field(idx).type}, "
+                             f"expected a number (in {file_name}, from row 0)")
     return key_type
 
 
@@ -292,6 +298,13 @@ def _check_txns(where: str, files: list[Path]) -> set[str]:
         used = pc.unique(batch.column("procedure").indices).to_numpy()
         names = b.values("procedure", bool, lambda v: "empty procedure name")
         procedures.update(names[i] for i in used)
+    with_work = [f for f in files if "work_us" in _open(where, "txns", f).schema_arrow.names]
+    for offset, file, batch in _batches(where, "txns", files, ["work_us"], only=with_work):
+        work = pc.cast(batch.column("work_us"), pa.float64())  # null: not told (traces.schema)
+        b = _Batch(where, "txns", offset, file, batch)
+        row = b.first(pc.or_(pc.less(work, 0), pc.invert(pc.is_finite(work))))
+        if row is not None:
+            b.fail("work_us", row, f"work_us must be a finite number >= 0, got {work[row].as_py()!r}")
     return procedures
 
 

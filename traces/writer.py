@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
-from traces.schema import DATASETS, MANIFEST, TRACE_FORMAT
+from traces.schema import DATASETS, MANIFEST, OPTIONAL, TRACE_FORMAT
 
 PART_FILE = "part-00000.parquet"
 
@@ -54,7 +54,7 @@ class TraceWriter:
                                           compression=self.compression)
                 self._writers[dataset] = writer
             elif not table.schema.equals(writer.schema):
-                table = table.cast(writer.schema)
+                table = _conform(table, writer.schema)
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows[dataset] += table.num_rows
 
@@ -71,6 +71,9 @@ class TraceWriter:
             raise TraceError(f"{dataset}: missing column {missing[0]!r}")
         if dataset == "accesses" and pa.types.is_integer(data.schema.field("key").type):
             schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
+        for f in OPTIONAL[dataset]:  # an optional column given is kept (see traces.schema)
+            if f.name in data.column_names:
+                schema = schema.append(f)
         return data.select(schema.names).cast(schema)
 
     # -- finishing ------------------------------------------------------------------------
@@ -115,3 +118,12 @@ class TraceWriter:
             self.close()
         else:
             self.abort()
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A later write in the file's schema: an optional column the first write set up is null
+    where this write lacks it, and one this write adds is dropped."""
+    for f in schema:
+        if f.name not in table.column_names:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    return table.select(schema.names).cast(schema)

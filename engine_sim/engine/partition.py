@@ -256,6 +256,8 @@ class Partition:
                 era=self.site.era)
             if out is not None:
                 rec.commit_ts = out.commit_ts
+                if child < len(out.child_work_us):
+                    rec.work_us = out.child_work_us[child]
                 counts: dict = {}
                 for q, (accesses, pos) in out.remote.items():
                     rec.positions[q] = (pos[0], pos[1], child)

@@ -12,6 +12,7 @@ work is the truth and gets no added loop.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 from engine_sim.engine.keys import MASK, Rng, mix64, stable_seed
@@ -62,6 +63,7 @@ class Ctx:
 
 
 _THREAD_CLOCK = getattr(time, "thread_time_ns", None)
+_BURNT = threading.local()  # per thread: ns `burn_cpu` has run so far (an SP's declared work)
 _CHUNK = 8  # arithmetic steps between clock reads (a few microseconds)
 
 
@@ -73,12 +75,22 @@ def burn_cpu(us: float) -> int:
     if us <= 0:
         return 0
     clock = _THREAD_CLOCK or time.perf_counter_ns  # no thread clock: wall time
-    end = clock() + int(us * 1000)
+    start = clock()
+    end = start + int(us * 1000)
     x = 1
-    while clock() < end:
+    now = start
+    while now < end:
         for _ in range(_CHUNK):
             x = (x * 1103515245 + 12345) & 0xFFFFFFFF
+        now = clock()
+    _BURNT.ns = burnt_ns() + (now - start)
     return x
+
+
+def burnt_ns() -> int:
+    """The CPU time `burn_cpu` has spent in this thread so far (ns): the difference across a
+    step of a body is the declared work it did (what a trace's `work_us` records)."""
+    return getattr(_BURNT, "ns", 0)
 
 
 def lane_share(plan, proc, tuples: int) -> float:

@@ -1,6 +1,7 @@
 """The run's history as a trace in the Parquet format of traces.schema (written through
 traces.writer, so it appears atomically): one txns row per SP execution (a nested group
-gives one row per SP), one accesses row per distinct row an execution touched (rows = how
+gives one row per SP, each with its own `work_us`: the CPU time of a declared SP's work, the
+engine's own part left out), one accesses row per distinct row an execution touched (rows = how
 many times), one flows row per stream batch an SP produced for another. A window access is an
 ordinary accesses row whose `table` is the window's name and whose key is the tuple's sequence
 number in the window (-1: its metadata row): the owner's inserts (and expiries) are writes,
@@ -50,6 +51,8 @@ class _Chunk:
         data = dict(zip(self.names, self.columns))
         if "partitions" in data:
             data["partitions"] = pa.array(data["partitions"], pa.list_(pa.int32()))
+        if "work_us" in data:  # null where the engine does not time it (bundled code, aborts)
+            data["work_us"] = pa.array(data["work_us"], pa.float64())
         self.writer.write(self.dataset, data)
         self.columns = [[] for _ in self.names]
 
@@ -85,7 +88,7 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
         **metadata,
     }
     columns = {"txns": ("txn_id", "procedure", "batch_id", "base_partition", "partitions", "start_us",
-                        "end_us", "status", "restarts"),
+                        "end_us", "status", "restarts", "work_us"),
                "accesses": ("txn_id", "table", "key", "mode", "rows"),
                "flows": ("batch_id", "from_procedure", "to_procedure", "tuples", "bytes")}
     with TraceWriter(out, meta) as writer:
@@ -93,7 +96,7 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
         txns, acc, flows = chunks["txns"], chunks["accesses"], chunks["flows"]
         for i, r in enumerate(r for r in records if r.kind in ("stream", "oltp")):
             txns.add(i, r.procedure, max(r.batch, 0), r.base, list(r.partitions), max(r.start_us, 0),
-                     max(r.end_us, r.start_us, 0), r.status, r.restarts)
+                     max(r.end_us, r.start_us, 0), r.status, r.restarts, r.work_us)
             for _part, table, key, mode, n in r.accesses:
                 acc.add(i, table, str(key), mode, n)
             if r.status == "commit":

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from engine_sim.engine.crash import crash_point
 from engine_sim.engine.messages import Decide, Frag, LockReq, Prepare
-from engine_sim.engine.procedures import body_for, is_write, merge_batches, txn_rng
+from engine_sim.engine.procedures import body_for, burnt_ns, is_write, merge_batches, txn_rng
 from engine_sim.engine.txn import Batch
 
 SELF = object()
@@ -30,13 +30,14 @@ class Abort(Exception):
 class Outcome:
     """What a committed run hands to the partition."""
 
-    __slots__ = ("outputs", "commit_ts", "remote", "child_outputs", "locked")
+    __slots__ = ("outputs", "commit_ts", "remote", "child_outputs", "child_work_us", "locked")
 
     def __init__(self):
         self.outputs: dict = {}  # to unit -> [(from SP, to SP, Batch)]
         self.commit_ts = 0
         self.remote: dict = {}  # partition -> (accesses, position)
         self.child_outputs: list = []  # per child: {to SP: Batch}
+        self.child_work_us: list = []  # per child: its own work's CPU time (None: bundled code)
         self.locked: tuple = ()
 
 
@@ -203,13 +204,21 @@ def _resolve(p, txn, pairs, parts, shipped_results=None):
     return results
 
 
-def _drive(p, txn, body, value, parts):
-    """Run a body generator to its end, resolving every operation it yields."""
+def _drive(p, txn, body, value, parts, work: list | None = None):
+    """Run a body generator to its end, resolving every operation it yields. With `work` (a
+    declared SP's body), the CPU time of its declared work (`burn_cpu`) is added to `work[0]`
+    in ns: the SP's own work, not the engine's (drawing keys, reading rows, folding what they
+    read into the output)."""
     while True:
+        before = burnt_ns() if work is not None else 0
         try:
             request = body.send(value)
         except StopIteration as stop:
+            if work is not None:
+                work[0] += burnt_ns() - before
             return stop.value or {}
+        if work is not None:
+            work[0] += burnt_ns() - before
         single = isinstance(request, tuple)
         pairs = [request] if single else list(request)
         results = yield from _resolve(p, txn, pairs, parts)
@@ -226,12 +235,14 @@ def _run_unit(p, txn, out: Outcome, inputs_in, pre_ops, gen, parts, shipped_resu
         if batch is not None and dst in inputs:
             inputs[dst].append(batch)
     for child, m in enumerate(members):
+        work = [0] if plan.procs[m].code is None else None
         if child == 0 and gen is not None:
             results = yield from _resolve(p, txn, pre_ops, parts, shipped_results)
-            produced = yield from _drive(p, txn, gen, results, parts)
+            produced = yield from _drive(p, txn, gen, results, parts, work)
         else:
             body = body_for(plan, plan.procs[m], child, txn.batch, txn.lane, merge_batches(inputs[m]))
-            produced = yield from _drive(p, txn, body, None, parts)
+            produced = yield from _drive(p, txn, body, None, parts, work)
+        out.child_work_us.append(None if work is None else work[0] / 1000.0)
         for f, t in ext_unit:
             if f == m and t not in produced:
                 produced[t] = Batch()  # every stream gets a batch, empty if need be

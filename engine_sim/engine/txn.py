@@ -75,6 +75,7 @@ class TxnRecord:
     epoch: int = 0  # recovery epoch it ran in
     reason: str = ""  # why it aborted
     era: int = 0  # the design it ran under: 0, then 1 after a migration (kind "migration": the switch)
+    work_us: float | None = None  # a committed declared SP's own work (CPU time; see twophase._drive)
 
 
 @dataclass(slots=True)
