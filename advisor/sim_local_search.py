@@ -6,9 +6,10 @@ climbs the busy-time estimate alone (no simulation; the moves below, the best ea
 keeps where that ends if the simulator predicts it faster. Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
-every other partition (with the state only it touches, or with all the state it touches) and
-each state item it holds to the partition of an SP that uses it, ranks those moves by the
-estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
+every other partition (with the state only it touches, or with all the state it touches),
+each state item it holds to the partition of an SP that uses it, and the partition trading
+places with another partition of its machine (its place in the lock order: tried only where
+the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. It stops when no move pays or the budget of simulated events is spent, so the
 same input gives the same design on any host.
 
@@ -23,6 +24,7 @@ charges each move a whole search, so the search takes the same steps either way.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -135,6 +137,27 @@ def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, privat
             yield f"{graph.state_names[j]} -> partition {q}", proc, s2
 
 
+def lock_order_swaps(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, load):
+    """The busiest partitions (as `busiest_partition_moves` takes them) trading places with
+    each other partition of their machine. Yields (label, proc, state)."""
+    for hot in _busiest_partitions(load.partition):
+        yield from _lock_order_swaps(proc, state, hot, graph.cost.partitions_per_machine)
+
+
+def _lock_order_swaps(proc: np.ndarray, state: np.ndarray, hot: int, per_machine: int):
+    """`hot` trades places with each other partition of its machine: the same placement by
+    machine, but a distributed transaction locks partitions in ascending order and holds each
+    lock while it waits for the next, so which of them comes later in that order is a
+    different design (the simulator and the busy-time estimate both see it)."""
+    first = hot - hot % per_machine
+    for q in range(first, first + per_machine):
+        if q == hot:
+            continue
+        p2 = np.where(proc == hot, q, np.where(proc == q, hot, proc))
+        s2 = np.where(state == hot, q, np.where(state == q, hot, state))
+        yield f"partitions {hot} and {q} trade places", p2, s2
+
+
 def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
                    private: list[np.ndarray], touched: list[np.ndarray],
                    max_steps: int = CLIMB_STEPS) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -144,7 +167,8 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     moves: list[str] = []
     for _ in range(max_steps):
         best = None
-        for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, current):
+        for label, p2, s2 in chain(busiest_partition_moves(graph, proc, state, private, touched, current),
+                                   lock_order_swaps(graph, proc, state, current)):
             e = estimate.estimate(p2, s2)
             if best is None or e.throughput_tps > best[0].throughput_tps:
                 best = (e, label, p2, s2)
@@ -203,9 +227,14 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     for _ in range(MAX_STEPS):
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
+        here = estimate.estimate(proc, state)
         tried = [(estimate.throughput_tps(p2, s2), label, p2, s2)
-                 for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched,
-                                             estimate.estimate(proc, state))]
+                 for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, here)]
+        # a swap changes nothing but the lock order, which the estimate prices: simulated only
+        # where the estimate sees it gain (else every step would spend simulations on no-ops)
+        tried += [t for t in ((estimate.throughput_tps(p2, s2), label, p2, s2)
+                              for label, p2, s2 in lock_order_swaps(graph, proc, state, here))
+                  if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
         if not tried:
             break
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
