@@ -359,7 +359,7 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
 
         started = time.perf_counter()
         improvement = improve(graph, workload, chosen.proc_part, chosen.state_part, weights,
-                              calibration, seed, runs=runs)
+                              calibration, seed, runs=runs, starts=_next_best(judged, chosen))
         sim_s += time.perf_counter() - started
         if improvement.improved:
             chosen = scored_candidate(graph, weights, "simulated search", "simulated search",
@@ -371,6 +371,18 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
                      candidates=candidates, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
                      calibration_label=label, improvement=improvement, simulator_runs=runs.runs,
                      simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
+
+
+def _next_best(judged: list[Candidate], chosen: Candidate) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """The simulated candidates after the pick that were contenders (within CONTENDER_MARGIN
+    of it), fastest first (feasible ones only, as the pick prefers them; ties keep the pool's
+    order): where else the search climbs from. A design far behind would climb long for a
+    gain the pick's own neighbourhood already offers."""
+    floor = (1 - CONTENDER_MARGIN) * (chosen.predicted_tps or 0.0)
+    rest = [o for o in judged if o is not chosen and o.predicted_tps is not None
+            and o.predicted_tps >= floor and (o.cost.feasible or not chosen.cost.feasible)]
+    rest.sort(key=lambda o: -o.predicted_tps)
+    return [(o.label, o.proc_part, o.state_part) for o in rest]
 
 
 def _share_predictions(candidates: list[Candidate], unique: list[Candidate], graph: WorkloadGraph) -> None:

@@ -3,7 +3,8 @@
 The pool (the search's designs, the baselines, enumerated assignments on tiny graphs) can
 miss the fastest design on a dataflow of realistic size. So, from the pool's pick, it first
 climbs the busy-time estimate alone (no simulation; the moves below, the best each step) and
-keeps where that ends if the simulator predicts it faster. Then each step
+keeps where that ends if the simulator predicts it faster; it climbs from the pool's next best
+designs too, and simulates the ends the estimate puts above the pick's own. Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
 every other partition (with the state only it touches, or with all the state it touches),
@@ -23,6 +24,7 @@ charges each move a whole search, so the search takes the same steps either way.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -41,6 +43,7 @@ TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
 MAX_STEPS = 20
 CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any simulation
 CLIMB_GAIN = 0.005  # a step of that climb must raise the estimate by this fraction
+CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best designs, this many in all
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 
 
@@ -182,11 +185,13 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
             event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None, *,
-            simulator: Simulator | None = None) -> Improvement:
+            simulator: Simulator | None = None, starts: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()
+            ) -> Improvement:
     """Local search from (proc_part, state_part), judged by the simulator (see the module).
     `runs`: the pick's simulations so far (of this workload, graph, calibration and seed),
     so a design already simulated the same way is not simulated again, by their simulator;
-    without them, `simulator` judges."""
+    without them, `simulator` judges. `starts`: the pool's next best designs (label, proc,
+    state), best first; the estimate's climb also runs from the first CLIMB_STARTS - 1."""
     if runs is None:
         runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
     sim_error = runs.simulator.error
@@ -219,11 +224,26 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     moves: list[str] = []
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
+    bar = estimate.throughput_tps(p2, s2)  # what another start's climb must beat, by the estimate
     if climbed:
         tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
         if tps > best * (1 + TIE_TOLERANCE):
             best, proc, state = tps, p2, s2
             moves += [f"{m} (estimate)" for m in climbed]
+    # then from the next best designs of the pool: their climbs' ends that the estimate puts
+    # above this one's, best first, simulated (a pool design that starts lower can climb higher)
+    ends = []
+    for label, p0, s0 in starts[:CLIMB_STARTS - 1]:
+        p2, s2, climbed = climb_estimate(graph, estimate, np.asarray(p0, dtype=np.int64),
+                                         np.asarray(s0, dtype=np.int64), private, touched)
+        e = estimate.throughput_tps(p2, s2)
+        if e > bar * (1 + CLIMB_GAIN):
+            ends.append((e, label, p2, s2, climbed))
+    for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
+        tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
+        if tps > best * (1 + TIE_TOLERANCE):
+            best, proc, state = tps, p2, s2
+            moves = [f"start from {label!r}"] + [f"{m} (estimate)" for m in climbed]
     for _ in range(MAX_STEPS):
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
