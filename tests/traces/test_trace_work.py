@@ -142,6 +142,7 @@ def test_statistics_keep_the_median_work_and_the_workload_takes_it(tpcdi_trace, 
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # the Arrow validator's test above runs by default; this is its Spark twin
 def test_spark_validation_refuses_a_negative_work_us(tmp_path, spark):
     from traces.spark_trace_checks import validate_with_spark
 
