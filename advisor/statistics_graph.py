@@ -126,12 +126,10 @@ def _window_owners(state: pa.Table, manifest: dict, procs: list[str], where: str
 
 def _load_column(procs: pa.Table) -> str:
     """What an SP's load is read from: its own work where the trace timed it for every SP
-    (`p50_work_us`: the load a spec declares; zero everywhere is taken as not timed), else its
-    median execution time (one scale for all SPs either way)."""
-    if "p50_work_us" in procs.column_names and procs.num_rows:
-        work = procs.column("p50_work_us")
-        if work.null_count == 0 and pc.max(work).as_py() > 0:
-            return "p50_work_us"
+    (`p50_work_us`: the load a spec declares), else its median execution time (one scale for
+    all SPs either way)."""
+    if "p50_work_us" in procs.column_names and procs.num_rows and procs.column("p50_work_us").null_count == 0:
+        return "p50_work_us"
     return "p50_cost_us" if "p50_cost_us" in procs.column_names else "mean_cost_us"
 
 

@@ -251,15 +251,11 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
 
 def _measured_work(procs) -> dict[str, float]:
     """SP -> the median of its own work per execution (µs), for the SPs whose trace timed it
-    (`txns.work_us`, see traces.schema); the others are not in it. Zero for every SP is taken
-    as not timed (a writer that filled the column without measuring)."""
+    (`txns.work_us`, see traces.schema); the others are not in it."""
     if "p50_work_us" not in procs:
         return {}
-    out = {}
-    for name, work in zip(procs["procedure"], procs["p50_work_us"]):
-        if work is not None and math.isfinite(float(work)):
-            out[name] = float(work)
-    return out if any(v > 0 for v in out.values()) else {}
+    return {name: float(work) for name, work in zip(procs["procedure"], procs["p50_work_us"])
+            if work is not None and math.isfinite(float(work))}
 
 
 def _overhead_us(calibration) -> tuple[float, float]:

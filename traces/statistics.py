@@ -178,6 +178,8 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
         for name_ in ADDED_LATER.get(name, ()):
             if name_ not in table.column_names:
                 table = table.append_column(schema.field(name_), pa.nulls(table.num_rows, schema.field(name_).type))
+        if name == "procedures" and "p50_work_us" in table.column_names:
+            table = _untimed_work_as_null(table)
         missing = [f.name for f in schema if f.name not in table.column_names]
         if missing:
             raise TraceError(f"{path}: {name}.parquet: column {missing[0]!r} is missing")
@@ -187,6 +189,16 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
             raise TraceError(f"{path}: {name}.parquet: unexpected column types ({exc})") from None
     check_statistics(tables, manifest, path)
     return tables, manifest
+
+
+def _untimed_work_as_null(procs: pa.Table) -> pa.Table:
+    """`p50_work_us` that is zero (or null) for every procedure says nothing was timed (a
+    writer that filled the column without measuring): read as null, as if it were absent."""
+    work = procs.column("p50_work_us")
+    if work.null_count == len(work) or pc.max(work).as_py() > 0:
+        return procs
+    i = procs.schema.get_field_index("p50_work_us")
+    return procs.set_column(i, procs.schema.field(i), pa.nulls(procs.num_rows, pa.float64()))
 
 
 def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) -> None:

@@ -54,7 +54,7 @@ class TraceWriter:
                                           compression=self.compression)
                 self._writers[dataset] = writer
             elif not table.schema.equals(writer.schema):
-                table = _conform(table, writer.schema)
+                table = _conform(table, writer.schema, dataset)
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
         self.rows[dataset] += table.num_rows
 
@@ -120,9 +120,14 @@ class TraceWriter:
             self.abort()
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def _conform(table: pa.Table, schema: pa.Schema, dataset: str) -> pa.Table:
     """A later write in the file's schema: an optional column the first write set up is null
-    where this write lacks it, and one this write adds is dropped."""
+    where this write lacks it; one the first write did not have is refused (its values would
+    be lost)."""
+    extra = [n for n in table.column_names if n not in schema.names]
+    if extra:
+        raise TraceError(f"{dataset}: column {extra[0]!r} first appears after the dataset's first write; "
+                         "give it in every write (null where unknown)")
     for f in schema:
         if f.name not in table.column_names:
             table = table.append_column(f, pa.nulls(table.num_rows, f.type))

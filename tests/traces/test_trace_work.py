@@ -84,6 +84,9 @@ def test_the_writer_keeps_the_optional_column_and_fills_a_later_write_without_it
     txns = txns_of(tmp_path / "t")
     assert txns["work_us"].tolist()[0] == 3.0 and txns["work_us"].isna().sum() == 3
     validate_trace(tmp_path / "t")
+    with pytest.raises(TraceError, match="txns: column 'work_us' first appears after the dataset's first write"):
+        _write(tmp_path / "late", _txns(2), _txns(2, [1.0, 2.0], first=2))  # its values would be lost
+    assert not (tmp_path / "late").exists()
     _write(tmp_path / "plain", _txns(2))  # a trace without it is as valid
     assert "work_us" not in pq.read_schema(next((tmp_path / "plain" / "txns").glob("*.parquet"))).names
     validate_trace(tmp_path / "plain")
@@ -126,6 +129,18 @@ def test_statistics_keep_the_median_work_and_the_workload_takes_it(tpcdi_trace, 
     spec_graph = WorkloadGraph.from_workload(w)
     ratio = graph.cost.proc_load / spec_graph.cost.proc_load
     assert ratio == pytest.approx([ratio[0]] * len(ratio), rel=0.1)
+
+    # zero for every SP says nothing was timed: read as not told
+    table = pq.read_table(tmp_path / "stats" / "procedures.parquet")
+    zeros = table.set_column(table.schema.get_field_index("p50_work_us"), "p50_work_us",
+                             pa.array([0.0] * table.num_rows))
+    (tmp_path / "zeros").mkdir()
+    for f in (tmp_path / "stats").iterdir():
+        (tmp_path / "zeros" / f.name).write_bytes(f.read_bytes())
+    pq.write_table(zeros, tmp_path / "zeros" / "procedures.parquet")
+    read = read_statistics_arrow(tmp_path / "zeros")[0]["procedures"]
+    assert read.column("p50_work_us").null_count == read.num_rows
+    assert any("per row accessed" in a for a in workload_from_statistics(tmp_path / "zeros").assumed)
 
     # the same statistics without the column (written before it existed): the old estimate
     for f in ("procedures.parquet",):
