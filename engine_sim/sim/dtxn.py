@@ -23,6 +23,7 @@ work. Each message costs CPU on the sender's and the receiver's node and crosses
 from __future__ import annotations
 
 from heapq import heappop, heappush
+from typing import Callable
 
 from engine_sim.sim.compiled import DistSpec
 
@@ -53,224 +54,263 @@ class Dtxn:
         return f"distributed transaction of {what} for batch {self.b}"
 
 
-class DistributedMixin:
-    """Distributed-transaction handlers of `EngineModel` (they share its state)."""
+class DtxnObserver:
+    """Sees every message, grant and release of a run as it happens (a test's window on the
+    protocol, and its way to lose one: a true return from `message` or `release` drops it)."""
 
-    def _lat(self, a: int, b: int) -> float:
-        if a == b:
-            return self.lat_local
-        if self.machine_delay and self.node_machine[a] != self.node_machine[b]:
-            return self.lat_net + self.machine_delay
-        return self.lat_net
+    def message(self, src: int, dst: int, nbytes: float, t: float, handler: Callable, T: Dtxn,
+                q: int) -> bool:
+        return False
 
-    def _msg_cpu(self, a: int, b: int) -> float:
-        return self.P.local_msg_cpu_s if a == b else self.P.msg_cpu_s
+    def grant(self, t: float, T: Dtxn, q: int) -> None:
+        pass
 
-    def new_dtxn(self, created: float, kind: int, u: int, b: int, spec: DistSpec,
-                 stream: int = 0) -> Dtxn:
-        return Dtxn((created, next(self.env.seq)), kind, u, b, spec, self.part_machine[spec.base],
-                    stream)
+    def release(self, t: float, T: Dtxn, q: int) -> bool:
+        return False
+
+
+def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
+    """Bind the distributed-transaction handlers to `model` as closures over its state (as
+    `hotpath.py` does for the single-sited path: no `self.` lookups, events pushed straight
+    onto the heap). `observer`, if given, sees each message, grant and release as it happens."""
+    env = model.env
+    heap = env.heap
+    seq = env.seq
+    P = model.P
+    control_bytes, ser_byte_s = P.control_bytes, P.ser_byte_s
+    msg_cpu_s, local_msg_cpu_s = P.msg_cpu_s, P.local_msg_cpu_s
+    prepare_s, commit_s, sched_s, ack_s = P.prepare_s, P.commit_s, P.sched_s, P.ack_s
+    lat_local = model.lat_local
+    part_machine = model.part_machine
+    part_free, part_busy, part_held = model.part_free, model.part_busy, model.part_held
+    part_holder, part_queue = model.part_holder, model.part_queue
+    u_send_bytes, u_sched, u_ack_bytes, u_post = model.u_send_bytes, model.u_sched, model.u_ack_bytes, model.u_post
+    u_dist_count = model.u_dist_count
+    e_move_txn, e_src, e_move_time = model.e_move_txn, model.e_src, model.e_move_time
+    move_left = model.move_left
+    coord_free, coord_busy = model.coord_free, model.coord_busy
+    cpu, send = model.cpu, model.send
+
+    def at(time: float, fn, a, b) -> None:  # Environment.at, inlined
+        now = env.now
+        heappush(heap, (time if time > now else now, next(seq), fn, a, b))
 
     # -- messages --------------------------------------------------------------------------------
-    def _message(self, src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
+    def message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
         """Send one message from node src at t: the sender's CPU, the link, the latency; the
         handler runs on arrival (and takes the receiver's CPU itself)."""
-        sent = self.cpu(src, t, self._msg_cpu(src, dst))
-        self.env.at(self.send(src, dst, nbytes, sent), handler, T, q)
+        if observer is not None and observer.message(src, dst, nbytes, t, handler, T, q):
+            return
+        work = local_msg_cpu_s if src == dst else msg_cpu_s
+        c = coord_free[src]  # cpu(src, t, work) and at(...), inlined: the path's hottest call
+        sent = (c if c > t else t) + work
+        coord_free[src] = sent
+        coord_busy[src] += work
+        arrive = sent + lat_local if src == dst else send(src, dst, nbytes, sent)
+        now = env.now
+        heappush(heap, (arrive if arrive > now else now, next(seq), handler, T, q))
 
-    def _at_participant(self, t: float, T: Dtxn, q: int) -> float:
+    def at_participant(t: float, T: Dtxn, q: int) -> float:
         """Partition q's node receives a message from T's coordinator: when it is read."""
-        n = self.part_machine[q]
-        return self.cpu(n, t, self._msg_cpu(T.node, n))
+        n = part_machine[q]
+        return cpu(n, t, local_msg_cpu_s if T.node == n else msg_cpu_s)
 
-    def _at_coordinator(self, t: float, T: Dtxn, q: int) -> float:
+    def at_coordinator(t: float, T: Dtxn, q: int) -> float:
         """T's coordinator receives partition q's reply: when it is read."""
-        n = self.part_machine[q]
-        return self.cpu(T.node, t, self._msg_cpu(T.node, n))
+        node = T.node
+        return cpu(node, t, local_msg_cpu_s if node == part_machine[q] else msg_cpu_s)
 
-    def _at_part(self, T: Dtxn, q: int, t: float, work: float) -> float:
-        """Partition q (held by T) does `work` from t; returns when it is done."""
-        free = self.part_free
-        fin = (free[q] if free[q] > t else t) + work
-        free[q] = fin
-        self.part_busy[q] += work
+    def at_part(q: int, t: float, work: float) -> float:
+        """Partition q (held by its transaction) does `work` from t; returns when it is done."""
+        f = part_free[q]
+        fin = (f if f > t else t) + work
+        part_free[q] = fin
+        part_busy[q] += work
         return fin
 
     # -- arrival and locking -------------------------------------------------------------------
-    def begin_dtxn(self, t: float, T: Dtxn) -> None:
+    def new_dtxn(created: float, kind: int, u: int, b: int, spec: DistSpec, stream: int = 0) -> Dtxn:
+        return Dtxn((created, next(seq)), kind, u, b, spec, part_machine[spec.base], stream)
+
+    def begin_dtxn(t: float, T: Dtxn) -> None:
         """T's TxnRequest reached its base partition: queued, or started when it is free."""
         base = T.spec.base
-        if self.part_holder[base] is not None:
-            heappush(self.part_queue[base], (T.age[0], T.age[1], START, T))
+        if part_holder[base] is not None:
+            heappush(part_queue[base], (T.age[0], T.age[1], START, T))
         else:
-            free = self.part_free[base]
-            self._next_lock(free if free > t else t, T)
+            f = part_free[base]
+            next_lock(f if f > t else t, T)
 
-    def _arrive_dtxn(self, t: float, T: Dtxn, _unused) -> None:
-        self.begin_dtxn(t, T)
+    def arrive_dtxn(t: float, T: Dtxn, _unused) -> None:
+        begin_dtxn(t, T)
 
-    def _remote_dtxn(self, t: float, T: Dtxn, src: int) -> None:
+    def remote_dtxn(t: float, T: Dtxn, src: int) -> None:
         """A TxnRequest from a scheduler on another node (with its input batch, for an SP
         under RPC MOVEs): received, then queued."""
-        data = self.u_send_bytes[T.u] - self.P.control_bytes if T.kind == SP else 0.0
-        self.begin_dtxn(self.cpu(T.node, t, self._msg_cpu(src, T.node) + data * self.P.ser_byte_s), T)
+        data = u_send_bytes[T.u] - control_bytes if T.kind == SP else 0.0
+        node = T.node
+        begin_dtxn(cpu(node, t, (local_msg_cpu_s if src == node else msg_cpu_s) + data * ser_byte_s), T)
 
-    def begin_move_txn(self, t: float, e: int, b: int, m: int) -> None:
+    def begin_move_txn(t: float, e: int, b: int, m: int) -> None:
         """The producer's scheduler (on node m) creates one MOVE transaction per stream of edge
         e and sends each to the producer's partition."""
-        specs = self.e_move_txn[e]
-        self.move_left[(e, b)] = len(specs)
+        specs = e_move_txn[e]
+        move_left[(e, b)] = len(specs)
         for k, spec in enumerate(specs):
-            ready = self.cpu(m, t, self.P.sched_s)
-            T = self.new_dtxn(ready, MOVE, e, b, spec, k)
+            ready = cpu(m, t, sched_s)
+            T = new_dtxn(ready, MOVE, e, b, spec, k)
             if T.node == m:
-                self.env.at(ready + self.lat_local, self._arrive_dtxn, T)
+                at(ready + lat_local, arrive_dtxn, T, None)
             else:
-                sent = self.cpu(m, ready, self.P.msg_cpu_s)
-                self.env.at(self.send(m, T.node, self.P.control_bytes, sent), self._remote_dtxn, T, m)
+                sent = cpu(m, ready, msg_cpu_s)
+                at(send(m, T.node, control_bytes, sent), remote_dtxn, T, m)
 
-    def _next_lock(self, t: float, T: Dtxn, _unused=None) -> None:
+    def next_lock(t: float, T: Dtxn, _unused=None) -> None:
         parts = T.spec.parts
         if T.next == len(parts):
-            self._execute(t, T)
+            execute(t, T)
             return
         q = parts[T.next]
         T.next += 1
         if q == T.spec.base:
-            self._lock(t, T, q)  # its own partition: no message
+            lock(t, T, q)  # its own partition: no message
         else:
-            self._message(T.node, self.part_machine[q], self.P.control_bytes, t,
-                          self._on_lock_req, T, q)
+            message(T.node, part_machine[q], control_bytes, t, on_lock_req, T, q)
 
-    def _on_lock_req(self, t: float, T: Dtxn, q: int) -> None:
-        self._lock(self._at_participant(t, T, q), T, q)
+    def on_lock_req(t: float, T: Dtxn, q: int) -> None:
+        lock(at_participant(t, T, q), T, q)
 
-    def _lock(self, t: float, T: Dtxn, q: int) -> None:
-        if self.part_holder[q] is None:
-            self._grant(t, T, q)
+    def lock(t: float, T: Dtxn, q: int) -> None:
+        if part_holder[q] is None:
+            grant(t, T, q)
         else:
-            heappush(self.part_queue[q], (T.age[0], T.age[1], LOCK, T))
+            heappush(part_queue[q], (T.age[0], T.age[1], LOCK, T))
 
-    def _grant(self, t: float, T: Dtxn, q: int) -> None:
-        free = self.part_free[q]
-        gt = free if free > t else t
-        self.part_holder[q] = T
+    def grant(t: float, T: Dtxn, q: int) -> None:
+        if observer is not None:
+            observer.grant(t, T, q)
+        f = part_free[q]
+        gt = f if f > t else t
+        part_holder[q] = T
         T.grant_t[q] = gt
         if q == T.spec.base:
-            self.env.at(gt, self._next_lock, T)
+            at(gt, next_lock, T, None)
             return
-        done = self._at_part(T, q, gt, T.spec.ship.get(q, 0.0))  # the shipped work
-        self._message(self.part_machine[q], T.node, self.P.control_bytes, done,
-                      self._on_lock_reply, T, q)
+        done = at_part(q, gt, T.spec.ship.get(q, 0.0))  # the shipped work
+        message(part_machine[q], T.node, control_bytes, done, on_lock_reply, T, q)
 
-    def _on_lock_reply(self, t: float, T: Dtxn, q: int) -> None:
-        self._next_lock(self._at_coordinator(t, T, q), T)
+    def on_lock_reply(t: float, T: Dtxn, q: int) -> None:
+        next_lock(at_coordinator(t, T, q), T)
 
     # -- execution and two-phase commit ----------------------------------------------------------
-    def _execute(self, t: float, T: Dtxn) -> None:
+    def execute(t: float, T: Dtxn) -> None:
         """Every lock held: the body runs on the base partition, then its fragment rounds."""
-        self._round(self._at_part(T, T.spec.base, t, T.spec.exec_s), T, 0)
+        run_round(at_part(T.spec.base, t, T.spec.exec_s), T, 0)
 
-    def _round(self, t: float, T: Dtxn, i: int) -> None:
+    def run_round(t: float, T: Dtxn, i: int) -> None:
         rounds = T.spec.rounds
         if i == len(rounds):
-            self._prepare(t, T)
+            prepare(t, T)
             return
         r = rounds[i]
         T.round = i
         T.waiting = len(r.work)
         for q in r.work:
-            self._message(T.node, self.part_machine[q], self.P.control_bytes + r.payload_bytes, t,
-                          self._on_frag, T, q)
+            message(T.node, part_machine[q], control_bytes + r.payload_bytes, t, on_frag, T, q)
 
-    def _on_frag(self, t: float, T: Dtxn, q: int) -> None:
+    def on_frag(t: float, T: Dtxn, q: int) -> None:
         r = T.spec.rounds[T.round]
-        t = self._at_participant(t, T, q) + r.payload_bytes * self.P.ser_byte_s
-        done = self._at_part(T, q, t, r.work[q])
-        self._message(self.part_machine[q], T.node, self.P.control_bytes, done,
-                      self._on_frag_reply, T, q)
+        t = at_participant(t, T, q) + r.payload_bytes * ser_byte_s
+        done = at_part(q, t, r.work[q])
+        message(part_machine[q], T.node, control_bytes, done, on_frag_reply, T, q)
 
-    def _on_frag_reply(self, t: float, T: Dtxn, q: int) -> None:
-        t = self._at_coordinator(t, T, q)
+    def on_frag_reply(t: float, T: Dtxn, q: int) -> None:
+        t = at_coordinator(t, T, q)
         T.waiting -= 1
         if T.waiting == 0:
-            self._round(t, T, T.round + 1)
+            run_round(t, T, T.round + 1)
 
-    def _prepare(self, t: float, T: Dtxn) -> None:
-        others = [q for q in T.spec.parts if q != T.spec.base]
+    def prepare(t: float, T: Dtxn) -> None:
+        base = T.spec.base
+        others = [q for q in T.spec.parts if q != base]
         T.waiting = len(others)
         for q in others:
-            self._message(T.node, self.part_machine[q], self.P.control_bytes, t, self._on_prepare, T, q)
+            message(T.node, part_machine[q], control_bytes, t, on_prepare, T, q)
 
-    def _on_prepare(self, t: float, T: Dtxn, q: int) -> None:
-        done = self._at_part(T, q, self._at_participant(t, T, q), self.P.prepare_s)
-        self._message(self.part_machine[q], T.node, self.P.control_bytes, done, self._on_vote, T, q)
+    def on_prepare(t: float, T: Dtxn, q: int) -> None:
+        done = at_part(q, at_participant(t, T, q), prepare_s)
+        message(part_machine[q], T.node, control_bytes, done, on_vote, T, q)
 
-    def _on_vote(self, t: float, T: Dtxn, q: int) -> None:
-        t = self._at_coordinator(t, T, q)
+    def on_vote(t: float, T: Dtxn, q: int) -> None:
+        t = at_coordinator(t, T, q)
         T.waiting -= 1
         if T.waiting == 0:
-            self._commit_dtxn(t, T)
+            commit_dtxn(t, T)
 
-    def _commit_dtxn(self, t: float, T: Dtxn) -> None:
+    def commit_dtxn(t: float, T: Dtxn) -> None:
         """Every vote is in: Decide to each participant, commit here, release, report."""
-        P = self.P
         spec = T.spec
         base = spec.base
         for q in spec.parts:
             if q != base:
-                self._message(T.node, self.part_machine[q], P.control_bytes, t, self._on_decide, T, q)
-        done = self._at_part(T, base, t, P.commit_s)
-        post = self.u_post[T.u] if T.kind == SP else None
+                message(T.node, part_machine[q], control_bytes, t, on_decide, T, q)
+        done = at_part(base, t, commit_s)
+        post = u_post[T.u] if T.kind == SP else None
         after = post[T.b] if post is not None else 0.0
         if after:
-            self._at_part(T, base, done, after)
-        self.env.at(done + after, self._release, T, base)
-        self.dist_txns += 1
+            at_part(base, done, after)
+        at(done + after, release, T, base)
+        model.dist_txns += 1
         if T.kind == SP:
             u = T.u
-            self.u_dist_count[u] += 1
-            self.env.at(self.send(T.node, self.u_sched[u], self.u_ack_bytes[u], done),
-                        self._commit, u, T.b)
+            u_dist_count[u] += 1
+            at(send(T.node, u_sched[u], u_ack_bytes[u], done), model._commit, u, T.b)
         else:
-            self.move_txns += 1
+            model.move_txns += 1
             e = T.u
-            m = self.u_sched[self.e_src[e]]
-            self.e_move_time[e] += done - T.age[0]
-            self.env.at(self.send(T.node, m, P.control_bytes, done), self._move_done, e, T.b)
+            m = u_sched[e_src[e]]
+            e_move_time[e] += done - T.age[0]
+            at(send(T.node, m, control_bytes, done), move_done, e, T.b)
 
-    def _on_decide(self, t: float, T: Dtxn, q: int) -> None:
-        done = self._at_part(T, q, self._at_participant(t, T, q), self.P.commit_s)
-        self.env.at(done, self._release, T, q)
+    def on_decide(t: float, T: Dtxn, q: int) -> None:
+        done = at_part(q, at_participant(t, T, q), commit_s)
+        at(done, release, T, q)
 
-    def _move_done(self, t: float, e: int, b: int) -> None:
+    def move_done(t: float, e: int, b: int) -> None:
         """The producer's scheduler takes one MOVE transaction's outcome; when every stream of
         the edge is moved it invokes the consumer (the batch already lies in its partition)."""
-        m = self.u_sched[self.e_src[e]]
-        ready = self.cpu(m, t, self.P.ack_s + self._msg_cpu(self.part_machine[self.e_move_txn[e][0].base], m))
+        m = u_sched[e_src[e]]
+        src = part_machine[e_move_txn[e][0].base]
+        ready = cpu(m, t, ack_s + (local_msg_cpu_s if src == m else msg_cpu_s))
         key = (e, b)
-        left = self.move_left[key] - 1
+        left = move_left[key] - 1
         if left:
-            self.move_left[key] = left
+            move_left[key] = left
             return
-        del self.move_left[key]
-        self._forward(ready, e, b, m)
+        del move_left[key]
+        model._forward(ready, e, b, m)
 
-    def _release(self, t: float, T: Dtxn, q: int) -> None:
-        if self.part_holder[q] is not T:
+    def release(t: float, T: Dtxn, q: int) -> None:
+        if observer is not None and observer.release(t, T, q):
+            return
+        if part_holder[q] is not T:
             raise AssertionError(f"partition {q} released by a transaction that does not hold it")
-        self.part_holder[q] = None
-        self.part_held[q] += t - T.grant_t[q]
-        if self.part_free[q] < t:
-            self.part_free[q] = t
-        queue = self.part_queue[q]
-        while queue and self.part_holder[q] is None:
+        part_holder[q] = None
+        part_held[q] += t - T.grant_t[q]
+        if part_free[q] < t:
+            part_free[q] = t
+        queue = part_queue[q]
+        while queue and part_holder[q] is None:
             _, _, kind, item = heappop(queue)
             if kind >= 0:
-                self._run_single(t, q, kind, item)
+                model._run_single(t, q, kind, item)
             elif kind == LOCK:
-                self._grant(t, item, q)
+                grant(t, item, q)
             else:
-                free = self.part_free[q]
-                self._next_lock(free if free > t else t, item)
+                f = part_free[q]
+                next_lock(f if f > t else t, item)
 
+    model.new_dtxn = new_dtxn
+    model.begin_move_txn = begin_move_txn
+    model._arrive_dtxn = arrive_dtxn
+    model._remote_dtxn = remote_dtxn

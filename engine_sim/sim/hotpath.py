@@ -5,13 +5,47 @@ scheduler -> execute on the partition -> commit notification, which invokes the 
 SPs), so they are written for speed: state lists and constants are bound as closure cells
 (no `self.` attribute lookups), events are pushed straight onto the heap, and the rare
 branches (fan-in, out-of-order batches, a blocked scheduler, distributed transactions,
-remote hops) call back into `EngineModel`/`DistributedMixin` methods.
+remote hops) call back into `EngineModel` methods and `dtxn.py`'s handlers.
 """
 from __future__ import annotations
 
 from heapq import heappush
 
 from engine_sim.sim.dtxn import SP
+
+
+def bind_network(model) -> None:
+    """The model's `send` (a message's arrival time) and `cpu` (a reservation of a node's
+    coordinator thread), as closures: every path calls them, several times a transaction."""
+    lat_local, lat_net, machine_delay = model.lat_local, model.lat_net, model.machine_delay
+    node_machine, bandwidth = model.node_machine, model.P.bandwidth_Bps
+    nic_free, nic_busy = model.nic_free, model.nic_busy
+    coord_free, coord_busy = model.coord_free, model.coord_busy
+
+    def send(src: int, dst: int, nbytes: float, ready: float) -> float:
+        """Arrival time of a message handed to the network at `ready`."""
+        if src == dst:
+            return ready + lat_local
+        f = nic_free[src]
+        start = f if f > ready else ready
+        busy = nbytes / bandwidth
+        done = start + busy
+        nic_free[src] = done
+        nic_busy[src] += busy
+        if machine_delay and node_machine[src] != node_machine[dst]:
+            return done + lat_net + machine_delay
+        return done + lat_net
+
+    def cpu(m: int, t: float, work: float) -> float:
+        """Reserve `work` seconds of node m's coordinator from t; returns the finish."""
+        c = coord_free[m]
+        done = (c if c > t else t) + work
+        coord_free[m] = done
+        coord_busy[m] += work
+        return done
+
+    model.send = send
+    model.cpu = cpu
 
 
 def bind_hot_path(model) -> None:

@@ -29,17 +29,19 @@ run in which a batch never completed or a partition was never released.
 from __future__ import annotations
 
 from engine_sim.sim.core import Environment
-from engine_sim.sim.dtxn import DistributedMixin, Dtxn
+from engine_sim.sim.dtxn import Dtxn, DtxnObserver, bind_distributed_path
 from engine_sim.sim.errors import SimError
-from engine_sim.sim.hotpath import bind_hot_path
+from engine_sim.sim.hotpath import bind_hot_path, bind_network
 from engine_sim.sim.compiled import CompiledPlan
 
 
-class EngineModel(DistributedMixin):
+class EngineModel:
     """One simulation run of a compiled plan: its state, the rare paths, the network; the
-    per-transaction path is bound in from `hotpath.py`."""
+    per-transaction path is bound in from `hotpath.py`, the distributed one from `dtxn.py`
+    (`observer`: see `dtxn.DtxnObserver`)."""
 
-    def __init__(self, plan: CompiledPlan, input_rate: float | None, in_flight: int | None = None):
+    def __init__(self, plan: CompiledPlan, input_rate: float | None, in_flight: int | None = None,
+                 observer: DtxnObserver | None = None):
         self.plan = plan
         P = self.P = plan.params
         self.env = Environment()
@@ -134,6 +136,8 @@ class EngineModel(DistributedMixin):
         self.u_dist_count = [0] * U
         self.e_moves = [0] * E  # stream batches handed across partitions, per edge
         self.e_move_time = [0.0] * E  # seconds from commit to the downstream invocation
+        bind_network(self)  # first: every path below sends and reserves CPU
+        bind_distributed_path(self, observer)  # before the hot path, which calls into it
         bind_hot_path(self)
 
     @property
@@ -186,28 +190,6 @@ class EngineModel(DistributedMixin):
             p = parts[T.next - 1]
             out += f", which waits for partition {p}"
         return out
-
-    # -- the network ---------------------------------------------------------------------------
-    def send(self, src: int, dst: int, nbytes: float, ready: float) -> float:
-        """Arrival time of a message handed to the network at `ready`."""
-        if src == dst:
-            return ready + self.lat_local
-        nic = self.nic_free
-        start = nic[src] if nic[src] > ready else ready
-        busy = nbytes / self.P.bandwidth_Bps
-        nic[src] = start + busy
-        self.nic_busy[src] += busy
-        if self.machine_delay and self.node_machine[src] != self.node_machine[dst]:
-            return nic[src] + self.lat_net + self.machine_delay
-        return nic[src] + self.lat_net
-
-    def cpu(self, m: int, t: float, work: float) -> float:
-        """Reserve `work` seconds of machine m's coordinator from t; returns the finish."""
-        cf = self.coord_free
-        start = cf[m] if cf[m] > t else t
-        cf[m] = start + work
-        self.coord_busy[m] += work
-        return start + work
 
     # -- input -----------------------------------------------------------------------------------
     def run(self) -> None:

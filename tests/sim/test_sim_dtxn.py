@@ -8,6 +8,7 @@ import pytest
 from costmodel.design import Design
 from costmodel.workload import Access, InputSpec, Procedure, Table, Workload
 from engine_sim.sim import SimParams
+from engine_sim.sim.dtxn import DtxnObserver
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.compiled import compile_plan
 
@@ -28,36 +29,35 @@ CROSSED = workload({"A": [("T0", "read"), ("T1", "write"), ("T2", "read")],
 CROSSED_DESIGN = Design("dtxn", 3, 1, {"A": 0, "B": 1}, {"T0": 0, "T1": 1, "T2": 2})
 
 
-def model(w, d, params=EXACT, rate=None, in_flight=None, batches=BATCHES) -> EngineModel:
+def model(w, d, params=EXACT, rate=None, in_flight=None, batches=BATCHES, observer=None) -> EngineModel:
     plan = compile_plan(w, d, params=params, scheduler="dls", move="rpc", batches=batches,
                         batch_size=None, seed=0)
-    return EngineModel(plan, rate, in_flight)
+    return EngineModel(plan, rate, in_flight, observer)
 
 
-def spy(m: EngineModel):
-    """Record every message (transaction, handler, partition), every grant and release."""
-    messages, holds = [], []
-    send, release = m._message, m._release
+class Spy(DtxnObserver):
+    """Records every message (transaction, handler, partition, time sent) and every release
+    (partition, grant, release, transaction)."""
 
-    def message(src, dst, nbytes, t, handler, T, q):
-        messages.append(((T.u, T.b), handler.__name__, q, t))
-        return send(src, dst, nbytes, t, handler, T, q)
+    def __init__(self):
+        self.messages, self.holds = [], []
 
-    def released(t, T, q):
-        holds.append((q, T.grant_t[q], t, T))
-        return release(t, T, q)
+    def message(self, src, dst, nbytes, t, handler, T, q):
+        self.messages.append(((T.u, T.b), handler.__name__, q, t))
+        return False
 
-    m._message, m._release = message, released
-    return messages, holds
+    def release(self, t, T, q):
+        self.holds.append((q, T.grant_t[q], t, T))
+        return False
 
 
 @pytest.fixture(scope="module")
 def crossed_run():
-    m = model(CROSSED, CROSSED_DESIGN, rate=20_000.0)  # far above capacity: everything contends
-    messages, holds = spy(m)
+    spy = Spy()
+    m = model(CROSSED, CROSSED_DESIGN, rate=20_000.0, observer=spy)  # far above capacity: everything contends
     m.run()
     m.check_finished()
-    return m, messages, holds
+    return m, spy.messages, spy.holds
 
 
 def test_opposite_bases_on_shared_partitions_never_deadlock(crossed_run):
@@ -78,16 +78,16 @@ def test_each_transaction_runs_the_engines_protocol_message_for_message(crossed_
         names = [h for h, _, _ in seq]
         # locks one after another, ascending: a request, its grant, the next request
         k = 2 * len(others)
-        assert names[:k] == ["_on_lock_req", "_on_lock_reply"] * len(others)
+        assert names[:k] == ["on_lock_req", "on_lock_reply"] * len(others)
         assert [q for _, q, _ in seq[:k:2]] == others
         # then 2PC: prepare everywhere, a vote from each, a decide to each
         rest = seq[k:]
         assert sorted((h, q) for h, q, _ in rest) == sorted(
-            [("_on_prepare", q) for q in others] + [("_on_vote", q) for q in others]
-            + [("_on_decide", q) for q in others])
-        last_vote = max(t for h, _, t in rest if h == "_on_vote")
-        assert min(t for h, _, t in rest if h == "_on_decide") >= last_vote
-        assert max(t for h, _, t in rest if h == "_on_prepare") <= min(t for h, _, t in rest if h == "_on_vote")
+            [("on_prepare", q) for q in others] + [("on_vote", q) for q in others]
+            + [("on_decide", q) for q in others])
+        last_vote = max(t for h, _, t in rest if h == "on_vote")
+        assert min(t for h, _, t in rest if h == "on_decide") >= last_vote
+        assert max(t for h, _, t in rest if h == "on_prepare") <= min(t for h, _, t in rest if h == "on_vote")
 
 
 def test_partitions_are_held_exclusively_and_locked_in_ascending_order(crossed_run):
@@ -130,7 +130,6 @@ def test_message_latency_is_local_inside_a_node_and_network_between_nodes():
     w = workload({"A": [("T0", "read")], "B": [("T1", "read")], "C": [("T2", "read")]})
     d = Design("dtxn", 2, 2, {"A": 0, "B": 1, "C": 2}, {"T0": 0, "T1": 1, "T2": 2})
     m = model(w, d, params=P, rate=100.0)
-    assert m._lat(1, 1) == P.local_latency_s
-    assert m._lat(0, 1) == P.net_latency_s  # two sites of one machine: a message, no delay
-    assert m._lat(1, 2) == P.net_latency_s + P.machine_delay_s  # machines apart
-    assert m._msg_cpu(1, 1) == P.local_msg_cpu_s and m._msg_cpu(0, 2) == P.msg_cpu_s
+    assert m.send(1, 1, 0.0, 0.0) == P.local_latency_s
+    assert m.send(0, 1, 0.0, 0.0) == P.net_latency_s  # two sites of one machine: a message, no delay
+    assert m.send(1, 2, 0.0, 0.0) == P.net_latency_s + P.machine_delay_s  # machines apart

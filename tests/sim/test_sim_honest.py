@@ -16,9 +16,20 @@ from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Work
 from engine_sim.sim import SimError, SimParams, run_once
 from engine_sim.sim import dtxn as dtxn_module
 from engine_sim.sim import hotpath as hotpath_module
-from engine_sim.sim.dtxn import DistributedMixin
+from engine_sim.sim import run as run_module
+from engine_sim.sim.dtxn import DtxnObserver
+from engine_sim.sim.model import EngineModel
 
 EXACT = SimParams(service_cv=0.0)
+
+
+def observe(monkeypatch, observer: DtxnObserver) -> None:
+    """Every run of the simulator from here on reports to `observer` (its `model`: the run's)."""
+    def model(plan, rate, in_flight):
+        observer.model = EngineModel(plan, rate, in_flight, observer)
+        return observer.model
+
+    monkeypatch.setattr(run_module, "EngineModel", model)
 
 
 def two_sps_sharing_two_tables() -> tuple[Workload, Design]:
@@ -53,29 +64,23 @@ def test_a_distributed_transaction_locks_in_ascending_order_with_the_engines_mes
     w, d = two_sps_sharing_two_tables()
     locks: dict[int, list[int]] = {}
     messages: dict[str, int] = {}
-    original_lock = DistributedMixin._lock
 
-    def lock(self, t, T, q):
-        locks.setdefault(T.age, []).append(q)
-        original_lock(self, t, T, q)
+    class Counted(DtxnObserver):
+        def grant(self, t, T, q):
+            locks.setdefault(T.age, []).append(q)
 
-    monkeypatch.setattr(DistributedMixin, "_lock", lock)
-    for name in ("_on_lock_req", "_on_lock_reply", "_on_frag", "_on_frag_reply", "_on_prepare",
-                 "_on_vote", "_on_decide"):
-        original = getattr(DistributedMixin, name)
+        def message(self, src, dst, nbytes, t, handler, T, q):
+            messages[handler.__name__] = messages.get(handler.__name__, 0) + 1
+            return False
 
-        def counted(self, t, T, q, _name=name, _original=original):
-            messages[_name] = messages.get(_name, 0) + 1
-            _original(self, t, T, q)
-
-        monkeypatch.setattr(DistributedMixin, name, counted)
+    observe(monkeypatch, Counted())
     r = run_once(w, d, input_rate=3000, batches=100, calibration=EXACT)
     assert r.completed_batches == 100 and r.distributed_txns == 200
     assert len(locks) == 200 and all(order == [0, 1] for order in locks.values())
     # one remote partition per transaction: LockReq/LockReply, Prepare/Vote, Decide, and no
     # fragment round (a declared SP's remote writes travel with its lock request)
-    assert messages == {"_on_lock_req": 200, "_on_lock_reply": 200, "_on_prepare": 200,
-                        "_on_vote": 200, "_on_decide": 200}
+    assert messages == {"on_lock_req": 200, "on_lock_reply": 200, "on_prepare": 200,
+                        "on_vote": 200, "on_decide": 200}
 
 
 def test_a_nested_group_sends_a_fragment_round_per_member(monkeypatch):
@@ -84,9 +89,14 @@ def test_a_nested_group_sends_a_fragment_round_per_member(monkeypatch):
     w = Workload("nested", tables, procs, (Stream("A", "B", 10),), nested=(("A", "B"),))
     d = Design(w.name, 1, 2, {"A": 0, "B": 0}, {"T0": 0, "T1": 1})
     frags = []
-    original = DistributedMixin._on_frag
-    monkeypatch.setattr(DistributedMixin, "_on_frag",
-                        lambda self, t, T, q: (frags.append(q), original(self, t, T, q)))
+
+    class Frags(DtxnObserver):
+        def message(self, src, dst, nbytes, t, handler, T, q):
+            if handler.__name__ == "on_frag":
+                frags.append(q)
+            return False
+
+    observe(monkeypatch, Frags())
     r = run_once(w, d, input_rate=500, batches=50)
     assert r.txns == 50 and r.distributed_txns == 50
     assert frags == [1] * 100  # A's write and B's read: two dependent rounds to partition 1
@@ -94,14 +104,12 @@ def test_a_nested_group_sends_a_fragment_round_per_member(monkeypatch):
 
 def test_a_partition_never_released_fails_the_run(monkeypatch):
     w, d = two_sps_sharing_two_tables()
-    original = DistributedMixin._release
 
-    def leaky(self, t, T, q):
-        if q == 1 and T.b == 20:
-            return  # partition 1 stays locked by batch 20's transaction
-        original(self, t, T, q)
+    class Leaky(DtxnObserver):
+        def release(self, t, T, q):
+            return q == 1 and T.b == 20  # partition 1 stays locked by batch 20's transaction
 
-    monkeypatch.setattr(DistributedMixin, "_release", leaky)
+    observe(monkeypatch, Leaky())
     with pytest.raises(SimError, match=r"stalled: \d+ of 60 batches never completed; the first, "
                                        r"batch \d+, .* waits for partition 1; partition 1 is held "
                                        r"by the distributed transaction of A for batch 20$"):
@@ -111,23 +119,24 @@ def test_a_partition_never_released_fails_the_run(monkeypatch):
 def test_the_last_release_lost_still_fails_the_run(monkeypatch):
     """Every batch completes, but a partition is left locked: refused too."""
     w, d = two_sps_sharing_two_tables()
-    original = DistributedMixin._release
 
-    def leaky(self, t, T, q):
-        if T.b == 59 and q == 0 and self.plan.units[T.u].name == "B":
-            return
-        original(self, t, T, q)
+    class Leaky(DtxnObserver):
+        def release(self, t, T, q):
+            return T.b == 59 and q == 0 and self.model.plan.units[T.u].name == "B"
 
-    monkeypatch.setattr(DistributedMixin, "_release", leaky)
+    observe(monkeypatch, Leaky())
     with pytest.raises(SimError, match="partition 0 still held by the distributed transaction of B for batch 59"):
         run_once(w, d, input_rate=1000, batches=60)
 
 
 def test_a_lost_lock_reply_fails_the_run(monkeypatch):
     w, d = two_sps_sharing_two_tables()
-    original = DistributedMixin._on_lock_reply
-    monkeypatch.setattr(DistributedMixin, "_on_lock_reply",
-                        lambda self, t, T, q: None if T.b == 7 else original(self, t, T, q))
+
+    class Lossy(DtxnObserver):
+        def message(self, src, dst, nbytes, t, handler, T, q):
+            return handler.__name__ == "on_lock_reply" and T.b == 7  # batch 7's lock reply is lost
+
+    observe(monkeypatch, Lossy())
     with pytest.raises(SimError, match=r"stalled: \d+ of 40 batches never completed; the first, "
                                        r"batch [67], .*held by the distributed transaction of A for batch 7"):
         run_once(w, d, input_rate=1000, batches=40)

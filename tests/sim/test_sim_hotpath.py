@@ -9,6 +9,7 @@ import pytest
 from costmodel.design import Design
 from costmodel.workload import Access, InputSpec, Procedure, Stream, Table, Workload
 from engine_sim.sim import SimParams
+from engine_sim.sim.dtxn import DtxnObserver
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.compiled import compile_plan
 
@@ -87,19 +88,21 @@ def test_a_single_sited_transaction_waits_for_the_distributed_one_holding_its_pa
     d = Design("hot", 2, 1, {"D": 0, "S": 1}, {"T0": 0, "T1": 1})
     plan = compile_plan(w, d, params=SimParams(), scheduler="dls", move="rpc", batches=BATCHES,
                         batch_size=None, seed=3)
-    m = EngineModel(plan, 1e5)
     released, queued = {}, []
-    release, run_single = m._release, m._run_single
 
-    def on_release(t, T, q):
-        released[(q, T.b)] = t
-        return release(t, T, q)
+    class Releases(DtxnObserver):
+        def release(self, t, T, q):
+            released[(q, T.b)] = t
+            return False
+
+    m = EngineModel(plan, 1e5, observer=Releases())
+    run_single = m._run_single
 
     def on_run_single(t, p, u, b):
         queued.append((t, p, max(released[k] for k in released if k[0] == p)))
         return run_single(t, p, u, b)
 
-    m._release, m._run_single = on_release, on_run_single
+    m._run_single = on_run_single
     m.run()
     m.check_finished()
     assert queued  # under load S met the partition held
