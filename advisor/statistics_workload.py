@@ -12,8 +12,10 @@ exactly the workload's items. What the statistics say, and how it becomes the wo
   the engine's, a real system's) times the whole transaction, so the per-transaction overhead
   and the per-row access time the simulator and the engine charge again are taken off first,
   at the calibration's prices (never below `MIN_WORK_SHARE` of the duration); a trace of work
-  (`durations` "work", what `traces.synth` writes) is taken as it is. The members of a nested
-  group that report one shared duration (the same total) split it evenly;
+  (`durations` "work", what `traces.synth` writes) is taken as it is, and so is a trace that
+  does not say, when some SP's duration is shorter than that overhead alone (it cannot
+  include it). The members of a nested group that report one shared duration (the same
+  total) split it evenly;
 - an SP's accesses: one read and one write per state item it touched, rows per batch as
   measured, the probability of access = executions touching the item / executions;
 - streams: tuples per batch and bytes per tuple as measured;
@@ -154,12 +156,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
     per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
     per_txn_us, per_row_us = per_txn_us * overhead_scale, per_row_us * overhead_scale
     work_told = _measured_work(procs)
-    if durations != "work" and len(work_told) < len(procs):
-        which = f" for the {len(procs) - len(work_told)} SPs whose work the trace does not time" \
-            if work_told else ""
-        assumed.append(f"SP work{which}: median execution time less {per_txn_us:.0f} us per transaction "
-                       f"and {per_row_us:.2f} us per row accessed (calibration prices; what the engine "
-                       f"overhead really was on the tracing host is not in the statistics)")
+    work_line_at = len(assumed)  # the line on SP work goes here, once the rows are known
 
     windows = _windows(manifest, known, where, dict(zip(state["state"], state["estimated_bytes"])))
     window_names = {w.name for w in windows}
@@ -196,6 +193,27 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
 
     # one timed transaction: an SP, or a nested group whose members report its shared duration
     timed = {n: shared.get(n, (n,)) for n in names}
+
+    def rows_per_call(r) -> float:
+        return sum(rows_per_batch[m] for m in timed[r.procedure]) / max(float(r.invocations) / batches, 1e-12)
+
+    untimed = [r for r in procs.itertuples(index=False) if r.procedure not in work_told]
+    if durations != "work" and untimed:
+        short = None if inp.get("durations") else next(
+            (r for r in untimed if float(r.p50_cost_us) < per_txn_us + per_row_us * rows_per_call(r)), None)
+        if short is not None:  # shorter than the overhead alone: the durations cannot include it
+            line = (f"SP work: the measured durations as they are: {short.procedure}'s median "
+                    f"({float(short.p50_cost_us):.0f} us) is shorter than the "
+                    f"{per_txn_us + per_row_us * rows_per_call(short):.0f} us of engine overhead the "
+                    f"calibration prices its transaction at, so the durations cannot include that "
+                    f"overhead (the trace does not say what they time: input.durations)")
+            per_txn_us = per_row_us = 0.0
+        else:
+            which = f" for the {len(untimed)} SPs whose work the trace does not time" if work_told else ""
+            line = (f"SP work{which}: median execution time less {per_txn_us:.0f} us per transaction "
+                    f"and {per_row_us:.2f} us per row accessed (calibration prices; what the engine "
+                    f"overhead really was on the tracing host is not in the statistics)")
+        assumed.insert(work_line_at, line)
     procedures = []
     timings: dict[str, MeasuredCost] = {}
     for r in procs.itertuples(index=False):
@@ -206,8 +224,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             timings[r.procedure] = MeasuredCost(measured_us, 0.0)
             cost = work_told[r.procedure] * calls_per_batch / unit_us
         else:
-            rows = sum(rows_per_batch[m] for m in members) / max(calls_per_batch, 1e-12)
-            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows)
+            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows_per_call(r))
             work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
             cost = work_us / len(members) * calls_per_batch / unit_us
         procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure])))

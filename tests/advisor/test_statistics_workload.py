@@ -63,6 +63,35 @@ def test_the_rebuilt_workload_is_the_traced_spec(stats):
     assert got.assumed and any("keys" in a for a in got.assumed)
 
 
+def _with_durations(src, dst, durations):
+    """A copy of statistics `src` whose manifest says `durations` (None: says nothing)."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "_stats.json").read_text())
+    manifest["input"].pop("durations", None)
+    if durations is not None:
+        manifest["input"]["durations"] = durations
+    (dst / "_stats.json").write_text(json.dumps(manifest))
+    return dst
+
+
+def test_durations_shorter_than_the_engine_overhead_are_taken_as_the_work(stats, tmp_path):
+    """A trace that times the SPs' work only but does not say so (another system's): taking the
+    calibration's overhead off would leave DateTimeLookup (1.0 unit, 40 rows a transaction)
+    with nothing, so the durations are taken as they are, and the output says why. Declared
+    whole-transaction durations still have the overhead taken off."""
+    root, spec = stats
+    silent = workload_from_statistics(_with_durations(root / "table", tmp_path / "silent", None))
+    for p in spec.procedures:
+        assert silent.procedure(p.name).cost == pytest.approx(p.cost, rel=0.05)
+    line = next(a for a in silent.assumed if a.startswith("SP work"))
+    assert "DateTimeLookup's median" in line and "cannot include that overhead" in line
+    declared = workload_from_statistics(_with_durations(root / "table", tmp_path / "declared", "execution"))
+    assert any("execution time less" in a for a in declared.assumed)
+    assert declared.procedure("DateTimeLookup").cost < 0.2 < silent.procedure("DateTimeLookup").cost
+
+
 def test_recommend_from_statistics_picks_by_throughput_and_predicts_like_the_spec(stats):
     root, spec = stats
     rec = recommend(root / "table", machines=4, baselines=False)
