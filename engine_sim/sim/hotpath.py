@@ -150,6 +150,8 @@ def bind_hot_path(model) -> None:
                 e_moves[e] += e_streams[e]
             if e_move_txn[e] is not None:  # MOVE as distributed transactions
                 model.begin_move_txn(ready, e, b, m)
+            elif u_sched[e_dst[e]] == m:  # forward's common case, inlined: the same node
+                invoke(ready, e_dst[e], b, 0.0)
             else:
                 forward(ready, e, b, m)
 
