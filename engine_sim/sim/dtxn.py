@@ -63,7 +63,7 @@ class DtxnObserver:
         return False
 
     def grant(self, t: float, T: Dtxn, q: int) -> None:
-        pass
+        """T got partition q's lock at t (or later: when q is free)."""
 
     def release(self, t: float, T: Dtxn, q: int) -> bool:
         return False
