@@ -20,6 +20,7 @@ disagree this says which design the user's running system actually runs faster.
     python bench/trace_quality.py --workloads tpcdi-trade linear-road --machines 4
     python bench/trace_quality.py --stability          # also the second trace
     python bench/trace_quality.py --synth              # traces from traces.synth instead of the engine
+    python bench/trace_quality.py --synth --undeclared # ... whose manifest does not say what durations time
     python bench/trace_quality.py --generated 8        # 8 random dataflows nobody tuned on
     python bench/trace_quality.py --workloads tpcdi-trade --machines 2 --engine-check 8
 
@@ -80,14 +81,21 @@ def generated_workload(seed: int) -> Workload:
                     cluster=Cluster(machines=4, partitions_per_machine=int(rng.integers(1, 3))))
 
 
-def trace(name: str, out: Path, batches: int, seed: int, synth: bool) -> None:
-    """A trace of `name` under its naive single-machine design."""
+def trace(name: str, out: Path, batches: int, seed: int, synth: bool, undeclared: bool = False) -> None:
+    """A trace of `name` under its naive single-machine design (`undeclared`: a synthetic
+    trace whose manifest does not say that its durations time the SPs' work only)."""
     workload = WORKLOADS.get(name) or load_workload(name)
     if synth:
+        import json
+
         from costmodel.workload import workload_as_plain
         from traces.synth import synthesize
 
         synthesize(workload_as_plain(workload), out, batches, seed)
+        if undeclared:
+            manifest = json.loads((out / "_trace.json").read_text())
+            del manifest["input"]["durations"]
+            (out / "_trace.json").write_text(json.dumps(manifest))
         return
     from engine_sim.engine import run_workload
 
@@ -145,6 +153,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--stability", action="store_true")
     ap.add_argument("--synth", action="store_true", help="synthetic traces (traces.synth)")
+    ap.add_argument("--undeclared", action="store_true",
+                    help="with --synth: the manifest does not say its durations are the work (another system's trace)")
     ap.add_argument("--granularity", default="table",
                     help="aggregate at this granularity (fragment:N: the statistics path places "
                          "fragments, predicted against the spec split the same way)")
@@ -169,7 +179,7 @@ def main() -> int:
     stats: dict[str, Path] = {}
     for name in names:
         t0 = time.perf_counter()
-        trace(name, tmp / f"{name}-trace", args.batches, args.seed, args.synth)
+        trace(name, tmp / f"{name}-trace", args.batches, args.seed, args.synth, args.undeclared)
         aggregate(tmp / f"{name}-trace", tmp / f"{name}-stats", args.granularity, spark=spark, progress=None)
         stats[name] = tmp / f"{name}-stats"
         print(f"traced and aggregated {name} ({args.batches} batches, "
@@ -216,7 +226,7 @@ def main() -> int:
         same_count = 0
         for name in names:
             other = tmp / f"{name}-trace-2"
-            trace(name, other, 2 * args.batches, args.seed + 1, args.synth)
+            trace(name, other, 2 * args.batches, args.seed + 1, args.synth, args.undeclared)
             aggregate(other, tmp / f"{name}-stats-2", args.granularity, spark=spark, progress=None)
             a = recommend(stats[name], machines=4, seed=args.seed, baselines=False).design
             b = recommend(tmp / f"{name}-stats-2", machines=4, seed=args.seed, baselines=False).design
