@@ -223,7 +223,11 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     engine on this machine cannot be compared with number for number (a note says so).
     """
     from advisor.api import evaluate
+    from engine_sim.sim import SimError
+    from engine_sim.sim.compiled import MIN_BATCHES
 
+    if sim and not (isinstance(batches, int) and batches >= MIN_BATCHES):  # before any engine run
+        raise SimError(f"--batches must be at least {MIN_BATCHES} for the simulator, got {batches!r}")
     cost = evaluate(design, workload).to_dict()
     result = ValidationResult(workload.name, design.method or "design", design.machines,
                               design.partitions_per_machine, cost)
@@ -243,7 +247,7 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     if sim:
         from engine_sim.sim import run_once, simulate
 
-        kw = dict(scheduler=scheduler, move=move, batches=max(batches, 10), seed=seed,
+        kw = dict(scheduler=scheduler, move=move, batches=batches, seed=seed,
                   latency_bound_s=latency_bound_s)
         if calibration is not None:
             r = run_once(workload, design, in_flight=in_flight, calibration=calibration.on_host(), **kw)

@@ -46,7 +46,7 @@ def json_option(text: str = JSON_HELP):
 
 
 def seed_option(text: str = SEED_HELP):
-    return typer.Option(0, "--seed", help=text)
+    return typer.Option(0, "--seed", min=0, help=text)
 
 
 def jobs_option(what: str):

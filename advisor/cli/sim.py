@@ -81,7 +81,7 @@ def calibrate(
                                     "(one thread) instead of one process per partition"),
     refit: Optional[Path] = typer.Option(None, "--refit", help="fit the current simulator to this calibration "
                                          "file's stored measurements again, without running the engine"),
-    seed: Optional[int] = typer.Option(None, "--seed", help="seed of the micro-benchmarks' input "
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="seed of the micro-benchmarks' input "
                                        "(default 0; --refit runs none)"),
     as_json: bool = json_option(),
 ) -> None:

@@ -32,6 +32,7 @@ from costmodel.sim_params import SimParams
 from costmodel.window_work import WindowWork, window_work
 
 SCHEDULERS = ("dls", "central")
+MIN_BATCHES = 10  # the fewest batches a run simulates (fewer say nothing of a steady state)
 MOVES = ("rpc", "txn")
 
 
@@ -162,8 +163,8 @@ def _jitter(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
 def compile_plan(workload: Workload, design: Design, *, params: SimParams, scheduler: str,
                  move: str, batches: int, batch_size: int | None, seed: int) -> CompiledPlan:
     check_options(scheduler, move)
-    if batches < 10:
-        raise SimError(f"batches must be at least 10, got {batches}")
+    if batches < MIN_BATCHES:
+        raise SimError(f"batches must be at least {MIN_BATCHES}, got {batches}")
     try:  # a design of fragments or hot tuples is judged against the spec split the same way
         routes = lane_routes(workload, design)
         workload = workload_at(workload, design.state)

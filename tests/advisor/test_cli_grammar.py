@@ -69,6 +69,18 @@ def test_every_command_has_the_shared_options_or_says_why_not():
     assert problems == []
 
 
+def test_every_seed_refuses_a_negative_value_before_anything_runs(capsys):
+    # numpy's generators take no negative seed: it used to end in an internal error
+    seeds = [(path, options_of(command)["--seed"]) for path, command in every_command()
+             if "--seed" in options_of(command)]
+    assert len(seeds) >= 10
+    assert [path for path, option in seeds if option.min != 0] == []
+    capsys.readouterr()
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "--seed", "-1"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and "--seed" in err and "\n" not in err
+
+
 def test_a_design_is_an_option_everywhere_and_workload_the_positional():
     takers = []
     for path, command in every_command():

@@ -82,3 +82,14 @@ def test_validate_errors_are_one_line(tpcdi4, tmp_path, capsys):
     assert run_app(["validate", "--design", str(tpcdi4), "chain-32", "--sim"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_too_few_batches_for_the_simulator_is_one_line_before_the_engine_runs(tpcdi4, tmp_path, capsys):
+    # the simulator used to run 10 batches in silence where it was asked for fewer
+    for batches in ("0", "5"):
+        out = tmp_path / f"validation-{batches}.json"
+        assert run_app(["validate", "--design", str(tpcdi4), "tpcdi-trade", "--batches", batches,
+                        "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == f"error: --batches must be at least 10 for the simulator, got {batches}"
+        assert not out.exists()
