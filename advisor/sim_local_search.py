@@ -45,6 +45,7 @@ CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any si
 CLIMB_GAIN = 0.005  # a step of that climb must raise the estimate by this fraction
 CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best designs, this many in all
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
+CROWDED_MOVES = 200  # SPs on a partition x other partitions above which each SP tries fewer places
 
 
 @dataclass
@@ -103,7 +104,7 @@ def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.nd
     c = graph.cost
     n_parts = c.machines * c.partitions_per_machine
     for hot in _busiest_partitions(load.partition):
-        yield from _moves_off(graph, proc, state, private, touched, hot, n_parts)
+        yield from _moves_off(graph, proc, state, private, touched, hot, n_parts, load.partition)
 
 
 def _busiest_partitions(busy: np.ndarray) -> list[int]:
@@ -114,11 +115,13 @@ def _busiest_partitions(busy: np.ndarray) -> list[int]:
 
 
 def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
-               touched: list[np.ndarray], hot: int, n_parts: int):
+               touched: list[np.ndarray], hot: int, n_parts: int, busy: np.ndarray):
     """The moves off one partition (see `busiest_partition_moves`)."""
     c = graph.cost
-    for i in np.flatnonzero(proc == hot):
-        for q in range(n_parts):
+    on_hot = np.flatnonzero(proc == hot)
+    crowded = on_hot.size * (n_parts - 1) > CROWDED_MOVES
+    for i in on_hot:
+        for q in (_crowded_targets(graph, proc, state, touched, busy, int(i)) if crowded else range(n_parts)):
             if q == hot:
                 continue
             for kind, items in (("", private[i]), (" with all its state", touched[i])):
@@ -138,6 +141,26 @@ def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, privat
             s2 = state.copy()
             s2[j] = q
             yield f"{graph.state_names[j]} -> partition {q}", proc, s2
+
+
+def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, touched: list[np.ndarray],
+                     busy: np.ndarray, i: int) -> list[int]:
+    """Where SP i may go off a crowded partition (a start with everything on one partition, on a
+    big cluster, would otherwise price every SP on every partition, each step): the least busy
+    partition of every machine, and the partitions of what it works with (the SPs it streams
+    to or from, or shares state with, and that state). Empty partitions differ only in their
+    place in the lock order, so one per machine stands for them all."""
+    c = graph.cost
+    ppm = c.partitions_per_machine
+    by_machine = busy[: c.machines * ppm].reshape(c.machines, ppm)
+    places = {int(m * ppm + np.argmin(by_machine[m])) for m in range(c.machines)}
+    peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
+    mine = touched[i]
+    if mine.size:
+        peers |= set(c.ps_proc[np.isin(c.ps_state, mine)].tolist())
+        places |= {int(q) for q in state[mine] if q != REPLICATED}
+    places |= {int(proc[j]) for j in peers}
+    return sorted(places)
 
 
 def lock_order_swaps(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, load):

@@ -275,3 +275,26 @@ def test_the_search_also_climbs_from_the_pools_next_best_designs():
     assert both.end_tps > 1.02 * max(alone.end_tps, both.start_tps)
     again = improve(g, w, *pick, weights, simulator=ENGINE_SIMULATOR, starts=[("other", *other)])
     assert (again.proc_part == both.proc_part).all() and again.moves == both.moves  # deterministic
+
+
+def test_a_crowded_start_climbs_as_high_pricing_fewer_places(monkeypatch):
+    """Everything on one partition of 8 machines x 2: every SP to every partition is 16 x 15
+    places a step. Off a crowded partition an SP tries the least busy partition of each machine
+    and the partitions of what it works with; the climb ends where the full one does."""
+    import advisor.sim_local_search as search
+
+    w = load_workload("boundaries-16sp").with_cluster(8, 2)
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    proc = np.zeros(g.cost.n_proc, dtype=np.int64)
+    state = np.zeros(g.cost.n_state, dtype=np.int64)
+    assert g.cost.n_proc * 15 > search.CROWDED_MOVES  # the start is crowded
+    ends = []
+    for crowded in (search.CROWDED_MOVES, 10**9):  # the rule, then every place
+        monkeypatch.setattr(search, "CROWDED_MOVES", crowded)
+        estimate = BusyEstimate.of(g, w, params)
+        p2, s2, moves = climb_estimate(g, estimate, proc, state, private_state(g), touched_state(g))
+        ends.append((estimate.throughput_tps(p2, s2), len(moves), len(estimate._memo)))
+    (narrow, n_moves, n_priced), (full, f_moves, f_priced) = ends
+    assert n_moves == f_moves > 3 and narrow == pytest.approx(full, rel=1e-9)
+    assert n_priced < 0.9 * f_priced
