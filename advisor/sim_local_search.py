@@ -149,11 +149,15 @@ def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, 
     big cluster, would otherwise price every SP on every partition, each step): the least busy
     partition of every machine, and the partitions of what it works with (the SPs it streams
     to or from, or shares state with, and that state). Empty partitions differ only in their
-    place in the lock order, so one per machine stands for them all."""
+    place in the lock order, so one per machine stands for them all, and one machine for the
+    machines exactly as busy (empty ones, mostly)."""
     c = graph.cost
     ppm = c.partitions_per_machine
     by_machine = busy[: c.machines * ppm].reshape(c.machines, ppm)
-    places = {int(m * ppm + np.argmin(by_machine[m])) for m in range(c.machines)}
+    alike = {}  # machines as busy as each other, partition by partition: the first stands for all
+    for m in range(c.machines):
+        alike.setdefault(tuple(np.sort(by_machine[m])), m)
+    places = {int(m * ppm + np.argmin(by_machine[m])) for m in alike.values()}
     peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
     mine = touched[i]
     if mine.size:
