@@ -242,8 +242,8 @@ class ThroughputJudge:
         per_batch: dict[int, float] = {}
         spent = 0.0
         for o in candidates:
-            if o.source == "enumeration" or (per_batch and spent > PILOT_SHARE * self.event_budget):
-                continue
+            if o.source == "enumeration" or (len(per_batch) >= 2 and spent > PILOT_SHARE * self.event_budget):
+                continue  # (two at least: the pick screens two whatever they cost)
             try:
                 r = self.runs.pilot(o.proc_part, o.state_part, PILOT_BATCHES, label=o.label)
             except self.simulator.error as exc:
@@ -281,7 +281,7 @@ class ThroughputJudge:
         for o in candidates:
             o.estimated_tps = estimate[id(o)]
         affordable = [o for o in candidates if id(o) in per_batch]
-        while len(affordable) > 1 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
+        while len(affordable) > 2 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
                                                   SCREEN_SHARE) < MIN_BATCHES:
             # every candidate is screened by the busy-time estimate: the slowest by it go first
             drop = min(range(len(affordable)), key=lambda k: (estimate[id(affordable[k])], -k))
@@ -289,8 +289,11 @@ class ThroughputJudge:
         if len(affordable) < len(candidates):
             self.note_ = (f"simulated {len(affordable)} of {len(candidates)} distinct candidates "
                           "(the rest did not fit the simulation budget)")
-        b1 = batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES, SCREEN_SHARE)
-        if len(affordable) < 2 or b1 < MIN_BATCHES:
+        # two are screened even where the budget cannot cover them (a big dataflow's distributed
+        # transactions are many events a batch), the estimate's best of those piloted: over
+        # budget rather than by the cost model
+        b1 = max(batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES, SCREEN_SHARE), MIN_BATCHES)
+        if len(affordable) < 2:
             return []
 
         def run(group: list[Candidate], batches: int, tolerance: float) -> list[Candidate]:

@@ -103,3 +103,23 @@ def test_a_pick_that_must_simulate_is_refused_without_a_simulator():
     with pytest.raises(TypeError, match="needs a simulator"):
         select(options, "throughput", w, g, Weights())
     assert default_simulator() is ENGINE_SIMULATOR
+
+
+def test_a_budget_too_small_for_two_candidates_still_screens_two():
+    """A big dataflow's candidates can cost more events than the pick's budget allows even at
+    the fewest batches; the pick then still pilots two and screens them (over budget) rather
+    than falling back to the cost model."""
+    from advisor.selection import MIN_BATCHES, ThroughputJudge, distinct
+
+    rec = recommend("tpcdi-trade", machines=4, seed=0)
+    graph, weights = rec.graph, rec.design.weights
+    unique = distinct(rec.selection.candidates, graph)
+    assert len(unique) > 2
+    for o in unique:
+        o.predicted_tps = None
+    judge = ThroughputJudge(load_workload("tpcdi-trade").with_cluster(4), graph, weights,
+                            event_budget=2_000, simulator=ENGINE_SIMULATOR)
+    screened = judge.judge(unique)
+    assert len(screened) == 2 and all(o.predicted_tps > 0 for o in screened)
+    assert all(o.batches == MIN_BATCHES for o in screened)  # the fewest a screening takes
+    assert judge.note_.startswith(f"simulated 2 of {len(unique)} distinct candidates")
