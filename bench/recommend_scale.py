@@ -8,8 +8,9 @@ from recommend's pick and from a random design, and reports recommend / best (ta
 and recommend's wall time (target <= 10 s).
 
 Cases: generated dataflows (gen20 on 6 machines, gen40 on 8, gen60 on 16; 1 partition per
-machine; groups of 3-5 SPs sharing tables, a stream DAG, nested pairs, tuple windows) and the
-bundled tpcdi-trade, linear-road, chain-32, streaming-ledger on 4, 8 and 16 machines (each
+machine; groups of 3-5 SPs sharing tables, a stream DAG, nested pairs, tuple windows), a
+second shape (shared20 ... shared60 on 4-16 machines x 2 partitions: tables drawn with Zipf
+weights, so a few are shared by SPs all over the dataflow) and the bundled tpcdi-trade, linear-road, chain-32, streaming-ledger on 4, 8 and 16 machines (each
 with its spec's partitions per machine).
 
 Every prediction uses the reference cluster (`Calibration.reference()`, what recommend judges
@@ -46,6 +47,9 @@ from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Ta
 from engine_sim.sim import Calibration, SimError, max_throughput
 
 GENERATED = {"gen20": (20, 6), "gen40": (40, 8), "gen60": (60, 16)}  # SPs, machines
+# a third shape (`shared_workload`): SPs, machines (x 2 partitions), seed
+SHARED = {"shared20": (20, 4, 501), "shared25": (25, 6, 502), "shared30": (30, 6, 503),
+          "shared40": (40, 8, 504), "shared50": (50, 12, 506), "shared60": (60, 16, 505)}
 BUNDLED = ("tpcdi-trade", "linear-road", "chain-32", "streaming-ledger")
 BUNDLED_MACHINES = (4, 8, 16)
 PROBES = 8  # rate probes charged per maximum-throughput search
@@ -103,11 +107,48 @@ def generated_workload(n_sps: int, machines: int, seed: int) -> Workload:
     return parse_workload(workload_to_toml(w), source=f"generated:{seed}")  # checked like a spec
 
 
+def shared_workload(n_sps: int, machines: int, seed: int) -> Workload:
+    """Another shape than `generated_workload`'s groups: a random stream DAG whose SPs reach
+    1-3 tables drawn with Zipf weights from about as many tables as SPs (a few tables shared by
+    many SPs anywhere in the dataflow), a fifth of them read-mostly, accesses with
+    probabilities, 0-2 nested pairs along streams; 2 partitions per machine."""
+    rng = np.random.default_rng(seed)
+    n_tables = int(n_sps * rng.uniform(0.6, 1.2))
+    tables = [Table(f"T{i}", int(rng.integers(2_000, 300_000)), int(rng.integers(40, 300)), "id",
+                    read_mostly=bool(rng.random() < 0.2)) for i in range(n_tables)]
+    drawn = rng.zipf(1.6, size=n_sps * 3) % n_tables
+    procs, streams = [], []
+    for i in range(n_sps):
+        accesses = []
+        for t in sorted({int(x) for x in drawn[3 * i:3 * i + int(rng.integers(1, 4))]}):
+            mode = "read" if tables[t].read_mostly or rng.random() < 0.55 else "write"
+            rows = float(rng.integers(1, 25))
+            prob = 1.0 if rng.random() < 0.7 else round(float(rng.uniform(0.2, 0.9)), 2)
+            accesses.append(Access(f"T{t}", mode, rows, probability=prob))
+        procs.append(Procedure(f"SP{i}", cost=round(float(rng.uniform(0.2, 3.0)), 2), accesses=tuple(accesses)))
+        if i:
+            for src in sorted({int(rng.integers(0, i)) for _ in range(1 + (rng.random() < 0.3))}):
+                streams.append(Stream(f"SP{src}", f"SP{i}", float(rng.integers(1, 20))))
+    edges = {(s.source, s.target) for s in streams}
+    nested: list[tuple[str, str]] = []
+    for _ in range(int(rng.integers(0, 3))):
+        a = int(rng.integers(1, n_sps))
+        pair = (f"SP{a - 1}", f"SP{a}")
+        if pair in edges and all(not set(pair) & set(q) for q in nested):
+            nested.append(pair)
+    w = Workload(f"shared{n_sps}", tuple(tables), tuple(procs), tuple(streams), tuple(nested), (),
+                 InputSpec(batch_size=10), Cluster(machines, 2))
+    return parse_workload(workload_to_toml(w), source=f"shared:{seed}")  # checked like a spec
+
+
 def case_workload(case: str) -> tuple[Workload, int, int]:
-    """The workload of a case name (gen20 | name@machines) on its cluster."""
+    """The workload of a case name (gen20 | shared40 | name@machines) on its cluster."""
     if case in GENERATED:
         n, m = GENERATED[case]
         return generated_workload(n, m, seed=19_000 + n), m, 1
+    if case in SHARED:
+        n, m, seed = SHARED[case]
+        return shared_workload(n, m, seed), m, 2
     name, _, machines = case.partition("@")
     w = load_workload(name)
     ppm = w.cluster.partitions_per_machine
@@ -300,7 +341,7 @@ def summary(rows: list[Row]) -> None:
 
 
 def all_cases() -> list[str]:
-    return list(GENERATED) + [f"{n}@{m}" for n in BUNDLED for m in BUNDLED_MACHINES]
+    return list(GENERATED) + list(SHARED) + [f"{n}@{m}" for n in BUNDLED for m in BUNDLED_MACHINES]
 
 
 def main() -> int:
