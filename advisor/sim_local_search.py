@@ -60,6 +60,7 @@ class Improvement:
     simulated: int
     moves: list[str]
     end_estimated_tps: float | None = None  # the busy-time estimate of where it ended
+    skipped: str = ""  # why nothing was simulated, where it did not start
 
     @property
     def improved(self) -> bool:
@@ -233,6 +234,10 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     except sim_error:
         return Improvement(proc, state, 0.0, 0.0, 0, [])
     per_run = max(pilot.events / 20, 1.0) * BATCHES * 8  # a maximum-throughput search: ~8 runs
+    if per_run > event_budget:  # the pick's own search alone would overspend it
+        return Improvement(proc, state, 0.0, 0.0, 0, [], skipped=(
+            f"one maximum-throughput search of the pick is about {per_run:,.0f} simulated events, "
+            f"over the search's budget of {event_budget:,}"))
     spent, simulated = 0.0, 0
 
     def simulate(p, s, to_beat: float | None = None) -> float:

@@ -133,6 +133,8 @@ def objective_lines(sel) -> list[str]:
                      + (f"{imp.start_tps:,.0f} -> {imp.end_tps:,.0f} tuples/s "
                         f"({imp.end_tps / imp.start_tps:.2f}x: {', '.join(imp.moves)})" if imp.improved
                         else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)"))
+    elif imp is not None and imp.skipped:
+        lines.append(f"simulated search skipped: {imp.skipped}")
     if sel.note:
         lines.append(f"note: {sel.note}")
     return lines

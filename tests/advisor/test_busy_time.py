@@ -298,3 +298,15 @@ def test_a_crowded_start_climbs_as_high_pricing_fewer_places(monkeypatch):
     (narrow, n_moves, n_priced), (full, f_moves, f_priced) = ends
     assert n_moves == f_moves > 3 and narrow == pytest.approx(full, rel=1e-9)
     assert n_priced < 0.9 * f_priced
+
+
+def test_the_search_does_not_start_when_one_search_of_the_pick_would_overspend_it():
+    w = load_workload("tpcdi-trade").with_cluster(4, 1)
+    g = WorkloadGraph.from_workload(w)
+    proc = np.arange(g.cost.n_proc, dtype=np.int64) % 4
+    state = place_state(g.cost, proc, np.zeros(g.cost.n_state, dtype=np.int64))
+    found = improve(g, w, proc, state, Weights(0.3, 0.1, 0.6), simulator=ENGINE_SIMULATOR, event_budget=10_000)
+    assert not found.improved and found.simulated == 0
+    assert "over the search's budget of 10,000" in found.skipped
+    ran = improve(g, w, proc, state, Weights(0.3, 0.1, 0.6), simulator=ENGINE_SIMULATOR)
+    assert ran.simulated > 0 and ran.skipped == ""
