@@ -120,9 +120,10 @@ def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, privat
     """The moves off one partition (see `busiest_partition_moves`)."""
     c = graph.cost
     on_hot = np.flatnonzero(proc == hot)
-    crowded = on_hot.size * (n_parts - 1) > CROWDED_MOVES
+    stand_ins = _machine_stand_ins(graph, busy) if on_hot.size * (n_parts - 1) > CROWDED_MOVES else None
     for i in on_hot:
-        for q in (_crowded_targets(graph, proc, state, touched, busy, int(i)) if crowded else range(n_parts)):
+        for q in (range(n_parts) if stand_ins is None else _crowded_targets(graph, proc, state, touched,
+                                                                            stand_ins, int(i))):
             if q == hot:
                 continue
             for kind, items in (("", private[i]), (" with all its state", touched[i])):
@@ -144,21 +145,27 @@ def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, privat
             yield f"{graph.state_names[j]} -> partition {q}", proc, s2
 
 
-def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, touched: list[np.ndarray],
-                     busy: np.ndarray, i: int) -> list[int]:
-    """Where SP i may go off a crowded partition (a start with everything on one partition, on a
-    big cluster, would otherwise price every SP on every partition, each step): the least busy
-    partition of every machine, and the partitions of what it works with (the SPs it streams
-    to or from, or shares state with, and that state). Empty partitions differ only in their
-    place in the lock order, so one per machine stands for them all, and one machine for the
-    machines exactly as busy (empty ones, mostly)."""
+def _machine_stand_ins(graph: WorkloadGraph, busy: np.ndarray) -> set[int]:
+    """The least busy partition of every machine, one machine standing for the machines exactly
+    as busy, partition by partition (empty ones, mostly): empty partitions differ only in their
+    place in the lock order."""
     c = graph.cost
     ppm = c.partitions_per_machine
     by_machine = busy[: c.machines * ppm].reshape(c.machines, ppm)
-    alike = {}  # machines as busy as each other, partition by partition: the first stands for all
+    alike = {}  # the first machine of each load profile stands for all
     for m in range(c.machines):
         alike.setdefault(tuple(np.sort(by_machine[m])), m)
-    places = {int(m * ppm + np.argmin(by_machine[m])) for m in alike.values()}
+    return {int(m * ppm + np.argmin(by_machine[m])) for m in alike.values()}
+
+
+def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, touched: list[np.ndarray],
+                     stand_ins: set[int], i: int) -> list[int]:
+    """Where SP i may go off a crowded partition (a start with everything on one partition, on a
+    big cluster, would otherwise price every SP on every partition, each step): the machines'
+    stand-ins (`_machine_stand_ins`), and the partitions of what it works with (the SPs it
+    streams to or from, or shares state with, and that state)."""
+    c = graph.cost
+    places = set(stand_ins)
     peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
     mine = touched[i]
     if mine.size:
