@@ -79,9 +79,22 @@ class Recommendation:
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}
 
+    @property
+    def prediction(self) -> float | None:
+        """The recommendation's predicted tuples/s: the figure every output shows for it (a
+        report's simulation of the design on its default settings is this figure). None where
+        nothing was simulated. The lanes' or the migration's pick where one of those won."""
+        if self._lanes_picked:
+            return self.data_parallel.variant_tps
+        if self.migration is not None:
+            return self.migration.chosen.predicted_tps
+        sel = self.selection
+        return None if sel is None else sel.prediction
+
     def predicted_tps(self) -> dict[str, float | None]:
-        """Tuples/s the simulator predicted for the recommendation and each baseline during the
-        pick (None where nothing was simulated)."""
+        """Tuples/s the simulator predicted for the recommendation and each baseline in the
+        pick's side-by-side runs, which rank them (None where nothing was simulated; shorter
+        runs than `prediction`'s where the budget is tight)."""
         figures = self._pick_figures("predicted_tps")
         if self._lanes_picked:
             figures["recommended"] = self.data_parallel.variant_tps

@@ -42,6 +42,10 @@ PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this s
 SCREEN_BATCHES, SCREEN_PROBES, SCREEN_TOLERANCE, SCREEN_SHARE = 100, 5, 0.08, 0.5
 FINAL_BATCHES, FINAL_PROBES = 300, 7
 MIN_BATCHES = 40
+# the recommendation's own figure (`Selection.prediction`): every output shows it for the pick,
+# a report's simulation of the design (`reports.predict`) included; the simulated search's
+# runs are on the same settings, so its figures are this one
+PREDICTION_BATCHES, PREDICTION_TOLERANCE = FINAL_BATCHES, TIE_TOLERANCE / 2
 CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
 WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 
@@ -66,18 +70,24 @@ class Selection:
     simulator_runs: int = 0  # simulations run for the pick (pilots and rate searches)
     simulations_reused: int = 0  # asked for again with the same settings: answered, not run
     simulator_probes: int = 0  # simulated runs in those (a rate search runs several), the work
+    # the pick's predicted tuples/s on `prediction_batches` (PREDICTION_BATCHES unless the
+    # simulated search was skipped as too costly): the figure shown for the recommendation.
+    # The candidates' own `predicted_tps` come from the pick's side-by-side runs, shorter
+    # where the budget is tight, which read lower; they rank the candidates.
+    prediction: float | None = None
+    prediction_batches: int = 0
 
     def provenance(self) -> dict:
+        shown = self.prediction if self.prediction is not None else self.chosen.predicted_tps
         out = {"objective": self.objective, "picked": self.chosen.label,
-               "predicted_tuples_per_s": (None if self.chosen.predicted_tps is None
-                                          else round(self.chosen.predicted_tps, 1))}
+               "predicted_tuples_per_s": None if shown is None else round(shown, 1)}
         if self.requested != self.objective:
             out["objective_requested"] = self.requested
         if self.note:
             out["selection_note"] = self.note
         if self.objective == "throughput":
-            out["simulator"] = {"calibration": self.calibration_label, "batches": self.chosen.batches,
-                                "candidates_simulated": self.simulated}
+            out["simulator"] = {"calibration": self.calibration_label, "batches": self.prediction_batches,
+                                "screened_batches": self.chosen.batches, "candidates_simulated": self.simulated}
             imp = self.improvement
             if imp is not None and imp.simulated:
                 out["simulated_search"] = {"designs_simulated": imp.simulated, "moves": list(imp.moves),
@@ -322,7 +332,7 @@ class ThroughputJudge:
         contenders = [o for o in feasible if o.predicted_tps >= (1 - CONTENDER_MARGIN) * top]
         b2 = batches_for(contenders, FINAL_BATCHES, FINAL_PROBES, 1.0 - SCREEN_SHARE)
         if len(contenders) > 1 and b2 > b1 and not self.note_.startswith("simulation stopped"):
-            run(contenders, b2, TIE_TOLERANCE / 2)
+            run(contenders, b2, PREDICTION_TOLERANCE)
         return screened
 
 
@@ -370,10 +380,29 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
             chosen.predicted_tps, chosen.batches = improvement.end_tps, 0
             chosen.estimated_tps = improvement.end_estimated_tps
             candidates = candidates + [chosen]
-    return Selection(objective, objective="throughput", chosen=chosen,
+    prediction, prediction_batches = _prediction(runs, chosen, improvement)
+    return Selection(objective, objective="throughput", chosen=chosen, prediction=prediction,
+                     prediction_batches=prediction_batches,
                      candidates=candidates, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
                      calibration_label=label, improvement=improvement, simulator_runs=runs.runs,
                      simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
+
+
+def _prediction(runs: SimulationRuns, chosen: Candidate, improvement) -> tuple[float | None, int]:
+    """(tuples/s, batches) of the pick on the prediction's settings: the simulated search's own
+    figure where it ran (on those settings; a move that won was searched to the end), else one
+    more run, which the final round often just made. Where the search was skipped as too
+    costly, the pick's own figure stands (a longer run would cost more than the search)."""
+    if improvement is not None and improvement.simulated and improvement.end_tps > 0:
+        return improvement.end_tps, PREDICTION_BATCHES
+    if improvement is not None and improvement.skipped:
+        return chosen.predicted_tps, chosen.batches
+    try:
+        r = runs.max_throughput(chosen.proc_part, chosen.state_part, PREDICTION_BATCHES, PREDICTION_TOLERANCE,
+                                label=chosen.label)
+    except runs.simulator.error:
+        return chosen.predicted_tps, chosen.batches
+    return float(r.throughput_tps), PREDICTION_BATCHES
 
 
 def _next_best(judged: list[Candidate], chosen: Candidate) -> list[tuple[str, np.ndarray, np.ndarray]]:

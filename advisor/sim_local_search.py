@@ -34,11 +34,12 @@ from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
 from costmodel.graph import WorkloadGraph
 from advisor.judge import Simulator
-from advisor.selection import TIE_TOLERANCE, SimulationRuns  # TIE_TOLERANCE: what a move must gain
+from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE, SimulationRuns
+from advisor.selection import TIE_TOLERANCE  # what a move must gain
 from costmodel.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
-BATCHES = 300  # per simulation: the final round of the pick, so its figures compare
+BATCHES = PREDICTION_BATCHES  # per simulation: the recommendation's figure is one of these
 TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
 MAX_STEPS = 20
 CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any simulation
@@ -254,7 +255,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         spent += per_run
         simulated += 1
         try:
-            return float(runs.max_throughput(p, s, BATCHES, TIE_TOLERANCE / 2, label="simulated search",
+            return float(runs.max_throughput(p, s, BATCHES, PREDICTION_TOLERANCE, label="simulated search",
                                              stop_below_tps=to_beat).throughput_tps)
         except sim_error:
             return 0.0

@@ -15,8 +15,17 @@ from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedure
 def design_for(workload: Workload, machines: int, partitions_per_machine: int, weights,
                replicated: tuple[str, ...] = (), seed: int = 0, calibration=None) -> Design:
     """The advisor's design for a (changed) workload, as `recommend` picks it with `calibration`
-    (None: its default), with the `replicated` tables on every machine. A table copied everywhere pulls no SP towards any machine, so the search runs
-    without it and the copies are added to its design (then scored on the full graph)."""
+    (None: its default), with the `replicated` tables on every machine. A table copied
+    everywhere pulls no SP towards any machine, so the search runs without it and the copies
+    are added to its design (then scored on the full graph)."""
+    return picked_for(workload, machines, partitions_per_machine, weights, replicated, seed, calibration)[0]
+
+
+def picked_for(workload: Workload, machines: int, partitions_per_machine: int, weights,
+               replicated: tuple[str, ...] = (), seed: int = 0, calibration=None) -> tuple[Design, float | None]:
+    """`design_for`'s design and `recommend`'s own predicted tuples/s for it
+    (`Recommendation.prediction`), None where copies of replicated tables were added after
+    the pick (another design) or nothing was simulated."""
     from dataclasses import replace as _replace
 
     from advisor.api import recommend
@@ -33,13 +42,13 @@ def design_for(workload: Workload, machines: int, partitions_per_machine: int, w
                     weights=weights, seed=seed, baselines=False, calibration=calibration)
     design = rec.design
     if not replicated:
-        return design
+        return design, rec.prediction
     state = {t: (None if t in replicated else design.state[t]) for t in workload.table_names}
     design = _replace(design, state=state, method=f"{design.method}+replicate:{','.join(replicated)}",
                       provenance=dict(design.provenance))
     graph = WorkloadGraph.from_workload(workload.with_cluster(machines, partitions_per_machine))
     design.cost = design.score(graph, weights)
-    return design
+    return design, None
 
 
 def _shared_read_mostly(workload: Workload, proc, key: str, replicated: tuple[str, ...]) -> list[str]:

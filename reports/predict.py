@@ -14,7 +14,12 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-DEFAULT_BATCHES = 400  # enough for a stable steady state on small workloads; fast
+from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE
+
+# the settings of `recommend`'s own figure for its pick, so a report of the recommended design
+# shows that figure (and can take it from the recommendation instead of simulating again)
+DEFAULT_BATCHES = PREDICTION_BATCHES
+DEFAULT_TOLERANCE = PREDICTION_TOLERANCE
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,14 @@ class PredictOptions:
     calibration: object | None = None
     seed: int = 0
     latency_bound_s: float = 1.0
+    tolerance: float = DEFAULT_TOLERANCE  # of the rate search
+
+    def as_the_pick(self, seed: int) -> bool:
+        """Whether these are the settings of `recommend`'s own figure for its pick
+        (`Recommendation.prediction`), for a pick made with `seed` and these options'
+        calibration: then that figure is this prediction, and need not be simulated again."""
+        return ((self.batches, self.tolerance, self.scheduler, self.move, self.latency_bound_s, self.seed)
+                == (DEFAULT_BATCHES, DEFAULT_TOLERANCE, "dls", "rpc", 1.0, seed))
 
 
 CACHED_RESULTS = 512  # simulation results kept per process (a report makes ~100)
@@ -156,10 +169,10 @@ def predict(workload, design, options: PredictOptions | None = None):
 
     o = options or PredictOptions()
     key = ("predict", workload, placement_key(design), simulated_params(o.calibration), o.batches, o.scheduler,
-           o.move, o.seed, o.latency_bound_s)
+           o.move, o.seed, o.latency_bound_s, o.tolerance)
     return SIMULATIONS.get(key, lambda: max_throughput(
         workload, design, latency_bound_s=o.latency_bound_s, scheduler=o.scheduler, move=o.move,
-        calibration=o.calibration, batches=o.batches, seed=o.seed))
+        calibration=o.calibration, batches=o.batches, seed=o.seed, tolerance=o.tolerance))
 
 
 def predicted_tps(workload, design, options: PredictOptions | None = None) -> float | None:

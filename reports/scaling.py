@@ -76,10 +76,11 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
         own, own_tps = fixed
         graph = load_graph(w)
     else:
+        o = options or PredictOptions()
         rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
-                        simulator=CachedSimulator(),
-                        calibration=None if options is None else options.calibration)
-        (own, own_tps), graph = (rec.design, None), rec.graph
+                        simulator=CachedSimulator(), calibration=o.calibration)
+        # the pick's own figure is the prediction where the settings are its own
+        (own, own_tps), graph = (rec.design, rec.prediction if o.as_the_pick(seed) else None), rec.graph
     designs = {"advisor": own}
     for name in baselines:
         placed = BASELINE_FUNCTIONS[name](graph, weights, seed)

@@ -19,7 +19,7 @@ from costmodel.design import Design
 from costmodel.workload import Workload
 from costmodel import Bottleneck
 from reports.bottleneck import simulated_bottleneck
-from reports.candidates import candidate_changes, design_for
+from reports.candidates import candidate_changes, design_for, picked_for
 from reports.parallel import InlinePool
 from reports.predict import PredictOptions, predict
 from reports.transforms import ChangeError, replicate_design
@@ -151,10 +151,14 @@ def try_change(workload: Workload, design: Design, weights, change: ChangeToTry,
     from has none to compare with): one suggestion's work, on its own so a report can run the
     changes side by side (`reports.parallel`)."""
     spec = change.workload or workload
-    new_design = design_for(spec, design.machines, design.partitions_per_machine, weights, change.replicated,
-                            seed, calibration=None if options is None else options.calibration)
-    r = predict(spec, new_design, options) if simulate else None
-    return new_design, None if r is None else float(r.throughput_tps)
+    o = options or PredictOptions()
+    new_design, picked_tps = picked_for(spec, design.machines, design.partitions_per_machine, weights,
+                                        change.replicated, seed, calibration=o.calibration)
+    if not simulate:
+        return new_design, None
+    if picked_tps is not None and o.as_the_pick(seed):  # the pick's own figure is this prediction
+        return new_design, picked_tps
+    return new_design, float(predict(spec, new_design, o).throughput_tps)
 
 
 @dataclass

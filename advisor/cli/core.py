@@ -86,6 +86,9 @@ def recommend(
     say(design_table(d, rec.design_graph))
     say("")
     say(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
+    note = screening_note(rec.selection)
+    if note:
+        say(note)
     say("")
     if rec.migration is not None:
         for line in migration_lines(rec.migration):
@@ -122,8 +125,10 @@ def objective_lines(sel) -> list[str]:
             head = f"objective: throughput requested, FELL BACK to cost: {sel.note.removeprefix('picked by cost: ')}"
         return [head]
     c = sel.chosen
-    lines = [f"objective: throughput: picked {c.label!r}, predicted {c.predicted_tps:,.0f} tuples/s "
-             f"(simulator, {sel.calibration_label}; {sel.simulated} of {sel.distinct} distinct candidates "
+    shown = sel.prediction if sel.prediction is not None else c.predicted_tps
+    lines = [f"objective: throughput: picked {c.label!r}, predicted {shown:,.0f} tuples/s "
+             f"(simulator, {sel.calibration_label}, {sel.prediction_batches or c.batches} batches; "
+             f"{sel.simulated} of {sel.distinct} distinct candidates "
              f"simulated in {sel.sim_s:.1f} s"
              + (f"; {sel.enumerated} of them from trying every assignment to machines"
                 if sel.enumerated else "") + ")"]
@@ -138,6 +143,20 @@ def objective_lines(sel) -> list[str]:
     if sel.note:
         lines.append(f"note: {sel.note}")
     return lines
+
+
+def screening_note(sel) -> str:
+    """Why the table's figures differ from the one above, where they do: the candidates were
+    run side by side on fewer batches ('' where they were not, or nothing was simulated)."""
+    if sel.objective != "throughput" or not sel.prediction_batches:
+        return ""
+    shorter = sorted({o.batches for o in sel.candidates
+                      if o.predicted_tps is not None and 0 < o.batches < sel.prediction_batches})
+    if not shorter:
+        return ""
+    runs = f"{shorter[0]}" if len(shorter) == 1 else f"{shorter[0]}-{shorter[-1]}"
+    return (f"predicted: the candidates side by side on {runs} batches each, shorter runs than the "
+            f"recommendation's {sel.prediction_batches} above, so their figures differ from it")
 
 
 def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:

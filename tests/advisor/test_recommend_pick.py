@@ -207,3 +207,21 @@ def test_the_notebook_frame_has_the_predicted_throughput_of_each_design():
     assert list(frame.index) == list(rec.all_designs())
     assert frame.loc["recommended", "predicted_tps"] == rec.selection.chosen.predicted_tps
     assert frame["predicted_tps"].max() <= frame.loc["recommended", "predicted_tps"] * (1 + selection.TIE_TOLERANCE)
+
+
+def test_cli_first_line_is_the_picks_figure_and_says_when_the_table_ran_shorter(tmp_path, capsys):
+    """bank-transfer on 4 machines: the budget screens its candidates on fewer batches than the
+    pick's own figure, so the table's rows differ from the first line, and a line says why."""
+    out_path = tmp_path / "d.json"
+    assert run_app(["recommend", "bank-transfer", "--machines", "4", "-o", str(out_path)]) == 0
+    text = capsys.readouterr().out
+    provenance = json.loads(out_path.read_text())["provenance"]
+    head = re.search(r"predicted ([\d,]+) tuples/s \(simulator, [^,]+, (\d+) batches;", text)
+    assert head, text
+    assert float(head.group(1).replace(",", "")) == pytest.approx(provenance["predicted_tuples_per_s"], abs=0.5)
+    assert int(head.group(2)) == provenance["simulator"]["batches"] == selection.PREDICTION_BATCHES
+    screened = provenance["simulator"]["screened_batches"]
+    assert 0 < screened < selection.PREDICTION_BATCHES
+    assert f"side by side on {screened} batches each" in text
+    assert predicted(recommend("bank-transfer", machines=4), Design.load(out_path)) == pytest.approx(
+        provenance["predicted_tuples_per_s"], rel=0.02)  # 300 batches, the rate search's own tolerance
