@@ -5,6 +5,9 @@ import math
 from dataclasses import dataclass, asdict
 
 
+MAX_WEIGHT = 1e9  # only the ratios matter, so a bigger weight is never needed
+
+
 @dataclass(frozen=True)
 class Weights:
     """alpha: state co-location (distributed transactions); beta: processing co-location
@@ -21,6 +24,9 @@ class Weights:
                 raise ValueError(f"weight {name} must be a number, got {value!r}")
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"weight {name} must be a finite number >= 0, got {value}")
+            if value > MAX_WEIGHT:  # (their sum, and every cost, would overflow or print as 300 digits)
+                raise ValueError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
+                                 f"matter: give them on a smaller scale), got {value:g}")
 
     def to_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}

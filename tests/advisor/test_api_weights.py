@@ -65,6 +65,7 @@ def test_one_calibration_argument_takes_an_object_or_its_file_and_prices_recomme
 @pytest.mark.parametrize("weights, problem", [
     ((-1.0, 1.0, 1.0), "weight alpha must be a finite number >= 0"),
     ((0.0, 0.0, 0.0), "at least one of --alpha, --beta, --gamma must be positive"),
+    ((1.0, 1e308, 1.0), r"weight beta must be at most 1e\+09 .*got 1e\+308"),  # every cost was inf or 300 digits
 ])
 def test_bad_weights_are_one_advisor_error(weights, problem):
     with pytest.raises(UserError, match=problem):
