@@ -224,10 +224,10 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     """
     from advisor.api import evaluate
     from engine_sim.sim import SimError
-    from engine_sim.sim.compiled import MIN_BATCHES
+    from engine_sim.sim.compiled import MAX_BATCHES, MIN_BATCHES
 
-    if sim and not (isinstance(batches, int) and batches >= MIN_BATCHES):  # before any engine run
-        raise SimError(f"--batches must be at least {MIN_BATCHES} for the simulator, got {batches!r}")
+    if sim and not (isinstance(batches, int) and MIN_BATCHES <= batches <= MAX_BATCHES):  # before any engine run
+        raise SimError(f"--batches must be {MIN_BATCHES} to {MAX_BATCHES:,} for the simulator, got {batches!r}")
     cost = evaluate(design, workload).to_dict()
     result = ValidationResult(workload.name, design.method or "design", design.machines,
                               design.partitions_per_machine, cost)

@@ -33,6 +33,9 @@ from costmodel.window_work import WindowWork, window_work
 
 SCHEDULERS = ("dls", "central")
 MIN_BATCHES = 10  # the fewest batches a run simulates (fewer say nothing of a steady state)
+# the most: every batch's service times are drawn up front, a few arrays of this length per SP
+# (a billion batches asked for 745 GiB; a steady state shows within a few thousand)
+MAX_BATCHES = 1_000_000
 MOVES = ("rpc", "txn")
 
 
@@ -165,6 +168,9 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     check_options(scheduler, move)
     if batches < MIN_BATCHES:
         raise SimError(f"batches must be at least {MIN_BATCHES}, got {batches}")
+    if batches > MAX_BATCHES:
+        raise SimError(f"batches must be at most {MAX_BATCHES:,} for the simulator (it draws every batch's "
+                       f"service times up front), got {batches:,}")
     try:  # a design of fragments or hot tuples is judged against the spec split the same way
         routes = lane_routes(workload, design)
         workload = workload_at(workload, design.state)

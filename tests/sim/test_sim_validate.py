@@ -84,12 +84,21 @@ def test_validate_errors_are_one_line(tpcdi4, tmp_path, capsys):
     assert err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_too_few_batches_for_the_simulator_is_one_line_before_the_engine_runs(tpcdi4, tmp_path, capsys):
-    # the simulator used to run 10 batches in silence where it was asked for fewer
-    for batches in ("0", "5"):
+def test_too_few_or_too_many_batches_for_the_simulator_is_one_line_before_the_engine_runs(tpcdi4, tmp_path,
+                                                                                        capsys):
+    # the simulator used to run 10 batches in silence where it was asked for fewer; a hundred
+    # billion ran the engine first, then the simulator died of a MemoryError (745 GiB)
+    for batches in ("0", "5", "1000001", "100000000000"):
         out = tmp_path / f"validation-{batches}.json"
         assert run_app(["validate", "--design", str(tpcdi4), "tpcdi-trade", "--batches", batches,
                         "--out", str(out)]) == 2
         err = capsys.readouterr().err.strip()
-        assert err == f"error: --batches must be at least 10 for the simulator, got {batches}"
+        assert err == f"error: --batches must be 10 to 1,000,000 for the simulator, got {batches}"
         assert not out.exists()
+
+
+def test_simulate_refuses_more_batches_than_it_can_draw_in_one_line(tpcdi4, capsys):
+    assert run_app(["simulate", "--design", str(tpcdi4), "tpcdi-trade", "--batches", "100000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: batches must be at most 1,000,000 for the simulator (it draws every batch's "
+                   "service times up front), got 100,000,000,000\n")
