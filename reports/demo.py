@@ -34,6 +34,7 @@ from advisor.errors import AdvisorError
 WORKLOAD = "tpcdi-trade"
 NAIVE = "single-machine"
 DEFAULT_BATCHES = 200
+MAX_BATCHES = 100_000  # the demo traces every batch of its engine runs: minutes and a big trace already
 MARKER = "demo.json"
 # written first, removed last: a demo that was interrupted (Ctrl-C, SIGTERM, SIGKILL, a full
 # disk) leaves it behind, so the next demo knows the directory is its own and starts afresh
@@ -158,8 +159,9 @@ def run_demo(out: str | Path, batches: int = DEFAULT_BATCHES, seed: int = 0,
     host (default: the shipped calibration, predictions on the reference cluster).
     A previous demo in `out` is kept until this one is complete, and put back if it fails or
     is interrupted."""
-    if not isinstance(batches, int) or batches < 10:
-        raise AdvisorError(f"--batches must be an integer >= 10, got {batches!r}")
+    if not isinstance(batches, int) or isinstance(batches, bool) or not 10 <= batches <= MAX_BATCHES:
+        raise AdvisorError(f"--batches must be an integer from 10 to {MAX_BATCHES:,} (a longer run: trace, "
+                           f"aggregate and recommend with their own commands), got {batches!r}")
     calibration = _calibration(calibration)  # a bad file fails before anything is written
     with rebuilding_dir(out, (MARKER, IN_PROGRESS), "a previous demo") as out:
         atomic_write_text(out / IN_PROGRESS, f"{os.getpid()}\n", fsync=False)

@@ -149,7 +149,7 @@ def demo(
     aggregate the trace with Spark, recommend, validate on engine and simulator, report."""
     from reports.demo import DEFAULT_BATCHES, run_demo
 
-    result = run_demo(out, batches=batches or DEFAULT_BATCHES, seed=seed,
+    result = run_demo(out, batches=DEFAULT_BATCHES if batches is None else batches, seed=seed,
                       progress=lambda msg: say(msg, err=as_json), calibration=load_calibration(calibration))
     print_result(result.to_dict(), result.summary, as_json)
     if not result.beats_every_baseline:

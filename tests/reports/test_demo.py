@@ -97,6 +97,17 @@ def test_demo_refuses_a_directory_that_is_not_its_own(tmp_path, capsys):
     assert (out / "thesis.tex").read_text() == "precious" and len(list(out.iterdir())) == 1
 
 
+@pytest.mark.parametrize("batches", ["0", "9", "100001"])
+def test_demo_refuses_a_batch_count_out_of_range_before_writing(tmp_path, capsys, batches):
+    # --batches 0 used to run the default 200 in silence; 1e11 traced until the disk filled
+    out = tmp_path / "demo"
+    assert run_app(["demo", "--out", str(out), "--batches", batches]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: --batches must be an integer from 10 to 100,000 (a longer run: trace, aggregate "
+                   f"and recommend with their own commands), got {batches}\n")
+    assert not out.exists()
+
+
 def test_an_interrupted_demo_leaves_nothing_and_puts_the_previous_one_back(tmp_path):
     """Ctrl-C after the engine traced: the partial demo is removed and the previous demo is
     back, file for file; a first demo interrupted leaves no directory; the next demo runs into
