@@ -45,7 +45,7 @@ MIN_BATCHES = 40
 # the recommendation's own figure (`Selection.prediction`): every output shows it for the pick,
 # a report's simulation of the design (`reports.predict`) included; the simulated search's
 # runs are on the same settings, so its figures are this one
-PREDICTION_BATCHES, PREDICTION_TOLERANCE = FINAL_BATCHES, TIE_TOLERANCE / 2
+PREDICTION_BATCHES, PREDICTION_TOLERANCE = FINAL_BATCHES, TIE_TOLERANCE / 2  # = engine_sim.sim.simulate's defaults
 CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
 WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 

@@ -42,7 +42,8 @@ def simulate(
     rate: Optional[float] = typer.Option(None, help="offered input batches/s (default: search the "
                                                    "maximum within the latency bound)"),
     latency_bound: float = typer.Option(1.0, help="latency bound in seconds (mean batch latency)"),
-    batches: int = typer.Option(2000, help="batches to simulate per run"),
+    batches: int = typer.Option(300, help="batches to simulate per run (300: as `recommend`'s figure for "
+                                          "its pick, which this then repeats)"),
     batch_size: Optional[int] = typer.Option(None, help="tuples per batch (default: the spec's)"),
     seed: int = seed_option(),
     this_host: bool = typer.Option(False, "--this-host", help="with --calibration: predict the "
@@ -62,8 +63,7 @@ def simulate(
     if this_host:
         cal = cal.on_host()
     with working("simulating"):
-        r = run(spec, d, scheduler=scheduler, move=move,
-                calibration=cal, input_rate=rate,
+        r = run(spec, d, scheduler=scheduler, move=move, calibration=cal, input_rate=rate,
                 batches=batches, seed=seed, latency_bound_s=latency_bound, batch_size=batch_size)
     data = r.to_dict()
     data["calibration"] = {"source": cal.source, "machine": cal.machine.get("hostname"),

@@ -86,6 +86,11 @@ def _serial_rate(plan) -> float:
     return 1.0 / max(total, 1e-9)
 
 
+# the settings of the advisor's figure for its pick (`advisor.selection.PREDICTION_BATCHES` and
+# `PREDICTION_TOLERANCE`, equal by a test): `simulate` defaults to them, so it repeats that figure
+PREDICTION_BATCHES, PREDICTION_TOLERANCE = 300, 0.01
+
+
 def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float = 1.0,
                    tolerance: float = 0.02, stop_below_tps: float | None = None, **kw) -> SimResult:
     """The highest offered input rate the design sustains with a mean batch latency within
@@ -116,18 +121,19 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
 
 def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move: str = "rpc",
              calibration: Calibration | SimParams | None = None, input_rate: float | None = None,
-             batches: int = 2000, seed: int = 0, latency_bound_s: float = 1.0,
-             batch_size: int | None = None) -> SimResult:
+             batches: int = PREDICTION_BATCHES, seed: int = 0, latency_bound_s: float = 1.0,
+             batch_size: int | None = None, tolerance: float = PREDICTION_TOLERANCE) -> SimResult:
     """Simulate `design` running `workload`.
 
     At `input_rate` (batches/s) if given, else at the workload's declared `input.rate`, else at
-    the maximum throughput within `latency_bound_s` (what the dissertation reports).
-    A `calibration` predicts its target (a real cluster, or the measuring host after
-    `on_host()`); bare SimParams are used exactly as given.
+    the maximum throughput within `latency_bound_s` (what the dissertation reports), searched
+    to `tolerance`. A `calibration` predicts its target (a real cluster, or the measuring host
+    after `on_host()`); bare SimParams are used exactly as given. The defaults are those of the
+    advisor's figure for its pick, so this repeats it.
     """
     rate = input_rate if input_rate is not None else workload.input.rate
     kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,
               seed=seed, latency_bound_s=latency_bound_s, batch_size=batch_size)
     if rate is None:
-        return max_throughput(workload, design, **kw)
+        return max_throughput(workload, design, tolerance=tolerance, **kw)
     return run_once(workload, design, input_rate=rate, **kw)

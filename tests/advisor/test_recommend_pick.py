@@ -225,3 +225,21 @@ def test_cli_first_line_is_the_picks_figure_and_says_when_the_table_ran_shorter(
     assert f"side by side on {screened} batches each" in text
     assert predicted(recommend("bank-transfer", machines=4), Design.load(out_path)) == pytest.approx(
         provenance["predicted_tuples_per_s"], rel=0.02)  # 300 batches, the rate search's own tolerance
+
+
+def test_simulate_repeats_the_figure_recommend_gave_its_pick(tmp_path, capsys):
+    """`advisor simulate` (and `advisor.simulate`) on the recommended design prints the figure
+    `recommend` printed for it: the same batches and rate tolerance by default."""
+    import inspect
+
+    from engine_sim.sim import simulate
+
+    defaults = inspect.signature(simulate).parameters
+    assert (defaults["batches"].default, defaults["tolerance"].default) == (
+        selection.PREDICTION_BATCHES, selection.PREDICTION_TOLERANCE)
+    out_path = tmp_path / "d.json"
+    assert run_app(["recommend", "boundaries-16sp", "--machines", "4", "-o", str(out_path)]) == 0
+    capsys.readouterr()
+    assert run_app(["simulate", "--design", str(out_path), "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)["throughput_tps"]
+    assert round(simulated, 1) == json.loads(out_path.read_text())["provenance"]["predicted_tuples_per_s"]
