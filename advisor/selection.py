@@ -73,7 +73,7 @@ class Selection:
     # the pick's predicted tuples/s on `prediction_batches` (PREDICTION_BATCHES unless the
     # simulated search was skipped as too costly): the figure shown for the recommendation.
     # The candidates' own `predicted_tps` come from the pick's side-by-side runs, shorter
-    # where the budget is tight, which read lower; they rank the candidates.
+    # where the budget is tight (so their figures differ from it); they rank the candidates.
     prediction: float | None = None
     prediction_batches: int = 0
 
