@@ -24,6 +24,7 @@ disagree this says which design the user's running system actually runs faster.
     python bench/trace_quality.py --synth              # traces from traces.synth instead of the engine
     python bench/trace_quality.py --synth --undeclared # ... whose manifest does not say what durations time
     python bench/trace_quality.py --generated 8        # 8 random dataflows nobody tuned on
+    python bench/trace_quality.py --generated 8 --generated-seed 1016  # 8 others
     python bench/trace_quality.py --workloads tpcdi-trade --machines 2 --engine-check 8
 
 A missed target prints MISSED; the bench exits non-zero only on errors.
@@ -165,11 +166,13 @@ def main() -> int:
                          "(PAIRS alternating pairs of --engine-batches) where this host has the cores")
     ap.add_argument("--engine-batches", type=int, default=3000)
     ap.add_argument("--generated", type=int, default=0, metavar="N",
-                    help="N random workloads (seeds 1000..) instead of the bundled ones")
+                    help="N random workloads (seeds from --generated-seed) instead of the bundled ones")
+    ap.add_argument("--generated-seed", type=int, default=1000,
+                    help="the first generated workload's seed (1000-1015 were looked at before stop 37)")
     args = ap.parse_args()
     names = args.workloads or list(bundled_workloads())
     if args.generated:
-        WORKLOADS.update((w.name, w) for w in (generated_workload(1000 + i) for i in range(args.generated)))
+        WORKLOADS.update((w.name, w) for w in (generated_workload(args.generated_seed + i) for i in range(args.generated)))
         names = list(WORKLOADS)
 
     from traces.aggregate import aggregate
