@@ -161,7 +161,11 @@ class Recommendation:
     def _repr_html_(self) -> str:
         e = html.escape
         frame = self.to_frame()
-        return (f"<b>Recommendation for {e(self.graph.name)}</b><br>" + self.design._repr_html_()
+        figure = self.prediction
+        head = f"<b>Recommendation for {e(self.graph.name)}</b>"
+        if figure is not None:  # the figure every output shows for it (the frame: the side-by-side runs)
+            head += f": predicted {figure:,.0f} tuples/s by the simulator"
+        return (head + "<br>" + self.design._repr_html_()
                 + "<br>" + "<br>".join(e(x) for x in self.bottleneck.describe())
                 + frame.to_html(float_format=lambda x: f"{x:.4f}"))
 

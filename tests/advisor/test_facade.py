@@ -115,6 +115,15 @@ def test_a_design_and_its_cost_render_themselves(rec):
     assert cost._repr_html_() in rec.design._repr_html_()  # one rendering of a cost, reused
     assert f"{cost.total:.4f}" in cost._repr_html_()
     assert "Recommendation for tpcdi-trade" in rec._repr_html_()
+    assert rec.prediction is None and "predicted" not in rec._repr_html_().split("<br>")[0]  # by cost
+
+
+def test_a_throughput_pick_renders_with_its_figure():
+    """In a notebook the recommendation states the figure the CLI's first line states."""
+    picked = advisor.recommend("bank-transfer", machines=2)
+    assert picked.prediction > 0
+    assert (picked._repr_html_().split("<br>")[0]
+            == f"<b>Recommendation for bank-transfer</b>: predicted {picked.prediction:,.0f} tuples/s by the simulator")
     assert "Workload tpcdi-trade" in advisor.load_workload("tpcdi-trade")._repr_html_()
 
 
