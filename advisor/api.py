@@ -127,7 +127,8 @@ class Recommendation:
 
     def to_frame(self):
         """Cost breakdown, estimated and predicted throughput of the recommendation and every baseline,
-        one row each."""
+        one row each (predicted: the pick's side-by-side runs, `predicted_tps()`, which rank them;
+        the recommendation's own figure is `prediction`)."""
         import pandas as pd
 
         rows = []
