@@ -27,6 +27,7 @@ class BusyEstimate:
     traits: SpTraits
     batch_size: int
     lock_waits: bool = True  # distributed transactions' waits for each other's locks
+    priced: int = field(default=0, init=False)  # designs priced so far (not answered from the memo): the work
     _memo: dict = field(default_factory=dict, init=False, repr=False)
 
     @classmethod
@@ -42,6 +43,7 @@ class BusyEstimate:
         key = (proc_part.tobytes(), state_part.tobytes())
         found = self._memo.get(key)
         if found is None:
+            self.priced += 1
             found = busy_time(self.graph.cost, proc_part, state_part, self.prices, self.batch_size,
                               self.traits, self.lock_waits)
             if len(self._memo) < MEMO_DESIGNS:

@@ -3,8 +3,10 @@
 The pool (the search's designs, the baselines, enumerated assignments on tiny graphs) can
 miss the fastest design on a dataflow of realistic size. So, from the pool's pick, it first
 climbs the busy-time estimate alone (no simulation; the moves below, the best each step) and
-keeps where that ends if the simulator predicts it faster; it climbs from the pool's next best
-designs too, and simulates the ends the estimate puts above the pick's own. Then each step
+keeps where that ends if the simulator predicts it faster; it climbs from the pool's next
+best designs too, and from its others (the estimate's best first, however far behind, until
+those climbs have priced CLIMB_BUDGET designs: a design that starts low can climb highest),
+and simulates the ends the estimate puts above the pick's own. Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
 every other partition (with the state only it touches, or with all the state it touches),
@@ -45,6 +47,11 @@ MAX_STEPS = 20
 CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any simulation
 CLIMB_GAIN = 0.005  # a step of that climb must raise the estimate by this fraction
 CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best designs, this many in all
+# then from the pool's other designs, the estimate's best first, until the climbs from them have
+# priced this many designs (deterministic; about 1 s here on 40-60 SPs): poor starts climb
+# longest (a 60-SP round-robin design, 3,700 designs for little) and come last
+CLIMB_BUDGET = 2_000
+CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimate's best first)
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 CROWDED_MOVES = 200  # SPs on a partition x other partitions above which each SP tries fewer places
 
@@ -199,12 +206,17 @@ def _lock_order_swaps(proc: np.ndarray, state: np.ndarray, hot: int, per_machine
 
 def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
                    private: list[np.ndarray], touched: list[np.ndarray],
-                   max_steps: int = CLIMB_STEPS) -> tuple[np.ndarray, np.ndarray, list[str]]:
+                   max_steps: int = CLIMB_STEPS, max_priced: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Hill climbing on the busy-time estimate alone (no simulation): each step takes the move
-    off the busiest partition the estimate likes best, while it gains more than CLIMB_GAIN."""
+    off the busiest partition the estimate likes best, while it gains more than CLIMB_GAIN
+    (and, with `max_priced`, until the climb has priced that many designs)."""
     current = estimate.estimate(proc, state)
     moves: list[str] = []
+    priced = estimate.priced
     for _ in range(max_steps):
+        if max_priced is not None and estimate.priced - priced >= max_priced:
+            break
         best = None
         for label, p2, s2 in chain(busiest_partition_moves(graph, proc, state, private, touched, current),
                                    lock_order_swaps(graph, proc, state, current)):
@@ -221,13 +233,15 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
             event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None, *,
-            simulator: Simulator | None = None, starts: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()
-            ) -> Improvement:
+            simulator: Simulator | None = None, starts: Sequence[tuple[str, np.ndarray, np.ndarray]] = (),
+            more_starts: Sequence[tuple[str, np.ndarray, np.ndarray]] = ()) -> Improvement:
     """Local search from (proc_part, state_part), judged by the simulator (see the module).
     `runs`: the pick's simulations so far (of this workload, graph, calibration and seed),
     so a design already simulated the same way is not simulated again, by their simulator;
     without them, `simulator` judges. `starts`: the pool's next best designs (label, proc,
-    state), best first; the estimate's climb also runs from the first CLIMB_STARTS - 1."""
+    state), best first; the estimate's climb also runs from the first CLIMB_STARTS - 1.
+    `more_starts`: the pool's other designs, climbed from in the estimate's order until those
+    climbs have priced CLIMB_BUDGET designs; of their ends, CLIMB_ENDS at most are simulated."""
     if runs is None:
         runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
     sim_error = runs.simulator.error
@@ -270,15 +284,24 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         if tps > best * (1 + TIE_TOLERANCE):
             best, proc, state = tps, p2, s2
             moves += [f"{m} (estimate)" for m in climbed]
-    # then from the next best designs of the pool: their climbs' ends that the estimate puts
-    # above this one's, best first, simulated (a pool design that starts lower can climb higher)
-    ends = []
-    for label, p0, s0 in starts[:CLIMB_STARTS - 1]:
+    # then from the pool's next best designs, and from its others within a budget: their
+    # climbs' ends that the estimate puts above this one's, best first, simulated (a pool
+    # design that starts lower can climb higher)
+    def climb_from(label, p0, s0, max_priced: int | None = None) -> tuple | None:
         p2, s2, climbed = climb_estimate(graph, estimate, np.asarray(p0, dtype=np.int64),
-                                         np.asarray(s0, dtype=np.int64), private, touched)
+                                         np.asarray(s0, dtype=np.int64), private, touched,
+                                         max_priced=max_priced)
         e = estimate.throughput_tps(p2, s2)
-        if e > bar * (1 + CLIMB_GAIN):
-            ends.append((e, label, p2, s2, climbed))
+        return (e, label, p2, s2, climbed) if e > bar * (1 + CLIMB_GAIN) else None
+
+    ends = [end for end in (climb_from(*t) for t in starts[:CLIMB_STARTS - 1]) if end is not None]
+    more, priced = [], estimate.priced
+    for t in sorted(more_starts, key=lambda t: -estimate.throughput_tps(t[1], t[2])):  # stable
+        left = CLIMB_BUDGET - (estimate.priced - priced)
+        if left <= 0:
+            break
+        more += [end for end in (climb_from(*t, max_priced=left),) if end is not None]
+    ends += sorted(more, key=lambda t: -t[0])[:CLIMB_ENDS]
     for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
         tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
         if tps > best * (1 + TIE_TOLERANCE):
