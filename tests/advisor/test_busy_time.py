@@ -277,6 +277,35 @@ def test_the_search_also_climbs_from_the_pools_next_best_designs():
     assert (again.proc_part == both.proc_part).all() and again.moves == both.moves  # deterministic
 
 
+def test_the_search_climbs_from_a_design_far_behind_within_its_budget(monkeypatch):
+    """generated-1017 on 8 machines: from the pick a statistics path made (5,065 tuples/s),
+    neither its own climb nor a contender's gains; hash-by-table, which the pick never
+    simulated (0.55 of the pick by the estimate), climbs highest. It is climbed from as one
+    of the pool's other designs (`more_starts`), within the estimate budget; without the
+    budget it is not."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+    from advisor.baselines import BASELINE_FUNCTIONS
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1017).with_cluster(8, 1)
+    g = WorkloadGraph.from_workload(w)
+    weights = Weights(0.3, 0.1, 0.6)
+    pick = np.array([0, 0, 3, 4, 3, 7, 7, 0, 0, 3]), np.array([0, 0, 3, 0, 7, 0, 0, 0, 4, 7])
+    far = BASELINE_FUNCTIONS["hash-by-table"](g, weights, 0)
+    found = improve(g, w, *pick, weights, simulator=ENGINE_SIMULATOR, more_starts=[("hash-by-table", *far)])
+    assert found.moves[0] == "start from 'hash-by-table'", found.moves
+    assert found.end_tps > 1.2 * found.start_tps
+    monkeypatch.setattr(search, "CLIMB_BUDGET", 0)
+    none = improve(g, w, *pick, weights, simulator=ENGINE_SIMULATOR, more_starts=[("hash-by-table", *far)])
+    assert not any(m.startswith("start from") for m in none.moves)
+    assert none.end_tps < found.end_tps
+
+
 def test_a_crowded_start_climbs_as_high_pricing_fewer_places(monkeypatch):
     """Everything on one partition of 8 machines x 2: every SP to every partition is 16 x 15
     places a step. Off a crowded partition an SP tries the least busy partition of each machine
