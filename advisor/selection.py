@@ -370,10 +370,11 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
     if counts["enumerated"] == 0:  # the pool did not try every assignment: search from the pick
         from advisor.sim_local_search import improve
 
+        contenders = _next_best(judged, chosen)
         started = time.perf_counter()
         improvement = improve(graph, workload, chosen.proc_part, chosen.state_part, weights,
-                              calibration, seed, runs=runs, starts=_next_best(judged, chosen),
-                              more_starts=_the_others(unique, chosen, _next_best(judged, chosen)))
+                              calibration, seed, runs=runs, starts=contenders,
+                              more_starts=_the_others(unique, chosen, contenders))
         sim_s += time.perf_counter() - started
         if improvement.improved:
             chosen = scored_candidate(graph, weights, "simulated search", "simulated search",
@@ -421,7 +422,10 @@ def _the_others(unique: list[Candidate], chosen: Candidate, first: list[tuple]) 
     """Every other distinct candidate, simulated or not (feasible ones only, as the pick prefers
     them): where the search climbs from next, within a budget. A design far behind can climb
     highest (generated-1017 on 8 machines: hash-by-table, left unsimulated, climbs to 1.09x
-    the pick the contenders' climbs reach; from a trace of it, 1.27x)."""
+    the pick the contenders' climbs reach; from a trace of it, 1.27x). The contenders (`first`)
+    are left out: the search climbs from the first few of them, and the rest are so alike
+    (boundaries-32sp's many METIS cuts) that their climbs and simulated ends cost 0.5-1 s for
+    nothing."""
     taken = {o[0] for o in first}
     return [(o.label, o.proc_part, o.state_part) for o in unique
             if o is not chosen and o.label not in taken and (o.cost.feasible or not chosen.cost.feasible)]
