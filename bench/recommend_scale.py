@@ -15,9 +15,10 @@ with its spec's partitions per machine).
 
 Every prediction uses the reference cluster (`Calibration.reference()`, what recommend judges
 with), `--batches` batches, seed 0. "rec sim" is recommend's pick predicted again that way,
-so it compares with the annealer's figures; "rec pred" is recommend's own figure. "sim runs"
-is recommend's own work, counted: the simulations it ran / the rate-search probes in them
-(each simulates every batch), which do not depend on the host's load as its seconds do.
+so it compares with the annealer's figures; "rec pred" is recommend's own figure
+(`Recommendation.prediction`). "sim runs" is recommend's own work, counted: the simulations
+it ran / the rate-search probes in them (each simulates every batch), which do not depend on
+the host's load as its seconds do.
 
 Event accounting (an approximation, the same on both sides): one maximum-throughput search
 costs the events of the run `max_throughput` returns x 8 rate probes. Recommend's events =
@@ -311,7 +312,7 @@ def run_case(case: str, args: argparse.Namespace) -> Row:
         deadline = case_start + args.max_seconds * (chain + 1) / 2
         b, c = anneal(obj, start, budget / 2, deadline, rng, per_design)
         best, capped = max(best, b), capped or c
-    return Row(case, len(workload.procedures), machines, rec_s, float(sel.chosen.predicted_tps or 0.0),
+    return Row(case, len(workload.procedures), machines, rec_s, float(rec.prediction or 0.0),
                rec_sim, best, rec_designs, obj.simulated, capped, sel.simulator_runs, sel.simulator_probes)
 
 
