@@ -294,14 +294,15 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         e = estimate.throughput_tps(p2, s2)
         return (e, label, p2, s2, climbed) if e > bar * (1 + CLIMB_GAIN) else None
 
-    ends = [end for end in (climb_from(*t) for t in starts[:CLIMB_STARTS - 1]) if end is not None]
+    ends = [climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
     more, priced = [], estimate.priced
     for t in sorted(more_starts, key=lambda t: -estimate.throughput_tps(t[1], t[2])):  # stable
         left = CLIMB_BUDGET - (estimate.priced - priced)
         if left <= 0:
             break
-        more += [end for end in (climb_from(*t, max_priced=left),) if end is not None]
-    ends += sorted(more, key=lambda t: -t[0])[:CLIMB_ENDS]
+        more.append(climb_from(*t, max_priced=left))
+    ends = [e for e in ends if e is not None]
+    ends += sorted((e for e in more if e is not None), key=lambda t: -t[0])[:CLIMB_ENDS]
     for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
         tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
         if tps > best * (1 + TIE_TOLERANCE):
