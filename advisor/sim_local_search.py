@@ -13,8 +13,10 @@ every other partition (with the state only it touches, or with all the state it 
 each state item it holds to the partition of an SP that uses it, and the partition trading
 places with another partition of its machine (its place in the lock order: tried only where
 the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
-tie tolerance. It stops when no move pays or the budget of simulated events is spent, so the
-same input gives the same design on any host.
+tie tolerance. Where none is, it tries two of those that came within the tie together, then
+emptying the least busy partition that runs an SP onto another (the climbs on the estimate
+alone try that too, only where no small move gains). It stops when no move pays or the budget
+of simulated events is spent, so the same input gives the same design on any host.
 
 What it simulates is kept with the pick's own simulations (`advisor.selection.SimulationRuns`):
 the pick it starts from, simulated again on the final round's batches, is often what the
@@ -204,6 +206,24 @@ def _lock_order_swaps(proc: np.ndarray, state: np.ndarray, hot: int, per_machine
         yield f"partitions {hot} and {q} trade places", p2, s2
 
 
+def emptying_moves(proc: np.ndarray, state: np.ndarray, load):
+    """The least busy partition running an SP moving all it holds (SPs and state) onto each
+    other partition running an SP. Yields (label, proc, state).
+
+    Why: the other moves take one SP (and its state) at a time off the busiest partition, so
+    a design spread over more partitions than pays (every batch a few distributed transactions
+    among lightly loaded partitions) can only be consolidated through steps that each cost
+    before the last one gains."""
+    used = sorted(set(proc.tolist()))
+    if len(used) < 2:
+        return
+    idle = min(used, key=lambda q: (load.partition[q], q))
+    for q in used:
+        if q != idle:
+            yield (f"partition {idle} emptied onto partition {q}", np.where(proc == idle, q, proc),
+                   np.where(state == idle, q, state))
+
+
 def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
                    private: list[np.ndarray], touched: list[np.ndarray],
                    max_steps: int = CLIMB_STEPS, max_priced: int | None = None
@@ -217,17 +237,28 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     for _ in range(max_steps):
         if max_priced is not None and estimate.priced - priced >= max_priced:
             break
-        best = None
-        for label, p2, s2 in chain(busiest_partition_moves(graph, proc, state, private, touched, current),
-                                   lock_order_swaps(graph, proc, state, current)):
-            e = estimate.estimate(p2, s2)
-            if best is None or e.throughput_tps > best[0].throughput_tps:
-                best = (e, label, p2, s2)
-        if best is None or best[0].throughput_tps <= current.throughput_tps * (1 + CLIMB_GAIN):
-            break
+        bar = current.throughput_tps * (1 + CLIMB_GAIN)
+        best = _best_by_estimate(estimate, chain(
+            busiest_partition_moves(graph, proc, state, private, touched, current),
+            lock_order_swaps(graph, proc, state, current)))
+        if best is None or best[0].throughput_tps <= bar:  # a local optimum of the small moves
+            best = _best_by_estimate(estimate, emptying_moves(proc, state, current))
+            if best is None or best[0].throughput_tps <= bar:
+                break
         current, label, proc, state = best
         moves.append(label)
     return proc, state, moves
+
+
+def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
+    """The (BusyTime, label, proc, state) of the move the estimate likes best (the first of
+    equals), or None where there is none."""
+    best = None
+    for label, p2, s2 in moves:
+        e = estimate.estimate(p2, s2)
+        if best is None or e.throughput_tps > best[0].throughput_tps:
+            best = (e, label, p2, s2)
+    return best
 
 
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
@@ -322,13 +353,46 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         if not tried:
             break
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
-        found = None
+        found, near = None, []
         for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
             tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
             if tps > best * (1 + TIE_TOLERANCE) and (found is None or tps > found[0]):
                 found = (tps, label, p2, s2)
+            elif tps > best * (1 - TIE_TOLERANCE):  # within the tie either way (a lower bound)
+                near.append((tps, label, p2, s2))
+        if found is None:  # two moves that each tie can gain together: the best pairs first
+            pairs = sorted(((a[0] + b[0], i, j) for i, a in enumerate(near) for j, b in enumerate(near) if i < j),
+                           key=lambda t: -t[0])
+            for _sum, i, j in pairs:
+                joined = _joined(proc, state, near[i], near[j])
+                if joined is None or spent + per_run > event_budget:
+                    continue
+                tps = simulate(joined[2], joined[3], best * (1 + TIE_TOLERANCE))
+                if tps > best * (1 + TIE_TOLERANCE):
+                    found = (tps, *joined[1:])
+                    break
+        if found is None and spent + per_run <= event_budget:  # no small move pays: empty a partition?
+            empty = _best_by_estimate(estimate, emptying_moves(proc, state, here))
+            if empty is not None and empty[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
+                tps = simulate(empty[2], empty[3], best * (1 + TIE_TOLERANCE))
+                found = (tps, *empty[1:]) if tps > best * (1 + TIE_TOLERANCE) else None
         if found is None:
             break
         best, label, proc, state = found
         moves.append(label)
     return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state))
+
+
+def _joined(proc: np.ndarray, state: np.ndarray, first: tuple, second: tuple) -> tuple | None:
+    """Two moves from (proc, state) made together, as (0.0, label, proc, state), or None where
+    they place one SP or state item in two places.
+
+    Why: two moves that each gain less than the tie tolerance can gain more together (two SPs
+    that share a table, moved one at a time, each leave the other remote)."""
+    (_t1, label1, p1, s1), (_t2, label2, p2, s2) = first, second
+    moved_p1, moved_p2 = p1 != proc, p2 != proc
+    moved_s1, moved_s2 = s1 != state, s2 != state
+    both_p, both_s = moved_p1 & moved_p2, moved_s1 & moved_s2
+    if (p1[both_p] != p2[both_p]).any() or (s1[both_s] != s2[both_s]).any():
+        return None
+    return (0.0, f"{label1} and {label2}", np.where(moved_p2, p2, p1), np.where(moved_s2, s2, s1))

@@ -234,7 +234,7 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
 
     # a partition is held from its lock (ascending order) to the commit: its own lock step and
     # every later one, then the tail
-    seg_end = np.r_[np.flatnonzero(np.diff(pu)) + 1, pu.size]  # one past each transaction's last
+    seg_end = np.append(np.flatnonzero(np.diff(pu)) + 1, pu.size)  # one past each transaction's last
     next_txn = seg_end[np.searchsorted(seg_end, np.arange(pu.size), side="right")]
     held = _suffix_within(lock_step, next_txn) + tail[pu]
     in_dist = dist[pu]
@@ -277,25 +277,20 @@ def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, n
     if txn.size == 0:
         return held
     n_parts = single_busy.size
-    txns, t = np.unique(txn, return_inverse=True)
-    member = np.zeros((txns.size, n_parts), dtype=bool)
+    # a transaction's locks are consecutive: the first of each holds nothing yet, so only the
+    # later locks' waits count
+    later = np.empty(txn.size, dtype=bool)
+    later[0] = False
+    np.equal(txn[1:], txn[:-1], out=later[1:])
+    t = np.cumsum(~later) - 1  # each lock's transaction, numbered from 0
+    member = np.zeros((t[-1] + 1, n_parts), dtype=bool)
     member[t, part] = True
     below = member[t] & (np.arange(n_parts)[None, :] < part[:, None])
     shares_earlier = (below.astype(np.int32) @ member.T.astype(np.int32)) > 0  # (lock, txn)
-    # a transaction's first lock holds nothing yet: only the later locks' waits count
-    later = np.r_[False, txn[1:] == txn[:-1]]
     # (j, k): lock j may meet lock k of another transaction at the same partition
-    by_part = np.argsort(part, kind="stable")
-    starts = np.searchsorted(part[by_part], np.arange(n_parts + 1))
-    pair_j, pair_k = [], []
-    for q in np.unique(part[later]):
-        at = by_part[starts[q]:starts[q + 1]]
-        j, k = np.repeat(at, at.size), np.tile(at, at.size)
-        keep = later[j] & (t[j] != t[k]) & ~shares_earlier[j, t[k]]
-        pair_j.append(j[keep])
-        pair_k.append(k[keep])
-    pair_j = np.concatenate(pair_j) if pair_j else np.zeros(0, dtype=np.int64)
-    pair_k = np.concatenate(pair_k) if pair_k else np.zeros(0, dtype=np.int64)
+    pair_j, pair_k = _same_partition_pairs(part, later, n_parts)
+    keep = (t[pair_j] != t[pair_k]) & ~shares_earlier[pair_j, t[pair_k]]
+    pair_j, pair_k = pair_j[keep], pair_k[keep]
     single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=n_parts)[part] * later
     if pair_j.size == 0 and not single_sq.any():
         return held  # no later lock can meet anybody
@@ -309,6 +304,19 @@ def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, n
         busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
         rate = 0.5 * (rate + 1.0 / max(busy.max(), coordinator_s))
     return hold
+
+
+def _same_partition_pairs(part: np.ndarray, later: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every (j, k) of locks at the same partition, j a `later` lock (k any, itself included),
+    partition by partition, then j and k in index order: all pairs at once, not a loop."""
+    by_part = np.argsort(part, kind="stable")
+    starts = np.searchsorted(part[by_part], np.arange(n_parts + 1))
+    size = np.diff(starts)[part[by_part]]  # each lock's partition's number of locks
+    first = starts[part[by_part]]  # where its partition starts in by_part
+    js = np.flatnonzero(later[by_part])  # positions (in by_part) of the later locks
+    reps = size[js]
+    offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    return np.repeat(by_part[js], reps), by_part[np.repeat(first[js], reps) + offset]
 
 
 def _suffix_within(step: np.ndarray, next_txn: np.ndarray) -> np.ndarray:

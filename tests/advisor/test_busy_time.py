@@ -9,7 +9,7 @@ from costmodel.graph import WorkloadGraph
 from advisor.placement import place_state
 from advisor.sim_local_search import climb_estimate, improve, private_state, touched_state
 from advisor.sources import load_workload
-from costmodel import Weights
+from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
 from costmodel.busy_time import BusyPrices, busy_time
 from engine_sim.sim import Calibration, max_throughput
@@ -339,3 +339,104 @@ def test_the_search_does_not_start_when_one_search_of_the_pick_would_overspend_i
     assert "over the search's budget of 10,000" in found.skipped
     ran = improve(g, w, proc, state, Weights(0.3, 0.1, 0.6), simulator=ENGINE_SIMULATOR)
     assert ran.simulated > 0 and ran.skipped == ""
+
+
+def test_two_moves_within_the_tie_are_tried_together(monkeypatch):
+    """generated-1028 on 4 machines x 2, from what its statistics path picked: moving SP2, or
+    SP3, onto partition 0 each gains a little (SP2 and SP3 share T3's partition and stream from
+    SP0's), both together gain 18 %. With a tie tolerance above either single gain the search
+    makes the two moves as one step, and without that step it stops where it started."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1028).with_cluster(4, 2)
+    g = WorkloadGraph.from_workload(w)
+    weights = Weights(0.3, 0.1, 0.6)
+    start = np.array([0, 1, 1, 1, 1, 1, 1, 0, 0]), np.array([1, 0, 0, 1, 1, 1, 1, 0])
+    monkeypatch.setattr(search, "TIE_TOLERANCE", 0.05)  # above what SP2 or SP3 alone gains here
+    found = improve(g, w, *start, weights, simulator=ENGINE_SIMULATOR)
+    assert {"SP2 -> partition 0 and SP3 -> partition 0",
+            "SP3 -> partition 0 and SP2 -> partition 0"} & set(found.moves), found.moves
+    assert found.end_tps > 1.15 * found.start_tps
+    monkeypatch.setattr(search, "_joined", lambda *a: None)
+    alone = improve(g, w, *start, weights, simulator=ENGINE_SIMULATOR)
+    assert not alone.moves and alone.end_tps == found.start_tps
+
+
+def test_joined_moves_refuse_two_places_for_one_item():
+    from advisor.sim_local_search import _joined
+
+    proc, state = np.array([0, 0, 1]), np.array([0, 1])
+    a = (1.0, "SP0 -> partition 1", np.array([1, 0, 1]), np.array([1, 1]))
+    b = (1.0, "SP1 -> partition 1", np.array([0, 1, 1]), np.array([0, 1]))
+    c = (1.0, "SP0 -> partition 2", np.array([2, 0, 1]), np.array([0, 1]))
+    _, label, p, s = _joined(proc, state, a, b)
+    assert label == "SP0 -> partition 1 and SP1 -> partition 1"
+    assert p.tolist() == [1, 1, 1] and s.tolist() == [1, 1]
+    assert _joined(proc, state, a, c) is None  # SP0 cannot go to partitions 1 and 2
+
+
+def test_the_lock_pairs_are_every_later_lock_with_every_lock_at_its_partition():
+    """The estimate's lock waits pair each later lock with every lock at its partition; built
+    at once (no loop over partitions), in the loop's order, so the sums are the same."""
+    from costmodel.busy_time import _same_partition_pairs
+
+    rng = np.random.default_rng(3)
+    part = rng.integers(0, 5, 40)
+    later = rng.random(40) < 0.6
+    j, k = _same_partition_pairs(part, later, 6)
+    expected = [(a, b) for q in range(6) for a in np.flatnonzero(part == q) if later[a]
+                for b in np.flatnonzero(part == q)]
+    assert list(zip(j.tolist(), k.tolist())) == expected
+    none = _same_partition_pairs(part, np.zeros(40, dtype=bool), 6)
+    assert none[0].size == 0 and none[1].size == 0
+
+
+def test_emptying_a_partition_moves_all_it_holds_off_the_least_busy_one():
+    from types import SimpleNamespace
+
+    from advisor.sim_local_search import emptying_moves
+
+    proc, state = np.array([0, 1, 1, 2]), np.array([1, REPLICATED, 2, 3])
+    load = SimpleNamespace(partition=np.array([0.5, 0.2, 0.9, 0.0]))  # 3 runs no SP: not in use
+    moves = {label: (p.tolist(), s.tolist()) for label, p, s in emptying_moves(proc, state, load)}
+    assert moves == {
+        "partition 1 emptied onto partition 0": ([0, 0, 0, 2], [0, REPLICATED, 2, 3]),
+        "partition 1 emptied onto partition 2": ([0, 2, 2, 2], [2, REPLICATED, 2, 3]),
+    }
+    assert not list(emptying_moves(np.zeros(4, dtype=np.int64), state, load))  # one partition in use
+
+
+def test_the_climb_empties_partitions_where_no_small_move_pays():
+    """generated-1031 on 8 machines, from the pool's round-robin start (SPs on 4 machines):
+    one SP move gains, then none does; emptying the least busy partition onto another twice
+    puts the dataflow on 2 machines, which the estimate and the simulator both put faster (the
+    spec path's pick had stayed on one machine, 12 % slower)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1031).with_cluster(8, 1)
+    g = WorkloadGraph.from_workload(w)
+    cal = Calibration.reference()
+    start = np.array([1, 1, 7, 3, 1, 5, 5, 7, 7]), np.array([5, 0, 7, 0, 7, 3, 1, 1, 5, 7])
+    estimate = BusyEstimate.of(g, w, cal.sim_params())
+    p2, s2, moves = climb_estimate(g, estimate, *start, private_state(g), touched_state(g))
+    assert any("emptied" in m for m in moves), moves
+    assert len(set(p2.tolist())) < len(set(start[0].tolist()))
+    alone = estimate.throughput_tps(*start)
+    assert estimate.throughput_tps(p2, s2) > 1.2 * alone
+
+    def simulated(p, s):
+        d = Design.from_arrays(g, p, s, Weights(0.3, 0.1, 0.6))
+        return max_throughput(w, d, calibration=cal, batches=300).throughput_tps
+
+    naive = np.zeros_like(start[0]), np.zeros_like(start[1])
+    assert simulated(p2, s2) > 1.05 * simulated(*naive)
