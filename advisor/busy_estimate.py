@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodel.busy_time import BusyPrices, BusyTime, SpTraits, busy_time
+from costmodel.busy_time import BusyInputs, BusyPrices, BusyTime, SpTraits, busy_time
 from costmodel.window_work import window_work
 
 WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
@@ -29,6 +29,7 @@ class BusyEstimate:
     lock_waits: bool = True  # distributed transactions' waits for each other's locks
     priced: int = field(default=0, init=False)  # designs priced so far (not answered from the memo): the work
     _memo: dict = field(default_factory=dict, init=False, repr=False)
+    _inputs: BusyInputs | None = field(default=None, init=False, repr=False)  # built at the first design
 
     @classmethod
     def of(cls, graph, workload, params) -> "BusyEstimate":
@@ -44,8 +45,10 @@ class BusyEstimate:
         found = self._memo.get(key)
         if found is None:
             self.priced += 1
+            if self._inputs is None:
+                self._inputs = BusyInputs.of(self.graph.cost, self.prices, self.traits)
             found = busy_time(self.graph.cost, proc_part, state_part, self.prices, self.batch_size,
-                              self.traits, self.lock_waits)
+                              self.traits, self.lock_waits, self._inputs)
             if len(self._memo) < MEMO_DESIGNS:
                 self._memo[key] = found
         return found

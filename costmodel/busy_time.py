@@ -128,14 +128,62 @@ class SpTraits:
         return cls(graph.proc_load * prices.cost_unit_s, np.zeros(n, dtype=bool), np.arange(n))
 
 
+@dataclass(frozen=True)
+class BusyInputs:
+    """What `busy_time` needs of a workload that no design changes (built once per graph,
+    prices and traits: a search prices thousands of designs of one graph)."""
+
+    unit: np.ndarray  # each SP's transaction: itself, or its nested group's first member
+    is_unit: np.ndarray
+    shipped: np.ndarray  # a declared lone SP ships its remote work with its lock requests
+    inner: np.ndarray  # a stream edge inside one transaction (no MOVE)
+    move_cross_s: np.ndarray  # a MOVE's cost at each end when it crosses machines
+    owned: np.ndarray  # an access to owned state (a window): always its owner's, local
+    e_unit: np.ndarray  # each access's transaction
+    row_s: np.ndarray  # each access's rows, priced
+    locks_everywhere: np.ndarray  # an access that locks every partition when its table is replicated
+    body_s: np.ndarray  # each transaction's body before its local rows
+    commit_msg_s: np.ndarray  # the commit notification to its scheduler
+
+    @classmethod
+    def of(cls, graph: CostGraph, prices: BusyPrices, traits: SpTraits) -> BusyInputs:
+        P, n_proc = prices, graph.n_proc
+        unit = np.arange(n_proc)
+        if graph.has_groups:
+            groups = graph.proc_group
+            for g in np.unique(groups[groups >= 0]):
+                members = np.flatnonzero(groups == g)
+                unit[members] = members[np.argmin(traits.rank[members])]
+        n_members = np.bincount(unit, minlength=n_proc)
+        inner = unit[graph.pp_src] == unit[graph.pp_dst]
+        w_edge = np.where(inner, 0.0, graph.pp_weight)
+        tuples_in = np.bincount(unit[graph.pp_dst], weights=w_edge, minlength=n_proc)
+        tuples_out = np.bincount(unit[graph.pp_src], weights=w_edge, minlength=n_proc)
+        is_unit = unit == np.arange(n_proc)
+        e_proc, e_state = graph.ps_proc, graph.ps_state
+        owned = graph.state_owner[e_state] >= 0 if graph.has_owned_state else np.zeros(e_proc.size, bool)
+        body = P.txn_s + traits.work_s + tuples_in * P.tuple_in_s + tuples_out * P.tuple_out_s
+        return cls(
+            unit=unit, is_unit=is_unit, shipped=(n_members == 1) & ~traits.code, inner=inner,
+            move_cross_s=P.msg_cpu_s + graph.pp_weight * P.tuple_bytes * P.ser_byte_s,
+            owned=owned, e_unit=unit[e_proc],
+            row_s=np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s)),
+            locks_everywhere=graph.ps_write | traits.code[e_proc],
+            body_s=np.bincount(unit, weights=body - np.where(is_unit, 0.0, P.txn_s), minlength=n_proc),
+            commit_msg_s=P.local_msg_cpu_s * is_unit)
+
+
 def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = BusyPrices(),
-              batch_size: int = 10, traits: SpTraits | None = None, lock_waits: bool = True) -> BusyTime:
+              batch_size: int = 10, traits: SpTraits | None = None, lock_waits: bool = True,
+              inputs: BusyInputs | None = None) -> BusyTime:
     """The busy time per batch of each partition and machine under a design (global partition
     arrays in the graph's node order; REPLICATED state is on every partition; owned state, a
     window, is on its owner's partition whatever the array says). `lock_waits=False` leaves
-    out the waits of distributed transactions for each other's locks (to see what they cost)."""
+    out the waits of distributed transactions for each other's locks (to see what they cost).
+    `inputs`: `BusyInputs.of(graph, prices, traits)`, for many designs of one graph."""
     P = prices
     traits = traits or SpTraits.declared(graph, P)
+    k = inputs or BusyInputs.of(graph, P, traits)
     proc_part = np.asarray(proc_part, dtype=np.int64)
     state_part = np.asarray(state_part, dtype=np.int64)
     ppm = graph.partitions_per_machine
@@ -145,49 +193,32 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
     coord = np.zeros(graph.machines)
 
     # transactions: an SP, or a nested group run on its first member's partition
-    unit = np.arange(n_proc)
-    if graph.has_groups:
-        groups = graph.proc_group
-        for g in np.unique(groups[groups >= 0]):
-            members = np.flatnonzero(groups == g)
-            unit[members] = members[np.argmin(traits.rank[members])]
+    unit, is_unit, shipped = k.unit, k.is_unit, k.shipped
     base = proc_part[unit]  # each SP's transaction's base partition
-    n_members = np.bincount(unit, minlength=n_proc)
-    shipped = (n_members == 1) & ~traits.code  # a declared lone SP ships its remote work
 
-    # streams: tuples in and out of each transaction; a MOVE across machines costs both ends
-    inner = unit[graph.pp_src] == unit[graph.pp_dst]
-    w_edge = np.where(inner, 0.0, graph.pp_weight)
-    tuples_in = np.bincount(unit[graph.pp_dst], weights=w_edge, minlength=n_proc)
-    tuples_out = np.bincount(unit[graph.pp_src], weights=w_edge, minlength=n_proc)
+    # streams: a MOVE across machines costs both ends
     src_m, dst_m = base[graph.pp_src] // ppm, base[graph.pp_dst] // ppm
-    move_s = np.where(src_m != dst_m, P.msg_cpu_s + graph.pp_weight * P.tuple_bytes * P.ser_byte_s,
-                      P.local_msg_cpu_s)
-    move_s = np.where(inner, 0.0, move_s)
+    move_s = np.where(src_m != dst_m, k.move_cross_s, P.local_msg_cpu_s)
+    move_s = np.where(k.inner, 0.0, move_s)
     np.add.at(coord, src_m, move_s)
     np.add.at(coord, dst_m, move_s)
-    is_unit = unit == np.arange(n_proc)
     np.add.at(coord, base[is_unit] // ppm, P.sched_s + P.ack_s)
 
     # accesses: where each runs; owned state (a window) is its owner's, always local
     e_proc, e_state = graph.ps_proc, graph.ps_state
-    owned = graph.state_owner[e_state] >= 0 if graph.has_owned_state else np.zeros(e_proc.size, bool)
-    e_unit, e_base = unit[e_proc], base[e_proc]
-    where = np.where(owned, e_base, state_part[e_state])
+    e_unit, e_base, row_s = k.e_unit, base[e_proc], k.row_s
+    where = np.where(k.owned, e_base, state_part[e_state])
     replicated = where == REPLICATED
-    row_s = np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s))
     local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
-    body = P.txn_s + traits.work_s + tuples_in * P.tuple_in_s + tuples_out * P.tuple_out_s
-    body = np.bincount(unit, weights=body - np.where(is_unit, 0.0, P.txn_s), minlength=n_proc)
-    body += np.bincount(e_unit[local], weights=row_s[local], minlength=n_proc)
-    body += P.local_msg_cpu_s * is_unit  # the commit notification to its scheduler
+    body = k.body_s + np.bincount(e_unit[local], weights=row_s[local], minlength=n_proc)
+    body += k.commit_msg_s
 
     # the partitions each transaction locks besides its base: its members', the state it
     # reaches, every partition for a replicated table written (or read by code)
     lock = [unit * n_parts + proc_part]
     remote = ~local
     lock.append(e_unit[remote] * n_parts + where[remote])
-    everywhere = np.unique(e_unit[replicated & (graph.ps_write | traits.code[e_proc])])
+    everywhere = np.unique(e_unit[replicated & k.locks_everywhere])
     if everywhere.size and n_parts > 1:
         lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
     pairs = np.unique(np.concatenate(lock))
