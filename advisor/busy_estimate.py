@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodel.busy_time import BusyInputs, BusyPrices, BusyTime, SpTraits, busy_time
+from costmodel.busy_time import BusyInputs, BusyPrices, BusyTime, SpTraits, busy_times
 from costmodel.window_work import window_work
 
 WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
 MEMO_DESIGNS = 50_000  # designs an estimate remembers (a search revisits a quarter to a third)
+CHUNK = 128  # designs priced in one call of `busy_times` (the gain levels off above a few dozen)
 
 
 @dataclass
@@ -39,19 +40,44 @@ class BusyEstimate:
         return cls(graph, prices, sp_traits(graph, workload, params), workload.input.batch_size)
 
     def estimate(self, proc_part, state_part) -> BusyTime:
-        proc_part = np.asarray(proc_part, dtype=np.int64)
-        state_part = np.asarray(state_part, dtype=np.int64)
-        key = (proc_part.tobytes(), state_part.tobytes())
-        found = self._memo.get(key)
-        if found is None:
-            self.priced += 1
-            if self._inputs is None:
-                self._inputs = BusyInputs.of(self.graph.cost, self.prices, self.traits)
-            found = busy_time(self.graph.cost, proc_part, state_part, self.prices, self.batch_size,
-                              self.traits, self.lock_waits, self._inputs)
-            if len(self._memo) < MEMO_DESIGNS:
-                self._memo[key] = found
-        return found
+        return self.estimate_many([(proc_part, state_part)])[0]
+
+    def estimate_many(self, designs) -> list[BusyTime]:
+        """`estimate` of each (proc, state) in `designs`, in order, the ones not remembered
+        priced together (`costmodel.busy_time.busy_times`: the same figures, a fraction of
+        the time). `priced` counts as if they were priced one after the other."""
+        out: list[BusyTime | None] = [None] * len(designs)
+        slots: dict[tuple, int] = {}  # a design priced here and remembered: its slot
+        todo: list[tuple[list[int], np.ndarray, np.ndarray, tuple | None]] = []
+        for i, (proc_part, state_part) in enumerate(designs):
+            proc_part = np.asarray(proc_part, dtype=np.int64)
+            state_part = np.asarray(state_part, dtype=np.int64)
+            key = (proc_part.tobytes(), state_part.tobytes())
+            found = self._memo.get(key)
+            if found is not None:
+                out[i] = found
+            elif key in slots:
+                todo[slots[key]][0].append(i)
+            else:
+                self.priced += 1
+                remembered = len(self._memo) + len(slots) < MEMO_DESIGNS
+                if remembered:
+                    slots[key] = len(todo)
+                todo.append(([i], proc_part, state_part, key if remembered else None))
+        if self._inputs is None and todo:
+            self._inputs = BusyInputs.of(self.graph.cost, self.prices, self.traits)
+        for first in range(0, len(todo), CHUNK):
+            chunk = todo[first:first + CHUNK]
+            partition, coordinator = busy_times(
+                self.graph.cost, np.stack([t[1] for t in chunk]), np.stack([t[2] for t in chunk]),
+                self.prices, self.traits, self.lock_waits, self._inputs)
+            for (places, _p, _s, key), part, coord in zip(chunk, partition, coordinator):
+                found = BusyTime(part, coord, self.batch_size)
+                if key is not None:
+                    self._memo[key] = found
+                for i in places:
+                    out[i] = found
+        return out
 
     def throughput_tps(self, proc_part, state_part) -> float:
         return self.estimate(proc_part, state_part).throughput_tps

@@ -230,8 +230,8 @@ def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Rea
     moved, out = 0.0, []
     for step in range(CLIMB_STEPS):
         best = None
-        for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, here):
-            e = estimate.estimate(p2, s2)
+        moves = list(busiest_partition_moves(graph, proc, state, private, touched, here))
+        for (label, p2, s2), e in zip(moves, estimate.estimate_many([(p2, s2) for _, p2, s2 in moves])):
             if e.throughput_tps <= here.throughput_tps * (1 + CLIMB_GAIN):
                 continue
             d = Design.from_arrays(graph, p2, s2, weights, method="migration climb")

@@ -273,7 +273,8 @@ class ThroughputJudge:
         from advisor.busy_estimate import BusyEstimate
 
         estimate = BusyEstimate.of(self.graph, self.workload, getattr(cal, "params", cal))
-        return {id(o): estimate.throughput_tps(o.proc_part, o.state_part) for o in candidates}
+        priced = estimate.estimate_many([(o.proc_part, o.state_part) for o in candidates])
+        return {id(o): e.throughput_tps for o, e in zip(candidates, priced)}
 
     def judge(self, candidates: list[Candidate]) -> list[Candidate]:
         """Fill `predicted_tps` of the candidates it can afford; returns those (in order)."""

@@ -253,12 +253,19 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
     """The (BusyTime, label, proc, state) of the move the estimate likes best (the first of
     equals), or None where there is none."""
+    moves = list(moves)
     best = None
-    for label, p2, s2 in moves:
-        e = estimate.estimate(p2, s2)
+    for e, (label, p2, s2) in zip(estimate.estimate_many([(p2, s2) for _, p2, s2 in moves]), moves):
         if best is None or e.throughput_tps > best[0].throughput_tps:
             best = (e, label, p2, s2)
     return best
+
+
+def _by_estimate(estimate: BusyEstimate, moves) -> list[tuple]:
+    """(estimated tuples/s, label, proc, state) of each move, in the order given."""
+    moves = list(moves)
+    priced = estimate.estimate_many([(p2, s2) for _, p2, s2 in moves])
+    return [(e.throughput_tps, label, p2, s2) for e, (label, p2, s2) in zip(priced, moves)]
 
 
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
@@ -327,7 +334,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
 
     ends = [climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
     more, priced = [], estimate.priced
-    for t in sorted(more_starts, key=lambda t: -estimate.throughput_tps(t[1], t[2])):  # stable
+    start_tps = [e.throughput_tps for e in estimate.estimate_many([(t[1], t[2]) for t in more_starts])]
+    for _tps, t in sorted(zip(start_tps, more_starts), key=lambda x: -x[0]):  # stable
         left = CLIMB_BUDGET - (estimate.priced - priced)
         if left <= 0:
             break
@@ -343,12 +351,10 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
         here = estimate.estimate(proc, state)
-        tried = [(estimate.throughput_tps(p2, s2), label, p2, s2)
-                 for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, here)]
+        tried = _by_estimate(estimate, busiest_partition_moves(graph, proc, state, private, touched, here))
         # a swap changes nothing but the lock order, which the estimate prices: simulated only
         # where the estimate sees it gain (else every step would spend simulations on no-ops)
-        tried += [t for t in ((estimate.throughput_tps(p2, s2), label, p2, s2)
-                              for label, p2, s2 in lock_order_swaps(graph, proc, state, here))
+        tried += [t for t in _by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
                   if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
         if not tried:
             break

@@ -181,118 +181,147 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
     window, is on its owner's partition whatever the array says). `lock_waits=False` leaves
     out the waits of distributed transactions for each other's locks (to see what they cost).
     `inputs`: `BusyInputs.of(graph, prices, traits)`, for many designs of one graph."""
+    partition, coordinator = busy_times(graph, np.asarray(proc_part, dtype=np.int64)[None, :],
+                                        np.asarray(state_part, dtype=np.int64)[None, :], prices, traits,
+                                        lock_waits, inputs)
+    return BusyTime(partition[0], coordinator[0], batch_size)
+
+
+def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray,
+               prices: BusyPrices = BusyPrices(), traits: SpTraits | None = None, lock_waits: bool = True,
+               inputs: BusyInputs | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """`busy_time` of K designs at once (rows of `proc_parts` and `state_parts`): the busy
+    seconds per batch of each design's partitions (K x partitions) and coordinators (K x
+    machines).
+
+    Why: a climb prices every neighbour of a design, each a few dozen array operations on
+    arrays of a few dozen entries, so the time went into the calls, not the arithmetic. Here
+    every array holds all K designs, each entry keyed by its design, and every sum adds the
+    same terms in the same order as one design alone (sums along a transaction's locks run
+    row by row, `_suffix_within`): each design's figures are the same to the last digit."""
     P = prices
     traits = traits or SpTraits.declared(graph, P)
     k = inputs or BusyInputs.of(graph, P, traits)
-    proc_part = np.asarray(proc_part, dtype=np.int64)
-    state_part = np.asarray(state_part, dtype=np.int64)
-    ppm = graph.partitions_per_machine
-    n_parts = graph.machines * ppm
-    n_proc = graph.n_proc
-    busy = np.zeros(n_parts)
-    coord = np.zeros(graph.machines)
+    procs = np.asarray(proc_parts, dtype=np.int64)
+    states = np.asarray(state_parts, dtype=np.int64)
+    K, n_proc = procs.shape
+    ppm, n_machines = graph.partitions_per_machine, graph.machines
+    n_parts = n_machines * ppm
+    ks = np.arange(K)[:, None]  # each row's design
+    busy = np.zeros(K * n_parts)
+    coord = np.zeros(K * n_machines)
 
     # transactions: an SP, or a nested group run on its first member's partition
-    unit, is_unit, shipped = k.unit, k.is_unit, k.shipped
-    base = proc_part[unit]  # each SP's transaction's base partition
+    base = procs[:, k.unit]  # each SP's transaction's base partition (K x SPs)
+    base_of = base.ravel()  # by (design, SP) = design * n_proc + SP
 
     # streams: a MOVE across machines costs both ends
-    src_m, dst_m = base[graph.pp_src] // ppm, base[graph.pp_dst] // ppm
+    src_m, dst_m = base[:, graph.pp_src] // ppm, base[:, graph.pp_dst] // ppm
     move_s = np.where(src_m != dst_m, k.move_cross_s, P.local_msg_cpu_s)
-    move_s = np.where(k.inner, 0.0, move_s)
-    np.add.at(coord, src_m, move_s)
-    np.add.at(coord, dst_m, move_s)
-    np.add.at(coord, base[is_unit] // ppm, P.sched_s + P.ack_s)
+    move_s = np.where(k.inner, 0.0, move_s).ravel()
+    np.add.at(coord, (ks * n_machines + src_m).ravel(), move_s)
+    np.add.at(coord, (ks * n_machines + dst_m).ravel(), move_s)
+    np.add.at(coord, (ks * n_machines + base[:, k.is_unit] // ppm).ravel(), P.sched_s + P.ack_s)
 
     # accesses: where each runs; owned state (a window) is its owner's, always local
     e_proc, e_state = graph.ps_proc, graph.ps_state
-    e_unit, e_base, row_s = k.e_unit, base[e_proc], k.row_s
-    where = np.where(k.owned, e_base, state_part[e_state])
+    e_unit = ks * n_proc + k.e_unit  # each access's transaction, by design (K x accesses)
+    e_base = base[:, e_proc]
+    row_s = np.repeat(k.row_s[None, :], K, axis=0)
+    where = np.where(k.owned, e_base, states[:, e_state])
     replicated = where == REPLICATED
     local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
-    body = k.body_s + np.bincount(e_unit[local], weights=row_s[local], minlength=n_proc)
-    body += k.commit_msg_s
+    body = k.body_s + np.bincount(e_unit[local], weights=row_s[local], minlength=K * n_proc).reshape(K, n_proc)
+    body = (body + k.commit_msg_s).ravel()
 
-    # the partitions each transaction locks besides its base: its members', the state it
-    # reaches, every partition for a replicated table written (or read by code)
-    lock = [unit * n_parts + proc_part]
+    # the partitions each transaction locks besides its base, keyed (design, transaction,
+    # partition): its members', the state it reaches, every partition for a replicated table
+    # written (or read by code)
+    lock = [((ks * n_proc + k.unit) * n_parts + procs).ravel()]
     remote = ~local
-    lock.append(e_unit[remote] * n_parts + where[remote])
+    lock.append((e_unit * n_parts + where)[remote])
     everywhere = np.unique(e_unit[replicated & k.locks_everywhere])
     if everywhere.size and n_parts > 1:
         lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
     pairs = np.unique(np.concatenate(lock))
-    pu, pq = pairs // n_parts, pairs % n_parts
-    foreign = pq != base[pu]
-    dist = np.bincount(pu[foreign], minlength=n_proc) > 0
-    single = is_unit & ~dist
-    np.add.at(busy, base[single], body[single])
+    txn, pq = pairs // n_parts, pairs % n_parts  # (design, transaction) and partition of each lock
+    design = txn // n_proc
+    lock_base = base_of[txn]
+    foreign = pq != lock_base
+    dist = np.bincount(txn[foreign], minlength=K * n_proc) > 0
+    single = np.flatnonzero(np.tile(k.is_unit, K) & ~dist)
+    single_part = single // n_proc * n_parts + base_of[single]  # (design, partition)
+    np.add.at(busy, single_part, body[single])
     if not dist.any():
-        return BusyTime(busy, coord, batch_size)
+        return busy.reshape(K, n_parts), coord.reshape(K, n_machines)
 
     # remote work per (transaction, partition): rows done there (a replicated write: on all)
-    rw_u, rw_q, rw_s = [e_unit[remote]], [where[remote]], [row_s[remote]]
-    rep_w = np.flatnonzero(replicated & graph.ps_write)
-    if rep_w.size and n_parts > 1:
-        rw_u.append(np.repeat(e_unit[rep_w], n_parts))
-        rw_q.append(np.tile(np.arange(n_parts), rep_w.size))
-        rw_s.append(np.repeat(row_s[rep_w], n_parts))
-    rw_u, rw_q, rw_s = np.concatenate(rw_u), np.concatenate(rw_q), np.concatenate(rw_s)
-    keep = rw_q != base[rw_u]
-    rw_u, rw_q, rw_s = rw_u[keep], rw_q[keep], rw_s[keep]
+    rw_key, rw_s = [(e_unit * n_parts + where)[remote]], [row_s[remote]]
+    rep_k, rep_a = np.nonzero(replicated & graph.ps_write)
+    if rep_k.size and n_parts > 1:
+        rep_txn = rep_k * n_proc + k.e_unit[rep_a]
+        rw_key.append(np.repeat(rep_txn * n_parts, n_parts) + np.tile(np.arange(n_parts), rep_k.size))
+        rw_s.append(np.repeat(k.row_s[rep_a], n_parts))
+    rw_key, rw_s = np.concatenate(rw_key), np.concatenate(rw_s)
+    keep = rw_key % n_parts != base_of[rw_key // n_parts]
     work_at = np.zeros(pairs.size)
-    np.add.at(work_at, np.searchsorted(pairs, rw_u * n_parts + rw_q), rw_s)
+    np.add.at(work_at, np.searchsorted(pairs, rw_key[keep]), rw_s[keep])
 
     # each locked partition's round trip with the base: between machines or inside one
-    cross = (pq // ppm) != (base[pu] // ppm)
+    cross = (pq // ppm) != (lock_base // ppm)
     rtt = np.where(cross, P.remote_rtt_s, P.local_rtt_s)
-    lock_step = np.where(foreign, rtt + P.fragment_s + np.where(shipped[pu], work_at, 0.0), 0.0)
+    shipped = np.tile(k.shipped, K)
+    lock_step = np.where(foreign, rtt + P.fragment_s + np.where(shipped[txn], work_at, 0.0), 0.0)
     # fragment rounds (group or code): one per member with remote work, as long as its slowest
-    rounds = np.zeros(n_proc)
-    fr = ~shipped[unit[e_proc]] & remote
+    rounds = np.zeros(K * n_proc)
+    fr = ~k.shipped[k.unit[e_proc]] & remote
     if fr.any():
-        member_part = e_proc[fr] * n_parts + where[fr]
-        mp, inv = np.unique(member_part, return_inverse=True)
+        mp, inv = np.unique(((ks * n_proc + e_proc) * n_parts + where)[fr], return_inverse=True)
         w_mp = np.bincount(inv, weights=row_s[fr])
-        m_of, q_of = mp // n_parts, mp % n_parts
-        step = np.where(q_of // ppm != base[m_of] // ppm, P.remote_rtt_s, P.local_rtt_s) + P.fragment_s + w_mp
-        longest = np.zeros(n_proc)
+        m_of, q_of = mp // n_parts, mp % n_parts  # (design, member) and partition
+        member_machine = base_of[m_of] // ppm
+        step = np.where(q_of // ppm != member_machine, P.remote_rtt_s, P.local_rtt_s) + P.fragment_s + w_mp
+        longest = np.zeros(K * n_proc)
         np.maximum.at(longest, m_of, step)
-        rounds = np.bincount(unit, weights=longest, minlength=n_proc)
-    prepare = np.zeros(n_proc)
-    np.maximum.at(prepare, pu[foreign], rtt[foreign] + P.prepare_s)
+        rounds = np.bincount((ks * n_proc + k.unit).ravel(), weights=longest, minlength=K * n_proc)
+    prepare = np.zeros(K * n_proc)
+    np.maximum.at(prepare, txn[foreign], rtt[foreign] + P.prepare_s)
     tail = body + rounds + prepare + P.commit_s  # from the last lock to the commit
 
     # a partition is held from its lock (ascending order) to the commit: its own lock step and
     # every later one, then the tail
-    seg_end = np.append(np.flatnonzero(np.diff(pu)) + 1, pu.size)  # one past each transaction's last
-    next_txn = seg_end[np.searchsorted(seg_end, np.arange(pu.size), side="right")]
-    held = _suffix_within(lock_step, next_txn) + tail[pu]
-    in_dist = dist[pu]
+    seg_end = np.append(np.flatnonzero(np.diff(txn)) + 1, txn.size)  # one past each transaction's last
+    next_txn = seg_end[np.searchsorted(seg_end, np.arange(txn.size), side="right")]
+    held = _suffix_within(lock_step, next_txn, design) + tail[txn]
+    in_dist = dist[txn]
 
     # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
     msg_s = np.where(cross, P.msg_cpu_s, P.local_msg_cpu_s) * 5
     sel = in_dist & foreign
-    np.add.at(coord, base[pu[sel]] // ppm, msg_s[sel])
-    np.add.at(coord, pq[sel] // ppm, msg_s[sel])
+    np.add.at(coord, (design * n_machines + lock_base // ppm)[sel], msg_s[sel])
+    np.add.at(coord, (design * n_machines + pq // ppm)[sel], msg_s[sel])
     if fr.any():
-        frag_s = 2 * np.where(q_of // ppm != base[m_of] // ppm, P.msg_cpu_s, P.local_msg_cpu_s)
-        np.add.at(coord, base[m_of] // ppm, frag_s)
-        np.add.at(coord, q_of // ppm, frag_s)
+        frag_s = 2 * np.where(q_of // ppm != member_machine, P.msg_cpu_s, P.local_msg_cpu_s)
+        m_design = m_of // n_proc * n_machines
+        np.add.at(coord, m_design + member_machine, frag_s)
+        np.add.at(coord, m_design + q_of // ppm, frag_s)
 
     # a partition is also held while its transaction waits for a later lock (lock waits)
     d = np.flatnonzero(in_dist)
     hold = held[d]
     if lock_waits:
-        hold = _hold_with_lock_waits(pu[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
-                                     busy, base[single], body[single], coord.max(initial=0.0))
-    np.add.at(busy, pq[d], hold)
-    return BusyTime(busy, coord, batch_size)
+        hold = _hold_with_lock_waits(txn[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
+                                     busy, single_part, body[single],
+                                     coord.reshape(K, n_machines).max(axis=1, initial=0.0),
+                                     design=design[d], n_parts=n_parts)
+    np.add.at(busy, design[d] * n_parts + pq[d], hold)
+    return busy.reshape(K, n_parts), coord.reshape(K, n_machines)
 
 
 def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, next_txn: np.ndarray,
                           single_busy: np.ndarray, single_part: np.ndarray, single_s: np.ndarray,
-                          coordinator_s: float, rounds: int = 6) -> np.ndarray:
+                          coordinator_s, rounds: int = 6, *, design: np.ndarray | None = None,
+                          n_parts: int | None = None) -> np.ndarray:
     """Each distributed transaction's hold of each partition it locks (in lock order, `held`
     without waiting), plus the waits for its later locks while it holds this one.
 
@@ -304,37 +333,60 @@ def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, n
     hold that one first: ascending lock order), nor itself. The rate is where the busiest
     partition or coordinator is saturated with these waits in it (a fixed point, a few
     damped rounds from the rate without waits). First order: a queue of several waiters is not
-    modelled."""
+    modelled.
+
+    Several designs at once (`busy_times`): `design` gives each lock's design, `n_parts` the
+    partitions of one; `single_busy` and `single_part` are then by (design, partition) and
+    `coordinator_s` one figure per design. Without them, one design."""
     if txn.size == 0:
         return held
-    n_parts = single_busy.size
+    n_parts = n_parts or single_busy.size
+    n_designs = single_busy.size // n_parts
+    design = np.zeros(txn.size, dtype=np.int64) if design is None else design
+    coordinator_s = np.full(n_designs, coordinator_s) if np.isscalar(coordinator_s) else coordinator_s
+    at = design * n_parts + part  # each lock's (design, partition)
     # a transaction's locks are consecutive: the first of each holds nothing yet, so only the
     # later locks' waits count
     later = np.empty(txn.size, dtype=bool)
     later[0] = False
     np.equal(txn[1:], txn[:-1], out=later[1:])
     t = np.cumsum(~later) - 1  # each lock's transaction, numbered from 0
-    member = np.zeros((t[-1] + 1, n_parts), dtype=bool)
-    member[t, part] = True
-    below = member[t] & (np.arange(n_parts)[None, :] < part[:, None])
-    shares_earlier = (below.astype(np.int32) @ member.T.astype(np.int32)) > 0  # (lock, txn)
     # (j, k): lock j may meet lock k of another transaction at the same partition
-    pair_j, pair_k = _same_partition_pairs(part, later, n_parts)
-    keep = (t[pair_j] != t[pair_k]) & ~shares_earlier[pair_j, t[pair_k]]
+    pair_j, pair_k = _same_partition_pairs(at, later, single_busy.size)
+    other = t[pair_j] != t[pair_k]
+    pair_j, pair_k = pair_j[other], pair_k[other]
+    keep = ~_share_an_earlier_partition(t, part, n_parts, pair_j, t[pair_k])
     pair_j, pair_k = pair_j[keep], pair_k[keep]
-    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=n_parts)[part] * later
+    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=single_busy.size)[at] * later
     if pair_j.size == 0 and not single_sq.any():
         return held  # no later lock can meet anybody
+    starts = np.searchsorted(design, np.arange(n_designs))
     hold = held
-    busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
-    rate = 1.0 / max(busy.max(), coordinator_s)
+    busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
+    rate = 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s)
     for _ in range(rounds):
         meets = single_sq + np.bincount(pair_j, weights=hold[pair_k] ** 2, minlength=part.size)
-        wait = rate / 2 * meets
-        hold = held + np.maximum(_suffix_within(wait, next_txn) - wait, 0.0)  # its later locks' waits
-        busy = single_busy + np.bincount(part, weights=hold, minlength=n_parts)
-        rate = 0.5 * (rate + 1.0 / max(busy.max(), coordinator_s))
+        wait = (rate[0] if n_designs == 1 else rate[design]) / 2 * meets
+        hold = held + np.maximum(_suffix_within(wait, next_txn, design, starts) - wait, 0.0)  # its later locks' waits
+        busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
+        rate = 0.5 * (rate + 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s))
     return hold
+
+
+def _share_an_earlier_partition(t: np.ndarray, part: np.ndarray, n_parts: int, lock: np.ndarray,
+                                other_txn: np.ndarray) -> np.ndarray:
+    """For each (lock, other transaction): does the other transaction lock a partition that the
+    lock's own transaction locks before this one (below its partition)? Partitions as bits of
+    63-bit words, one mask per transaction, so no transactions x partitions matrix is built."""
+    words = (n_parts + 62) // 63
+    masks = np.zeros((int(t[-1]) + 1, words), dtype=np.uint64)
+    np.bitwise_or.at(masks, (t, part // 63), np.left_shift(np.uint64(1), (part % 63).astype(np.uint64)))
+    p = part[lock]
+    word = np.arange(words)[None, :]
+    below = np.where(word < (p // 63)[:, None], np.uint64((1 << 63) - 1), np.uint64(0))
+    own_word = word == (p // 63)[:, None]
+    below[own_word] = np.left_shift(np.uint64(1), (p % 63).astype(np.uint64)) - np.uint64(1)
+    return ((masks[t[lock]] & masks[other_txn] & below) != 0).any(axis=1)
 
 
 def _same_partition_pairs(part: np.ndarray, later: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
@@ -350,9 +402,22 @@ def _same_partition_pairs(part: np.ndarray, later: np.ndarray, n_parts: int) -> 
     return np.repeat(by_part[js], reps), by_part[np.repeat(first[js], reps) + offset]
 
 
-def _suffix_within(step: np.ndarray, next_txn: np.ndarray) -> np.ndarray:
+def _suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | None = None,
+                   starts: np.ndarray | None = None) -> np.ndarray:
     """For each lock (in a transaction's order), the sum of its own step and every later
-    step of the same transaction (`next_txn`: index of the next transaction's first lock)."""
-    suffix = np.zeros(step.size + 1)
-    suffix[:-1] = np.cumsum(step[::-1])[::-1]
-    return suffix[:-1] - suffix[next_txn]
+    step of the same transaction (`next_txn`: index of the next transaction's first lock).
+
+    With `design` (each lock's design, ascending; `starts`: where each design's locks begin),
+    the sums run within each design's own row, so they add what one design alone adds, in the
+    same order (a row's padding is zeros after its end, and adding zeros to zero is exact)."""
+    if design is None or design.size == 0 or design[0] == design[-1]:
+        suffix = np.zeros(step.size + 1)
+        suffix[:-1] = np.cumsum(step[::-1])[::-1]
+        return suffix[:-1] - suffix[next_txn]
+    starts = np.searchsorted(design, np.arange(int(design[-1]) + 1)) if starts is None else starts
+    pos = np.arange(step.size) - starts[design]
+    width = int(pos.max()) + 2
+    rows = np.zeros((starts.size, width))
+    rows[design, pos] = step
+    suffix = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
+    return suffix[design, pos] - suffix[design, next_txn - starts[design]]

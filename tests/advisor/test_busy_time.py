@@ -440,3 +440,47 @@ def test_the_climb_empties_partitions_where_no_small_move_pays():
 
     naive = np.zeros_like(start[0]), np.zeros_like(start[1])
     assert simulated(p2, s2) > 1.05 * simulated(*naive)
+
+
+@pytest.mark.parametrize("name, machines", [("voter-leaderboard", 4), ("linear-road", 8), ("tpcdi-trade", 2)])
+def test_many_designs_priced_together_get_each_its_own_figures_to_the_last_digit(name, machines):
+    """`busy_times` prices many designs in one go (what a climb does with its neighbours);
+    every sum adds the same terms in the same order as one design alone, so the figures are
+    equal, not merely close (a climb's ties would otherwise break differently). The designs
+    mix nested groups running code (voter-leaderboard), lock waits (linear-road), replicated
+    tables and repeats."""
+    from costmodel.busy_time import busy_times
+
+    w = load_workload(name).with_cluster(machines)
+    g = WorkloadGraph.from_workload(w)
+    estimate = BusyEstimate.of(g, w, Calibration.reference().params)
+    designs = list(random_designs(g, 24, seed=machines))
+    rng = np.random.default_rng(machines)
+    for proc, state in designs[::3]:
+        state[rng.random(state.size) < 0.3] = REPLICATED
+    designs += designs[:3]  # the same design twice in one batch
+    partition, coordinator = busy_times(g.cost, np.stack([p for p, _ in designs]), np.stack([s for _, s in designs]),
+                                        estimate.prices, estimate.traits)
+    alone = [busy_time(g.cost, p, s, estimate.prices, estimate.batch_size, estimate.traits) for p, s in designs]
+    assert any(a.throughput_tps != alone[0].throughput_tps for a in alone)  # designs that differ
+    for k, one in enumerate(alone):
+        assert np.array_equal(partition[k], one.partition) and np.array_equal(coordinator[k], one.coordinator)
+    # the estimate's own batch path: the same figures, and what it remembers counted once
+    fresh = BusyEstimate.of(g, w, Calibration.reference().params)
+    together = fresh.estimate_many(designs)
+    assert [e.throughput_tps for e in together] == [a.throughput_tps for a in alone]
+    assert fresh.priced == len({(p.tobytes(), s.tobytes()) for p, s in designs}) < len(designs)
+
+
+def test_a_transaction_shares_an_earlier_partition_across_words_of_partitions():
+    """The lock-wait rule 'cannot meet a transaction that locked a partition in common
+    before' on clusters past 63 partitions (the masks span several words)."""
+    from costmodel.busy_time import _share_an_earlier_partition
+
+    t = np.array([0, 0, 1, 1, 2, 2])
+    part = np.array([5, 100, 5, 100, 70, 100])
+    lock = np.array([1, 1, 3, 3])  # the locks at partition 100, against another transaction
+    other = np.array([1, 2, 0, 2])
+    got = _share_an_earlier_partition(t, part, 130, lock, other)
+    # transactions 0 and 1 both lock 5 first; transaction 2 shares nothing below 100 with them
+    assert got.tolist() == [True, False, True, False]
