@@ -50,7 +50,7 @@ CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any si
 CLIMB_GAIN = 0.005  # a step of that climb must raise the estimate by this fraction
 CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best designs, this many in all
 # then from the pool's other designs, the estimate's best first, until the climbs from them have
-# priced this many designs (deterministic; about 1 s here on 40-60 SPs): poor starts climb
+# priced this many designs (deterministic; a fraction of a second here): poor starts climb
 # longest (a 60-SP round-robin design, 3,700 designs for little) and come last
 CLIMB_BUDGET = 2_000
 CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimate's best first)
