@@ -241,9 +241,10 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     from reports.bottleneck import simulated_bottleneck
 
     context.update(sensitivity_context)
-    context["scaling_figure"] = None
+    context["scaling_figure"], context["scaling_notes"] = None, []
     if curve is not None:
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
+        context["scaling_notes"] = [dip.describe() for dip in curve.dips()]
 
     context["validation"] = None
     if validation is not None:

@@ -24,9 +24,43 @@ def default_machine_counts(machines: int, upto: int | None = None) -> list[int]:
     return sorted(counts)
 
 
+SLOWER_BY = 0.02  # a larger cluster's pick this far below a smaller one's is worth a line
+
+
+@dataclass
+class ScalingDip:
+    """The advisor's design on `machines` predicted slower than its design for `fewer`."""
+
+    machines: int
+    tps: float
+    fewer: int
+    fewer_tps: float
+
+    def describe(self) -> str:
+        return (f"On {self.machines} machines the advisor's line is at {self.tps:,.0f} tuples/s, below "
+                f"{self.fewer_tps:,.0f} on {self.fewer}: the design for {self.fewer} machines runs on "
+                f"{self.machines} too (the others idle) and is the better choice there. Each cluster's search "
+                f"starts afresh and can miss a design a smaller cluster's search found.")
+
+
 @dataclass
 class ScalingCurve:
     rows: list[dict] = field(default_factory=list)
+
+    def dips(self, design: str = "advisor") -> list[ScalingDip]:
+        """Where `design`'s predicted throughput on a larger cluster falls more than SLOWER_BY
+        below its best on a smaller one (a design on fewer machines is one on more, so the
+        curve of the best design never falls): one per larger cluster, against the best
+        smaller one."""
+        points = sorted((r["machines"], r["throughput_tps"]) for r in self.rows
+                        if r["design"] == design and r["throughput_tps"] is not None)
+        out, best = [], None
+        for m, tps in points:
+            if best is not None and tps < (1 - SLOWER_BY) * best[1]:
+                out.append(ScalingDip(m, float(tps), best[0], float(best[1])))
+            if best is None or tps > best[1]:
+                best = (m, tps)
+        return out
 
     def to_frame(self):
         import pandas as pd
