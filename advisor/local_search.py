@@ -105,6 +105,7 @@ class _Evaluator:
         self.e_w_sum = self.e_w.sum()
         self.load_over_rc = self.load[:, None] / self.rc[None, :]  # what a move adds to a machine
         self._moved = None  # `_loads_after_moves` of the current assignment
+        self._pairs = None  # every (u, v) with u < v, built at the first swap scan
 
     # -- state of one assignment ------------------------------------------------------------
     def reset(self, part: np.ndarray) -> None:
@@ -272,6 +273,12 @@ class _Evaluator:
             self._moved = (ra, ra - self.load_over_rc[self.procs, a], rel[None, :] + self.load_over_rc)
         return self._moved
 
+    def pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pair of SPs (u < v), as `np.triu_indices`: the swap scan reads them each step."""
+        if self._pairs is None:
+            self._pairs = np.triu_indices(self.n, 1)
+        return self._pairs
+
     def swap_total(self, u: int, v: int) -> float:
         """The exact total after swapping the machines of SPs u and v, computed as `apply`
         computes it (u moved first, then v) on copies of the few rows they touch: the swap
@@ -438,7 +445,7 @@ class TabuSearch:
         to_other = ev.cut_totals[:, part] - cut_now  # (u, v): u moves to v's machine
         approx = cut_now + to_other + to_other.T + ev.w.gamma * ev.swap_balance()
         approx[part[:, None] == part[None, :]] = np.inf
-        iu = np.triu_indices(n, 1)
+        iu = ev.pairs()
         flat = approx[iu]
         k = min(self.swap_candidates, int(np.isfinite(flat).sum()))
         if k == 0:
