@@ -19,7 +19,7 @@ charges work where the engine does it, as the simulator prices it:
   between machines also the (de)serialisation of its bytes), and every transaction costs its
   machine the scheduling and the commit notification;
 - a distributed transaction that waits for a later lock holds its earlier partitions meanwhile
-  (`_hold_with_lock_waits`): first-order lock waits, priced at the rate the design sustains.
+  (`costmodel.lock_waits`): first-order lock waits, priced at the rate the design sustains.
 
 Beyond those waits nothing queues here (no latency bound, no queue of several waiters), so it
 is close to an upper bound of the simulator's throughput that ranks designs, not a prediction of
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.lock_waits import hold_with_lock_waits, suffix_within
 from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
 
@@ -198,7 +199,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     arrays of a few dozen entries, so the time went into the calls, not the arithmetic. Here
     every array holds all K designs, each entry keyed by its design, and every sum adds the
     same terms in the same order as one design alone (sums along a transaction's locks run
-    row by row, `_suffix_within`): each design's figures are the same to the last digit."""
+    row by row, `suffix_within`): each design's figures are the same to the last digit."""
     P = prices
     traits = traits or SpTraits.declared(graph, P)
     k = inputs or BusyInputs.of(graph, P, traits)
@@ -292,7 +293,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     # every later one, then the tail
     seg_end = np.append(np.flatnonzero(np.diff(txn)) + 1, txn.size)  # one past each transaction's last
     next_txn = seg_end[np.searchsorted(seg_end, np.arange(txn.size), side="right")]
-    held = _suffix_within(lock_step, next_txn, design) + tail[txn]
+    held = suffix_within(lock_step, next_txn, design) + tail[txn]
     in_dist = dist[txn]
 
     # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
@@ -310,114 +311,9 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     d = np.flatnonzero(in_dist)
     hold = held[d]
     if lock_waits:
-        hold = _hold_with_lock_waits(txn[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
+        hold = hold_with_lock_waits(txn[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
                                      busy, single_part, body[single],
                                      coord.reshape(K, n_machines).max(axis=1, initial=0.0),
                                      design=design[d], n_parts=n_parts)
     np.add.at(busy, design[d] * n_parts + pq[d], hold)
     return busy.reshape(K, n_parts), coord.reshape(K, n_machines)
-
-
-def _hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, next_txn: np.ndarray,
-                          single_busy: np.ndarray, single_part: np.ndarray, single_s: np.ndarray,
-                          coordinator_s, rounds: int = 6, *, design: np.ndarray | None = None,
-                          n_parts: int | None = None) -> np.ndarray:
-    """Each distributed transaction's hold of each partition it locks (in lock order, `held`
-    without waiting), plus the waits for its later locks while it holds this one.
-
-    Why: several distributed transactions that lock the same partitions stretch each other's
-    holds, and the busy partition that waits for a lock runs nothing meanwhile. A request finds
-    its partition in one of the other transactions' visits with probability rate x visit, and
-    waits half that visit on average, so a lock's wait is rate/2 x the sum of the squared visits
-    it can meet. It cannot meet a transaction that shares a partition it locked earlier (both
-    hold that one first: ascending lock order), nor itself. The rate is where the busiest
-    partition or coordinator is saturated with these waits in it (a fixed point, a few
-    damped rounds from the rate without waits). First order: a queue of several waiters is not
-    modelled.
-
-    Several designs at once (`busy_times`): `design` gives each lock's design, `n_parts` the
-    partitions of one; `single_busy` and `single_part` are then by (design, partition) and
-    `coordinator_s` one figure per design. Without them, one design."""
-    if txn.size == 0:
-        return held
-    n_parts = n_parts or single_busy.size
-    n_designs = single_busy.size // n_parts
-    design = np.zeros(txn.size, dtype=np.int64) if design is None else design
-    coordinator_s = np.full(n_designs, coordinator_s) if np.isscalar(coordinator_s) else coordinator_s
-    at = design * n_parts + part  # each lock's (design, partition)
-    # a transaction's locks are consecutive: the first of each holds nothing yet, so only the
-    # later locks' waits count
-    later = np.empty(txn.size, dtype=bool)
-    later[0] = False
-    np.equal(txn[1:], txn[:-1], out=later[1:])
-    t = np.cumsum(~later) - 1  # each lock's transaction, numbered from 0
-    # (j, k): lock j may meet lock k of another transaction at the same partition
-    pair_j, pair_k = _same_partition_pairs(at, later, single_busy.size)
-    other = t[pair_j] != t[pair_k]
-    pair_j, pair_k = pair_j[other], pair_k[other]
-    keep = ~_share_an_earlier_partition(t, part, n_parts, pair_j, t[pair_k])
-    pair_j, pair_k = pair_j[keep], pair_k[keep]
-    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=single_busy.size)[at] * later
-    if pair_j.size == 0 and not single_sq.any():
-        return held  # no later lock can meet anybody
-    starts = np.searchsorted(design, np.arange(n_designs))
-    hold = held
-    busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
-    rate = 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s)
-    for _ in range(rounds):
-        meets = single_sq + np.bincount(pair_j, weights=hold[pair_k] ** 2, minlength=part.size)
-        wait = (rate[0] if n_designs == 1 else rate[design]) / 2 * meets
-        hold = held + np.maximum(_suffix_within(wait, next_txn, design, starts) - wait, 0.0)  # its later locks' waits
-        busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
-        rate = 0.5 * (rate + 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s))
-    return hold
-
-
-def _share_an_earlier_partition(t: np.ndarray, part: np.ndarray, n_parts: int, lock: np.ndarray,
-                                other_txn: np.ndarray) -> np.ndarray:
-    """For each (lock, other transaction): does the other transaction lock a partition that the
-    lock's own transaction locks before this one (below its partition)? Partitions as bits of
-    63-bit words, one mask per transaction, so no transactions x partitions matrix is built."""
-    words = (n_parts + 62) // 63
-    masks = np.zeros((int(t[-1]) + 1, words), dtype=np.uint64)
-    np.bitwise_or.at(masks, (t, part // 63), np.left_shift(np.uint64(1), (part % 63).astype(np.uint64)))
-    p = part[lock]
-    word = np.arange(words)[None, :]
-    below = np.where(word < (p // 63)[:, None], np.uint64((1 << 63) - 1), np.uint64(0))
-    own_word = word == (p // 63)[:, None]
-    below[own_word] = np.left_shift(np.uint64(1), (p % 63).astype(np.uint64)) - np.uint64(1)
-    return ((masks[t[lock]] & masks[other_txn] & below) != 0).any(axis=1)
-
-
-def _same_partition_pairs(part: np.ndarray, later: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every (j, k) of locks at the same partition, j a `later` lock (k any, itself included),
-    partition by partition, then j and k in index order: all pairs at once, not a loop."""
-    by_part = np.argsort(part, kind="stable")
-    starts = np.searchsorted(part[by_part], np.arange(n_parts + 1))
-    size = np.diff(starts)[part[by_part]]  # each lock's partition's number of locks
-    first = starts[part[by_part]]  # where its partition starts in by_part
-    js = np.flatnonzero(later[by_part])  # positions (in by_part) of the later locks
-    reps = size[js]
-    offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-    return np.repeat(by_part[js], reps), by_part[np.repeat(first[js], reps) + offset]
-
-
-def _suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | None = None,
-                   starts: np.ndarray | None = None) -> np.ndarray:
-    """For each lock (in a transaction's order), the sum of its own step and every later
-    step of the same transaction (`next_txn`: index of the next transaction's first lock).
-
-    With `design` (each lock's design, ascending; `starts`: where each design's locks begin),
-    the sums run within each design's own row, so they add what one design alone adds, in the
-    same order (a row's padding is zeros after its end, and adding zeros to zero is exact)."""
-    if design is None or design.size == 0 or design[0] == design[-1]:
-        suffix = np.zeros(step.size + 1)
-        suffix[:-1] = np.cumsum(step[::-1])[::-1]
-        return suffix[:-1] - suffix[next_txn]
-    starts = np.searchsorted(design, np.arange(int(design[-1]) + 1)) if starts is None else starts
-    pos = np.arange(step.size) - starts[design]
-    width = int(pos.max()) + 2
-    rows = np.zeros((starts.size, width))
-    rows[design, pos] = step
-    suffix = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
-    return suffix[design, pos] - suffix[design, next_txn - starts[design]]

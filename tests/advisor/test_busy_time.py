@@ -146,13 +146,13 @@ def test_the_climb_on_the_estimate_raises_it_without_simulating():
 
 
 def test_a_lock_wait_holds_the_earlier_partitions_of_its_transaction():
-    from costmodel.busy_time import _hold_with_lock_waits
+    from costmodel.lock_waits import hold_with_lock_waits
 
     def holds(txn, part, held):
         txn, part, held = np.array(txn), np.array(part), np.array(held, dtype=float)
         next_txn = np.array([np.flatnonzero(txn > t)[0] if (txn > t).any() else txn.size for t in txn])
         no_single = np.zeros(0, dtype=np.int64)
-        return _hold_with_lock_waits(txn, part, held, next_txn, np.zeros(3), no_single,
+        return hold_with_lock_waits(txn, part, held, next_txn, np.zeros(3), no_single,
                                      np.zeros(0), 0.0)
 
     # two transactions lock partition 2 after partitions of their own: each may find the
@@ -384,16 +384,16 @@ def test_joined_moves_refuse_two_places_for_one_item():
 def test_the_lock_pairs_are_every_later_lock_with_every_lock_at_its_partition():
     """The estimate's lock waits pair each later lock with every lock at its partition; built
     at once (no loop over partitions), in the loop's order, so the sums are the same."""
-    from costmodel.busy_time import _same_partition_pairs
+    from costmodel.lock_waits import same_partition_pairs
 
     rng = np.random.default_rng(3)
     part = rng.integers(0, 5, 40)
     later = rng.random(40) < 0.6
-    j, k = _same_partition_pairs(part, later, 6)
+    j, k = same_partition_pairs(part, later, 6)
     expected = [(a, b) for q in range(6) for a in np.flatnonzero(part == q) if later[a]
                 for b in np.flatnonzero(part == q)]
     assert list(zip(j.tolist(), k.tolist())) == expected
-    none = _same_partition_pairs(part, np.zeros(40, dtype=bool), 6)
+    none = same_partition_pairs(part, np.zeros(40, dtype=bool), 6)
     assert none[0].size == 0 and none[1].size == 0
 
 
@@ -475,12 +475,12 @@ def test_many_designs_priced_together_get_each_its_own_figures_to_the_last_digit
 def test_a_transaction_shares_an_earlier_partition_across_words_of_partitions():
     """The lock-wait rule 'cannot meet a transaction that locked a partition in common
     before' on clusters past 63 partitions (the masks span several words)."""
-    from costmodel.busy_time import _share_an_earlier_partition
+    from costmodel.lock_waits import share_an_earlier_partition
 
     t = np.array([0, 0, 1, 1, 2, 2])
     part = np.array([5, 100, 5, 100, 70, 100])
     lock = np.array([1, 1, 3, 3])  # the locks at partition 100, against another transaction
     other = np.array([1, 2, 0, 2])
-    got = _share_an_earlier_partition(t, part, 130, lock, other)
+    got = share_an_earlier_partition(t, part, 130, lock, other)
     # transactions 0 and 1 both lock 5 first; transaction 2 shares nothing below 100 with them
     assert got.tolist() == [True, False, True, False]

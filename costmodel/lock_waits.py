@@ -1,0 +1,116 @@
+"""The waits of distributed transactions for each other's locks, and the sums along a
+transaction's locks that the busy-time estimate (`costmodel.busy_time`) needs.
+
+Why a module of its own: the busy-time estimate charges work where it runs; these are the
+holds stretched by contention, a fixed point over every lock of every design priced at once.
+Each lock is an entry of flat arrays ordered by (design, transaction, partition): a
+transaction's locks are consecutive, in ascending partition order (the engine's lock order).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, next_txn: np.ndarray,
+                          single_busy: np.ndarray, single_part: np.ndarray, single_s: np.ndarray,
+                          coordinator_s, rounds: int = 6, *, design: np.ndarray | None = None,
+                          n_parts: int | None = None) -> np.ndarray:
+    """Each distributed transaction's hold of each partition it locks (in lock order, `held`
+    without waiting), plus the waits for its later locks while it holds this one.
+
+    Why: several distributed transactions that lock the same partitions stretch each other's
+    holds, and the busy partition that waits for a lock runs nothing meanwhile. A request finds
+    its partition in one of the other transactions' visits with probability rate x visit, and
+    waits half that visit on average, so a lock's wait is rate/2 x the sum of the squared visits
+    it can meet. It cannot meet a transaction that shares a partition it locked earlier (both
+    hold that one first: ascending lock order), nor itself. The rate is where the busiest
+    partition or coordinator is saturated with these waits in it (a fixed point, a few
+    damped rounds from the rate without waits). First order: a queue of several waiters is not
+    modelled.
+
+    Several designs at once (`busy_times`): `design` gives each lock's design, `n_parts` the
+    partitions of one; `single_busy` and `single_part` are then by (design, partition) and
+    `coordinator_s` one figure per design. Without them, one design."""
+    if txn.size == 0:
+        return held
+    n_parts = n_parts or single_busy.size
+    n_designs = single_busy.size // n_parts
+    design = np.zeros(txn.size, dtype=np.int64) if design is None else design
+    coordinator_s = np.full(n_designs, coordinator_s) if np.isscalar(coordinator_s) else coordinator_s
+    at = design * n_parts + part  # each lock's (design, partition)
+    # a transaction's locks are consecutive: the first of each holds nothing yet, so only the
+    # later locks' waits count
+    later = np.empty(txn.size, dtype=bool)
+    later[0] = False
+    np.equal(txn[1:], txn[:-1], out=later[1:])
+    t = np.cumsum(~later) - 1  # each lock's transaction, numbered from 0
+    # (j, k): lock j may meet lock k of another transaction at the same partition
+    pair_j, pair_k = same_partition_pairs(at, later, single_busy.size)
+    other = t[pair_j] != t[pair_k]
+    pair_j, pair_k = pair_j[other], pair_k[other]
+    keep = ~share_an_earlier_partition(t, part, n_parts, pair_j, t[pair_k])
+    pair_j, pair_k = pair_j[keep], pair_k[keep]
+    single_sq = np.bincount(single_part, weights=single_s ** 2, minlength=single_busy.size)[at] * later
+    if pair_j.size == 0 and not single_sq.any():
+        return held  # no later lock can meet anybody
+    starts = np.searchsorted(design, np.arange(n_designs))
+    hold = held
+    busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
+    rate = 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s)
+    for _ in range(rounds):
+        meets = single_sq + np.bincount(pair_j, weights=hold[pair_k] ** 2, minlength=part.size)
+        wait = (rate[0] if n_designs == 1 else rate[design]) / 2 * meets
+        hold = held + np.maximum(suffix_within(wait, next_txn, design, starts) - wait, 0.0)  # its later locks' waits
+        busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
+        rate = 0.5 * (rate + 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s))
+    return hold
+
+
+def share_an_earlier_partition(t: np.ndarray, part: np.ndarray, n_parts: int, lock: np.ndarray,
+                                other_txn: np.ndarray) -> np.ndarray:
+    """For each (lock, other transaction): does the other transaction lock a partition that the
+    lock's own transaction locks before this one (below its partition)? Partitions as bits of
+    63-bit words, one mask per transaction, so no transactions x partitions matrix is built."""
+    words = (n_parts + 62) // 63
+    masks = np.zeros((int(t[-1]) + 1, words), dtype=np.uint64)
+    np.bitwise_or.at(masks, (t, part // 63), np.left_shift(np.uint64(1), (part % 63).astype(np.uint64)))
+    p = part[lock]
+    word = np.arange(words)[None, :]
+    below = np.where(word < (p // 63)[:, None], np.uint64((1 << 63) - 1), np.uint64(0))
+    own_word = word == (p // 63)[:, None]
+    below[own_word] = np.left_shift(np.uint64(1), (p % 63).astype(np.uint64)) - np.uint64(1)
+    return ((masks[t[lock]] & masks[other_txn] & below) != 0).any(axis=1)
+
+
+def same_partition_pairs(part: np.ndarray, later: np.ndarray, n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every (j, k) of locks at the same partition, j a `later` lock (k any, itself included),
+    partition by partition, then j and k in index order: all pairs at once, not a loop."""
+    by_part = np.argsort(part, kind="stable")
+    starts = np.searchsorted(part[by_part], np.arange(n_parts + 1))
+    size = np.diff(starts)[part[by_part]]  # each lock's partition's number of locks
+    first = starts[part[by_part]]  # where its partition starts in by_part
+    js = np.flatnonzero(later[by_part])  # positions (in by_part) of the later locks
+    reps = size[js]
+    offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    return np.repeat(by_part[js], reps), by_part[np.repeat(first[js], reps) + offset]
+
+
+def suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | None = None,
+                   starts: np.ndarray | None = None) -> np.ndarray:
+    """For each lock (in a transaction's order), the sum of its own step and every later
+    step of the same transaction (`next_txn`: index of the next transaction's first lock).
+
+    With `design` (each lock's design, ascending; `starts`: where each design's locks begin),
+    the sums run within each design's own row, so they add what one design alone adds, in the
+    same order (a row's padding is zeros after its end, and adding zeros to zero is exact)."""
+    if design is None or design.size == 0 or design[0] == design[-1]:
+        suffix = np.zeros(step.size + 1)
+        suffix[:-1] = np.cumsum(step[::-1])[::-1]
+        return suffix[:-1] - suffix[next_txn]
+    starts = np.searchsorted(design, np.arange(int(design[-1]) + 1)) if starts is None else starts
+    pos = np.arange(step.size) - starts[design]
+    width = int(pos.max()) + 2
+    rows = np.zeros((starts.size, width))
+    rows[design, pos] = step
+    suffix = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
+    return suffix[design, pos] - suffix[design, next_txn - starts[design]]
