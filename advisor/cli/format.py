@@ -56,7 +56,21 @@ def design_table(design: Design, graph: WorkloadGraph, limit: int = 40) -> str:
     replicated = [n for n, p in design.state.items() if p is None]
     if replicated:
         lines.append(f"replicated on every partition: {', '.join(replicated)}")
+    idle = idle_machines(design)
+    if idle:
+        shown = ", ".join(map(str, idle[:8])) + (", ..." if len(idle) > 8 else "")
+        lines.append(f"uses {design.machines - len(idle)} of {design.machines} machines; "
+                     f"idle: {shown}")
     return "\n".join(lines)
+
+
+def idle_machines(design: Design) -> list[int]:
+    """The machines no SP runs on and no state item is placed on (a replicated table's copies
+    aside): a design that leaves machines idle is telling the user so."""
+    ppm = design.partitions_per_machine
+    used = {p // ppm for p in design.procedures.values()}
+    used |= {p // ppm for p in design.state.values() if p is not None}
+    return [m for m in range(design.machines) if m not in used]
 
 
 def assumption_lines(workload) -> list[str]:

@@ -166,3 +166,18 @@ def test_recommend_on_a_real_terminal_spins_on_stderr_and_prints_its_result_on_s
     assert done.returncode == 0
     assert "objective:" in out and "recommending" not in out
     assert b"recommending " in seen and seen.rstrip(b" ").endswith(b"\r")
+
+
+def test_a_design_that_leaves_machines_idle_says_so_in_one_line():
+    """`recommend` on a cluster larger than its pick needs lists the machines nothing runs on
+    (the partition lines alone leave the user to notice what is missing)."""
+    from advisor.cli.format import design_table, idle_machines
+    from costmodel.design import Design
+
+    spread = Design("w", 4, 2, {"A": 0, "B": 7}, {"T": 2, "R": None})
+    assert idle_machines(spread) == [2]  # machine 1 holds T; R's copies are everywhere
+    assert design_table(spread, None).splitlines()[-1] == "uses 3 of 4 machines; idle: 2"
+    full = Design("w", 2, 1, {"A": 0, "B": 1}, {"T": 0})
+    assert idle_machines(full) == [] and "idle" not in design_table(full, None)
+    many = Design("w", 16, 1, {"A": 0}, {})
+    assert design_table(many, None).splitlines()[-1] == "uses 1 of 16 machines; idle: 1, 2, 3, 4, 5, 6, 7, 8, ..."
