@@ -4,9 +4,10 @@ The pool (the search's designs, the baselines, enumerated assignments on tiny gr
 miss the fastest design on a dataflow of realistic size. So, from the pool's pick, it first
 climbs the busy-time estimate alone (no simulation; the moves below, the best each step) and
 keeps where that ends if the simulator predicts it faster; it climbs from the pool's next
-best designs too, and from its others (the estimate's best first, however far behind, until
-those climbs have priced CLIMB_BUDGET designs: a design that starts low can climb highest),
-and simulates the ends the estimate puts above the pick's own. Then each step
+best designs too, and from its others and RANDOM_STARTS random designs (the estimate's best
+first, however far behind, until those climbs have priced CLIMB_BUDGET designs: a design that
+starts low can climb highest), and simulates the ends the estimate puts above the pick's own.
+Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
 every other partition (with the state only it touches, or with all the state it touches),
@@ -36,6 +37,7 @@ import numpy as np
 
 from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
+from advisor.placement import place_state
 from costmodel.graph import WorkloadGraph
 from advisor.judge import Simulator
 from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE, SimulationRuns
@@ -54,6 +56,8 @@ CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best d
 # longest (a 60-SP round-robin design, 3,700 designs for little) and come last
 CLIMB_BUDGET = 2_000
 CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimate's best first)
+RANDOM_STARTS = 8  # random designs (seeded) among those other starts: a climb from far away finds
+# designs no pool design leads to (a smaller cluster's pick, missed on a larger one)
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 CROWDED_MOVES = 200  # SPs on a partition x other partitions above which each SP tries fewer places
 
@@ -224,6 +228,26 @@ def emptying_moves(proc: np.ndarray, state: np.ndarray, load):
                    np.where(state == idle, q, state))
 
 
+def random_starts(graph: WorkloadGraph, count: int, seed: int = 0) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """`count` random designs (label, proc, state), seeded: each SP on a random partition, the
+    state where the advisor's rule puts it, windows with their owners.
+
+    Why: the pool's designs come from a few searches that agree with each other, so every
+    climb from them can end near the same local optimum; on the held-out generated dataflows a
+    design on 4 or 8 machines missed what the search on 2 found from its random baseline."""
+    c = graph.cost
+    rng = np.random.default_rng(seed)
+    n_parts = c.machines * c.partitions_per_machine
+    owned = c.state_owner >= 0
+    out = []
+    for i in range(count):
+        proc = rng.integers(0, n_parts, c.n_proc)
+        state = place_state(c, proc, np.zeros(c.n_state, dtype=np.int64))
+        state[owned] = proc[c.state_owner[owned]]
+        out.append((f"random start #{i}", proc, state))
+    return out
+
+
 def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
                    private: list[np.ndarray], touched: list[np.ndarray],
                    max_steps: int = CLIMB_STEPS, max_priced: int | None = None
@@ -333,6 +357,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         return (e, label, p2, s2, climbed) if e > bar * (1 + CLIMB_GAIN) else None
 
     ends = [climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
+    more_starts = list(more_starts) + random_starts(graph, RANDOM_STARTS, seed)
     more, priced = [], estimate.priced
     start_tps = [e.throughput_tps for e in estimate.estimate_many([(t[1], t[2]) for t in more_starts])]
     for _tps, t in sorted(zip(start_tps, more_starts), key=lambda x: -x[0]):  # stable
