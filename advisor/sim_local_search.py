@@ -36,6 +36,7 @@ from itertools import chain
 import numpy as np
 
 from costmodel import REPLICATED, Weights
+from costmodel.model import machine_memory
 from advisor.busy_estimate import BusyEstimate
 from advisor.placement import place_state
 from costmodel.graph import WorkloadGraph
@@ -228,6 +229,18 @@ def emptying_moves(proc: np.ndarray, state: np.ndarray, load):
                    np.where(state == idle, q, state))
 
 
+def memory_check(graph: WorkloadGraph, start_state: np.ndarray):
+    """`fits(state) -> bool` for the designs a search from `start_state` may take: within every
+    machine's memory, where the start is (from a start already over it, anything: the pick's
+    own memory repair is the cost search's). Why: the moves and the climbs from random designs
+    price throughput only, and may pile state onto one machine."""
+    c = graph.cost
+    limit = c.memory_limit_bytes
+    if limit is None or (machine_memory(c, start_state) > limit).any():
+        return lambda state: True
+    return lambda state: not (machine_memory(c, state) > limit).any()
+
+
 def random_starts(graph: WorkloadGraph, count: int, seed: int = 0) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """`count` random designs (label, proc, state), seeded: each SP on a random partition, the
     state where the advisor's rule puts it, windows with their owners.
@@ -323,11 +336,15 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             f"one maximum-throughput search of the pick is about {per_run:,.0f} simulated events, "
             f"over the search's budget of {event_budget:,}"))
     spent, simulated = 0.0, 0
+    fits = memory_check(graph, state)
 
     def simulate(p, s, to_beat: float | None = None) -> float:
         """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
-        the end: the figure is then below `to_beat` but not its own maximum."""
+        the end: the figure is then below `to_beat` but not its own maximum. A design over the
+        machines' memory from a start within it is 0 (never taken), not simulated."""
         nonlocal spent, simulated
+        if not fits(s):
+            return 0.0
         spent += per_run
         simulated += 1
         try:
