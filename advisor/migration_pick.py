@@ -222,7 +222,8 @@ def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Rea
     """Designs a hill climb from the deployed one reaches, whatever the unconstrained best is:
     each step takes the move off the busiest partitions (`busiest_partition_moves`) with the
     best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN."""
-    from advisor.sim_local_search import CLIMB_GAIN, busiest_partition_moves, private_state, touched_state
+    from advisor.sim_local_search import (CLIMB_GAIN, busiest_partition_moves, priced_moves, private_state,
+                                          touched_state)
 
     private, touched = private_state(graph), touched_state(graph)
     proc, state = current.arrays(graph)
@@ -230,8 +231,8 @@ def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Rea
     moved, out = 0.0, []
     for step in range(CLIMB_STEPS):
         best = None
-        moves = list(busiest_partition_moves(graph, proc, state, private, touched, here))
-        for (label, p2, s2), e in zip(moves, estimate.estimate_many([(p2, s2) for _, p2, s2 in moves])):
+        for e, label, p2, s2 in priced_moves(estimate, busiest_partition_moves(graph, proc, state, private,
+                                                                            touched, here)):
             if e.throughput_tps <= here.throughput_tps * (1 + CLIMB_GAIN):
                 continue
             d = Design.from_arrays(graph, p2, s2, weights, method="migration climb")

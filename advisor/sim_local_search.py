@@ -287,12 +287,19 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     return proc, state, moves
 
 
+def priced_moves(estimate: BusyEstimate, moves) -> list[tuple]:
+    """(BusyTime, label, proc, state) of each move (label, proc, state), in the order given,
+    priced together (`BusyEstimate.estimate_many`)."""
+    moves = list(moves)
+    priced = estimate.estimate_many([(p2, s2) for _, p2, s2 in moves])
+    return [(e, label, p2, s2) for e, (label, p2, s2) in zip(priced, moves)]
+
+
 def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
     """The (BusyTime, label, proc, state) of the move the estimate likes best (the first of
     equals), or None where there is none."""
-    moves = list(moves)
     best = None
-    for e, (label, p2, s2) in zip(estimate.estimate_many([(p2, s2) for _, p2, s2 in moves]), moves):
+    for e, label, p2, s2 in priced_moves(estimate, moves):
         if best is None or e.throughput_tps > best[0].throughput_tps:
             best = (e, label, p2, s2)
     return best
@@ -300,9 +307,7 @@ def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
 
 def _by_estimate(estimate: BusyEstimate, moves) -> list[tuple]:
     """(estimated tuples/s, label, proc, state) of each move, in the order given."""
-    moves = list(moves)
-    priced = estimate.estimate_many([(p2, s2) for _, p2, s2 in moves])
-    return [(e.throughput_tps, label, p2, s2) for e, (label, p2, s2) in zip(priced, moves)]
+    return [(e.throughput_tps, label, p2, s2) for e, label, p2, s2 in priced_moves(estimate, moves)]
 
 
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
