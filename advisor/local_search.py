@@ -155,6 +155,22 @@ class _Evaluator:
         p = min(cut_pp / self.pp_total, 1.0) if self.pp_total > 0 else 0.0
         return self.w.alpha * s + self.w.beta * p + self.w.gamma * balance
 
+    def _balances(self, loads: np.ndarray) -> np.ndarray:
+        """`_balance` of each row of `loads` (k, m), the same operations element by element."""
+        if self.m + int(self.idle) <= 1 or self.total_load <= 0:
+            return np.zeros(loads.shape[0])
+        rel = loads / self.rc
+        high, low = rel.max(axis=1), rel.min(axis=1)
+        if self.idle:
+            low = np.minimum(low, 0.0)
+        return np.minimum(np.maximum((high - low) * self.lowest / self.total_load, 0.0), 1.0)
+
+    def _totals(self, cut_ps: np.ndarray, cut_pp: np.ndarray, balance: np.ndarray) -> np.ndarray:
+        """`_total` of each element, the same operations."""
+        s = np.minimum(cut_ps / self.ps_total, 1.0) if self.ps_total > 0 else 0.0
+        p = np.minimum(cut_pp / self.pp_total, 1.0) if self.pp_total > 0 else 0.0
+        return self.w.alpha * s + self.w.beta * p + self.w.gamma * balance
+
     # -- every move at once ---------------------------------------------------------------
     def move_totals(self) -> np.ndarray:
         """(n, m): the exact total after moving SP v to machine b (column part[v]: now)."""
@@ -279,39 +295,40 @@ class _Evaluator:
             self._pairs = np.triu_indices(self.n, 1)
         return self._pairs
 
-    def swap_total(self, u: int, v: int) -> float:
-        """The exact total after swapping the machines of SPs u and v, computed as `apply`
-        computes it (u moved first, then v) on copies of the few rows they touch: the swap
+    def swap_totals(self, us: np.ndarray, vs: np.ndarray) -> np.ndarray:
+        """The exact total after swapping the machines of SPs us[i] and vs[i], for every pair
+        at once, computed as `apply` computes it (u moved first, then v) on copies: the swap
         scan tries several pairs, and applying and undoing each cost four updates."""
-        a, b = int(self.part[u]), int(self.part[v])
-        su, wu = self.e_s[self.e_start[u]:self.e_start[u + 1]], self.e_w[self.e_start[u]:self.e_start[u + 1]]
-        sv, wv = self.e_s[self.e_start[v]:self.e_start[v + 1]], self.e_w[self.e_start[v]:self.e_start[v + 1]]
-        rows = np.unique(np.concatenate([su, sv]))
-        W = self.W[rows]
-        iu, iv = np.searchsorted(rows, su), np.searchsorted(rows, sv)
-        W[iu, a] -= wu
-        W[iu, b] += wu
-        W[iv, b] -= wv
-        W[iv, a] += wv
-        t1v = self.t1v.copy()
-        t1v[rows] = W.max(axis=1)
-        state_cut = float(self.e_w_sum - t1v.sum())
-        cut_pp = self.cut_pp
-        lo, hi = self.p_start[u], self.p_start[u + 1]
-        if hi > lo:
-            pu = self.part[self.p_u[lo:hi]]
-            cut_pp += float((self.p_w[lo:hi] * ((pu != b).astype(float) - (pu != a))).sum())
-        lo, hi = self.p_start[v], self.p_start[v + 1]
-        if hi > lo:
-            pv = self.part[self.p_u[lo:hi]]
-            pv[self.p_u[lo:hi] == u] = b  # u has moved by then
-            cut_pp += float((self.p_w[lo:hi] * ((pv != a).astype(float) - (pv != b))).sum())
-        loads = self.loads.copy()
-        loads[a] -= self.load[u]
-        loads[b] += self.load[u]
-        loads[b] -= self.load[v]
-        loads[a] += self.load[v]
-        return self._total(state_cut, cut_pp, self._balance(loads))
+        k = us.size
+        a, b = self.part[us], self.part[vs]
+        W = np.repeat(self.W[None], k, axis=0)  # (pair, state, machine)
+        for who, frm, to in ((us, a, b), (vs, b, a)):  # u's rows first, then v's, as `apply` does
+            lo, hi = self.e_start[who], self.e_start[who + 1]
+            length = hi - lo
+            pair = np.repeat(np.arange(k), length)
+            edge = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length) + np.repeat(lo, length)
+            s, w = self.e_s[edge], self.e_w[edge]
+            W[pair, s, np.repeat(frm, length)] -= w  # (SP, state) pairs are merged: no repeats
+            W[pair, s, np.repeat(to, length)] += w
+        state_cut = self.e_w_sum - W.max(axis=2).sum(axis=1)
+        cut_pp = np.full(k, self.cut_pp)
+        for i in range(k):  # each SP's few stream edges, summed as `apply` sums them
+            u, v = int(us[i]), int(vs[i])
+            lo, hi = self.p_start[u], self.p_start[u + 1]
+            if hi > lo:
+                pu = self.part[self.p_u[lo:hi]]
+                cut_pp[i] += float((self.p_w[lo:hi] * ((pu != b[i]).astype(float) - (pu != a[i]))).sum())
+            lo, hi = self.p_start[v], self.p_start[v + 1]
+            if hi > lo:
+                pv = self.part[self.p_u[lo:hi]]
+                pv[self.p_u[lo:hi] == u] = b[i]  # u has moved by then
+                cut_pp[i] += float((self.p_w[lo:hi] * ((pv != a[i]).astype(float) - (pv != b[i]))).sum())
+        loads = np.repeat(self.loads[None], k, axis=0)
+        rows = np.arange(k)
+        for who, frm, to in ((us, a, b), (vs, b, a)):
+            loads[rows, frm] -= self.load[who]
+            loads[rows, to] += self.load[who]
+        return self._totals(state_cut, cut_pp, self._balances(loads))
 
     # -- applying a move ------------------------------------------------------------------
     def apply(self, v: int, b: int) -> None:
@@ -451,11 +468,7 @@ class TabuSearch:
         if k == 0:
             return None
         pick = np.argsort(flat, kind="stable")[:k]
-        base = ev.total
-        best, best_total = None, base - 1e-12
-        for i in pick:
-            u, v = int(iu[0][i]), int(iu[1][i])
-            t = ev.swap_total(u, v)
-            if t < best_total:
-                best, best_total = (u, v), t
-        return best
+        us, vs = iu[0][pick], iu[1][pick]
+        totals = ev.swap_totals(us, vs)
+        i = int(np.argmin(totals))  # the first of the lowest, as a scan in `pick` order keeps it
+        return (int(us[i]), int(vs[i])) if totals[i] < ev.total - 1e-12 else None

@@ -117,14 +117,36 @@ def report_subject(design: Design | str | Path, source, *, workload=None) -> tup
 def compared_designs(design: Design, graph, workload, seed: int = 0, calibration=None) -> dict[str, Design]:
     """The designs a report puts beside `design`: the current search's pick (`recommend` at the
     design's weights, with `calibration`) where it differs, then every baseline."""
+    from advisor import __version__
     from advisor.api import recommend
+    from advisor.baselines import BASELINES, baseline_design
+    from advisor.pick_digest import is_the_pick
 
+    if workload is not None and is_the_pick(design, _pick_request(graph, workload, design, seed, calibration)):
+        # the file is, unedited, what this search gives: only the baselines are new
+        provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
+        placed = {name: baseline_design(name, graph, design.weights, seed, provenance) for name in BASELINES}
+        return {name: d for name, d in placed.items() if d is not None}
     current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
     compared = {}
     if design_signature(current.design) != design_signature(design):
         compared[CURRENT_SEARCH] = current.design
     compared.update(current.baselines)
     return compared
+
+
+def _pick_request(graph, workload, design: Design, seed: int, calibration) -> str | None:
+    """The digest of the request `compared_designs` would search with (`advisor.pick_digest`)."""
+    from advisor.pick_digest import request_digest
+    from advisor.priced_weights import as_calibration
+    from costmodel.sim_params import SimParams
+
+    if calibration is not None and not isinstance(calibration, SimParams):
+        calibration = as_calibration(calibration)
+    return request_digest(input_sha256=graph.source_sha256, spec_sha256=getattr(workload, "sha256", "") or "",
+                          machines=design.machines, partitions_per_machine=design.partitions_per_machine,
+                          weights=design.weights, seed=seed, calibration=calibration, objective="throughput",
+                          replicate=False, data_parallel=False)
 
 
 def report_design(design: Design | str | Path, source, *, workload=None, seed: int = 0,

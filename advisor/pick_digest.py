@@ -1,0 +1,76 @@
+"""What a recommendation answered, as a digest kept in its design's provenance, so a later
+command can tell that searching again would give the very same design.
+
+The pick is deterministic: the same code, input, cluster, weights, seed, calibration and
+options give the same design. `request_digest` hashes all of them (the code as the text of
+the packages the pick runs: a changed line is another request); `placement_digest` hashes
+where the design puts everything, so an edited file no longer passes as the pick. A report
+of a design `recommend` wrote then skips the search it would only repeat
+(`reports.report.compared_designs`). Where a part of the request has no stable identity (an
+input with no digest, a caller's own search or simulator, a migration) there is no digest and
+nothing is skipped.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from costmodel import Weights
+from costmodel.calibration import Calibration
+from costmodel.sim_params import SimParams
+
+# the packages a pick runs (the search, the cost model, the simulator)
+PICK_PACKAGES = ("advisor", "costmodel", "engine_sim")
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of every Python file of the packages a pick runs (about a hundred small files:
+    a few milliseconds, once per process)."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parents[1]
+    for package in PICK_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _calibration_identity(calibration) -> object:
+    if calibration is None:
+        return "reference"
+    if isinstance(calibration, SimParams):
+        return {"params": calibration.to_dict()}
+    if isinstance(calibration, Calibration):
+        return {**calibration.to_dict(), "target": calibration.target}
+    return None
+
+
+def request_digest(*, input_sha256: str, spec_sha256: str, machines: int, partitions_per_machine: int,
+                   weights: Weights, seed: int, calibration, objective: str, replicate: bool,
+                   data_parallel: bool) -> str | None:
+    """The digest of one `recommend` request; None where the input or the calibration has no
+    stable identity."""
+    calibration_id = _calibration_identity(calibration)
+    if not input_sha256 or calibration_id is None:
+        return None
+    request = {"code": code_fingerprint(), "input": input_sha256, "spec": spec_sha256,
+               "cluster": [machines, partitions_per_machine], "weights": [repr(float(x)) for x in (weights.alpha, weights.beta, weights.gamma)],
+               "seed": seed, "calibration": calibration_id, "objective": objective,
+               "replicate": bool(replicate), "data_parallel": bool(data_parallel)}
+    return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def placement_digest(design) -> str:
+    """Where `design` puts every SP and state item, on its cluster, as a digest."""
+    placed = {"workload": design.workload, "cluster": [design.machines, design.partitions_per_machine],
+              "procedures": design.procedures, "state": design.state, "data_parallel": design.data_parallel}
+    return hashlib.sha256(json.dumps(placed, sort_keys=True).encode()).hexdigest()
+
+
+def is_the_pick(design, request: str | None) -> bool:
+    """Whether `design` is, unedited, what a `recommend` answering `request` gives."""
+    made = design.provenance or {}
+    return (request is not None and made.get("request_sha256") == request
+            and made.get("placement_sha256") == placement_digest(design))
