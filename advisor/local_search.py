@@ -12,7 +12,9 @@ Each step evaluates the exact cost of moving every SP to every machine at once (
 matrix of SPs x machines); it takes the best move that is not tabu (moving an SP back to a
 machine it just left), or the best swap of two SPs when that improves and no single move
 does. Runs start from each given design, then restart from the best one seen with a random
-kick (multi-start). Budgets are counted in steps, never in seconds, so the same seed gives
+kick (multi-start). What a step reads of an assignment (every move's total, the
+tie-breaker, the best swap) is kept by assignment: on a small graph the runs come back to the
+same few hundred assignments thousands of times, and a revisit reads it back. Budgets are counted in steps, never in seconds, so the same seed gives
 the same designs on a loaded machine too: the step budget shrinks with the size of the
 move matrix (`STEP_WORK`), which bounds the time as a clock would, deterministically.
 `time_budget_s` (off by default) is an optional cap for interactive use (`timed_out_` says
@@ -45,6 +47,8 @@ TIE_SCALE = 1e-7
 # matrix cells (edges or items, x machines) one search evaluates at most over all its steps:
 # small graphs get `total_steps`, large ones proportionally fewer steps
 STEP_WORK = 100_000_000  # about 3-4 s of numpy work here at most
+# memory for the step views kept by assignment (`_Evaluator.step_view`), per search
+SEEN_BYTES = 16_000_000
 
 
 def step_cells(graph: CostGraph) -> int:
@@ -106,6 +110,8 @@ class _Evaluator:
         self.load_over_rc = self.load[:, None] / self.rc[None, :]  # what a move adds to a machine
         self._moved = None  # `_loads_after_moves` of the current assignment
         self._pairs = None  # every (u, v) with u < v, built at the first swap scan
+        self._seen: dict[bytes, dict] = {}  # `step_view` by assignment
+        self._seen_limit = max(64, SEEN_BYTES // (24 * n * m))
 
     # -- state of one assignment ------------------------------------------------------------
     def reset(self, part: np.ndarray) -> None:
@@ -172,6 +178,26 @@ class _Evaluator:
         return self.w.alpha * s + self.w.beta * p + self.w.gamma * balance
 
     # -- every move at once ---------------------------------------------------------------
+    def step_view(self) -> dict:
+        """What a step reads of the current assignment: "totals" (`move_totals`, staying put
+        excluded: inf), "spread" (`spread_after`) and, once a step has asked, "swap" (the
+        `TabuSearch._best_swap` answer). Kept by assignment: on a small graph the runs come
+        back to the same few hundred assignments thousands of times. (A revisit reads what
+        the first visit computed; the running state's last bits may differ by the path taken,
+        far below the tie-breakers.) Never written to by the caller."""
+        key = self.part.tobytes()
+        seen = self._seen.get(key)
+        if seen is None:
+            if len(self._seen) >= self._seen_limit:
+                self._seen.clear()
+            totals = self.move_totals()
+            totals[self.procs, self.part] = np.inf
+            seen = self._seen[key] = {"totals": totals, "cut_totals": self.cut_totals,
+                                      "spread": self.spread_after()}
+        else:
+            self.cut_totals = seen["cut_totals"]
+        return seen
+
     def move_totals(self) -> np.ndarray:
         """(n, m): the exact total after moving SP v to machine b (column part[v]: now)."""
         n, m, part = self.n, self.m, self.part
@@ -415,19 +441,21 @@ class TabuSearch:
                 self.timed_out_ = True
                 break
             self.steps_ += 1
-            totals = ev.move_totals()
-            totals[ev.procs, ev.part] = np.inf
+            view = ev.step_view()
+            totals = view["totals"]
             allowed = (tabu_until <= step) | (totals < best_total - 1e-12)
             masked = np.where(allowed, totals, np.inf)
             # among moves of (nearly) equal cost, prefer evener loads, then chance: the
             # max - min balance term is flat for most moves and ties would cycle
-            key = masked + TIE_SCALE * (ev.spread_after() + 0.01 * rng.random((n, m)))
+            key = masked + TIE_SCALE * (view["spread"] + 0.01 * rng.random((n, m)))
             flat = int(np.argmin(key))
             v, b = divmod(flat, m)
             move_total = masked[v, b]
             if not move_total < ev.total - 1e-12 and ev.total <= best_total + 1e-12:
                 # at the best local optimum so far: a swap may improve where no move does
-                swapped = self._best_swap(ev, totals)
+                if "swap" not in view:
+                    view["swap"] = self._best_swap(ev)
+                swapped = view["swap"]
                 if swapped is not None:
                     u, w_ = swapped
                     for x in (u, w_):
@@ -449,7 +477,7 @@ class TabuSearch:
                     break
         return best_part, best_total
 
-    def _best_swap(self, ev: _Evaluator, totals: np.ndarray):
+    def _best_swap(self, ev: _Evaluator):
         """The best improving swap of two SPs on different machines, among the pairs whose
         two single moves look best together; None when none improves."""
         n = ev.n
