@@ -11,7 +11,9 @@ Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
 every other partition (with the state only it touches, or with all the state it touches),
-each state item it holds to the partition of an SP that uses it, and the partition trading
+each state item it holds to the partition of an SP that uses it, each SP elsewhere that
+reaches it (state it holds, a stream to or from one of its SPs) onto it (its remote accesses
+and MOVEs load the busiest: taking it in can relieve it), and the partition trading
 places with another partition of its machine (its place in the lock order: tried only where
 the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. Where none is, it tries two of those that came within the tie together, then
@@ -121,6 +123,26 @@ def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.nd
     n_parts = c.machines * c.partitions_per_machine
     for hot in _busiest_partitions(load.partition):
         yield from _moves_off(graph, proc, state, private, touched, hot, n_parts, load.partition)
+        yield from _pulls_onto(graph, proc, state, private, touched, hot)
+
+
+def _pulls_onto(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+                touched: list[np.ndarray], hot: int):
+    """Each SP elsewhere that reaches the busiest partition (state held there, or a stream to or
+    from an SP there) moved onto it, with its private state: its remote accesses and MOVEs load
+    that partition (the participant's and the receiver's work), so taking it in can relieve the
+    partition more than its own work adds (the moves off it never reach that design)."""
+    c = graph.cost
+    on_hot = proc == hot
+    reaching = {int(p) for p, j in zip(c.ps_proc, c.ps_state) if state[j] == hot and not on_hot[p]}
+    for a, b in zip(c.pp_src, c.pp_dst):
+        if on_hot[a] != on_hot[b]:
+            reaching.add(int(b if on_hot[a] else a))
+    for i in sorted(reaching):
+        p2, s2 = proc.copy(), state.copy()
+        p2[i] = hot
+        s2[private[i]] = hot  # its windows and private tables go with it
+        yield f"{graph.proc_names[i]} -> partition {hot} (onto the busiest)", p2, s2
 
 
 def _busiest_partitions(busy: np.ndarray) -> list[int]:

@@ -199,14 +199,17 @@ def test_moves_are_tried_off_the_next_busiest_partition_when_it_is_close():
     proc = np.arange(g.cost.n_proc, dtype=np.int64) % 4
     state = np.zeros(g.cost.n_state, dtype=np.int64)
 
-    def moved_from(busy):
+    def moved(busy, pulls: bool):
+        """The partitions SPs move off (pulls: the partitions they are pulled onto)."""
         load = SimpleNamespace(partition=np.array(busy, dtype=float))
         moves = busiest_partition_moves(g, proc, state, private_state(g), touched_state(g), load)
-        return {int(proc[np.flatnonzero(p2 != proc)[0]]) for _, p2, _ in moves if (p2 != proc).any()}
+        return {int((p2 if pulls else proc)[np.flatnonzero(p2 != proc)[0]]) for label, p2, _ in moves
+                if (p2 != proc).any() and ("onto the busiest" in label) == pulls}
 
-    assert moved_from([1.0, 0.2, 0.3, 0.1]) == {0}
-    assert moved_from([1.0, 0.2, 1.0 - NEAR_BUSIEST / 2, 0.1]) == {0, 2}
-    assert moved_from([1.0, 0.2, 1.0 - 2 * NEAR_BUSIEST, 0.1]) == {0}
+    for pulls in (False, True):
+        assert moved([1.0, 0.2, 0.3, 0.1], pulls) == {0}
+        assert moved([1.0, 0.2, 1.0 - NEAR_BUSIEST / 2, 0.1], pulls) == {0, 2}
+        assert moved([1.0, 0.2, 1.0 - 2 * NEAR_BUSIEST, 0.1], pulls) == {0}
 
 
 def test_the_search_tries_a_partitions_place_in_the_lock_order_within_its_machine():
@@ -254,13 +257,15 @@ def test_the_search_also_climbs_from_the_pools_next_best_designs(monkeypatch):
     """A pool design that the simulator ranks below the pick can climb higher: on a generated
     dataflow (seed 1001, 2 machines x 2 partitions) the pick's own climb gains nothing, while
     the climb from another pool design ends faster, and the search takes it from there (the
-    random starts left out: one of them climbs higher still, which is their own test)."""
+    random starts and the pulls onto the busiest partition left out: with them the pick's own
+    climb gets higher, which is their own test)."""
     import sys
     from pathlib import Path
 
     import advisor.sim_local_search as search
 
     monkeypatch.setattr(search, "RANDOM_STARTS", 0)
+    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
 
@@ -286,12 +291,16 @@ def test_the_search_climbs_from_a_design_far_behind_within_its_budget(monkeypatc
     neither its own climb nor a contender's gains; hash-by-table, which the pick never
     simulated (0.55 of the pick by the estimate), climbs highest. It is climbed from as one
     of the pool's other designs (`more_starts`), within the estimate budget; without the
-    budget it is not."""
+    budget it is not. (The random starts and the pulls onto the busiest partition left out: a
+    random start climbs higher still with them, which is their own test.)"""
     import sys
     from pathlib import Path
 
     import advisor.sim_local_search as search
     from advisor.baselines import BASELINE_FUNCTIONS
+
+    monkeypatch.setattr(search, "RANDOM_STARTS", 0)
+    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -364,8 +373,9 @@ def test_two_moves_within_the_tie_are_tried_together(monkeypatch):
     start = np.array([0, 1, 1, 1, 1, 1, 1, 0, 0]), np.array([1, 0, 0, 1, 1, 1, 1, 0])
     monkeypatch.setattr(search, "TIE_TOLERANCE", 0.05)  # above what SP2 or SP3 alone gains here
     found = improve(g, w, *start, weights, simulator=ENGINE_SIMULATOR)
+    made = {m.replace(" (onto the busiest)", "") for m in found.moves}  # (partition 0 is the busiest)
     assert {"SP2 -> partition 0 and SP3 -> partition 0",
-            "SP3 -> partition 0 and SP2 -> partition 0"} & set(found.moves), found.moves
+            "SP3 -> partition 0 and SP2 -> partition 0"} & made, found.moves
     assert found.end_tps > 1.15 * found.start_tps
     monkeypatch.setattr(search, "_joined", lambda *a: None)
     alone = improve(g, w, *start, weights, simulator=ENGINE_SIMULATOR)
@@ -493,7 +503,8 @@ def test_a_transaction_shares_an_earlier_partition_across_words_of_partitions():
 def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkeypatch):
     """generated-1048: the pick on 2 machines (6,471 tuples/s here) runs on 4 as well, the
     other two idle, but no pool design on 4 machines climbs to it (6,170 without random
-    starts); a climb from one of the seeded random designs does. The random designs are
+    starts) by the moves off the busiest partition; a climb from one of the seeded random
+    designs does (pulling an SP onto the busiest gets there too: left out here). The random designs are
     reproducible and well formed (windows with their owners, state where the rule puts it)."""
     import sys
     from pathlib import Path
@@ -504,6 +515,7 @@ def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkey
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
 
+    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))  # (they reach it too)
     w = generated_workload(1048)
     on_two = recommend(w, machines=2, seed=0, baselines=False).prediction
     on_four = recommend(w, machines=4, seed=0, baselines=False)
@@ -519,6 +531,43 @@ def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkey
     monkeypatch.setattr(search, "RANDOM_STARTS", 0)
     without = recommend(w, machines=4, seed=0, baselines=False).prediction
     assert without < 0.98 * on_two  # what the random starts are for
+
+
+def test_an_sp_that_reaches_the_busiest_partition_is_pulled_onto_it(monkeypatch):
+    """generated-1042 on 4 machines x 2: the busiest partition holds tables SP2 reaches from the
+    next partition, and its remote accesses load the busiest more than SP2's own work would.
+    Only moving SP2 onto the busiest finds the design the search on 2 machines found (it runs
+    on 4 too); the moves off the busiest never get there."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+    from advisor.sim_local_search import busiest_partition_moves, private_state, touched_state
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1042)
+    on_two = recommend(w, machines=2, seed=0, baselines=False).prediction
+    on_four = recommend(w, machines=4, seed=0, baselines=False)
+    assert on_four.prediction >= 0.98 * on_two
+    g = on_four.graph
+    proc, state = on_four.design.arrays(g)
+    est = BusyEstimate.of(g, on_four.workload.with_cluster(4, 2), Calibration.reference().params)
+    here = est.estimate(proc, state)
+    hot = search._busiest_partitions(here.partition)  # the busiest, and the next if close
+    pulls = [(label, p2) for label, p2, _ in busiest_partition_moves(g, proc, state, private_state(g),
+                                                                        touched_state(g), here)
+             if "onto the busiest" in label]
+    assert pulls
+    for label, p2 in pulls:  # each takes one SP from elsewhere onto a busiest partition
+        moved = np.flatnonzero(p2 != proc)
+        assert moved.size == 1 and p2[moved[0]] in hot and proc[moved[0]] != p2[moved[0]], label
+    real = search._pulls_onto
+    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
+    without = recommend(w, machines=4, seed=0, baselines=False).prediction
+    assert without < 0.98 * on_two  # what the pulls are for
+    monkeypatch.setattr(search, "_pulls_onto", real)
 
 
 def test_the_simulated_search_keeps_within_the_machines_memory(monkeypatch):
