@@ -71,6 +71,7 @@ class Suggestions:
     bottleneck: Bottleneck
     items: list[Suggestion] = field(default_factory=list)
     not_helping: list[Suggestion] = field(default_factory=list)
+    tried: int = 0  # changes tried (every copy count of a split counted), 0: as many as listed
 
     def __iter__(self):
         return iter(self.items)
@@ -91,7 +92,8 @@ class Suggestions:
             return ""
         if self.not_helping:
             top = self.not_helping[0]
-            return (f"No change is predicted to help: {len(self.not_helping)} tried, the best "
+            tried = max(self.tried, len(self.not_helping))
+            return (f"No change is predicted to help: {tried} tried, the best "
                     f"({top.text}) is predicted at {top.gain:+.0%}.")
         return ("No change to try: no SP has a key to split on, no read-mostly table is accessed "
                 "across machines, and no cut stream joins a mergeable pair.")
@@ -213,7 +215,7 @@ class SuggestionsStart:
     def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6) -> Suggestions:
         """The changes with what `try_change` gave for each (in `changes` order), best first;
         those predicted no faster kept apart."""
-        result = Suggestions(self.bottleneck)
+        result = Suggestions(self.bottleneck, tried=len(tried))
         for change, (new_design, tps) in zip(self.changes, tried):
             result.items.append(Suggestion(change.kind, change.target, change.text, change.reason, change.workload,
                                            new_design, change.replicated, self.cost_before, new_design.cost.total,

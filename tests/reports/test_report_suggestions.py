@@ -7,6 +7,7 @@ import copy
 import pytest
 
 from advisor.api import recommend
+from advisor.sources import load_workload
 from costmodel.errors import UserError
 from costmodel.graph import WorkloadGraph
 from costmodel.spec_reader import parse_workload
@@ -150,3 +151,16 @@ def test_a_change_predicted_slower_than_the_start_is_not_suggested(tpcdi):
         assert result.best is None
         assert result.note.startswith("No change is predicted to help")
         assert result.not_helping[0].text in result.note
+
+
+def test_the_note_counts_every_copy_count_tried():
+    """linear-road on 2 machines: PositionReport is split into 2, 3 and 4 copies, each its own
+    recommend; only the best copy count is listed, but the note says three were tried."""
+    w = load_workload("linear-road").with_cluster(machines=2)
+    design = recommend(w, baselines=False).design
+    result = suggest(w, design)
+    splits = [s for s in result.items + result.not_helping if s.kind == "split"]
+    assert len(splits) == 1  # the best copy count only
+    assert result.tried == 3
+    if not result.items:
+        assert result.note.startswith("No change is predicted to help: 3 tried")
