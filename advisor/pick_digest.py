@@ -31,10 +31,12 @@ def code_fingerprint() -> str:
     a few milliseconds, once per process)."""
     digest = hashlib.sha256()
     root = Path(__file__).resolve().parents[1]
+    read = 0
     for package in PICK_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+            read += 1
+    return digest.hexdigest() if read else ""  # no sources to read (a frozen install): no identity
 
 
 def _calibration_identity(calibration) -> object:
@@ -53,9 +55,10 @@ def request_digest(*, input_sha256: str, spec_sha256: str, machines: int, partit
     """The digest of one `recommend` request; None where the input or the calibration has no
     stable identity."""
     calibration_id = _calibration_identity(calibration)
-    if not input_sha256 or calibration_id is None:
+    code = code_fingerprint()
+    if not input_sha256 or calibration_id is None or not code:
         return None
-    request = {"code": code_fingerprint(), "input": input_sha256, "spec": spec_sha256,
+    request = {"code": code, "input": input_sha256, "spec": spec_sha256,
                "cluster": [machines, partitions_per_machine], "weights": [repr(float(x)) for x in (weights.alpha, weights.beta, weights.gamma)],
                "seed": seed, "calibration": calibration_id, "objective": objective,
                "replicate": bool(replicate), "data_parallel": bool(data_parallel)}

@@ -61,7 +61,8 @@ def test_the_digest_is_the_same_for_the_same_request_and_differs_with_any_part_o
         assert c["request_sha256"] != a["request_sha256"], other
 
 
-@pytest.mark.parametrize("change", ["edited placement", "other weights", "other seed", "other code", "no digest"])
+@pytest.mark.parametrize("change", ["edited placement", "other weights", "other seed", "other code", "no digest",
+                                    "no sources to read"])
 def test_anything_but_the_same_request_searches_again(written, change, monkeypatch):
     design, graph, workload = report_subject(written, "tpcdi-trade")
     seed = 0
@@ -75,6 +76,8 @@ def test_anything_but_the_same_request_searches_again(written, change, monkeypat
         seed = 1
     elif change == "other code":
         monkeypatch.setattr(pick_digest, "code_fingerprint", lambda: "0" * 64)
+    elif change == "no sources to read":  # a frozen install: the code has no identity
+        monkeypatch.setattr(pick_digest, "code_fingerprint", lambda: "")
     else:  # a file from before the digest existed
         made = {k: v for k, v in design.provenance.items() if k != "request_sha256"}
         design = replace(design, provenance=made)
