@@ -18,7 +18,7 @@ from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
 from costmodel.graph import WorkloadGraph
-from advisor.pick_digest import placement_digest, request_digest
+from advisor.pick_digest import pick_request, placement_digest
 from advisor.profile import workload_profile
 from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate, scored_candidate,
                                     search_candidates)
@@ -269,11 +269,8 @@ def recommend(source: Source, machines: int | None = None,
                                         "picked": plan.chosen.label,
                                         "megabytes_moved": round(plan.chosen.megabytes, 6),
                                         "max_move_mb": max_move_mb, "judged_by": plan.judged_by}})
-    request = None if (own_search or own_simulator or current is not None) else request_digest(
-        input_sha256=graph.source_sha256, spec_sha256=getattr(spec, "sha256", "") or "",
-        machines=graph.cost.machines, partitions_per_machine=graph.cost.partitions_per_machine,
-        weights=weights, seed=seed, calibration=calibration, objective=objective, replicate=replicate,
-        data_parallel=data_parallel)
+    request = None if (own_search or own_simulator or current is not None) else pick_request(
+        graph, spec, weights, seed, calibration, objective, replicate, data_parallel)
     if request is not None:  # a later report of this design need not search again (`advisor.pick_digest`)
         out.design = replace(out.design, provenance={**out.design.provenance, "request_sha256": request,
                                                      "placement_sha256": placement_digest(out.design)})

@@ -14,7 +14,8 @@ machine it just left), or the best swap of two SPs when that improves and no sin
 does. Runs start from each given design, then restart from the best one seen with a random
 kick (multi-start). What a step reads of an assignment (every move's total, the
 tie-breaker, the best swap) is kept by assignment: on a small graph the runs come back to the
-same few hundred assignments thousands of times, and a revisit reads it back. Budgets are counted in steps, never in seconds, so the same seed gives
+same few hundred assignments thousands of times, and a revisit reads it back. Budgets are
+counted in steps, never in seconds, so the same seed gives
 the same designs on a loaded machine too: the step budget shrinks with the size of the
 move matrix (`STEP_WORK`), which bounds the time as a clock would, deterministically.
 `time_budget_s` (off by default) is an optional cap for interactive use (`timed_out_` says

@@ -17,6 +17,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from advisor.priced_weights import as_calibration
 from costmodel import Weights
 from costmodel.calibration import Calibration
 from costmodel.sim_params import SimParams
@@ -63,6 +64,18 @@ def request_digest(*, input_sha256: str, spec_sha256: str, machines: int, partit
                "seed": seed, "calibration": calibration_id, "objective": objective,
                "replicate": bool(replicate), "data_parallel": bool(data_parallel)}
     return hashlib.sha256(json.dumps(request, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def pick_request(graph, spec, weights: Weights, seed: int, calibration=None, objective: str = "throughput",
+                 replicate: bool = False, data_parallel: bool = False) -> str | None:
+    """`request_digest` of `recommend` on `graph` (on its cluster) with `spec` to simulate: the
+    one place both `recommend` and a report that would repeat it name the request."""
+    if calibration is not None and not isinstance(calibration, (SimParams, Calibration)):
+        calibration = as_calibration(calibration)  # a path, read as `recommend` reads it
+    return request_digest(input_sha256=graph.source_sha256, spec_sha256=getattr(spec, "sha256", "") or "",
+                          machines=graph.cost.machines, partitions_per_machine=graph.cost.partitions_per_machine,
+                          weights=weights, seed=seed, calibration=calibration, objective=objective,
+                          replicate=replicate, data_parallel=data_parallel)
 
 
 def placement_digest(design) -> str:

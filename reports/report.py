@@ -120,9 +120,9 @@ def compared_designs(design: Design, graph, workload, seed: int = 0, calibration
     from advisor import __version__
     from advisor.api import recommend
     from advisor.baselines import BASELINES, baseline_design
-    from advisor.pick_digest import is_the_pick
+    from advisor.pick_digest import is_the_pick, pick_request
 
-    if workload is not None and is_the_pick(design, _pick_request(graph, workload, design, seed, calibration)):
+    if workload is not None and is_the_pick(design, pick_request(graph, workload, design.weights, seed, calibration)):
         # the file is, unedited, what this search gives: only the baselines are new
         provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
         placed = {name: baseline_design(name, graph, design.weights, seed, provenance) for name in BASELINES}
@@ -133,20 +133,6 @@ def compared_designs(design: Design, graph, workload, seed: int = 0, calibration
         compared[CURRENT_SEARCH] = current.design
     compared.update(current.baselines)
     return compared
-
-
-def _pick_request(graph, workload, design: Design, seed: int, calibration) -> str | None:
-    """The digest of the request `compared_designs` would search with (`advisor.pick_digest`)."""
-    from advisor.pick_digest import request_digest
-    from advisor.priced_weights import as_calibration
-    from costmodel.sim_params import SimParams
-
-    if calibration is not None and not isinstance(calibration, SimParams):
-        calibration = as_calibration(calibration)
-    return request_digest(input_sha256=graph.source_sha256, spec_sha256=getattr(workload, "sha256", "") or "",
-                          machines=design.machines, partitions_per_machine=design.partitions_per_machine,
-                          weights=design.weights, seed=seed, calibration=calibration, objective="throughput",
-                          replicate=False, data_parallel=False)
 
 
 def report_design(design: Design | str | Path, source, *, workload=None, seed: int = 0,
