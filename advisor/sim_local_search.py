@@ -228,9 +228,25 @@ def _lock_order_swaps(proc: np.ndarray, state: np.ndarray, hot: int, per_machine
     for q in range(first, first + per_machine):
         if q == hot:
             continue
-        p2 = np.where(proc == hot, q, np.where(proc == q, hot, proc))
-        s2 = np.where(state == hot, q, np.where(state == q, hot, state))
-        yield f"partitions {hot} and {q} trade places", p2, s2
+        yield f"partitions {hot} and {q} trade places", *_traded(proc, state, hot, q)
+
+
+def _traded(proc: np.ndarray, state: np.ndarray, x: int, y: int) -> tuple[np.ndarray, np.ndarray]:
+    """(proc, state) with partitions x and y trading places (all each holds goes to the other)."""
+    return (np.where(proc == x, y, np.where(proc == y, x, proc)),
+            np.where(state == x, y, np.where(state == y, x, state)))
+
+
+def _trade_of(proc: np.ndarray, state: np.ndarray, p2: np.ndarray, s2: np.ndarray) -> tuple[int, int] | None:
+    """The two partitions whose trading places turns (proc, state) into (p2, s2), if that is
+    what the move does."""
+    changed = np.concatenate([proc[p2 != proc], state[s2 != state]])
+    values = np.unique(changed)
+    if values.size != 2:
+        return None
+    x, y = int(values[0]), int(values[1])
+    p3, s3 = _traded(proc, state, x, y)
+    return (x, y) if np.array_equal(p3, p2) and np.array_equal(s3, s2) else None
 
 
 def emptying_moves(proc: np.ndarray, state: np.ndarray, load):
@@ -463,8 +479,14 @@ def _joined(proc: np.ndarray, state: np.ndarray, first: tuple, second: tuple) ->
     they place one SP or state item in two places.
 
     Why: two moves that each gain less than the tie tolerance can gain more together (two SPs
-    that share a table, moved one at a time, each leave the other remote)."""
+    that share a table, moved one at a time, each leave the other remote). Where one of them
+    is two partitions trading places, the other move is made first and the two then trade
+    (an SP sent to a partition goes where that partition's contents go)."""
     (_t1, label1, p1, s1), (_t2, label2, p2, s2) = first, second
+    for trade, other in ((first, second), (second, first)):
+        pair = _trade_of(proc, state, trade[2], trade[3])
+        if pair is not None and _trade_of(proc, state, other[2], other[3]) is None:
+            return (0.0, f"{label1} and {label2}", *_traded(other[2], other[3], *pair))
     moved_p1, moved_p2 = p1 != proc, p2 != proc
     moved_s1, moved_s2 = s1 != state, s2 != state
     both_p, both_s = moved_p1 & moved_p2, moved_s1 & moved_s2

@@ -382,6 +382,41 @@ def test_two_moves_within_the_tie_are_tried_together(monkeypatch):
     assert not alone.moves and alone.end_tps == found.start_tps
 
 
+def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
+    """generated-1088 on 4 machines x 2, from what its statistics path picked: SP4 joining
+    partition 1's SPs gains 1 %, partitions 0 and 1 trading places loses a little, both gain
+    3 %. Joined as placements the trade would move SP4 back among the SPs it left; made one
+    after the other (the move, then the trade) they give that design, and the search keeps it."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+    from advisor.sim_local_search import _joined, _trade_of, _traded
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    proc, state = np.array([0, 0, 1, 0, 0, 1, 1, 0]), np.array([1, 0, 0, 0])  # SP0..SP7, T0..T3
+    traded = _traded(proc, state, 0, 1)
+    moved = proc.copy()
+    moved[4] = 1
+    assert _trade_of(proc, state, *traded) == (0, 1) and _trade_of(proc, state, moved, state) is None
+    for first, second in (((0.0, "trade", *traded), (0.0, "move", moved, state)),
+                          ((0.0, "move", moved, state), (0.0, "trade", *traded))):
+        _, _, p2, s2 = _joined(proc, state, first, second)
+        assert p2.tolist() == [1, 1, 0, 1, 0, 0, 0, 1] and s2.tolist() == [0, 1, 1, 1]  # SP4 with SP2, SP5, SP6
+
+    w = generated_workload(1088).with_cluster(4, 2)
+    g = WorkloadGraph.from_workload(w)
+    weights = Weights(0.3, 0.1, 0.6)
+    found = improve(g, w, proc, state, weights, simulator=ENGINE_SIMULATOR)
+    assert any("trade places and" in m or "and partitions" in m for m in found.moves), found.moves
+    assert found.end_tps > 1.02 * found.start_tps
+    monkeypatch.setattr(search, "_trade_of", lambda *args: None)  # joined as placements only
+    alone = improve(g, w, proc, state, weights, simulator=ENGINE_SIMULATOR)
+    assert alone.end_tps < found.end_tps
+
+
 def test_joined_moves_refuse_two_places_for_one_item():
     from advisor.sim_local_search import _joined
 
