@@ -68,7 +68,11 @@ def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> N
     frames = [raw, seal(new_secret(), raw)]
     done: set = set()
     while not stop.is_set():
-        for path in sock_dir.glob("engs-*/*.sock"):
+        try:
+            paths = list(sock_dir.glob("engs-*/*.sock"))
+        except FileNotFoundError:  # a run's directory went away mid-scan: look again
+            paths = []
+        for path in paths:
             if path in done:
                 continue
             for frame in frames:
