@@ -123,11 +123,11 @@ def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.nd
     n_parts = c.machines * c.partitions_per_machine
     for hot in _busiest_partitions(load.partition):
         yield from _moves_off(graph, proc, state, private, touched, hot, n_parts, load.partition)
-        yield from _pulls_onto(graph, proc, state, private, touched, hot)
+        yield from _pulls_onto(graph, proc, state, private, hot)
 
 
 def _pulls_onto(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
-                touched: list[np.ndarray], hot: int):
+                hot: int):
     """Each SP elsewhere that reaches the busiest partition (state held there, or a stream to or
     from an SP there) moved onto it, with its private state: its remote accesses and MOVEs load
     that partition (the participant's and the receiver's work), so taking it in can relieve the
