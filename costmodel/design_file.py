@@ -93,6 +93,8 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
     for key in ("workload", "method"):
         if not isinstance(data.get(key, ""), str):
             raise fail(f"{key} must be a name, got {data[key]!r}")
+    if not isinstance(data.get("provenance") or {}, dict):
+        raise fail(f"provenance must be an object, got {data['provenance']!r}")
     return dict(
         workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
         procedures={k: partition_of("procedures", k, v) for k, v in procs.items()},

@@ -37,6 +37,8 @@ def test_design_json_round_trips_and_names_machines(tmp_path):
     (lambda d: d["cluster"].update(machines=0), "cluster.machines must be an integer >= 1"),
     (lambda d: d["procedures"].update(SecurityLookup={"replicated": True}), "cannot be replicated"),
     (lambda d: d["weights"].update(alpha=-2), "weights:"),
+    (lambda d: d.update(provenance=[1]), "provenance must be an object"),
+    (lambda d: d.update(provenance="x"), "provenance must be an object"),
 ])
 def test_bad_design_files_are_refused_with_one_line(tmp_path, mutate, problem):
     data = recommend("tpcdi-trade", baselines=False).design.to_dict()
