@@ -38,6 +38,7 @@ from costmodel import Weights
 from costmodel.sim_params import SimParams
 
 FORMAT = "advisor.calibration/1"
+MAX_PRICE_S = 1e6  # seconds a price may say (a transaction, a MOVE): far beyond any machine's
 
 
 class CalibrationError(UserError):
@@ -161,9 +162,12 @@ class Calibration:
             simulator = {**simulator, "crowding": "mean"}
         try:
             params = SimParams.from_dict(simulator)
-            weights = Weights.from_dict(data.get("weights") or {})
         except (TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: {exc}") from None
+        try:
+            weights = Weights.from_dict({} if data.get("weights") is None else data["weights"])
+        except (TypeError, ValueError) as exc:
+            raise CalibrationError(f"{source}: weights: {exc}") from None
         for key in ("machine", "measurements", "prices", "fit"):
             if not isinstance(data.get(key, {}), dict):
                 raise CalibrationError(f"{source}: {key} must be an object")
@@ -173,6 +177,9 @@ class Calibration:
             for name, v in (data.get(key) or {}).items():
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                     raise CalibrationError(f"{source}: {key}.{name} must be a finite number >= 0, got {v!r}")
+                if key == "prices" and v > MAX_PRICE_S:  # priced by the batch, they would overflow
+                    raise CalibrationError(f"{source}: prices.{name} must be at most {MAX_PRICE_S:g} "
+                                           f"seconds, got {v:g}")
         cpus = (data.get("machine") or {}).get("cpus")
         if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int) or cpus < 1):
             raise CalibrationError(f"{source}: machine.cpus must be an integer >= 1, got {cpus!r}")

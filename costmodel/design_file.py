@@ -81,7 +81,7 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
     if not isinstance(procs, dict) or not isinstance(state, dict):
         raise fail("\"procedures\" and \"state\" must be objects")
     try:
-        weights = Weights.from_dict(data.get("weights") or {})
+        weights = Weights.from_dict({} if data.get("weights") is None else data["weights"])
     except (TypeError, ValueError) as exc:
         raise fail(f"weights: {exc}") from None
     dp = data.get("data_parallel") or {}
@@ -129,6 +129,12 @@ def _cost(cost, weights: Weights, fail) -> CostBreakdown | None:
         if key in _COST_NUMBERS and (isinstance(v, bool) or not isinstance(v, (int, float))
                                      or not math.isfinite(v)):
             raise fail(f"cost.{key} must be a finite number, got {v!r}")
+    over = (cost or {}).get("memory_overflow_mb", [])
+    if not isinstance(over, list) or not all(
+            not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in over):
+        raise fail(f"cost.memory_overflow_mb must be a list of megabytes >= 0 per machine, got {over!r}")
+    if not isinstance((cost or {}).get("feasible", True), bool):
+        raise fail(f"cost.feasible must be true or false, got {cost['feasible']!r}")
     if not isinstance(cost, dict) or not all(
             k in cost for k in ("state_colocation", "processing_colocation", "load_balance", "total")):
         return None

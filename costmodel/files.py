@@ -69,14 +69,34 @@ def writing(path: str | Path) -> Iterator[None]:
         raise cannot_write(path, exc) from None
 
 
+def file_target(path: str | Path) -> Path:
+    """Where a file written to `path` lands: `path`, or the file a symbolic link there points
+    to; one UserError line where something other than a regular file is in the way.
+
+    Why: a write renames a new file into place, so a device (/dev/null for a user who wants no
+    output), a pipe or a socket named as the output would be replaced by a plain file (as
+    root, /dev/null itself), and a link by a file that no longer points where the user meant.
+    Also for a long command to call before its work, so a bad `--out` costs nothing."""
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if target.is_dir():
+        raise UserError(f"{path}: is a directory; name a file to write")
+    if target.exists() and not target.is_file():
+        raise UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
+                        f"not replaced; name a file to write")
+    return target
+
+
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> Path:
     """Write `data` to `path` through a temporary file beside it, then rename.
 
     `fsync` forces the data (and then the directory entry) to disk before returning; the
     engine turns it off where its runs model no disk. A path that cannot be written (no
     permission, a directory in the way, a full disk) is one UserError line, and the temporary
-    file is removed."""
-    path = Path(path)
+    file is removed. A symbolic link is written through (its target is replaced, the link
+    stays); a target that is there but is no regular file (a device such as /dev/null, a pipe,
+    a socket, a directory) is refused, never renamed over."""
+    path = file_target(path)
     tmp: Path | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +143,8 @@ def read_user_json(path: str | Path, error: type[Exception] = UserError):
         return json.loads(read_user_text(path, error))
     except json.JSONDecodeError as exc:
         raise error(f"{path}: not valid JSON: {exc}") from None
+    except RecursionError:  # arrays or objects nested thousands deep: no format of ours is
+        raise error(f"{path}: JSON nested too deeply to read") from None
 
 
 # -- directories -------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tupl
              "local_msg_cpu_s", "ser_byte_s", "client_s", "client_txn_s",
              "client_row_s", "window_insert_s", "window_slide_s", "window_expire_s",
              "window_read_s")
+COUNTS = ("central_machine", "host_cores")  # a machine's index, a number of cores: whole numbers
 CROWDING = ("occupancy", "mean")
 WINDOW_COSTS = ("window_insert_s", "window_slide_s", "window_expire_s", "window_read_s")
 
@@ -100,6 +101,8 @@ class SimParams:
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise ValueError(f"simulator parameter {f.name} must be a finite number >= 0, got {v!r}")
+            if f.name in COUNTS and not isinstance(v, int):
+                raise ValueError(f"simulator parameter {f.name} must be a whole number, got {v!r}")
         if self.bandwidth_Bps <= 0:
             raise ValueError("simulator parameter bandwidth_Bps must be > 0")
 

@@ -14,13 +14,17 @@ from typing import Any
 
 from costmodel.files import read_user_text
 from costmodel.errors import SpecError
-from costmodel.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream, Table,
-                              Window, Workload, dataflow_cycle)
+from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream,
+                              Table, Window, Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
 # a procedure's cost per batch, in units of cost_unit_us: 1,000,000 units is 100 s of work a
 # batch at the default unit, past anything the engine or the simulator can run in its bound
 MAX_PROCEDURE_COST = 1_000_000
+# tuples in a batch, rows an access touches and tuples a stream carries per batch: far past
+# anything the engine runs in its bound, low enough that every product stays a finite number
+MAX_BATCH_SIZE = 1_000_000
+MAX_PER_BATCH = 10**9
 
 
 class _Reader:
@@ -91,6 +95,8 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:  # arrays nested thousands deep: no spec has them
+        raise SpecError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
     r.unknown(doc, {"name", "description", "input", "cluster", "tables", "procedures",
                     "streams", "nested", "windows"}, "top level")
     name = r.string(doc, "name", "top level")
@@ -104,7 +110,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise r.fail("[input]", "fields must be an array of strings")
     input_spec = InputSpec(
-        batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True),
+        batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True, at_most=MAX_BATCH_SIZE),
         rate=r.number(inp, "rate", "[input]", None, positive=True),
         fields=tuple(fields),
         cost_unit_us=float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US,
@@ -144,6 +150,11 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     _check_window_owners(r, windows, procedures, input_spec)
     streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
     _check_acyclic(r, streams)
+    oltp = {p.name for p in procedures if p.oltp}
+    for i, s in enumerate(streams):
+        if s.target in oltp:  # it would wait for batches no client sends it (the engine stalls)
+            raise r.fail(f"streams[{i}]", f"{s.target!r} is an OLTP procedure (oltp = true): its "
+                                          f"clients invoke it, so no stream can feed it")
     nested = []
     for i, n in enumerate(r.array(doc, "nested", "top level")):
         entry = f"nested[{i}]"
@@ -214,7 +225,7 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
             if not (0 <= theta < 10):
                 raise r.fail(aentry, f"zipf theta must be in [0, 10), got {theta}")
         accesses.append(Access(
-            table=table, mode=mode, rows=r.number(a, "rows", aentry, positive=True), keys=keys,
+            table=table, mode=mode, rows=r.number(a, "rows", aentry, positive=True, at_most=MAX_PER_BATCH), keys=keys,
             probability=r.number(a, "probability", aentry, 1.0, at_most=1.0),
         ))
     partition_key = r.string(data, "partition_key", entry, None)
@@ -289,8 +300,8 @@ def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:
             raise r.fail(entry, f"unknown procedure {end!r}")
     if source == target:
         raise r.fail(entry, "a stream cannot connect a procedure to itself")
-    return Stream(source, target, r.number(data, "tuples", entry, positive=True),
-                  r.number(data, "tuple_bytes", entry, 64, integer=True, positive=True))
+    return Stream(source, target, r.number(data, "tuples", entry, positive=True, at_most=MAX_PER_BATCH),
+                  r.number(data, "tuple_bytes", entry, 64, integer=True, positive=True, at_most=MAX_ROW_BYTES))
 
 
 def _unique(r: _Reader, names: list[str], what: str) -> None:

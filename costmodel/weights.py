@@ -33,7 +33,15 @@ class Weights:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Weights":
-        return cls(**{k: data[k] for k in ("alpha", "beta", "gamma") if k in data})
+        """From a file's `weights` object; a missing weight takes its default. Anything but an
+        object of alpha, beta and gamma is refused (ValueError): a list, or a misspelt key,
+        would otherwise be the default weights without a word."""
+        if not isinstance(data, dict):
+            raise ValueError(f"must be an object of alpha, beta and gamma, got {data!r}")
+        unknown = sorted(set(data) - {"alpha", "beta", "gamma"})
+        if unknown:
+            raise ValueError(f"unknown weight {unknown[0]!r} (the weights are alpha, beta and gamma)")
+        return cls(**data)
 
 
 # gamma > alpha > beta, the dissertation's typical ranking (section 6.3.4): an idle machine

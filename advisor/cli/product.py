@@ -38,10 +38,12 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
+    from costmodel.files import file_target
     from reports.predict import PredictOptions
     from reports.report import ReportOptions, report_design, write_report
     from reports.validation_view import read_validation
 
+    file_target(out)  # a directory or a device as --out: said now, not after the report's work
     source = workload_for(design, workload)
     d = Design.load(design)
     result = read_validation(validation) if validation is not None else None

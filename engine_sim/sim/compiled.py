@@ -36,6 +36,7 @@ MIN_BATCHES = 10  # the fewest batches a run simulates (fewer say nothing of a s
 # the most: every batch's service times are drawn up front, a few arrays of this length per SP
 # (a billion batches asked for 745 GiB; a steady state shows within a few thousand)
 MAX_BATCHES = 1_000_000
+MAX_PARTITIONS = 16_384  # a cluster's partitions: a million took minutes only to set up
 MOVES = ("rpc", "txn")
 
 
@@ -171,6 +172,9 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     if batches > MAX_BATCHES:
         raise SimError(f"batches must be at most {MAX_BATCHES:,} for the simulator (it draws every batch's "
                        f"service times up front), got {batches:,}")
+    if design.n_partitions > MAX_PARTITIONS:
+        raise SimError(f"the simulator models at most {MAX_PARTITIONS:,} partitions (it builds every "
+                       f"partition's state, used or not), got {design.n_partitions:,}")
     try:  # a design of fragments or hot tuples is judged against the spec split the same way
         routes = lane_routes(workload, design)
         workload = workload_at(workload, design.state)

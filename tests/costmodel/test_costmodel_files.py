@@ -74,9 +74,28 @@ def test_without_fsync_nothing_is_forced_to_disk(tmp_path, monkeypatch):
 
 def test_a_directory_in_the_way_is_one_line(tmp_path):
     (tmp_path / "d").mkdir()
-    with pytest.raises(UserError, match=r"d: cannot write: ") as info:
+    with pytest.raises(UserError, match=r"d: is a directory; name a file to write") as info:
         atomic_write_text(tmp_path / "d", "x")
     assert "\n" not in str(info.value) and os.listdir(tmp_path) == ["d"]
+
+
+def test_a_pipe_in_the_way_is_refused_not_replaced(tmp_path):
+    # a device (/dev/null), a pipe or a socket named as the output: renaming over it would
+    # leave a plain file there (as root, /dev/null itself)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UserError, match=r"pipe: exists and is not a regular file .* not replaced") as info:
+        atomic_write_text(fifo, "x")
+    assert "\n" not in str(info.value)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
+
+
+def test_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("real.json")
+    atomic_write_text(tmp_path / "link.json", "new")
+    assert (tmp_path / "link.json").is_symlink() and (tmp_path / "real.json").read_text() == "new"
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "real.json"]
 
 
 def test_reading_a_user_file_says_what_is_wrong(tmp_path):

@@ -1,0 +1,115 @@
+"""Inputs a fuzzing pass found reaching an internal error, a hang or a silent default, each
+now refused in one line: values past what any run can take, types the readers took for
+their defaults, and output paths a write would have destroyed."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from advisor.cli import run_app
+from costmodel.calibration import Calibration
+from costmodel.design import Design
+from costmodel.errors import UserError
+from costmodel.spec_reader import parse_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+TPCDI = (ROOT / "costmodel" / "workloads" / "tpcdi-trade.toml").read_text()
+
+
+def _one_line(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text.strip()
+    return text
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    ("batch_size = 10", "batch_size = 1000001", "batch_size must be <= 1000000"),
+    ('rows = 10, keys = "input:security_id"', 'rows = 1e300, keys = "input:security_id"',
+     "rows must be <= 1000000000"),
+    ("tuples = 10\ntuple_bytes = 96", "tuples = 1e300\ntuple_bytes = 96", "tuples must be <= 1000000000"),
+    ("tuples = 10\ntuple_bytes = 96", "tuples = 10\ntuple_bytes = 10000000000", "tuple_bytes must be <="),
+    # a procedure its clients invoke cannot wait for a stream's batches (the engine stalled)
+    ('name = "SecurityLookup"\ncost = 2.0', 'name = "SecurityLookup"\ncost = 2.0\noltp = true',
+     "'SecurityLookup' is an OLTP procedure"),
+])
+def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
+    assert old in TPCDI
+    with pytest.raises(UserError) as exc:
+        parse_workload(TPCDI.replace(old, new, 1), "t.toml")
+    assert problem in _one_line(exc)
+
+
+def test_the_bounds_leave_the_bundled_values_alone():
+    assert parse_workload(TPCDI, "t.toml").input.batch_size == 10
+
+
+def test_files_nested_thousands_deep_are_refused_not_a_recursion_error(tmp_path):
+    with pytest.raises(UserError) as exc:
+        parse_workload("name = \"x\"\nfoo = " + "[" * 5000 + "]" * 5000, "deep.toml")
+    assert "nested too deeply" in _one_line(exc)
+    (tmp_path / "d.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(UserError) as exc:
+        Design.load(tmp_path / "d.json")
+    assert "nested too deeply" in _one_line(exc)
+
+
+def _design() -> dict:
+    return json.loads(Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": None}).to_json())
+
+
+@pytest.mark.parametrize("change, problem", [
+    ({"weights": [0.1, 0.2, 0.3]}, "weights: must be an object of alpha, beta and gamma"),
+    ({"weights": {"alpha": 1, "delta": 3}}, "unknown weight 'delta'"),
+    ({"cost": {"memory_overflow_mb": 5}}, "cost.memory_overflow_mb must be a list"),
+    ({"cost": {"memory_overflow_mb": ["a"]}}, "cost.memory_overflow_mb must be a list"),
+    ({"cost": {"feasible": "maybe"}}, "cost.feasible must be true or false"),
+])
+def test_a_design_field_of_the_wrong_shape_is_refused_not_defaulted(change, problem):
+    data = _design()
+    for key, value in change.items():
+        data[key] = {**data[key], **value} if key == "cost" and isinstance(data.get(key), dict) else value
+    with pytest.raises(UserError) as exc:
+        Design.from_dict(data, "d.json")
+    assert problem in _one_line(exc)
+
+
+def test_a_design_without_weights_still_takes_the_defaults():
+    data = _design()
+    del data["weights"]
+    assert not Design.from_dict(data, "d.json").weights_stated
+
+
+CALIBRATION = json.loads((ROOT / "bench" / "calibration.json").read_text())
+
+
+@pytest.mark.parametrize("change, problem", [
+    (("simulator", "central_machine", 0.5), "central_machine must be a whole number"),
+    (("simulator", "host_cores", 2.5), "host_cores must be a whole number"),
+    (("prices", "distributed_txn_s", 1e308), "prices.distributed_txn_s must be at most 1e+06 seconds"),
+    ((None, "weights", [1, 2, 3]), "weights: must be an object"),
+])
+def test_a_calibration_value_no_run_can_use_is_refused(change, problem, tmp_path):
+    section, key, value = change
+    data = json.loads(json.dumps(CALIBRATION))
+    (data if section is None else data.setdefault(section, {}))[key] = value
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(UserError) as exc:
+        Calibration.load(path)
+    assert problem in _one_line(exc)
+
+
+def test_a_report_into_a_directory_or_a_pipe_fails_before_its_work(tmp_path, capsys):
+    design = tmp_path / "d.json"
+    design.write_text(json.dumps(_design()))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    for out, problem in ((tmp_path, "is a directory"), (fifo, "is not a regular file")):
+        assert run_app(["report", "--design", str(design), "--out", str(out), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert problem in err and err.count("\n") == 1
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe it was
