@@ -95,7 +95,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     if graph.name != design.workload:
         raise AdvisorError(f"the design is of workload {design.workload!r}, the source is {graph.name!r}")
     out = DriftCheck(design, tolerance)
-    before, out.compared_with = _profile_before(design, since)
+    before, out.compared_with = _profile_before(design, since, graph.name)
     if before is not None:
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
@@ -120,9 +120,14 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     return out
 
 
-def _profile_before(design: Design, since: Source | None) -> tuple[dict | None, str | None]:
+def _profile_before(design: Design, since: Source | None, name: str) -> tuple[dict | None, str | None]:
     if since is not None:
+        from advisor.errors import AdvisorError
+
         _, old = load_source(since)
+        if old.name != name:  # another workload's profile: every difference would be noise
+            raise AdvisorError(f"--since is workload {old.name!r}, the source is {name!r}: compare a "
+                               f"workload with its own earlier statistics or spec")
         return workload_profile(old), (since if isinstance(since, str) else getattr(since, "name", str(since)))
     profile = design.provenance.get("workload_profile")
     return (profile, "the design was made") if isinstance(profile, dict) else (None, None)

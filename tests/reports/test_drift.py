@@ -68,7 +68,10 @@ def test_bad_check_inputs_are_one_line_and_exit_2(deployed, capsys):
     _, _, path, _ = deployed
     for args, message in [([str(path), "tpcdi-trade", "--tolerance", "1.5"], "tolerance"),
                           ([str(path), "voter-leaderboard"], "voter-leaderboard"),
-                          ([str(path), "no-such-workload"], "no-such-workload")]:
+                          ([str(path), "no-such-workload"], "no-such-workload"),
+                          # another workload's profile as the earlier one: nothing to compare
+                          ([str(path), "tpcdi-trade", "--since", "linear-road"],
+                           "--since is workload 'linear-road', the source is 'tpcdi-trade'")]:
         assert run_app(["check", "--design", *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
