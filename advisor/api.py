@@ -324,9 +324,12 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     predicts them (default: engine_sim's)."""
     from advisor.migration import diff as diff_of
     from advisor.migration_pick import predict_designs
+    from costmodel.lanes import lane_routes
 
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
-    workload, graph = load_source_for(current, source)
+    workload, graph = load_source_for(current, source)  # checks the current design's lanes
+    if workload is not None:
+        lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)
     if workload is not None:
         workload = workload.with_cluster(current.machines, current.partitions_per_machine)

@@ -16,7 +16,7 @@ from pathlib import Path
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.granularity import base_table
-from advisor.export_voltdb import voltdb_ddl
+from advisor.export_voltdb import escaped, voltdb_ddl
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
 from costmodel.files import atomic_write_text
@@ -98,8 +98,9 @@ def export_placement_csv(design: Design, graph: WorkloadGraph) -> ExportResult:
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in node_rows(design, graph):
-        writer.writerow({k: "" if v is None else str(v).lower() if isinstance(v, bool) else v
-                         for k, v in row.items()})
+        # names escaped: csv quotes a newline but not a lone \r, which would split the row
+        writer.writerow({k: "" if v is None else str(v).lower() if isinstance(v, bool)
+                         else escaped(v) if isinstance(v, str) else v for k, v in row.items()})
     return ExportResult("csv", buf.getvalue())
 
 
@@ -117,6 +118,11 @@ def export_graphml(design: Design, graph: WorkloadGraph) -> ExportResult:
         if row["kind"] == "procedure":
             attrs["data_parallel"] = row["data_parallel"]
         g.nodes[row["name"]].update(attrs)
+    # XML 1.0 cannot carry most control characters, even as references: names escaped
+    # (`escaped`, one to one), so the file always parses and ids stay distinct
+    g = nx.relabel_nodes(g, {n: escaped(n) for n in g if escaped(n) != n})
+    for attrs in (g.graph, *(a for _, a in g.nodes(data=True))):
+        attrs.update({k: escaped(v) for k, v in attrs.items() if isinstance(v, str)})
     return ExportResult("graphml", "\n".join(nx.generate_graphml(g)) + "\n")
 
 

@@ -16,6 +16,7 @@ knows a table's key, rows and bytes per row, not its columns or SQL.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from costmodel.design import Design
@@ -30,7 +31,25 @@ RESERVED = frozenset("""ALL AND AS ASC BETWEEN BY CASE CHECK COLUMN COUNT CREATE
 DEFAULT DELETE DESC DISTINCT DROP END EXISTS FROM FULL GROUP HAVING IN INDEX INNER INSERT INTO
 IS JOIN KEY LEFT LIMIT MAX MIN NOT NULL OFFSET ON OR ORDER OUTER PARTITION POSITION PRIMARY
 PROCEDURE RIGHT ROW ROWS SELECT SET STREAM SUM TABLE TIME TIMESTAMP TO UNION UNIQUE UPDATE USER
-VALUE VALUES VIEW WHEN WHERE WINDOW WITH""".split())
+VALUE VALUES VIEW WHEN WHERE WINDOW WITH
+ADD ALTER ANY ARRAY BIGINT BINARY BOOLEAN BOTH CALL CAST CHAR CHARACTER CONSTRAINT CROSS DECIMAL
+DOUBLE ELSE EXCEPT FALSE FLOAT FOR FOREIGN FUNCTION GRANT IF INT INTEGER INTERSECT LIKE
+NATURAL NUMERIC OF REAL REFERENCES SMALLINT THEN TINYINT TRUE VARBINARY VARCHAR""".split())
+
+
+def escaped(text: str) -> str:
+    r"""`text` with no character that ends a line or that XML 1.0 cannot carry, so that a name
+    from a statistics directory (which may hold any) cannot end an SQL comment, break a CSV
+    row or make GraphML unreadable: a backslash is written `\\`, and a control character
+    (U+0000-U+001F, U+007F-U+009F), a line or paragraph separator, a surrogate, U+FFFE and
+    U+FFFF as `\uXXXX`. Names without these come out unchanged; two names never collide."""
+    if text.isprintable() and "\\" not in text:
+        return text  # the common case: nothing to escape (printable excludes every one above)
+    return "".join("\\\\" if ch == "\\" else f"\\u{ord(ch):04X}" if _unsafe(ch) else ch for ch in text)
+
+
+def _unsafe(ch: str) -> bool:
+    return unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") or ch in "\ufffe\uffff"
 
 
 class Identifiers:
@@ -164,9 +183,12 @@ def voltdb_ddl(design: Design, workload: Workload) -> tuple[str, list[str]]:
                  + ", VoltDB runs a single-partition procedure where its parameter hashes and a "
                    "multi-partition one across all partitions")
     notes += dataflow_notes(design, workload)
-    notes += [f"name {old!r} written as {new} (VoltDB identifiers)"
+    notes += [f"name '{old}' written as {new} (VoltDB identifiers)"
               for old, new in tables.renamed + columns.renamed + procs.renamed]
-    return "\n".join(header(design, workload, notes) + body) + "\n", notes
+    # names reach comments and notes as they are: escaped, none ends a comment (leaving the
+    # rest of its line as SQL) or splits a note the command prints on one line
+    lines = [escaped(line) for line in header(design, workload, notes) + body]
+    return "\n".join(lines) + "\n", [escaped(n) for n in notes]
 
 
 def procedure_ddl(p: Procedure, layouts: dict[str, TableLayout],
@@ -221,4 +243,4 @@ def header(design: Design, workload: Workload, notes: list[str]) -> list[str]:
     lines += ["--", f"-- NOT EXPRESSIBLE in VoltDB ({len(notes)}): the design's intent that this DDL "
               "does not carry out"]
     lines += [f"--   - {n}" for n in notes]
-    return [line.replace("\n", " ") for line in lines]
+    return lines

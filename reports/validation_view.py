@@ -4,8 +4,9 @@ table rows for the report.
 The result is a validation file (`advisor.validation/1`, docs/formats.md), written by
 `advisor validate --out` and `advisor demo`, or a `ValidationResult` of the Python API. It is
 read exactly: another format or version, a missing or unknown field is one clear error, never
-a guess. This view reads the file without importing the engine, so a report can be rebuilt
-anywhere from the JSON file.
+a guess; each side is the engine's `RunResult` or the simulator's `SimResult` as written by
+its `to_dict`, checked against that type's own fields (the only part of the engine this view
+imports), so a report can be rebuilt from the JSON file without running anything.
 """
 from __future__ import annotations
 
@@ -51,6 +52,64 @@ def _finite_non_negative(value) -> bool:
             and value >= 0)
 
 
+def _number(value, null: bool = False) -> bool:
+    """A finite JSON number (`to_dict` writes a non-finite float as null: `null` allows it)."""
+    if value is None:
+        return null
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
+# what a field of RunResult or SimResult holds, by its annotation, as JSON (`to_dict`)
+_FIELD_TYPES = {
+    "bool": ("a boolean", lambda v: isinstance(v, bool)),
+    "int": ("a number", _number),
+    "int | None": ("a number or null", lambda v: _number(v, null=True)),
+    "float": ("a number or null", lambda v: _number(v, null=True)),
+    "float | None": ("a number or null", lambda v: _number(v, null=True)),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "str | None": ("a string or null", lambda v: v is None or isinstance(v, str)),
+    "list[int]": ("a list of numbers", lambda v: isinstance(v, list) and all(_number(x) for x in v)),
+    "list[float]": ("a list of numbers", lambda v: isinstance(v, list) and all(_number(x, null=True) for x in v)),
+    "list[str]": ("a list of strings", lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    "list[dict]": ("a list of objects", lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v)),
+    "dict[str, dict]": ("an object of objects",
+                        lambda v: isinstance(v, dict) and all(isinstance(x, dict) for x in v.values())),
+    "dict | None": ("an object or null", lambda v: v is None or isinstance(v, dict)),
+    "object": ("anything", lambda v: True),  # RunResult.migration: MigrationResult's fields, or null
+}
+
+
+def result_fields(side: str) -> dict:
+    """The fields of one side's result type (`RunResult` for "engine", `SimResult` for
+    "simulator"): the file holds what its `to_dict` wrote, so its fields are the format."""
+    from dataclasses import fields
+
+    if side == "engine":
+        from engine_sim.engine.metrics import RunResult as result
+    else:
+        from engine_sim.sim.result import SimResult as result
+    return {f.name: f for f in fields(result)}
+
+
+def _check_result(side: str, result: dict, fail) -> None:
+    """One side's result read exactly: no unknown field, every field its type cannot do
+    without, each of the type its annotation says."""
+    from dataclasses import MISSING
+
+    known = result_fields(side)
+    unknown = sorted(set(result) - set(known))
+    if unknown:
+        raise fail(f"{side}: unknown field {unknown[0]!r}")
+    missing = [n for n, f in known.items()
+               if f.default is MISSING and f.default_factory is MISSING and n not in result]
+    if missing:
+        raise fail(f"{side}: missing field {missing[0]!r}")
+    for name, value in result.items():
+        what, ok = _FIELD_TYPES.get(str(known[name].type), ("", None))
+        if ok is not None and not ok(value):
+            raise fail(f"{side}.{name} must be {what}, got {value!r}")
+
+
 def _check_cost(cost, fail) -> None:
     """The predicted cost's terms: `feasible` a boolean, every other term a finite number >= 0."""
     if not isinstance(cost, dict):
@@ -92,19 +151,23 @@ def _entry(e, where: str) -> ValidationEntry:
             raise fail(f"\"{name}\" must be an integer >= 1, got {value!r}")
     _check_cost(e.get("predicted_cost", {}), fail)
     for side in ("engine", "simulator"):
+        if e[side] is not None:
+            _check_result(side, e[side], fail)
         for metric, _label, _fmt in METRICS:  # what the report shows of each side
             value = (e[side] or {}).get(metric)
             if value is not None and not _finite_non_negative(value):
                 raise fail(f"{side}.{metric} must be a finite number >= 0, got {value!r}")
-    for name, item in bottleneck.items():
-        text = item.get("text") if isinstance(item, dict) else None
-        if not isinstance(item, dict) or (text is not None and not isinstance(text, str)):
+    for name, item in bottleneck.items():  # the report shows each one's text line
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             raise fail(f"bottleneck.{name} must be an object whose \"text\" is a string")
     return ValidationEntry(e["design"], e["engine"], e["simulator"], bottleneck, notes)
 
 
-def parse_validation(data, source: str = "validation result") -> "ValidationView":
-    """A validation file's JSON, read exactly (`advisor.validation/1`); one-line errors."""
+def parse_validation(data, source: str = "validation result", workload: str | None = None
+                     ) -> "ValidationView":
+    """A validation file's JSON, read exactly (`advisor.validation/1`); one-line errors.
+    `workload`: the name of the workload it must be a validation of (a report's design's), so
+    that one workload's measurements never appear in another's report."""
     if not isinstance(data, dict):
         raise ValidationFormatError(f"{source}: not a validation result (a JSON object with "
                                     f"\"format\": \"{FORMAT}\" expected)")
@@ -122,17 +185,21 @@ def parse_validation(data, source: str = "validation result") -> "ValidationView
     notes = data.get("notes", [])
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         raise ValidationFormatError(f"{source}: \"notes\" must be a list of strings")
-    workload = data.get("workload", "")
-    if not isinstance(workload, str):
+    validated = data.get("workload", "")
+    if not isinstance(validated, str):
         raise ValidationFormatError(f"{source}: \"workload\" must be a string")
+    if workload is not None and validated and validated != workload:  # one naming none: unchecked
+        raise ValidationFormatError(f"{source}: a validation of workload {validated!r}, not of "
+                                    f"{workload!r} (the design's); validate this design with "
+                                    "`advisor validate --out`")
     entries = [_entry(e, f"{source}: designs[{i}]") for i, e in enumerate(designs)]
-    return ValidationView(entries, workload, notes)
+    return ValidationView(entries, validated, notes)
 
 
-def read_validation(path: str | Path) -> "ValidationView":
-    """A validation file (`advisor validate --out`); one-line errors."""
+def read_validation(path: str | Path, workload: str | None = None) -> "ValidationView":
+    """A validation file (`advisor validate --out`), of `workload` when given; one-line errors."""
     path = Path(path)
-    return parse_validation(read_user_json(path, ValidationFormatError), str(path))
+    return parse_validation(read_user_json(path, ValidationFormatError), str(path), workload)
 
 
 @dataclass

@@ -46,7 +46,7 @@ def report(
     file_target(out)  # a directory or a device as --out: said now, not after the report's work
     source = workload_for(design, workload)
     d = Design.load(design)
-    result = read_validation(validation) if validation is not None else None
+    result = read_validation(validation, d.workload) if validation is not None else None
     simulated = None  # the spec to simulate, when WORKLOAD is statistics
     if spec is not None:
         from advisor.sources import load_workload

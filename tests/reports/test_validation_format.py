@@ -12,8 +12,12 @@ from reports.validation import FORMAT, ValidationResult, validation_document
 from reports.validation_view import ValidationFormatError, ValidationView, parse_validation
 
 ROOT = Path(__file__).resolve().parents[2]
-ENGINE = {"throughput_tps": 1000.0, "latency_p50_ms": 2.0, "moves": 30, "history_check": "ok"}
-SIM = {"throughput_tps": 1200.0, "latency_p50_ms": 1.5, "moves": 30}
+# every field RunResult and SimResult cannot do without (the reader requires them)
+ENGINE = {"throughput_tps": 1000.0, "throughput_bps": 100.0, "latency_p50_ms": 2.0, "latency_p99_ms": 3.0,
+          "distributed_txns": 0, "moves": 30, "history_check": "ok", "state_digest": "d", "committed": 120,
+          "aborts": 0, "restarts": 0, "partition_busy_s": [0.1, 0.1], "wall_s": 0.5}
+SIM = {"throughput_tps": 1200.0, "throughput_bps": 120.0, "latency_p50_ms": 1.5, "latency_p99_ms": 2.0,
+       "distributed_txns": 0, "moves": 30, "partition_utilisation": [0.5, 0.5]}
 
 
 def document(**entry) -> dict:
