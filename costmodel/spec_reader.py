@@ -14,17 +14,14 @@ from typing import Any
 
 from costmodel.files import read_user_text
 from costmodel.errors import SpecError
-from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream,
-                              Table, Window, Workload, dataflow_cycle)
+from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
+                              MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
+                              Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
 # a procedure's cost per batch, in units of cost_unit_us: 1,000,000 units is 100 s of work a
 # batch at the default unit, past anything the engine or the simulator can run in its bound
 MAX_PROCEDURE_COST = 1_000_000
-# tuples in a batch, rows an access touches and tuples a stream carries per batch: far past
-# anything the engine runs in its bound, low enough that every product stays a finite number
-MAX_BATCH_SIZE = 1_000_000
-MAX_PER_BATCH = 10**9
 
 
 class _Reader:
@@ -114,7 +111,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         rate=r.number(inp, "rate", "[input]", None, positive=True),
         fields=tuple(fields),
         cost_unit_us=float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US,
-                                    at_most=1_000_000)),
+                                    at_most=MAX_COST_UNIT_US)),
     )
 
     cl = r.table(doc.get("cluster", {}), "[cluster]")

@@ -19,6 +19,11 @@ MAX_PARTITIONS = 1_000_000
 MAX_PARTITIONS_PER_MACHINE = 4_096  # (4 x 250,000 took 48 s and 3.6 GB to search)
 MAX_TABLE_ROWS = 10**15
 MAX_ROW_BYTES = 10**9
+# tuples in a batch, rows an access touches and tuples a stream carries per batch: far past
+# anything the engine runs in its bound, low enough that every product stays a finite number
+MAX_BATCH_SIZE = 1_000_000
+MAX_PER_BATCH = 10**9
+MAX_COST_UNIT_US = 1_000_000  # engine CPU microseconds per unit of SP cost: 1 s
 
 
 @dataclass(frozen=True)

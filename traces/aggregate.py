@@ -13,6 +13,8 @@ them on the driver and they are written atomically.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -49,8 +51,9 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     `spark`: a session to use (kept running); otherwise the active one, otherwise a new one
     on `master` (default local[*]) with `conf`, stopped at the end.
     """
-    gran = granularity if isinstance(granularity, Granularity) else parse_granularity(
-        granularity, hot_tuples)
+    if isinstance(granularity, Granularity):  # made by hand, it is held to the option's bounds
+        granularity, hot_tuples = granularity.label, granularity.hot_tuples
+    gran = parse_granularity(granularity, hot_tuples)
     if out is not None:
         check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
     steps = 8 + (gran.kind == "tuple") + (out is not None)
@@ -74,7 +77,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         master_used = spark.sparkContext.master
     finally:
         if own_session:
-            spark.stop()
+            _stop(spark)
     stats = finish_statistics(parts, info, gran)
     stats.manifest["spark_master"] = master_used
     stats.manifest["seconds"] = round(prog.elapsed(), 3)
@@ -97,7 +100,7 @@ def check_trace(trace_dir: str | Path, *, spark=None, master: str | None = None,
         return validate_with_spark(str(trace_dir), spark)
     finally:
         if own_session:
-            spark.stop()
+            _stop(spark)
 
 
 def _say_trace(prog: Progress, info: TraceInfo, gran: Granularity) -> None:
@@ -122,6 +125,18 @@ def _session(spark, master: str | None, conf: dict[str, str] | None, prog: Progr
     spark = start_session(master or DEFAULT_MASTER, conf)
     prog.line(f"Spark {spark.version} on {spark.sparkContext.master}")
     return spark, True
+
+
+def _stop(spark) -> None:
+    """Stop a session this job started. Called from a `finally`: when the job is already failing
+    (say, its JVM died), an error of the stop itself (ConnectionRefusedError) is dropped so that
+    the job's own one-line error is the one the user sees."""
+    failing = sys.exc_info()[1] is not None
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - only while another error propagates
+        if not failing:
+            raise
 
 
 def check_options(granularity: str, hot_tuples: int) -> Granularity:
@@ -231,7 +246,8 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
             for name, future in futures.items():
                 parts[name] = future.result()
         except BaseException as exc:
-            spark.sparkContext.cancelJobGroup(group)
+            with contextlib.suppress(Exception):  # a JVM that died with the job cancels nothing
+                spark.sparkContext.cancelJobGroup(group)
             raise _as_trace_error(exc, info) from None
     return _decode(parts, gran, tables, procs, windows)
 

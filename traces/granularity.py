@@ -14,8 +14,11 @@ from traces.errors import TraceError
 
 DEFAULT_TUPLE_FRAGMENTS = 8
 DEFAULT_HOT_TUPLES = 100
-
-
+# every fragment of every table is a named state item of the graph: past this a job spends
+# minutes naming items no search could place (fragment:100000000)
+MAX_FRAGMENTS = 65_536
+# the hot tuples are collected on the driver and broadcast to every task: a billion kill the JVM
+MAX_HOT_TUPLES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,10 @@ def parse_granularity(text: str, hot_tuples: int = DEFAULT_HOT_TUPLES) -> Granul
         n = DEFAULT_TUPLE_FRAGMENTS if not param else _positive(param, text)
         if kind == "fragment":
             return Granularity("fragment", n)
-        if isinstance(hot_tuples, bool) or not isinstance(hot_tuples, int) or hot_tuples < 0:
-            raise TraceError(f"--hot-tuples must be an integer >= 0, got {hot_tuples!r}")
+        if isinstance(hot_tuples, bool) or not isinstance(hot_tuples, int) \
+                or not 1 <= hot_tuples <= MAX_HOT_TUPLES:  # 0 hot tuples is fragment granularity
+            raise TraceError(f"--hot-tuples must be an integer from 1 to {MAX_HOT_TUPLES:,} with tuple "
+                             f"granularity (without hot tuples, use fragment:N), got {hot_tuples!r}")
         return Granularity("tuple", n, hot_tuples)
     raise TraceError(f"granularity must be table, fragment:N or tuple[:N], got {text!r}")
 
@@ -60,6 +65,7 @@ def _positive(param: str, text: str) -> int:
         n = int(param)
     except ValueError:
         n = 0
-    if n < 1:
-        raise TraceError(f"granularity {text!r}: the fragment count must be an integer >= 1")
+    if not 1 <= n <= MAX_FRAGMENTS:
+        raise TraceError(f"granularity {text!r}: the fragment count (per table) must be an integer "
+                         f"from 1 to {MAX_FRAGMENTS:,}")
     return n

@@ -2,10 +2,10 @@
 the field. Shared by the trace's validation (before Spark starts) and the statistics' reading."""
 from __future__ import annotations
 
-import numpy as np
-
+from costmodel.workload import (MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_MACHINES, MAX_PARTITIONS_PER_MACHINE,
+                                MAX_ROW_BYTES, MAX_TABLE_ROWS)
 from traces.errors import TraceError
-from traces.windows import manifest_windows
+from traces.windows import INT64_MAX, finite_number, manifest_windows
 
 
 def check_manifest_fields(manifest: dict, where: str) -> None:
@@ -14,13 +14,16 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     def fail(field_: str, must: str, value) -> TraceError:
         return TraceError(f"{where}: {field_!r} must be {must}, got {value!r}")
 
-    def number(value, field_: str, *, integer: bool = False, zero: bool = False) -> None:
+    def number(value, field_: str, *, integer: bool = False, zero: bool = False,
+               at_most: int = INT64_MAX) -> None:
         if value is None:
             return
-        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value) \
-            and (value >= 0 if zero else value > 0) and (not integer or float(value).is_integer())
+        ok = finite_number(value) and (value >= 0 if zero else value > 0) and (
+            value > at_most or not integer or float(value).is_integer())
         if not ok:
             raise fail(field_, f"{'an integer' if integer else 'a number'} {'>= 0' if zero else '> 0'}", value)
+        if value > at_most:
+            raise fail(field_, f"at most {at_most:,}", value)
 
     def mapping(value, field_: str) -> dict:
         if value is not None and not isinstance(value, dict):
@@ -30,16 +33,16 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     manifest_windows(manifest, where)
     if manifest.get("workload") is not None and not isinstance(manifest["workload"], str):
         raise fail("workload", "a name", manifest["workload"])
-    number(manifest.get("default_row_bytes"), "default_row_bytes", integer=True)
+    number(manifest.get("default_row_bytes"), "default_row_bytes", integer=True, at_most=MAX_ROW_BYTES)
     for name, info in mapping(manifest.get("tables"), "tables").items():
         info = mapping(info, f"tables.{name}")
-        number(info.get("rows"), f"tables.{name}.rows", integer=True, zero=True)
-        number(info.get("row_bytes"), f"tables.{name}.row_bytes", integer=True)
+        number(info.get("rows"), f"tables.{name}.rows", integer=True, zero=True, at_most=MAX_TABLE_ROWS)
+        number(info.get("row_bytes"), f"tables.{name}.row_bytes", integer=True, at_most=MAX_ROW_BYTES)
         if info.get("read_mostly") is not None and not isinstance(info["read_mostly"], bool):
             raise fail(f"tables.{name}.read_mostly", "true or false", info["read_mostly"])
     cluster = mapping(manifest.get("cluster"), "cluster")
-    for key in ("machines", "partitions_per_machine"):
-        number(cluster.get(key), f"cluster.{key}", integer=True)
+    for key, most in (("machines", MAX_MACHINES), ("partitions_per_machine", MAX_PARTITIONS_PER_MACHINE)):
+        number(cluster.get(key), f"cluster.{key}", integer=True, at_most=most)
     number(cluster.get("machine_memory_mb"), "cluster.machine_memory_mb")
     capacity = cluster.get("machine_capacity")
     if capacity is not None:
@@ -48,9 +51,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
         for c in capacity:
             number(c, "cluster.machine_capacity[]")
     inp = mapping(manifest.get("input"), "input")
-    number(inp.get("batch_size"), "input.batch_size", integer=True)
+    number(inp.get("batch_size"), "input.batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     number(inp.get("rate"), "input.rate")
-    number(inp.get("cost_unit_us"), "input.cost_unit_us")
+    number(inp.get("cost_unit_us"), "input.cost_unit_us", at_most=MAX_COST_UNIT_US)
     if inp.get("durations") not in (None, "work", "execution"):
         raise fail("input.durations", "'work' or 'execution'", inp["durations"])
     fields = inp.get("fields")
@@ -85,3 +88,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     if nested is not None and not (isinstance(nested, list) and all(
             isinstance(g, list) and all(isinstance(m, str) for m in g) for g in nested)):
         raise fail("nested", "a list of lists of procedure names", nested)
+    seen: dict[str, int] = {}  # an SP commits with one group: the spec reader refuses it in two
+    for i, group in enumerate(nested or ()):
+        for m in group:
+            if m in seen:
+                raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is already in nested[{seen[m]}]")
+            seen[m] = i

@@ -30,6 +30,7 @@ from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from costmodel.granularity import FRAGMENT_HASH
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
+from traces.windows import finite_number
 
 STATS_FORMAT = "advisor.stats/1"
 STATS_MANIFEST = "_stats.json"
@@ -86,6 +87,11 @@ STATE = pa.schema([
     ("heat", pa.int64()),  # rows accessed, reads plus writes
     ("estimated_bytes", pa.float64()),
 ])
+
+STATE_KINDS = ("table", "fragment", "tuple", "window")
+# the rows each table has one of: a second row of one name makes every reader's lookup ambiguous
+UNIQUE = {"procedures": ("procedure",), "procedure_state": ("procedure", "state"),
+          "streams": ("from_procedure", "to_procedure"), "state": ("state",)}
 
 NULLABLE = frozenset({"key", "p50_work_us"})  # columns where null means "not known"
 ADDED_LATER = {"procedures": ("p50_work_us",)}  # read as null from statistics written before
@@ -153,7 +159,7 @@ def read_stats_manifest(stats_dir: str | Path) -> dict:
         raise TraceError(f"{path}: not a statistics directory ({STATS_MANIFEST} is missing)")
     try:
         manifest = json.loads(file.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, JSON or a 4,300-digit int
         raise TraceError(f"{path}: {STATS_MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != STATS_FORMAT:
         fmt = manifest.get("format") if isinstance(manifest, dict) else None
@@ -202,11 +208,11 @@ def _untimed_work_as_null(procs: pa.Table) -> pa.Table:
 
 
 def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) -> None:
-    """What every reader relies on: `batches` a number > 0, every count and size a finite
-    number >= 0, no missing names. One TraceError line naming the file, column and row."""
+    """What every reader relies on: `batches` a number > 0 and at most the invocations, every
+    count and size a finite number >= 0, no missing names, one row per name, the format's state
+    kinds. One TraceError line naming the file, column and row."""
     batches = manifest.get("batches")
-    if isinstance(batches, bool) or not isinstance(batches, (int, float)) or not np.isfinite(batches) \
-            or batches <= 0:
+    if not finite_number(batches) or batches <= 0:
         raise TraceError(f"{path}: {STATS_MANIFEST}: 'batches' must be a number > 0, got {batches!r}")
     check_manifest_fields(manifest, f"{path}: {STATS_MANIFEST}")
     _check_own_fields(manifest, f"{path}: {STATS_MANIFEST}")
@@ -226,6 +232,32 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
                 row = int(np.argmax(bad))
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: must be a "
                                  f"finite number >= 0, got {values[row]:g}")
+    _check_rows(tables, path)
+    invocations = pc.sum(tables["procedures"].column("invocations")).as_py() or 0
+    if batches > invocations and tables["procedures"].num_rows:  # none: the workload's reader says so
+        raise TraceError(f"{path}: {STATS_MANIFEST}: 'batches' must be at most the {invocations:,} "
+                         f"invocations of procedures.parquet (a batch runs at least one), got {batches!r}")
+
+
+def _check_rows(tables: dict[str, pa.Table], path: Path) -> None:
+    """One row per procedure, per (procedure, state item), per stream edge and per state item,
+    and a state kind of the format's: what the spec reader asks of names and kinds."""
+    for name, columns in UNIQUE.items():
+        keys = tables[name].select(list(columns))
+        if keys.num_rows == keys.group_by(list(columns)).aggregate([]).num_rows:
+            continue
+        seen: set[tuple] = set()
+        for row, key in enumerate(zip(*(keys.column(c).to_pylist() for c in columns))):
+            if key in seen:
+                shown = ", ".join(f"{c} {v!r}" for c, v in zip(columns, key))
+                raise TraceError(f"{path}: {name}.parquet: row {row}: a second row for {shown}")
+            seen.add(key)
+    kind = tables["state"].column("kind")
+    bad = pc.invert(pc.is_in(kind, pa.array(STATE_KINDS)))
+    if pc.any(bad).as_py():
+        row = int(pc.index(bad, True).as_py())
+        raise TraceError(f"{path}: state.parquet: column 'kind', row {row}: must be one of "
+                         f"{', '.join(map(repr, STATE_KINDS))}, got {kind[row].as_py()!r}")
 
 
 # the fields the aggregation itself writes (beside the trace manifest's, checked above)
@@ -253,8 +285,7 @@ def _check_own_fields(manifest: dict, where: str) -> None:
         if manifest.get(name) is not None and not isinstance(manifest[name], str):
             raise fail(name, "a string")
     seconds = manifest.get("seconds")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))
-                                or not np.isfinite(seconds) or seconds < 0):
+    if seconds is not None and (not finite_number(seconds) or seconds < 0):
         raise fail("seconds", "a number >= 0")
 
 

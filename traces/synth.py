@@ -35,10 +35,12 @@ import pyarrow.compute as pc
 
 from traces.errors import TraceError
 from traces.keys import ZipfSampler, parse_keys
+# microseconds per unit of cost: the spec's bound, which a trace's manifest is held to (and far
+# below the 1e9 past which a duration overflows int64)
+from costmodel.workload import MAX_COST_UNIT_US
 from traces.windows import WindowReplay, spec_windows
 from traces.writer import TraceWriter
 
-MAX_COST_UNIT_US = 1e9  # microseconds per unit of cost: past this a duration overflows int64
 DEFAULT_CHUNK_ROWS = 1 << 20
 
 

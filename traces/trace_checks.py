@@ -141,7 +141,7 @@ def parse_manifest(text: str, where: str) -> dict:
     """The manifest's JSON as an object of this format; one TraceError line otherwise."""
     try:
         manifest = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # bad JSON, an int of 4,300+ digits; nesting thousands deep
         raise TraceError(f"{where}: {MANIFEST}: not valid JSON ({exc})") from None
     if not isinstance(manifest, dict):
         raise TraceError(f"{where}: {MANIFEST}: must be a JSON object")

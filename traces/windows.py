@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from traces.errors import TraceError
 
 KINDS = ("tuple", "time")
+INT64_MAX = 2**63 - 1  # past this no count of a trace or its statistics can be stored
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,18 @@ class WindowInfo:
         return None if self.max_tuples is None else float(self.max_tuples)
 
 
+def finite_number(value) -> bool:
+    """A JSON number (not a bool) that is finite: an int of any size is, checked without the
+    conversion to float (or numpy's to int64) that fails on a huge one."""
+    return not isinstance(value, bool) and (isinstance(value, int) or (
+        isinstance(value, float) and math.isfinite(value)))
+
+
 def _number(value, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not finite_number(value):
         raise ValueError(f"{what} must be a number, got {value!r}")
+    if abs(value) > INT64_MAX:
+        raise ValueError(f"{what} must be at most {INT64_MAX:,}, got {value!r}")
     return float(value)
 
 
