@@ -3,7 +3,7 @@ the field. Shared by the trace's validation (before Spark starts) and the statis
 from __future__ import annotations
 
 from costmodel.workload import (MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_MACHINES, MAX_PARTITIONS_PER_MACHINE,
-                                MAX_ROW_BYTES, MAX_TABLE_ROWS)
+                                MAX_PER_BATCH, MAX_ROW_BYTES, MAX_TABLE_ROWS)
 from traces.errors import TraceError
 from traces.windows import INT64_MAX, finite_number, manifest_windows
 
@@ -64,8 +64,8 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             kind, _, field_ = keys.partition(":") if isinstance(keys, str) else ("", "", "")
             if kind != "input" or not field_ or (fields is not None and field_ not in fields):
                 raise fail(f"access_keys.{proc}.{table}", "'input:FIELD' naming a field of input.fields", keys)
-    for key in ("batches", "batch_size"):  # a trace's own (top level)
-        number(manifest.get(key), key, integer=True)
+    number(manifest.get("batches"), "batches", integer=True)  # a trace's own (top level)
+    number(manifest.get("batch_size"), "batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     streams = manifest.get("streams")
     if streams is not None:
         if not isinstance(streams, list):
@@ -75,8 +75,8 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             for end_ in ("from", "to"):
                 if not isinstance(st.get(end_), str):
                     raise fail(f"streams[{i}].{end_}", "a procedure name", st.get(end_))
-            number(st.get("tuples"), f"streams[{i}].tuples", zero=True)
-            number(st.get("tuple_bytes"), f"streams[{i}].tuple_bytes", zero=True)
+            number(st.get("tuples"), f"streams[{i}].tuples", zero=True, at_most=MAX_PER_BATCH)
+            number(st.get("tuple_bytes"), f"streams[{i}].tuple_bytes", zero=True, at_most=MAX_ROW_BYTES)
     procedures = manifest.get("procedures")
     if procedures is not None and not (isinstance(procedures, list) and all(isinstance(p, str) for p in procedures)):
         raise fail("procedures", "a list of procedure names", procedures)

@@ -66,6 +66,7 @@ HUGE_IN_TRACE = [
     ("tables.DimDate.row_bytes", 10**20, "'tables.DimDate.row_bytes' must be at most 1,000,000,000, got 1000"),
     ("cluster.machines", 10**30, "'cluster.machines' must be at most 1,000,000, got 1000"),
     ("input.batch_size", 10**30, "'input.batch_size' must be at most 1,000,000, got 1000"),
+    ("batch_size", 10**7, "'batch_size' must be at most 1,000,000, got 10000000"),
     ("input.cost_unit_us", 1e300, "'input.cost_unit_us' must be at most 1,000,000, got 1e+300"),
     ("default_row_bytes", 10**20, "'default_row_bytes' must be at most 1,000,000,000, got 1000"),
     ("nested", [["TradeInsert", "AccountLookup"], ["AccountLookup", "SecurityLookup"]],
