@@ -46,8 +46,8 @@ from pathlib import Path
 from advisor.errors import AdvisorError
 from advisor.priced_weights import CalibrationSource
 from advisor.statistics_graph import read_mostly_items
-from costmodel.workload import (DEFAULT_COST_UNIT_US, Access, Cluster, InputSpec, Procedure, Stream,
-                              Table, Window, Workload)
+from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_PER_BATCH, Access, Cluster, InputSpec, Procedure,
+                              Stream, Table, Window, Workload)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
@@ -251,6 +251,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         table_list.append(Table(r.state, rows, row_bytes, str(info.get("key") or "key"),
                                 read_mostly=bool(flag)))
 
+    _within_a_run(procedures, stream_list, where)
     cluster = _cluster(manifest.get("cluster") or {})
     rate = inp.get("rate")
     description = (f"rebuilt from statistics ({manifest.get('granularity')} granularity, "
@@ -344,3 +345,18 @@ def _cluster(c: dict) -> Cluster:
         machine_capacity=tuple(float(x) for x in capacity)
         if capacity is not None and len(capacity) == machines else None,
     )
+
+
+def _within_a_run(procedures: list[Procedure], streams: list[Stream], where) -> None:
+    """Rows an access touches and tuples a stream carries per batch within the spec's bound
+    (`MAX_PER_BATCH`): statistics past it (a hand-made directory, a trace's overflowed count)
+    would rebuild a workload no spec may declare, and no run could take."""
+    for p in procedures:
+        for a in p.accesses:
+            if a.rows > MAX_PER_BATCH:
+                raise AdvisorError(f"{where}: {p.name} -> {a.table}: {a.rows:.3g} rows a batch, past what "
+                                   f"any run can take (at most {MAX_PER_BATCH:.0e})")
+    for st in streams:
+        if st.tuples > MAX_PER_BATCH:
+            raise AdvisorError(f"{where}: stream {st.source} -> {st.target}: {st.tuples:.3g} tuples a batch, "
+                               f"past what any run can take (at most {MAX_PER_BATCH:.0e})")

@@ -292,6 +292,26 @@ def test_statistics_rows_a_spec_would_refuse_are_one_line(stats, capsys, change,
     assert message in one_error_line(capsys)
 
 
+def _set_column(table: str, column: str, value):
+    """Every row's `column` of `table` set to `value` (a count the trace could overflow into)."""
+    def change(stats):
+        t = pq.read_table(stats / f"{table}.parquet")
+        i = t.schema.get_field_index(column)
+        pq.write_table(t.set_column(i, column, pa.array([value] * t.num_rows, t.schema.field(i).type)),
+                       stats / f"{table}.parquet")
+    return change
+
+
+@pytest.mark.parametrize("change, message", [
+    (_set_column("procedure_state", "read_rows", 10**18), "SP0 -> T0: 1e+17 rows a batch, past what any run"),
+    (_set_column("streams", "tuples", 10**18), "stream SP0 -> SP1: 1e+17 tuples a batch, past what any run"),
+], ids=["rows", "tuples"])
+def test_statistics_past_what_a_run_can_take_are_one_line(stats, capsys, change, message):
+    change(stats)
+    assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
+    assert message in one_error_line(capsys)
+
+
 def test_a_statistics_integer_json_cannot_read_is_one_line(stats, capsys):
     text = (stats / "_stats.json").read_text()
     (stats / "_stats.json").write_text(text.replace('"batches": 10', '"batches": ' + "9" * 5000, 1))
