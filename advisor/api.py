@@ -337,7 +337,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     if calibration is None:
         calibration = simulator.reference_calibration()
     params = getattr(calibration, "params", calibration)
-    out = diff_of(current, new, graph, params, workload, relabel=relabel)
+    current.arrays(graph)  # the deployed design of another workload than the source: one line
+    out = diff_of(current, new, graph, params, workload, relabel=relabel)  # (new: its own checks)
     pair = [current, out.new]
     for d in pair:
         d.arrays(graph)  # a design that does not fit the source: one line, before any work

@@ -79,12 +79,23 @@ def file_target(path: str | Path) -> Path:
     Also for a long command to call before its work, so a bad `--out` costs nothing."""
     path = Path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    _no_file_above(target)
     if target.is_dir():
         raise UserError(f"{path}: is a directory; name a file to write")
     if target.exists() and not target.is_file():
         raise UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
                         f"not replaced; name a file to write")
     return target
+
+
+def _no_file_above(path: Path) -> None:
+    """One UserError line where a file stands where `path` needs a directory (`x.txt/out`):
+    creating the directories would fail with a misleading "File exists"."""
+    for above in path.absolute().parents:
+        if above.exists():
+            if not above.is_dir():
+                raise UserError(f"{path}: cannot write: {above} is a file, not a directory")
+            return
 
 
 def atomic_write_bytes(path: str | Path, data: bytes, *, fsync: bool = True) -> Path:
@@ -155,6 +166,7 @@ def check_replaceable(target: str | Path, markers: str | Iterable[str], what: st
     kind of directory that would be fine, for the message."""
     target = Path(target)
     if not target.exists():
+        _no_file_above(target)
         return
     if not target.is_dir():
         raise UserError(f"{target}: exists and is not a directory")

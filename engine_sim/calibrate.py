@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from engine_sim.engine import ClientOptions, CommandLogOptions, run_workload
-from costmodel.calibration import Calibration, CalibrationError, this_machine
+from costmodel.calibration import MAX_PRICE_S, Calibration, CalibrationError, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
 from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, throughput_checks
 
@@ -30,6 +30,7 @@ from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, thr
 # The simulator models no disk: the engine writes its command log without forcing it to disk
 # (fsync off) in every run the simulator is compared with, so both measure the same engine.
 ENGINE_COMMAND_LOG = CommandLogOptions(fsync=False)
+MIN_MEASURED_S = 1e-9  # a probe's figure: a nanosecond is below anything an engine run measures
 
 
 def _runnable_elsewhere() -> tuple[int, int]:
@@ -174,6 +175,11 @@ def refit(cal: Calibration, progress: Callable[[str], None] | None = None) -> Ca
     present = [p for p in probes() if p.key in cal.measurements]
     if not present:
         raise CalibrationError("the calibration holds no measurement of a current micro-benchmark")
+    for p in present:  # what the fit divides by: a zero, a denormal or 1e20 s breaks it
+        v = cal.measurements[p.key]
+        if not MIN_MEASURED_S <= v <= MAX_PRICE_S:
+            raise CalibrationError(f"measurements.{p.key} must be between {MIN_MEASURED_S:g} and "
+                                   f"{MAX_PRICE_S:g} seconds to be fitted, got {v:g}")
     checks = {k: row["engine_bps"] for k, row in (fit.get("throughput_checks") or {}).items()}
     if progress:
         progress(f"re-fitting {len(present)} stored measurements with the current simulator")

@@ -186,9 +186,15 @@ class SectionPool:
                     stream.close()
 
 
+MIN_PROCESSES = 4  # what `jobs` may always ask for, on any host
+
+
 def section_pool(jobs: int) -> InlinePool | SectionPool:
     """Where a report's sections run: here (`jobs` <= 1), or here and in `jobs - 1` worker
-    processes."""
+    processes, at most as many processes as this one may use cores (or MIN_PROCESSES): more run
+    nothing sooner, and each costs its start (`tune -j 1000` started a thousand), while the
+    answer is the same for any number."""
+    jobs = min(jobs, max(usable_cores(), MIN_PROCESSES))
     return InlinePool() if jobs <= 1 else SectionPool(jobs)
 
 

@@ -69,8 +69,9 @@ class TuningStudy:
     stopped: str = ""  # why the loop stopped
 
     def __post_init__(self) -> None:
-        from advisor.sources import load_source
+        from advisor.sources import check_cluster, load_source
 
+        check_cluster(self.machines, self.partitions_per_machine)
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "

@@ -86,6 +86,7 @@ def calibrate(
     as_json: bool = json_option(),
 ) -> None:
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
+    from costmodel.files import file_target
     from engine_sim.calibrate import calibrate as run, refit as run_refit
     from engine_sim.sim import Calibration
 
@@ -96,8 +97,8 @@ def calibrate(
     if out is None:
         from advisor.priced_weights import user_calibration_path
 
-        out = user_calibration_path()
-        out.parent.mkdir(parents=True, exist_ok=True)
+        out = user_calibration_path()  # its directories are made by the write
+    file_target(out)  # a bad place to write: said now, not after the measurements
     cal = (run_refit(old, progress=progress) if old is not None
            else run(quick=quick, in_process=in_process, seed=seed or 0, progress=progress))
     cal.save(out)

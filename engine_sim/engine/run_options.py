@@ -15,12 +15,14 @@ from engine_sim.engine.migration import MODES as MIGRATION_MODES
 RECOVERY_MODES = ("strong", "weak", "off")
 
 
-def check_positive_int(name: str, value, allow_none: bool = False) -> None:
-    """`value` is an integer >= 1 (or None where that means "the default")."""
+def check_positive_int(name: str, value, allow_none: bool = False, at_most: int | None = None) -> None:
+    """`value` is an integer >= 1 (or None where that means "the default"), at most `at_most`."""
     if value is None and allow_none:
         return
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise EngineError(f"{name} must be an integer >= 1, got {value!r}")
+    if at_most is not None and value > at_most:
+        raise EngineError(f"{name} must be at most {at_most:,}, got {value:,}")
 
 
 def check_choice(name: str, value, allowed: tuple[str, ...]) -> None:

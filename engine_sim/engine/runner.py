@@ -10,7 +10,7 @@ from costmodel.files import owned_temp_dir, sweep_abandoned_dirs
 from costmodel.design import Design
 from costmodel.errors import DesignError
 from costmodel.graph import WorkloadGraph
-from costmodel.workload import Workload
+from costmodel.workload import MAX_BATCH_SIZE, Workload
 from engine_sim.engine.driver import DriverConfig
 from engine_sim.engine.errors import EngineError, EngineFailure
 from engine_sim.engine.history import verify_history
@@ -24,6 +24,7 @@ from engine_sim.engine.spool import new_spool_dir, remove_spool_dir
 from engine_sim.engine.site import SiteConfig
 
 MAX_PROCESSES = 64
+MAX_RUN_BATCHES = 10_000_000  # hours of input at any rate the engine runs: a bigger count is a typo
 
 
 def check_design(workload: Workload, design: Design) -> None:
@@ -49,8 +50,9 @@ def check_design(workload: Workload, design: Design) -> None:
 
 
 def _options(batches, batch_size, scheduler, move) -> None:
-    check_positive_int("--batches", batches)
-    check_positive_int("--batch-size", batch_size, allow_none=True)
+    # a run's input is built batch by batch before it is offered: past these it would not end
+    check_positive_int("--batches", batches, at_most=MAX_RUN_BATCHES)
+    check_positive_int("--batch-size", batch_size, allow_none=True, at_most=MAX_BATCH_SIZE)
     check_choice("--scheduler", scheduler, ("dls", "central"))
     check_choice("--move", move, ("rpc", "txn"))
 

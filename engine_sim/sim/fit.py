@@ -187,6 +187,8 @@ def _fit(probes: list[Probe], y: np.ndarray, base: SimParams, iterations: int,
         target = (y - y_now + A.sum(axis=1)) / y * weight
         identifiable = np.linalg.norm(scaled, axis=0) > 1e-9
         k = int(identifiable.sum())
+        if k == 0:  # (nnls aborts the process on a matrix of no columns)
+            raise ValueError("no simulator parameter moves these measurements: nothing to fit")
         prior = PRIOR_WEIGHT * np.eye(k)
         m = np.ones(len(GROUPS))
         m[identifiable], _ = nnls(np.vstack([scaled[:, identifiable], prior]),

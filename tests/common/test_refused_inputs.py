@@ -113,3 +113,70 @@ def test_a_report_into_a_directory_or_a_pipe_fails_before_its_work(tmp_path, cap
         err = capsys.readouterr().err
         assert problem in err and err.count("\n") == 1
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the pipe it was
+
+
+# -- a second pass: tune, calibrate, run, diff --------------------------------------------------
+
+def _calibration_file(tmp_path, **measurements) -> Path:
+    data = json.loads(json.dumps(CALIBRATION))
+    data["measurements"].update(measurements)
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("value", [0.0, 1e-320, 1e20])
+def test_refit_refuses_a_measurement_the_fit_cannot_divide_by(value, tmp_path, capsys):
+    # 1e20 everywhere made scipy's nnls abort the process (a matrix of no columns); 0 and a
+    # denormal were internal errors
+    key = next(iter(CALIBRATION["measurements"]))
+    path = _calibration_file(tmp_path, **{key: value})
+    assert run_app(["calibrate", "--refit", str(path), "--out", str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"measurements.{key} must be between 1e-09 and 1e+06 seconds" in err and err.count("\n") == 1
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_an_output_below_a_file_is_said_as_such(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x")
+    path = _calibration_file(tmp_path)
+    out = tmp_path / "notes.txt" / "sub" / "c.json"
+    assert run_app(["calibrate", "--refit", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "notes.txt is a file, not a directory" in err and err.count("\n") == 1  # not "File exists"
+
+
+def test_tune_refuses_zero_partitions_per_machine():
+    from advisor.errors import AdvisorError
+    from reports.tuning import TuningStudy
+
+    with pytest.raises(AdvisorError, match="partitions per machine must be an integer >= 1, got 0"):
+        TuningStudy("tpcdi-trade", machines=2, partitions_per_machine=0)
+
+
+@pytest.mark.parametrize("option, value, problem", [
+    ("--batch-size", "100000000", "--batch-size must be at most 1,000,000"),
+    ("--batches", "100000000000", "--batches must be at most 10,000,000"),
+])
+def test_a_run_past_what_it_could_finish_is_refused_before_it_starts(option, value, problem, tmp_path, capsys):
+    design = tmp_path / "d.json"
+    design.write_text(json.dumps(_design()))
+    args = ["run", "--design", str(design), "--in-process", option, value]
+    if option != "--batches":
+        args += ["--batches", "5"]
+    assert run_app(args) == 2
+    err = capsys.readouterr().err
+    assert problem in err and err.count("\n") == 1
+
+
+def test_diff_against_another_workload_is_one_line_even_when_the_designs_differ(tmp_path, capsys):
+    # two different designs of move-micro, diffed as bank-transfer: a KeyError before
+    one = _design()
+    two = json.loads(json.dumps(one))
+    two["state"]["T1"] = {"machine": 1, "partition": 1}
+    for name, data in (("one.json", one), ("two.json", two)):
+        (tmp_path / name).write_text(json.dumps(data))
+    assert run_app(["diff", "bank-transfer", "--current", str(tmp_path / "one.json"),
+                    "--design", str(tmp_path / "two.json")]) == 2
+    err = capsys.readouterr().err
+    assert "does not place" in err and "bank-transfer" in err and err.count("\n") == 1

@@ -133,3 +133,12 @@ def test_ctrl_c_leaves_no_worker_and_no_partial_report(tmp_path):
         gone = not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
         assert gone, f"worker {worker.pid} outlived the report"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json"]  # no report, no temporary file
+
+
+@pytest.mark.process
+def test_a_pool_starts_no_more_processes_than_the_cores_or_four():
+    # `tune -j 1000` started a thousand workers (36 s for 200); the answer is the same for any count
+    from reports.parallel import MIN_PROCESSES, section_pool, usable_cores
+
+    with section_pool(1000) as pool:
+        assert len(pool._workers) == max(usable_cores(), MIN_PROCESSES) - 1
