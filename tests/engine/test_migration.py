@@ -199,3 +199,16 @@ def test_stop_move_restart_starts_new_processes(trade):
     assert_correct(r)
     assert r.state_digest == plain.state_digest
     assert len(r.pids) == 2 * a.n_partitions  # every partition stopped, a new process for each
+
+
+def test_a_span_no_batch_completed_in_reads_n_a_not_a_measured_zero():
+    # a run so short that every batch after the pause waited in it has no "after", and a
+    # pause before the first window completed has no "before": 0 tuples/s would say it stalled
+    from engine_sim.engine.migration import MigrationResult
+
+    m = MigrationResult("live", 50, "committed", False, 0.06, 0.05, 0.01, 0, 0, 0,
+                        batches_during=100, tps_during=6096.0)
+    line = dict(m.describe())["throughput"]
+    assert line == "before n/a  during 6,096  after n/a tuples/s"
+    measured = replace(m, batches_before=10, tps_before=8422.0, batches_after=5, tps_after=0.4)
+    assert dict(measured.describe())["throughput"] == "before 8,422  during 6,096  after 0 tuples/s"
