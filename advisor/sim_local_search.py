@@ -7,6 +7,9 @@ keeps where that ends if the simulator predicts it faster; it climbs from the po
 best designs too, and from its others and RANDOM_STARTS random designs (the estimate's best
 first, however far behind, until those climbs have priced CLIMB_BUDGET designs: a design that
 starts low can climb highest), and simulates the ends the estimate puts above the pick's own.
+Beside each end it simulates where the end leads across the estimate's plateau
+(`across_plateau`: moves that keep the estimate and take load off the partitions behind the
+busiest): designs the estimate ties can be 10 % apart in the simulator.
 Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
@@ -61,6 +64,7 @@ CLIMB_BUDGET = 2_000
 CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimate's best first)
 RANDOM_STARTS = 8  # random designs (seeded) among those other starts: a climb from far away finds
 # designs no pool design leads to (a smaller cluster's pick, missed on a larger one)
+PLATEAU_STEPS = 5  # steps of `across_plateau` from a climb's end
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 CROWDED_MOVES = 200  # SPs on a partition x other partitions above which each SP tries fewer places
 
@@ -325,6 +329,65 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     return proc, state, moves
 
 
+def across_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
+                   private: list[np.ndarray], touched: list[np.ndarray], max_steps: int | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """From where a climb ends (no move raises the estimate), steps that keep it (the busiest
+    part within CLIMB_GAIN) and take load off the partitions behind the busiest, busiest first
+    (`_less_loaded`): moves off every partition but the busiest.
+
+    Why: designs the estimate ties differ in what it does not see, the waits behind the
+    bottleneck, and the simulator can put them 10 % apart (generated-1017 on 4 machines). The
+    end across the plateau is simulated beside the climb's own, never instead of it."""
+    current = estimate.estimate(proc, state)
+    moves: list[str] = []
+    for _ in range(PLATEAU_STEPS if max_steps is None else max_steps):
+        best = _best_on_plateau(estimate, current, plateau_moves(graph, proc, state, private, touched, current))
+        if best is None:
+            break
+        current, label, proc, state = best
+        moves.append(label)
+    return proc, state, moves
+
+
+def plateau_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+                  touched: list[np.ndarray], load):
+    """The moves off every partition that runs an SP but the busiest, the busiest first."""
+    c = graph.cost
+    n_parts = c.machines * c.partitions_per_machine
+    first = _busiest_partitions(load.partition)[0]
+    for hot in sorted(set(proc.tolist()) - {first}, key=lambda q: (-load.partition[q], q)):
+        yield from _moves_off(graph, proc, state, private, touched, hot, n_parts, load.partition)
+
+
+def _busiest_first(busy) -> np.ndarray:
+    """Busy times of partitions and coordinators, busiest first."""
+    return np.sort(np.concatenate([busy.partition, busy.coordinator]))[::-1]
+
+
+def _less_loaded(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether busy times `a` (busiest first) are below `b`: at the first place where the two
+    differ by more than CLIMB_GAIN, `a` is lower. Two designs whose busiest part is as busy (to
+    the climb's own resolution) compare by the next, and so on."""
+    for x, y in zip(a, b):
+        if abs(x - y) > CLIMB_GAIN * max(x, y):
+            return bool(x < y)
+    return False
+
+
+def _best_on_plateau(estimate: BusyEstimate, current, moves) -> tuple | None:
+    """Of the moves whose busy times are below the design's (`_less_loaded`) with its bottleneck
+    no busier, the one below the others (the first of equals); None where none is."""
+    here = _busiest_first(current)
+    best, best_busy = None, here
+    for e, label, p2, s2 in priced_moves(estimate, moves):
+        busy = _busiest_first(e)
+        if (e.bottleneck_s <= current.bottleneck_s * (1 + CLIMB_GAIN) and _less_loaded(busy, here)
+                and (best is None or _less_loaded(busy, best_busy))):
+            best, best_busy = (e, label, p2, s2), busy
+    return best
+
+
 def priced_moves(estimate: BusyEstimate, moves) -> list[tuple]:
     """(BusyTime, label, proc, state) of each move (label, proc, state), in the order given,
     priced together (`BusyEstimate.estimate_many`)."""
@@ -398,14 +461,26 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
 
     start = best = simulate(proc, state)
     moves: list[str] = []
+
+    def try_end(p2, s2, climbed: list[str], first: list[str], end_too: bool = True) -> None:
+        """Simulate a climb's end (`end_too`), then its end across the plateau
+        (`across_plateau`), each kept where the simulator puts it faster than the best by the
+        tie tolerance."""
+        nonlocal best, proc, state, moves
+        tried = [(p2, s2, climbed)] if end_too else []
+        p3, s3, crossed = across_plateau(graph, estimate, p2, s2, private, touched)
+        if crossed:
+            tried.append((p3, s3, climbed + crossed))
+        for p4, s4, taken in tried:
+            tps = simulate(p4, s4, best * (1 + TIE_TOLERANCE))
+            if tps > best * (1 + TIE_TOLERANCE):
+                best, proc, state = tps, p4, s4
+                moves = first + [f"{m} (estimate)" for m in taken]
+
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
     bar = estimate.throughput_tps(p2, s2)  # what another start's climb must beat, by the estimate
-    if climbed:
-        tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
-        if tps > best * (1 + TIE_TOLERANCE):
-            best, proc, state = tps, p2, s2
-            moves += [f"{m} (estimate)" for m in climbed]
+    try_end(p2, s2, climbed, [], end_too=bool(climbed))
     # then from the pool's next best designs, and from its others within a budget: their
     # climbs' ends that the estimate puts above this one's, best first, simulated (a pool
     # design that starts lower can climb higher)
@@ -428,10 +503,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     ends = [e for e in ends if e is not None]
     ends += sorted((e for e in more if e is not None), key=lambda t: -t[0])[:CLIMB_ENDS]
     for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
-        tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
-        if tps > best * (1 + TIE_TOLERANCE):
-            best, proc, state = tps, p2, s2
-            moves = [f"start from {label!r}"] + [f"{m} (estimate)" for m in climbed]
+        try_end(p2, s2, climbed, [f"start from {label!r}"])
     for _ in range(MAX_STEPS):
         if spent + TRIED_PER_STEP * per_run > event_budget:
             break
