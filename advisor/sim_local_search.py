@@ -9,7 +9,8 @@ first, however far behind, until those climbs have priced CLIMB_BUDGET designs: 
 starts low can climb highest), and simulates the ends the estimate puts above the pick's own.
 Beside each end it simulates where the end leads across the estimate's plateau
 (`across_plateau`: moves that keep the estimate and take load off the partitions behind the
-busiest): designs the estimate ties can be 10 % apart in the simulator.
+busiest): designs the estimate ties can be 10 % apart in the simulator; and where it leads
+through a move made with a trade of places (`via_a_trade`).
 Then each step
 takes the busiest partition by the analytical busy-time estimate (`advisor.busy_estimate`:
 where the simulator says remote accesses and MOVEs land), tries moving each of its SPs to
@@ -21,8 +22,12 @@ places with another partition of its machine (its place in the lock order: tried
 the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. Where none is, it tries two of those that came within the tie together, then
 emptying the least busy partition that runs an SP onto another (the climbs on the estimate
-alone try that too, only where no small move gains). It stops when no move pays or the budget
-of simulated events is spent, so the same input gives the same design on any host.
+alone try that too, only where no small move gains), then a move made together with its target
+trading places with another partition of its machine (`trade_moves`: a move that loses until
+its partition takes another place in the lock order). It stops when no move pays or the budget
+of simulated events is spent, so the same input gives the same design on any host. Where a
+climb end came within the tie of the best, the steps also run from it (NEAR_STARTS of them):
+the simulator could not tell the two apart, and the steps from one can end higher.
 
 What it simulates is kept with the pick's own simulations (`advisor.selection.SimulationRuns`):
 the pick it starts from, simulated again on the final round's batches, is often what the
@@ -65,6 +70,7 @@ CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimat
 RANDOM_STARTS = 8  # random designs (seeded) among those other starts: a climb from far away finds
 # designs no pool design leads to (a smaller cluster's pick, missed on a larger one)
 PLATEAU_STEPS = 5  # steps of `across_plateau` from a climb's end
+NEAR_STARTS = 2  # designs within the tie of the best that the simulated steps also run from
 NEAR_BUSIEST = 0.10  # moves are also tried off the next busiest partition when this close
 CROWDED_MOVES = 200  # SPs on a partition x other partitions above which each SP tries fewer places
 
@@ -350,6 +356,43 @@ def across_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
     return proc, state, moves
 
 
+def via_a_trade(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
+                private: list[np.ndarray], touched: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """From where a climb ends, the best move off the busiest partitions made together with its
+    target trading places with another partition of its machine (`trade_moves`), if that
+    raises the estimate by CLIMB_GAIN, and the climb on from there; else no moves.
+
+    Why: a move can lose by the estimate until the partition it goes to takes another place
+    in the lock order (a distributed transaction holds each lock while it waits for the next),
+    and a trade alone may not pay either: generated-1125's statistics path ended one such pair
+    from the spec path's pick, 3 % faster by the estimate. Simulated beside the end, never
+    instead of it."""
+    current = estimate.estimate(proc, state)
+    best = _best_by_estimate(estimate, trade_moves(graph, proc, state, private, touched, current))
+    if best is None or best[0].throughput_tps <= current.throughput_tps * (1 + CLIMB_GAIN):
+        return proc, state, []
+    p2, s2, more = climb_estimate(graph, estimate, best[2], best[3], private, touched)
+    return p2, s2, [best[1], *more]
+
+
+def trade_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+                touched: list[np.ndarray], load):
+    """Each move off the busiest partitions (`busiest_partition_moves`) followed by the partition
+    it sends things to trading places with each other partition of its machine."""
+    per_machine = graph.cost.partitions_per_machine
+    if per_machine < 2:
+        return
+    for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, load):
+        to = np.unique(np.concatenate([p2[p2 != proc], s2[(s2 != state) & (s2 != REPLICATED)]]))
+        if to.size != 1:
+            continue
+        q = int(to[0])
+        first = q - q % per_machine
+        for r in range(first, first + per_machine):
+            if r != q:
+                yield f"{label}, then partitions {q} and {r} trade places", *_traded(p2, s2, q, r)
+
+
 def plateau_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
                   touched: list[np.ndarray], load):
     """The moves off every partition that runs an SP but the busiest, the busiest first."""
@@ -461,21 +504,28 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
 
     start = best = simulate(proc, state)
     moves: list[str] = []
+    tied: list[tuple] = []  # designs the simulator put within the tie of the best: (tps, proc, state, moves)
 
     def try_end(p2, s2, climbed: list[str], first: list[str], end_too: bool = True) -> None:
-        """Simulate a climb's end (`end_too`), then its end across the plateau
-        (`across_plateau`), each kept where the simulator puts it faster than the best by the
-        tie tolerance."""
+        """Simulate a climb's end (`end_too`), then where it leads across the plateau
+        (`across_plateau`) and through a move joined with a trade of places (`via_a_trade`),
+        each kept where the simulator puts it faster than the best by the tie tolerance (and
+        remembered where it ties)."""
         nonlocal best, proc, state, moves
         tried = [(p2, s2, climbed)] if end_too else []
-        p3, s3, crossed = across_plateau(graph, estimate, p2, s2, private, touched)
-        if crossed:
-            tried.append((p3, s3, climbed + crossed))
+        for further in (across_plateau, via_a_trade):
+            p3, s3, went = further(graph, estimate, p2, s2, private, touched)
+            if went:
+                tried.append((p3, s3, climbed + went))
         for p4, s4, taken in tried:
             tps = simulate(p4, s4, best * (1 + TIE_TOLERANCE))
+            these = first + [f"{m} (estimate)" for m in taken]
             if tps > best * (1 + TIE_TOLERANCE):
-                best, proc, state = tps, p4, s4
-                moves = first + [f"{m} (estimate)" for m in taken]
+                if best > tps * (1 - TIE_TOLERANCE):  # the one it replaces ties with it
+                    tied.append((best, proc, state, moves))
+                best, proc, state, moves = tps, p4, s4, these
+            elif tps > best * (1 - TIE_TOLERANCE):
+                tied.append((tps, p4, s4, these))
 
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
@@ -504,9 +554,22 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     ends += sorted((e for e in more if e is not None), key=lambda t: -t[0])[:CLIMB_ENDS]
     for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
         try_end(p2, s2, climbed, [f"start from {label!r}"])
-    for _ in range(MAX_STEPS):
-        if spent + TRIED_PER_STEP * per_run > event_budget:
-            break
+
+    def steps_from(best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple:
+        """The simulated steps from one design, while one pays and the budget lasts."""
+        moves = list(moves)
+        for _ in range(MAX_STEPS):
+            if spent + TRIED_PER_STEP * per_run > event_budget:
+                break
+            found = step(best, proc, state)
+            if found is None:
+                break
+            best, label, proc, state = found
+            moves.append(label)
+        return best, proc, state, moves
+
+    def step(best: float, proc: np.ndarray, state: np.ndarray) -> tuple | None:
+        """The step from a design: (tps, label, proc, state) of the move that pays, or None."""
         here = estimate.estimate(proc, state)
         tried = _by_estimate(estimate, busiest_partition_moves(graph, proc, state, private, touched, here))
         # a swap changes nothing but the lock order, which the estimate prices: simulated only
@@ -514,7 +577,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         tried += [t for t in _by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
                   if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
         if not tried:
-            break
+            return None
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
         found, near = None, []
         for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
@@ -534,15 +597,29 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
                 if tps > best * (1 + TIE_TOLERANCE):
                     found = (tps, *joined[1:])
                     break
-        if found is None and spent + per_run <= event_budget:  # no small move pays: empty a partition?
-            empty = _best_by_estimate(estimate, emptying_moves(proc, state, here))
-            if empty is not None and empty[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
-                tps = simulate(empty[2], empty[3], best * (1 + TIE_TOLERANCE))
-                found = (tps, *empty[1:]) if tps > best * (1 + TIE_TOLERANCE) else None
-        if found is None:
+        # no small move pays: empty a partition, or make a move with a trade of places?
+        for bigger in (emptying_moves(proc, state, here),
+                       trade_moves(graph, proc, state, private, touched, here)):
+            if found is not None or spent + per_run > event_budget:
+                break
+            move = _best_by_estimate(estimate, bigger)
+            if move is not None and move[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
+                tps = simulate(move[2], move[3], best * (1 + TIE_TOLERANCE))
+                found = (tps, *move[1:]) if tps > best * (1 + TIE_TOLERANCE) else None
+        return found
+
+    best, proc, state, moves = steps_from(best, proc, state, moves)
+    # a design the simulator could not tell from the best may lead further: the steps from the
+    # fastest of those too (NEAR_STARTS), while the budget lasts, kept where they end faster
+    # than the best by the tie
+    others = sorted((t for t in tied if not (np.array_equal(t[1], proc) and np.array_equal(t[2], state))),
+                    key=lambda t: -t[0])
+    for tps, p2, s2, m2 in others[:NEAR_STARTS]:
+        if spent + TRIED_PER_STEP * per_run > event_budget:
             break
-        best, label, proc, state = found
-        moves.append(label)
+        end = steps_from(tps, p2, s2, m2)
+        if end[0] > best * (1 + TIE_TOLERANCE):
+            best, proc, state, moves = end
     return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state))
 
 

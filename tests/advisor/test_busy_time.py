@@ -22,6 +22,15 @@ def ranks(x) -> np.ndarray:
     return np.argsort(np.argsort(x))
 
 
+def without_the_other_routes(monkeypatch, search) -> None:
+    """Turn off the searches' later routes (the ends across a plateau, the moves made with a
+    trade of places, the steps from tied ends), which reach some designs another way, so a test
+    can show what one mechanism alone does."""
+    monkeypatch.setattr(search, "PLATEAU_STEPS", 0)
+    monkeypatch.setattr(search, "NEAR_STARTS", 0)
+    monkeypatch.setattr(search, "trade_moves", lambda *args: iter(()))
+
+
 def test_remote_state_loads_the_partition_that_holds_it():
     g = WorkloadGraph.from_workload(load_workload("bank-transfer").with_cluster(2, 1))
     together = busy_time(g.cost, np.array([0, 0]), np.array([0, 0]))
@@ -413,6 +422,7 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
     assert any("trade places and" in m or "and partitions" in m for m in found.moves), found.moves
     assert found.end_tps > 1.02 * found.start_tps
     monkeypatch.setattr(search, "_trade_of", lambda *args: None)  # joined as placements only
+    without_the_other_routes(monkeypatch, search)
     alone = improve(g, w, proc, state, weights, simulator=ENGINE_SIMULATOR)
     assert alone.end_tps < found.end_tps
 
@@ -564,6 +574,7 @@ def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkey
         assert p.max() < 8 and s.max() < 8
     assert not np.array_equal(first[0][1], random_starts(g, 1, seed=6)[0][1])
     monkeypatch.setattr(search, "RANDOM_STARTS", 0)
+    without_the_other_routes(monkeypatch, search)
     without = recommend(w, machines=4, seed=0, baselines=False).prediction
     assert without < 0.98 * on_two  # what the random starts are for
 
@@ -600,8 +611,7 @@ def test_an_sp_that_reaches_the_busiest_partition_is_pulled_onto_it(monkeypatch)
         assert moved.size == 1 and p2[moved[0]] in hot and proc[moved[0]] != p2[moved[0]], label
     real = search._pulls_onto
     monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
-    # the ends across the estimate's plateau reach it another way: without them too
-    monkeypatch.setattr(search, "PLATEAU_STEPS", 0)
+    without_the_other_routes(monkeypatch, search)
     without = recommend(w, machines=4, seed=0, baselines=False).prediction
     assert without < 0.98 * on_two  # what the pulls are for
     monkeypatch.setattr(search, "_pulls_onto", real)
@@ -680,3 +690,65 @@ def test_the_search_simulates_where_a_climb_ends_across_the_estimates_plateau(mo
     monkeypatch.setattr(search, "PLATEAU_STEPS", 0)  # without it the search stays where it was
     stays = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
     assert stays.moves == [] and stays.end_tps == found.start_tps
+
+
+def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatch):
+    """generated-1125 on 2 machines x 2, where its statistics path stopped: moving SP9 and its
+    state to the other partition of machine 0 loses by the estimate, and so does the two
+    partitions trading places alone, but both together gain (the spec path's pick, 6 % faster
+    in the simulator). Without the joined moves the search stays where it started."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+    from advisor.sim_local_search import trade_moves, via_a_trade
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1125).with_cluster(2, 2)
+    g = WorkloadGraph.from_workload(w)
+    cal = Calibration.reference()
+    estimate = BusyEstimate.of(g, w, cal.sim_params())
+    start = np.array([0, 0, 0, 1, 1, 0, 0, 1, 1, 1]), np.array([1, 0, 0, 0, 1, 0, 1, 1])
+    here = estimate.estimate(*start)
+    joined = {label: (p, s) for label, p, s in trade_moves(g, *start, private_state(g), touched_state(g), here)}
+    label = "SP9 with all its state -> partition 0, then partitions 0 and 1 trade places"
+    p2, s2 = joined[label]
+    assert p2.tolist() == [1, 1, 1, 0, 0, 1, 1, 0, 0, 1]  # SP9 with the others, on the later partition
+    assert estimate.throughput_tps(p2, s2) > 1.02 * here.throughput_tps
+    alone = [l for l in joined if l.startswith("SP9 with all its state -> partition 0")]
+    assert alone == [label]
+    assert via_a_trade(g, estimate, *start, private_state(g), touched_state(g))[2][0] == label
+
+    found = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
+    assert label in found.moves and found.end_tps > 1.05 * found.start_tps
+    monkeypatch.setattr(search, "trade_moves", lambda *args: iter(()))
+    stays = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
+    assert stays.moves == [] and stays.end_tps == found.start_tps
+    # machines of one partition have no places to trade
+    one = WorkloadGraph.from_workload(generated_workload(1125).with_cluster(4, 1))
+    proc = np.array([0, 0, 0, 1, 1, 0, 0, 1, 1, 1])
+    assert not list(trade_moves(one, proc, start[1], private_state(one), touched_state(one),
+                                BusyEstimate.of(one, w.with_cluster(4, 1), cal.sim_params()).estimate(proc, start[1])))
+
+
+def test_the_steps_also_run_from_a_climb_end_that_ties_with_the_best(monkeypatch):
+    """generated-1048 on 8 machines: a move with a trade of places from the pick's own climb
+    end simulates at 6,006 tuples/s, then a pool design's climb end at 6,071, within the 2 %
+    tie, so the first stays the best; the steps from it end at 6,217, those from the second at
+    6,492. The steps now run from both."""
+    import sys
+    from pathlib import Path
+
+    import advisor.sim_local_search as search
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    w = generated_workload(1048)
+    both = recommend(w, machines=8, seed=0, baselines=False)
+    monkeypatch.setattr(search, "NEAR_STARTS", 0)
+    one = recommend(w, machines=8, seed=0, baselines=False)
+    assert both.prediction > 1.02 * one.prediction, (both.prediction, one.prediction)
+    assert both.design.provenance["simulated_search"]["moves"][0].startswith("start from")
