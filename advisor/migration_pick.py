@@ -222,8 +222,8 @@ def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Rea
     """Designs a hill climb from the deployed one reaches, whatever the unconstrained best is:
     each step takes the move off the busiest partitions (`busiest_partition_moves`) with the
     best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN."""
-    from advisor.sim_local_search import (CLIMB_GAIN, busiest_partition_moves, priced_moves, private_state,
-                                          touched_state)
+    from advisor.design_moves import busiest_partition_moves, private_state, touched_state
+    from advisor.estimate_climb import CLIMB_GAIN, priced_moves
 
     private, touched = private_state(graph), touched_state(graph)
     proc, state = current.arrays(graph)

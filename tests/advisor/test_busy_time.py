@@ -7,7 +7,9 @@ from advisor.api import recommend
 from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
 from advisor.placement import place_state
-from advisor.sim_local_search import climb_estimate, improve, private_state, touched_state
+from advisor.design_moves import private_state, touched_state
+from advisor.estimate_climb import climb_estimate
+from advisor.sim_local_search import improve
 from advisor.sources import load_workload
 from costmodel import REPLICATED, Weights
 from advisor.busy_estimate import BusyEstimate
@@ -26,9 +28,12 @@ def without_the_other_routes(monkeypatch, search) -> None:
     """Turn off the searches' later routes (the ends across a plateau, the moves made with a
     trade of places, the steps from tied ends), which reach some designs another way, so a test
     can show what one mechanism alone does."""
-    monkeypatch.setattr(search, "PLATEAU_STEPS", 0)
+    import advisor.estimate_climb as climbs
+
+    monkeypatch.setattr(climbs, "PLATEAU_STEPS", 0)
     monkeypatch.setattr(search, "NEAR_STARTS", 0)
-    monkeypatch.setattr(search, "trade_moves", lambda *args: iter(()))
+    for module in (search, climbs):
+        monkeypatch.setattr(module, "trade_moves", lambda *args: iter(()))
 
 
 def test_remote_state_loads_the_partition_that_holds_it():
@@ -201,7 +206,7 @@ def test_lock_waits_rank_contending_designs_closer_to_the_simulator():
 def test_moves_are_tried_off_the_next_busiest_partition_when_it_is_close():
     from types import SimpleNamespace
 
-    from advisor.sim_local_search import NEAR_BUSIEST, busiest_partition_moves
+    from advisor.design_moves import NEAR_BUSIEST, busiest_partition_moves
 
     w = load_workload("tpcdi-trade").with_cluster(4, 1)
     g = WorkloadGraph.from_workload(w)
@@ -230,7 +235,7 @@ def test_the_search_tries_a_partitions_place_in_the_lock_order_within_its_machin
     from pathlib import Path
     from types import SimpleNamespace
 
-    from advisor.sim_local_search import busiest_partition_moves, lock_order_swaps
+    from advisor.design_moves import busiest_partition_moves, lock_order_swaps
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -271,10 +276,11 @@ def test_the_search_also_climbs_from_the_pools_next_best_designs(monkeypatch):
     import sys
     from pathlib import Path
 
+    import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
 
     monkeypatch.setattr(search, "RANDOM_STARTS", 0)
-    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
+    monkeypatch.setattr(design_moves, "_pulls_onto", lambda *args: iter(()))
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
 
@@ -305,11 +311,12 @@ def test_the_search_climbs_from_a_design_far_behind_within_its_budget(monkeypatc
     import sys
     from pathlib import Path
 
+    import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
     from advisor.baselines import BASELINE_FUNCTIONS
 
     monkeypatch.setattr(search, "RANDOM_STARTS", 0)
-    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
+    monkeypatch.setattr(design_moves, "_pulls_onto", lambda *args: iter(()))
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -332,17 +339,17 @@ def test_a_crowded_start_climbs_as_high_pricing_fewer_places(monkeypatch):
     """Everything on one partition of 8 machines x 2: every SP to every partition is 16 x 15
     places a step. Off a crowded partition an SP tries the least busy partition of each machine
     and the partitions of what it works with; the climb ends where the full one does."""
-    import advisor.sim_local_search as search
+    import advisor.design_moves as design_moves
 
     w = load_workload("boundaries-16sp").with_cluster(8, 2)
     g = WorkloadGraph.from_workload(w)
     params = Calibration.reference().params
     proc = np.zeros(g.cost.n_proc, dtype=np.int64)
     state = np.zeros(g.cost.n_state, dtype=np.int64)
-    assert g.cost.n_proc * 15 > search.CROWDED_MOVES  # the start is crowded
+    assert g.cost.n_proc * 15 > design_moves.CROWDED_MOVES  # the start is crowded
     ends = []
-    for crowded in (search.CROWDED_MOVES, 10**9):  # the rule, then every place
-        monkeypatch.setattr(search, "CROWDED_MOVES", crowded)
+    for crowded in (design_moves.CROWDED_MOVES, 10**9):  # the rule, then every place
+        monkeypatch.setattr(design_moves, "CROWDED_MOVES", crowded)
         estimate = BusyEstimate.of(g, w, params)
         p2, s2, moves = climb_estimate(g, estimate, proc, state, private_state(g), touched_state(g))
         ends.append((estimate.throughput_tps(p2, s2), len(moves), len(estimate._memo)))
@@ -399,8 +406,9 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
     import sys
     from pathlib import Path
 
+    import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
-    from advisor.sim_local_search import _joined, _trade_of, _traded
+    from advisor.design_moves import _joined, _trade_of, _traded
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -421,14 +429,14 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
     found = improve(g, w, proc, state, weights, simulator=ENGINE_SIMULATOR)
     assert any("trade places and" in m or "and partitions" in m for m in found.moves), found.moves
     assert found.end_tps > 1.02 * found.start_tps
-    monkeypatch.setattr(search, "_trade_of", lambda *args: None)  # joined as placements only
+    monkeypatch.setattr(design_moves, "_trade_of", lambda *args: None)  # joined as placements only
     without_the_other_routes(monkeypatch, search)
     alone = improve(g, w, proc, state, weights, simulator=ENGINE_SIMULATOR)
     assert alone.end_tps < found.end_tps
 
 
 def test_joined_moves_refuse_two_places_for_one_item():
-    from advisor.sim_local_search import _joined
+    from advisor.design_moves import _joined
 
     proc, state = np.array([0, 0, 1]), np.array([0, 1])
     a = (1.0, "SP0 -> partition 1", np.array([1, 0, 1]), np.array([1, 1]))
@@ -459,7 +467,7 @@ def test_the_lock_pairs_are_every_later_lock_with_every_lock_at_its_partition():
 def test_emptying_a_partition_moves_all_it_holds_off_the_least_busy_one():
     from types import SimpleNamespace
 
-    from advisor.sim_local_search import emptying_moves
+    from advisor.design_moves import emptying_moves
 
     proc, state = np.array([0, 1, 1, 2]), np.array([1, REPLICATED, 2, 3])
     load = SimpleNamespace(partition=np.array([0.5, 0.2, 0.9, 0.0]))  # 3 runs no SP: not in use
@@ -554,13 +562,14 @@ def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkey
     import sys
     from pathlib import Path
 
+    import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
-    from advisor.sim_local_search import random_starts
+    from advisor.design_moves import random_starts
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
 
-    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))  # (they reach it too)
+    monkeypatch.setattr(design_moves, "_pulls_onto", lambda *args: iter(()))  # (they reach it too)
     w = generated_workload(1048)
     on_two = recommend(w, machines=2, seed=0, baselines=False).prediction
     on_four = recommend(w, machines=4, seed=0, baselines=False)
@@ -587,8 +596,9 @@ def test_an_sp_that_reaches_the_busiest_partition_is_pulled_onto_it(monkeypatch)
     import sys
     from pathlib import Path
 
+    import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
-    from advisor.sim_local_search import busiest_partition_moves, private_state, touched_state
+    from advisor.design_moves import busiest_partition_moves, private_state, touched_state
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -601,7 +611,7 @@ def test_an_sp_that_reaches_the_busiest_partition_is_pulled_onto_it(monkeypatch)
     proc, state = on_four.design.arrays(g)
     est = BusyEstimate.of(g, on_four.workload.with_cluster(4, 2), Calibration.reference().params)
     here = est.estimate(proc, state)
-    hot = search._busiest_partitions(here.partition)  # the busiest, and the next if close
+    hot = design_moves._busiest_partitions(here.partition)  # the busiest, and the next if close
     pulls = [(label, p2) for label, p2, _ in busiest_partition_moves(g, proc, state, private_state(g),
                                                                         touched_state(g), here)
              if "onto the busiest" in label]
@@ -609,12 +619,12 @@ def test_an_sp_that_reaches_the_busiest_partition_is_pulled_onto_it(monkeypatch)
     for label, p2 in pulls:  # each takes one SP from elsewhere onto a busiest partition
         moved = np.flatnonzero(p2 != proc)
         assert moved.size == 1 and p2[moved[0]] in hot and proc[moved[0]] != p2[moved[0]], label
-    real = search._pulls_onto
-    monkeypatch.setattr(search, "_pulls_onto", lambda *args: iter(()))
+    real = design_moves._pulls_onto
+    monkeypatch.setattr(design_moves, "_pulls_onto", lambda *args: iter(()))
     without_the_other_routes(monkeypatch, search)
     without = recommend(w, machines=4, seed=0, baselines=False).prediction
     assert without < 0.98 * on_two  # what the pulls are for
-    monkeypatch.setattr(search, "_pulls_onto", real)
+    monkeypatch.setattr(design_moves, "_pulls_onto", real)
     assert recommend(w, machines=4, seed=0, baselines=False).prediction >= 0.98 * on_two
 
 
@@ -646,7 +656,7 @@ def test_the_simulated_search_keeps_within_the_machines_memory(monkeypatch):
 
 
 def test_busy_times_compare_busiest_first_to_the_climbs_resolution():
-    from advisor.sim_local_search import CLIMB_GAIN, _less_loaded
+    from advisor.estimate_climb import CLIMB_GAIN, _less_loaded
 
     here = np.array([1.0, 0.9, 0.8])
     assert _less_loaded(np.array([1.0, 0.9, 0.7]), here)  # the same but for the third
@@ -666,8 +676,8 @@ def test_the_search_simulates_where_a_climb_ends_across_the_estimates_plateau(mo
     import sys
     from pathlib import Path
 
-    import advisor.sim_local_search as search
-    from advisor.sim_local_search import CLIMB_GAIN, across_plateau
+    import advisor.estimate_climb as climbs
+    from advisor.estimate_climb import CLIMB_GAIN, across_plateau
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -687,7 +697,7 @@ def test_the_search_simulates_where_a_climb_ends_across_the_estimates_plateau(mo
     found = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
     assert found.moves[0] == "SP7 with all its state -> partition 1 (estimate)", found.moves
     assert found.end_tps > 1.05 * found.start_tps
-    monkeypatch.setattr(search, "PLATEAU_STEPS", 0)  # without it the search stays where it was
+    monkeypatch.setattr(climbs, "PLATEAU_STEPS", 0)  # without it the search stays where it was
     stays = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
     assert stays.moves == [] and stays.end_tps == found.start_tps
 
@@ -700,8 +710,10 @@ def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatc
     import sys
     from pathlib import Path
 
+    import advisor.estimate_climb as climbs
     import advisor.sim_local_search as search
-    from advisor.sim_local_search import trade_moves, via_a_trade
+    from advisor.design_moves import trade_moves
+    from advisor.estimate_climb import via_a_trade
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -723,7 +735,8 @@ def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatc
 
     found = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
     assert label in found.moves and found.end_tps > 1.05 * found.start_tps
-    monkeypatch.setattr(search, "trade_moves", lambda *args: iter(()))
+    for module in (search, climbs):
+        monkeypatch.setattr(module, "trade_moves", lambda *args: iter(()))
     stays = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
     assert stays.moves == [] and stays.end_tps == found.start_tps
     # machines of one partition have no places to trade
