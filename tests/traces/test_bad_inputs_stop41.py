@@ -36,20 +36,6 @@ def one_error_line(capsys) -> str:
 
 # -- traces ---------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def good_trace(tpcdi_trade, tmp_path_factory):
-    out = tmp_path_factory.mktemp("good") / "trace"
-    synthesize(workload_as_plain(tpcdi_trade), out, batches=20, seed=5)
-    return out
-
-
-@pytest.fixture
-def trace(good_trace, tmp_path):
-    copy_ = tmp_path / "trace"
-    shutil.copytree(good_trace, copy_)
-    return copy_
-
-
 def _set(data: dict, path: str, value) -> dict:
     data = copy.deepcopy(data)
     *head, last = path.split(".")
@@ -92,7 +78,9 @@ def test_a_trace_manifest_value_past_its_bound_is_one_line(trace, tmp_path, caps
 def test_a_manifest_integer_json_cannot_read_is_one_line(trace, tmp_path, capsys):
     """An integer of 5,000 digits: Python's JSON refuses it with a ValueError of its own."""
     text = (trace / "_trace.json").read_text()
-    (trace / "_trace.json").write_text(text.replace('"batches": 20', '"batches": ' + "9" * 5000, 1))
+    huge, n = re.subn(r'"batches": \d+', '"batches": ' + "9" * 5000, text, count=1)
+    assert n == 1
+    (trace / "_trace.json").write_text(huge)
     with pytest.raises(TraceError, match="_trace.json: not valid JSON .*4300 digits"):
         validate_trace(trace)
     assert run_app(["trace", "validate", str(trace)]) == 2

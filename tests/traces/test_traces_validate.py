@@ -11,26 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
-from costmodel.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS
-from traces.synth import synthesize
 from traces.trace_checks import is_local_trace, validate_trace
 from traces.writer import TraceWriter
-
-
-@pytest.fixture(scope="module")
-def good_trace(tpcdi_trade, tmp_path_factory):
-    out = tmp_path_factory.mktemp("good") / "trace"
-    synthesize(workload_as_plain(tpcdi_trade), out, batches=30, seed=5)
-    return out
-
-
-@pytest.fixture
-def trace(good_trace, tmp_path):
-    copy = tmp_path / "trace"
-    shutil.copytree(good_trace, copy)
-    return copy
 
 
 def part(trace, dataset):
