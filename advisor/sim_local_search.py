@@ -170,8 +170,6 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             tps = simulate(p4, s4, best * (1 + TIE_TOLERANCE))
             these = first + [f"{m} (estimate)" for m in taken]
             if tps > best * (1 + TIE_TOLERANCE):
-                if best > tps * (1 - TIE_TOLERANCE):  # the one it replaces ties with it
-                    tied.append((best, proc, state, moves))
                 best, proc, state, moves = tps, p4, s4, these
             elif tps > best * (1 - TIE_TOLERANCE):
                 tied.append((tps, p4, s4, these))
