@@ -252,7 +252,7 @@ def random_starts(graph: WorkloadGraph, count: int, seed: int = 0) -> list[tuple
     return out
 
 
-def _joined(proc: np.ndarray, state: np.ndarray, first: tuple, second: tuple) -> tuple | None:
+def joined_moves(proc: np.ndarray, state: np.ndarray, first: tuple, second: tuple) -> tuple | None:
     """Two moves from (proc, state) made together, as (0.0, label, proc, state), or None where
     they place one SP or state item in two places.
 

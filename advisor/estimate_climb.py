@@ -37,11 +37,11 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
         if max_priced is not None and estimate.priced - priced >= max_priced:
             break
         bar = current.throughput_tps * (1 + CLIMB_GAIN)
-        best = _best_by_estimate(estimate, chain(
+        best = best_by_estimate(estimate, chain(
             busiest_partition_moves(graph, proc, state, private, touched, current),
             lock_order_swaps(graph, proc, state, current)))
         if best is None or best[0].throughput_tps <= bar:  # a local optimum of the small moves
-            best = _best_by_estimate(estimate, emptying_moves(proc, state, current))
+            best = best_by_estimate(estimate, emptying_moves(proc, state, current))
             if best is None or best[0].throughput_tps <= bar:
                 break
         current, label, proc, state = best
@@ -82,7 +82,7 @@ def via_a_trade(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, 
     from the spec path's pick, 3 % faster by the estimate. Simulated beside the end, never
     instead of it."""
     current = estimate.estimate(proc, state)
-    best = _best_by_estimate(estimate, trade_moves(graph, proc, state, private, touched, current))
+    best = best_by_estimate(estimate, trade_moves(graph, proc, state, private, touched, current))
     if best is None or best[0].throughput_tps <= current.throughput_tps * (1 + CLIMB_GAIN):
         return proc, state, []
     p2, s2, more = climb_estimate(graph, estimate, best[2], best[3], private, touched)
@@ -125,7 +125,7 @@ def priced_moves(estimate: BusyEstimate, moves) -> list[tuple]:
     return [(e, label, p2, s2) for e, (label, p2, s2) in zip(priced, moves)]
 
 
-def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
+def best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
     """The (BusyTime, label, proc, state) of the move the estimate likes best (the first of
     equals), or None where there is none."""
     best = None
@@ -135,6 +135,6 @@ def _best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
     return best
 
 
-def _by_estimate(estimate: BusyEstimate, moves) -> list[tuple]:
+def by_estimate(estimate: BusyEstimate, moves) -> list[tuple]:
     """(estimated tuples/s, label, proc, state) of each move, in the order given."""
     return [(e.throughput_tps, label, p2, s2) for e, label, p2, s2 in priced_moves(estimate, moves)]

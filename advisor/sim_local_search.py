@@ -45,9 +45,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from advisor.busy_estimate import BusyEstimate
-from advisor.design_moves import (_joined, busiest_partition_moves, emptying_moves, lock_order_swaps,
+from advisor.design_moves import (busiest_partition_moves, emptying_moves, joined_moves, lock_order_swaps,
                                   private_state, random_starts, touched_state, trade_moves)
-from advisor.estimate_climb import (CLIMB_GAIN, _best_by_estimate, _by_estimate, across_plateau,
+from advisor.estimate_climb import (CLIMB_GAIN, across_plateau, best_by_estimate, by_estimate,
                                     climb_estimate, via_a_trade)
 from advisor.judge import Simulator
 from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE, SimulationRuns
@@ -218,10 +218,10 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     def step(best: float, proc: np.ndarray, state: np.ndarray) -> tuple | None:
         """The step from a design: (tps, label, proc, state) of the move that pays, or None."""
         here = estimate.estimate(proc, state)
-        tried = _by_estimate(estimate, busiest_partition_moves(graph, proc, state, private, touched, here))
+        tried = by_estimate(estimate, busiest_partition_moves(graph, proc, state, private, touched, here))
         # a swap changes nothing but the lock order, which the estimate prices: simulated only
         # where the estimate sees it gain (else every step would spend simulations on no-ops)
-        tried += [t for t in _by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
+        tried += [t for t in by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
                   if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
         if not tried:
             return None
@@ -237,7 +237,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             pairs = sorted(((a[0] + b[0], i, j) for i, a in enumerate(near) for j, b in enumerate(near) if i < j),
                            key=lambda t: -t[0])
             for _sum, i, j in pairs:
-                joined = _joined(proc, state, near[i], near[j])
+                joined = joined_moves(proc, state, near[i], near[j])
                 if joined is None or spent + per_run > event_budget:
                     continue
                 tps = simulate(joined[2], joined[3], best * (1 + TIE_TOLERANCE))
@@ -249,7 +249,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
                        trade_moves(graph, proc, state, private, touched, here)):
             if found is not None or spent + per_run > event_budget:
                 break
-            move = _best_by_estimate(estimate, bigger)
+            move = best_by_estimate(estimate, bigger)
             if move is not None and move[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
                 tps = simulate(move[2], move[3], best * (1 + TIE_TOLERANCE))
                 found = (tps, *move[1:]) if tps > best * (1 + TIE_TOLERANCE) else None

@@ -393,7 +393,7 @@ def test_two_moves_within_the_tie_are_tried_together(monkeypatch):
     assert {"SP2 -> partition 0 and SP3 -> partition 0",
             "SP3 -> partition 0 and SP2 -> partition 0"} & made, found.moves
     assert found.end_tps > 1.15 * found.start_tps
-    monkeypatch.setattr(search, "_joined", lambda *a: None)
+    monkeypatch.setattr(search, "joined_moves", lambda *a: None)
     alone = improve(g, w, *start, weights, simulator=ENGINE_SIMULATOR)
     assert not alone.moves and alone.end_tps == found.start_tps
 
@@ -408,7 +408,7 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
 
     import advisor.design_moves as design_moves
     import advisor.sim_local_search as search
-    from advisor.design_moves import _joined, _trade_of, _traded
+    from advisor.design_moves import joined_moves, _trade_of, _traded
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
@@ -420,7 +420,7 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
     assert _trade_of(proc, state, *traded) == (0, 1) and _trade_of(proc, state, moved, state) is None
     for first, second in (((0.0, "trade", *traded), (0.0, "move", moved, state)),
                           ((0.0, "move", moved, state), (0.0, "trade", *traded))):
-        _, _, p2, s2 = _joined(proc, state, first, second)
+        _, _, p2, s2 = joined_moves(proc, state, first, second)
         assert p2.tolist() == [1, 1, 0, 1, 0, 0, 0, 1] and s2.tolist() == [0, 1, 1, 1]  # SP4 with SP2, SP5, SP6
 
     w = generated_workload(1088).with_cluster(4, 2)
@@ -436,16 +436,16 @@ def test_a_move_joined_with_a_trade_of_places_is_made_first(monkeypatch):
 
 
 def test_joined_moves_refuse_two_places_for_one_item():
-    from advisor.design_moves import _joined
+    from advisor.design_moves import joined_moves
 
     proc, state = np.array([0, 0, 1]), np.array([0, 1])
     a = (1.0, "SP0 -> partition 1", np.array([1, 0, 1]), np.array([1, 1]))
     b = (1.0, "SP1 -> partition 1", np.array([0, 1, 1]), np.array([0, 1]))
     c = (1.0, "SP0 -> partition 2", np.array([2, 0, 1]), np.array([0, 1]))
-    _, label, p, s = _joined(proc, state, a, b)
+    _, label, p, s = joined_moves(proc, state, a, b)
     assert label == "SP0 -> partition 1 and SP1 -> partition 1"
     assert p.tolist() == [1, 1, 1] and s.tolist() == [1, 1]
-    assert _joined(proc, state, a, c) is None  # SP0 cannot go to partitions 1 and 2
+    assert joined_moves(proc, state, a, c) is None  # SP0 cannot go to partitions 1 and 2
 
 
 def test_the_lock_pairs_are_every_later_lock_with_every_lock_at_its_partition():
