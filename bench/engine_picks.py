@@ -1,0 +1,144 @@
+"""Do the gains the simulator predicts between two designs show on the engine?
+
+On the 2-core VM, a design for 4-8 partitions runs with its partition processes sharing two
+cores, so a gain the simulator predicts for a cluster where every partition has a core of its
+own cannot be measured there. This bench measures such pairs where it can be: each case is a
+workload, a cluster and two committed designs (`bench/engine_picks/`), run on the
+multi-process engine in alternating pairs; it prints the measured ratio of the medians beside
+the predicted one (reference cluster, and with `--calibration` the host's).
+
+The pairs (written by the search of the day, kept so that a later run measures the same designs):
+- `throughput` / `cost`: recommend's pick by predicted throughput over its pick by the cost
+  model, on issue 19's dataflows of realistic size (`bench/recommend_scale.py`'s cases);
+- `after` / `before`: the statistics path's pick after stop 42's search over stop 41's, on the
+  generated workloads where the two differ (`bench/trace_quality.py --generated`);
+- `stats` / `spec`: the statistics path's pick over the spec path's where the two still differ.
+
+    python bench/engine_picks.py --pairs 3 --batches 2000
+    python bench/engine_picks.py --only gen20 --calibration bench/calibration.json
+    OUT=dir bash bench/device_engine_picks.sh     # on a lent many-core machine
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from costmodel.design import Design  # noqa: E402
+from costmodel.workload import Workload  # noqa: E402
+from engine_sim.engine import run_workload  # noqa: E402
+from engine_sim.sim import Calibration, max_throughput  # noqa: E402
+
+DESIGNS = Path(__file__).resolve().parent / "engine_picks"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # the designs' file prefix
+    workload: str  # generated-SEED (trace_quality), or a recommend_scale case name
+    machines: int
+    new: str  # the label of the design expected faster
+    old: str
+
+    def designs(self) -> dict[str, Design]:
+        return {label: Design.load(DESIGNS / f"{self.name}-{label}.json") for label in (self.new, self.old)}
+
+
+CASES = (
+    Case("linear-road-at-4", "linear-road@4", 4, "throughput", "cost"),
+    Case("shared20", "shared20", 4, "throughput", "cost"),
+    Case("gen40", "gen40", 8, "throughput", "cost"),
+    Case("generated-1136-x2", "generated-1136", 2, "after", "before"),
+    Case("generated-1125-x2", "generated-1125", 2, "after", "before"),
+    Case("generated-1017-x4", "generated-1017", 4, "after", "before"),
+    Case("generated-1149-x4", "generated-1149", 4, "stats", "spec"),
+)
+
+
+def case_workload(case: Case) -> Workload:
+    if case.workload.startswith("generated-"):
+        from trace_quality import generated_workload
+        return generated_workload(int(case.workload.split("-")[1])).with_cluster(case.machines)
+    from recommend_scale import case_workload as scale_workload
+    return scale_workload(case.workload)[0]
+
+
+def predicted_ratio(workload: Workload, designs: dict[str, Design], new: str, old: str,
+                    calibration: Calibration, batches: int) -> float:
+    tps = {k: max_throughput(workload, d, calibration=calibration, batches=batches).throughput_tps
+           for k, d in designs.items()}
+    return tps[new] / tps[old]
+
+
+def measured(workload: Workload, designs: dict[str, Design], new: str, old: str, pairs: int,
+             batches: int) -> tuple[dict[str, list[float]], list[str]]:
+    """Tuples/s of each design, `pairs` times, alternating which runs first (hosts are noisy:
+    only the pairs' ratios mean much); and any history check that failed."""
+    tps: dict[str, list[float]] = {new: [], old: []}
+    failed = []
+    for i in range(pairs):
+        for label in (new, old) if i % 2 == 0 else (old, new):
+            result = run_workload(workload, designs[label], batches=batches, seed=0)
+            if result.history_check != "ok":
+                failed.append(f"{label} run {i + 1}: {result.history_check}")
+            tps[label].append(result.throughput_tps)
+    return tps, failed
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="*", help="case names (default: all)")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--batches", type=int, default=2000, help="batches per engine run")
+    ap.add_argument("--sim-batches", type=int, default=2000, help="batches per prediction")
+    ap.add_argument("--calibration", help="a calibration file of this host: predict with it too")
+    ap.add_argument("--no-engine", action="store_true", help="predictions only")
+    ap.add_argument("--save", help="write every figure to this JSON file (rewritten after each case)")
+    a = ap.parse_args()
+    cases = [c for c in CASES if not a.only or c.name in a.only]
+    host = Calibration.load(a.calibration) if a.calibration else None
+    print(f"host: {os.cpu_count()} cores; {a.pairs} alternating pairs of {a.batches} batches per case; "
+          f"predictions at {a.sim_batches} batches", flush=True)
+    print(f"{'case':<20} {'new / old':<19} {'procs':>5} {'pred ref':>8} {'pred host':>9} {'measured':>8} "
+          f"{'new won':>7}  medians (tuples/s)", flush=True)
+    rows = []
+    for c in cases:
+        t0 = time.perf_counter()
+        w, designs = case_workload(c), c.designs()
+        procs = w.cluster.machines * w.cluster.partitions_per_machine
+        ref = predicted_ratio(w, designs, c.new, c.old, Calibration.reference(), a.sim_batches)
+        on_host = predicted_ratio(w, designs, c.new, c.old, host, a.sim_batches) if host else None
+        row = {"case": c.name, "new": c.new, "old": c.old, "processes": procs,
+               "predicted_reference": ref, "predicted_host": on_host}
+        meas_txt = won_txt = medians_txt = ""
+        if not a.no_engine:
+            tps, failed = measured(w, designs, c.new, c.old, a.pairs, a.batches)
+            ratio = statistics.median(tps[c.new]) / statistics.median(tps[c.old])
+            won = sum(x > y for x, y in zip(tps[c.new], tps[c.old]))
+            row.update(measured=ratio, new_won=won, tps=tps, failed=failed)
+            meas_txt, won_txt = f"{ratio:.3f}", f"{won}/{a.pairs}"
+            medians_txt = f"{statistics.median(tps[c.new]):,.0f} / {statistics.median(tps[c.old]):,.0f}"
+            for f in failed:
+                print(f"  history check failed: {c.name} {f}", flush=True)
+        rows.append(row)
+        host_txt = f"{on_host:.3f}" if on_host is not None else "-"
+        print(f"{c.name:<20} {c.new + ' / ' + c.old:<19} {procs:>5} {ref:>8.3f} {host_txt:>9} {meas_txt:>8} "
+              f"{won_txt:>7}  {medians_txt} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        if a.save:
+            tmp = Path(a.save + ".tmp")
+            tmp.write_text(json.dumps({"cores": os.cpu_count(), "pairs": a.pairs, "batches": a.batches,
+                                       "rows": rows}, indent=1))
+            tmp.replace(a.save)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
