@@ -12,7 +12,8 @@ The pairs (written by the search of the day, kept so that a later run measures t
   model, on issue 19's dataflows of realistic size (`bench/recommend_scale.py`'s cases);
 - `after` / `before`: the statistics path's pick after stop 42's search over stop 41's, on the
   generated workloads where the two differ (`bench/trace_quality.py --generated`);
-- `stats` / `spec`: the statistics path's pick over the spec path's where the two still differ.
+- `stats` / `spec`: the statistics path's pick over the spec path's, as stop 42 left them
+  (generated-1149; stop 43's tie-break made the statistics path pick the spec path's design).
 
     python bench/engine_picks.py --pairs 3 --batches 2000
     python bench/engine_picks.py --only gen20 --calibration bench/calibration.json
@@ -33,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from costmodel.design import Design  # noqa: E402
+from costmodel.files import atomic_write_text  # noqa: E402
 from costmodel.workload import Workload  # noqa: E402
 from engine_sim.engine import run_workload  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
@@ -133,10 +135,8 @@ def main() -> int:
         print(f"{c.name:<20} {c.new + ' / ' + c.old:<19} {procs:>5} {ref:>8.3f} {host_txt:>9} {meas_txt:>8} "
               f"{won_txt:>7}  {medians_txt} ({time.perf_counter() - t0:.0f} s)", flush=True)
         if a.save:
-            tmp = Path(a.save + ".tmp")
-            tmp.write_text(json.dumps({"cores": os.cpu_count(), "pairs": a.pairs, "batches": a.batches,
-                                       "rows": rows}, indent=1))
-            tmp.replace(a.save)
+            atomic_write_text(a.save, json.dumps({"cores": os.cpu_count(), "pairs": a.pairs,
+                                                  "batches": a.batches, "rows": rows}, indent=1))
     return 0
 
 
