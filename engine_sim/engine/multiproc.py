@@ -142,16 +142,29 @@ def _serve(node: int, args: dict) -> None:
                     return
                 site.handle(msg, b.src)
                 got = True
-        did = site.poll()
-        if not got and not did:
-            site.on_idle()
-            did = site.runnable()  # the log group it wrote may have released work here
-        net.flush(site.clock, site.epoch)
+        did = work_turn(site, net, got)
         # after work, look once more without waiting; otherwise sleep in the poll until a
         # message comes: never spin on a core the other partitions need. An idle turn has
         # written the log group and sent acknowledgements and history (on_idle), so no timer
         # is due; output a full socket holds back is retried shortly.
         busy_wait = 0.0 if (did or got) else (0.0005 if net.has_output() else IDLE_WAIT_S)
+
+
+def work_turn(site, net, got: bool) -> bool:
+    """A loop turn's work once its messages (`got`: any) are handled; True if it did any.
+
+    What handling the messages produced goes out first: a COMMIT held back behind the next
+    serving slice kept its participants locked, and idle, for up to a slice more (2 ms), and
+    a lock reply or a vote kept its coordinator (holding its own partition) waiting as long.
+    Then a slice of the queue, and what the slice produced."""
+    if got:
+        net.flush(site.clock, site.epoch)
+    did = site.poll()
+    if not got and not did:
+        site.on_idle()
+        did = site.runnable()  # the log group it wrote may have released work here
+    net.flush(site.clock, site.epoch)
+    return did
 
 
 PR_SET_PDEATHSIG = 1
