@@ -48,7 +48,9 @@ class Recovery:
         self.expected = {r.txn_id for r in d.lost if d.plan.recovery == "strong"}
         for node, busy in d.busy.items():
             d.busy_before[node] = d.busy_before.get(node, 0.0) + busy
-        d.busy = {}
+        for node, held in d.held.items():
+            d.held_before[node] = d.held_before.get(node, 0.0) + held
+        d.busy, d.held = {}, {}
         d.epoch += 1
         d.snap_inflight = None
         d.oltp_pending.clear()

@@ -71,6 +71,8 @@ class Driver:
         self.lost: list = []  # commits a crash undid (weak) or that replay must bring back (strong)
         self.busy: dict[int, float] = {}
         self.busy_before: dict[int, float] = {}
+        self.held: dict[int, float] = {}  # as `busy`: time each partition was locked
+        self.held_before: dict[int, float] = {}
         self.commits: dict[int, int] = {}
         self.snapshot = (None, 0)  # (number, commit ts) of the last complete snapshot
         self.snap_inflight: int | None = None
@@ -272,6 +274,7 @@ class Driver:
         elif t is m.FinalReport:
             self.finals[msg.node] = msg
             self.busy[msg.node] = msg.busy_s
+            self.held[msg.node] = msg.held_s
             if len(self.finals) == self.plan.n_partitions:
                 self.phase = "done"
         else:
@@ -283,6 +286,7 @@ class Driver:
         elif msg.records:
             self.history.append(msg.records)
         self.busy[msg.node] = msg.busy_s
+        self.held[msg.node] = msg.held_s
         self.commits[msg.node] = msg.commits
         if msg.snapshot is not None and msg.snapshot in self.snap_markers:
             self.snap_markers[msg.snapshot].add(msg.node)

@@ -141,6 +141,7 @@ class History:
     busy_s: float
     commits: int  # commits this partition coordinated (crash_after counts them)
     snapshot: int | None = None  # every record of txns before snapshot `snapshot` is shipped
+    held_s: float = 0.0  # time the partition was locked by a transaction (executing or waiting)
 
 
 @dataclass(slots=True)
@@ -231,6 +232,7 @@ class FinalReport:
     sent: int = 0  # messages this site sent (multi-process)
     cpu_s: float = 0.0  # CPU time of this site's process from its first message to Finish (multi-process)
     refused: int = 0  # connections it closed for a frame this run did not seal (multi-process)
+    held_s: float = 0.0  # time the partition was locked by a transaction (executing or waiting)
 
 
 @dataclass(slots=True)
@@ -280,6 +282,7 @@ class MigrateReady:
     wire_bytes: int  # bytes of those rows as pickled for the wire or the dump
     windows: tuple  # the windows it holds now
     busy_s: float
+    held_s: float = 0.0
 
 
 @dataclass(slots=True)

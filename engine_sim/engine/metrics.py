@@ -21,6 +21,9 @@ class RunResult:
     restarts: int  # restarts it took the committed executions
     partition_busy_s: list[float]  # time each partition spent executing
     wall_s: float
+    # time each partition was locked by a transaction, executing or waiting for the other
+    # partitions of a distributed one: what limits a design whose partitions wait on each other
+    partition_held_s: list[float] = field(default_factory=list)
     latency_mean_ms: float = 0.0
     latency_bound_s: float = 1.0
     within_latency_bound: bool = True
@@ -83,6 +86,9 @@ class RunResult:
             ("MOVEs", f"{self.moves}" + (f" ({self.move_txns} as transactions)" if self.move_txns else "")),
             ("partition busy", ", ".join(f"p{i} {b:.2f}s" for i, b in enumerate(self.partition_busy_s))),
         ]
+        if any(self.partition_held_s):
+            rows.append(("partition held", ", ".join(f"p{i} {h:.2f}s ({h / self.wall_s:.0%})"
+                                                     for i, h in enumerate(self.partition_held_s))))
         if self.crashed:
             rows.append(("recovery", f"crashed, recovered in {self.recovery_s:.3f} s "
                                      f"({self.replayed} replayed)"))

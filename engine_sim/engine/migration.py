@@ -181,7 +181,9 @@ class MigrationControl:
         d = self.d
         for node, r in self.ready.items():
             d.busy_before[node] = d.busy_before.get(node, 0.0) + r.busy_s
+            d.held_before[node] = d.held_before.get(node, 0.0) + r.held_s
             d.busy.pop(node, None)
+            d.held.pop(node, None)
         self.ready = {}
         self.state = "reload"
         d.runtime.restart(NEW, d.clock)

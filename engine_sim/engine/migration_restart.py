@@ -27,7 +27,7 @@ def dump_state(site, start: m.MigrateStart) -> None:
     atomic_write_bytes(dump_path(site.cfg.run_dir, start.number, site.node), data, fsync=site.cfg.fsync)
     site.ship()
     site.send(DRIVER, m.MigrateReady(site.node, start.era, site.partition.seq, {}, len(data), (),
-                                     site.partition.busy_s))
+                                     site.partition.busy_s, site.partition.held_now()))
 
 
 def reload_state(site, msg: m.Reload) -> tuple[dict[str, int], int]:

@@ -114,7 +114,8 @@ def _ready(site, era: int, number: int, rows: dict, wire: int) -> None:
     site.moving = None
     site.ship()
     site.send(DRIVER, m.MigrateReady(site.node, era, site.partition.seq, rows, wire,
-                                     tuple(sorted(site.partition.store.windows)), site.partition.busy_s))
+                                     tuple(sorted(site.partition.store.windows)), site.partition.busy_s,
+                                     site.partition.held_now()))
 
 
 def _switch(site, msg: m.MigrateSwitch) -> None:

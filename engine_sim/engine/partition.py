@@ -45,7 +45,9 @@ class Partition:
         self.seq = 0
         self.coords: dict[int, _Coord] = {}  # transactions this partition coordinates
         self.part_txn = None  # (txn id, coordinator, position) while a participant
-        self.busy_s = 0.0
+        self.busy_s = 0.0  # executing
+        self.held_s = 0.0  # locked by a transaction, executing or waiting (up to `held_since`)
+        self.held_since: float | None = None
         self.commits = 0
 
     # -- arrivals ------------------------------------------------------------------------------
@@ -54,6 +56,22 @@ class Partition:
 
     def on_lock_req(self, req: LockReq) -> None:
         heapq.heappush(self.queue, (req.age or req.txn_id, req.txn_id, "lock", req))
+
+    def take(self, txn_id: int) -> None:
+        """Lock this partition for `txn_id` (it runs nothing else until `free`)."""
+        self.holder = txn_id
+        self.held_since = time.perf_counter()
+
+    def free(self) -> None:
+        self.holder = None
+        if self.held_since is not None:
+            self.held_s += time.perf_counter() - self.held_since
+            self.held_since = None
+
+    def held_now(self) -> float:
+        """Time held so far, the current hold included (busy time is only the executing)."""
+        ongoing = 0.0 if self.held_since is None else time.perf_counter() - self.held_since
+        return self.held_s + ongoing
 
     def idle(self) -> bool:
         return self.holder is None and not self.queue
@@ -92,7 +110,7 @@ class Partition:
 
     # -- participant ---------------------------------------------------------------------------
     def _grant(self, req: LockReq) -> None:
-        self.holder = req.txn_id
+        self.take(req.txn_id)
         self.store.begin()
         self.part_txn = (req.txn_id, req.coord, self._position())
         try:
@@ -135,7 +153,7 @@ class Partition:
                 self.store.commit()
             else:
                 self.store.rollback()
-            self.holder = None
+            self.free()
             self.part_txn = None
             crash_point(self, "participant", "after_decision")
         elif not msg.commit:
@@ -162,7 +180,7 @@ class Partition:
 
     def _hold(self, c: _Coord) -> None:
         """The coordinator's turn to lock its own partition (we are free right now)."""
-        self.holder = c.txn.id
+        self.take(c.txn.id)
         c.position = self._position()
 
     def on_reply(self, msg) -> None:
@@ -200,7 +218,7 @@ class Partition:
     def _release(self, c: _Coord) -> None:
         self.coords.pop(c.txn.id, None)
         if self.holder == c.txn.id:
-            self.holder = None
+            self.free()
 
     def _finish_abort(self, c: _Coord, reason: str) -> None:
         txn = c.txn

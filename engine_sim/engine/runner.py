@@ -246,6 +246,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
     done = len(driver.done_us)
     n = plan.n_partitions
     busy = [driver.busy_before.get(k, 0.0) + driver.busy.get(k, 0.0) for k in range(n)]
+    held = [driver.held_before.get(k, 0.0) + driver.held.get(k, 0.0) for k in range(n)]
     d = plan.design
     return RunResult(
         throughput_tps=done * plan.batch_size / wall, throughput_bps=done / wall,
@@ -254,7 +255,7 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         history_check="ok" if not violations else violations[0],
         state_digest=digest, serial_digest=serial, committed=counts.committed,
         aborts=counts.aborts, restarts=counts.restarts,
-        partition_busy_s=busy, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
+        partition_busy_s=busy, partition_held_s=held, wall_s=wall, latency_mean_ms=mean, latency_bound_s=bound,
         within_latency_bound=mean / 1000.0 <= bound, in_flight=driver.in_flight, batches=batches,
         batch_size=plan.batch_size, workload=plan.workload.name, machines=d.machines,
         partitions_per_machine=d.partitions_per_machine, mode=mode, scheduler=plan.scheduler,

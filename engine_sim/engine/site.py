@@ -240,7 +240,7 @@ class Site:
         self.shipped_at = time.perf_counter()
         marker, self.snapshot_marker = self.snapshot_marker, None
         self.transport.send(DRIVER, m.History(self.node, records, self.partition.busy_s,
-                                              self.partition.commits, marker))
+                                              self.partition.commits, marker, self.partition.held_now()))
 
     def complete(self, txn, audit, records: list, wait_for_flush: bool) -> None:
         """A txn finished here; its outcome goes out once its log record is durable."""
@@ -315,4 +315,5 @@ class Site:
                                                   self.log.flushes,
                                                   getattr(self.transport, "sent", 0),
                                                   self.run_cpu_s(started_finish),
-                                                  getattr(self.transport, "refused", 0)))
+                                                  getattr(self.transport, "refused", 0),
+                                                  self.partition.held_now()))

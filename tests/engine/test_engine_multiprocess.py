@@ -38,6 +38,8 @@ def test_two_phase_commit_across_processes():
     ip = run_workload(w, d, batches=80, in_process=True, recovery=RecoveryOptions(mode="strong"))
     assert r.history_check == "ok" and r.distributed_txns == 160
     assert r.state_digest == ip.state_digest
+    # each partition stays locked through the other's work and the 2PC round trips
+    assert all(held > busy > 0 for held, busy in zip(r.partition_held_s, r.partition_busy_s))
 
 
 @pytest.mark.parametrize("recovery", ["strong", "weak"])

@@ -78,6 +78,20 @@ def test_a_table_on_another_partition_makes_distributed_transactions():
     assert r.history_check == "ok" and r.distributed_txns == 20
 
 
+def test_a_partition_locked_for_a_remote_transaction_is_held_longer_than_it_executes():
+    # partition 1 only takes part in transactions coordinated at partition 0: it is locked from
+    # the grant until the COMMIT comes back, and executes only the shipped work in between
+    w = load_workload("bank-transfer")
+    apart = Design(w.name, 2, 1, {"ValidateTransfer": 0, "ApplyTransfer": 0}, {"Customers": 0, "Accounts": 1})
+    r = run_workload(w, apart, batches=20, in_process=True)
+    assert len(r.partition_held_s) == 2
+    assert r.partition_held_s[1] > r.partition_busy_s[1] > 0
+    assert any(line.startswith("partition held") for line in r.describe())
+    alone = run_workload(w, Design(w.name, 2, 1, {"ValidateTransfer": 0, "ApplyTransfer": 0},
+                                   {"Customers": 0, "Accounts": 0}), batches=20, in_process=True)
+    assert alone.partition_held_s[1] == 0 and alone.partition_held_s[0] > 0
+
+
 def test_replicated_tables_are_read_locally_and_written_everywhere(tpcdi_trade):
     w = tpcdi_trade
     d = round_robin_design(w, replicate=("DimDate", "DimTime", "StatusType", "TradeType", "DimAccount"))
