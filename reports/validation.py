@@ -142,18 +142,15 @@ def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
                                "text": f"most loaded machine: {m} (its partitions {util[m]:.0%} busy in the "
                                        f"simulator; busiest resource overall: {sim['bottleneck']})"}
     if engine is not None and engine.get("partition_busy_s") and engine.get("wall_s"):
-        busy = engine["partition_busy_s"]
-        per_machine = [sum(busy[i * ppm:(i + 1) * ppm]) / ppm / engine["wall_s"]
-                       for i in range(design.machines)]
-        m = max(range(len(per_machine)), key=per_machine.__getitem__)
+        m, per_machine, load = _engine_busiest(engine, design.machines, ppm)
         engine_busy = (m, per_machine)
-        text = f"engine: machine {m} the busiest (its partitions {per_machine[m]:.0%} busy)"
+        text = f"engine: machine {m} the busiest (its partitions {load})"
         if "machine" in evidence:
             evidence["machine"]["engine"] = {"machine": m, "utilisation": per_machine[m]}
             evidence["machine"]["text"] += f"; {text}"
         else:
             evidence["machine"] = {"machine": m, "utilisation": per_machine[m],
-                                   "text": f"most loaded machine: {m} ({per_machine[m]:.0%} busy on the engine)"}
+                                   "text": f"most loaded machine: {m} ({load} on the engine)"}
     if "machine" not in evidence:
         evidence["machine"] = {"machine": base.machine, "load_share": base.machine_load_share,
                                "text": f"most loaded machine: {base.machine} ({base.machine_load_share:.0%} "
@@ -186,6 +183,26 @@ def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
                                        "text": f"most frequent distributed transaction: {proc} "
                                                f"({rows:g} rows per batch of {item} elsewhere, cost model)"}
     return _with_evidence(graph, design, base, evidence, sim, engine_busy)
+
+
+def _engine_busiest(engine: dict, machines: int, ppm: int) -> tuple[int, list[float], str]:
+    """The engine's busiest machine, its partitions' share of the run per machine, and how
+    loaded they were, in words. Busiest by the time its partitions were held (locked by a
+    transaction, executing or waiting), as the simulator's utilisation counts, execution
+    breaking ties; in a validation file from before the engine measured holds (no
+    `partition_held_s`), by execution alone."""
+    wall = engine["wall_s"]
+
+    def share(values: list[float]) -> list[float]:
+        return [sum(values[i * ppm:(i + 1) * ppm]) / ppm / wall for i in range(machines)]
+
+    busy = share(engine["partition_busy_s"])
+    if not any(engine.get("partition_held_s") or ()):
+        m = max(range(machines), key=busy.__getitem__)
+        return m, busy, f"{busy[m]:.0%} busy"
+    held = share(engine["partition_held_s"])
+    m = max(range(machines), key=lambda i: (round(held[i], 2), busy[i]))
+    return m, held, f"{held[m]:.0%} held, {busy[m]:.0%} executing"
 
 
 def _with_evidence(graph, design: Design, base: Bottleneck, evidence: dict, sim: dict | None,

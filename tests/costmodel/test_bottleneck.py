@@ -144,6 +144,30 @@ def test_the_validation_view_takes_the_simulated_machine():
     assert b.distributed_access[0] == "SP5"  # the cost model's edges stay
 
 
+def test_the_validation_view_takes_the_engine_machine_its_partitions_were_held_longest():
+    # the engine's measured machine is the one whose partitions were locked longest (as the
+    # simulator's utilisation counts), not the one that executed most; an older validation
+    # file, without holds, is read by execution
+    from advisor.sources import load_workload
+    from engine_sim.engine import run_workload
+    from engine_sim.sim import scenario_designs as designs
+    from reports.validation import measured_bottleneck
+
+    w = load_workload("chain-32")
+    d = designs.chain_design(w, 2)
+    engine = run_workload(w, d, batches=20, in_process=True).to_dict()
+    engine["wall_s"] = 1.0
+    assert (d.machines, d.partitions_per_machine) == (2, 4)
+    engine["partition_busy_s"] = [0.5] * 4 + [0.2] * 4
+    engine["partition_held_s"] = [0.6] * 4 + [0.9] * 4
+    b = measured_bottleneck(w, d, None, engine)
+    assert b.source == "measured" and b.machine == 1 and b.utilisation == pytest.approx(0.9)
+    assert "90% held, 20% executing" in b.evidence["machine"]["text"]
+    engine["partition_held_s"] = []
+    old = measured_bottleneck(w, d, None, engine)
+    assert old.machine == 0 and "(50% busy on the engine)" in old.evidence["machine"]["text"]
+
+
 def _classes(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
     return [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
