@@ -33,3 +33,14 @@ def test_the_predicted_ratio_is_the_two_designs_simulated():
     tps = {k: max_throughput(w, d, calibration=ref, batches=300).throughput_tps for k, d in designs.items()}
     assert B.predicted_ratio(w, designs, case.new, case.old, ref, 300) == pytest.approx(tps["after"] / tps["before"])
     assert tps["after"] > tps["before"]  # what stop 42's search saw (the engine measured the opposite)
+
+
+def test_the_closed_loop_ratio_is_the_engine_measurement_simulated():
+    from engine_sim.sim import run_once
+
+    case = next(c for c in B.CASES if c.name == "generated-1136-x2")
+    w, designs = B.case_workload(case), case.designs()
+    ref = Calibration.reference()
+    tps = {k: run_once(w, d, in_flight=64, calibration=ref, batches=200).throughput_tps for k, d in designs.items()}
+    assert B.IN_FLIGHT == 64  # the engine client's default, which the bench measures with
+    assert B.closed_loop_ratio(w, designs, case.new, case.old, ref, 200) == pytest.approx(tps["after"] / tps["before"])
