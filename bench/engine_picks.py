@@ -83,9 +83,8 @@ def predicted_ratio(workload: Workload, designs: dict[str, Design], new: str, ol
                     calibration: Calibration, batches: int) -> float:
     """The ratio as `recommend` judges designs: the highest offered rate within the latency
     bound (the dissertation's metric)."""
-    tps = {k: max_throughput(workload, d, calibration=calibration, batches=batches).throughput_tps
-           for k, d in designs.items()}
-    return tps[new] / tps[old]
+    return _ratio(designs, new, old, lambda d: max_throughput(workload, d, calibration=calibration,
+                                                               batches=batches).throughput_tps)
 
 
 def closed_loop_ratio(workload: Workload, designs: dict[str, Design], new: str, old: str,
@@ -94,9 +93,12 @@ def closed_loop_ratio(workload: Workload, designs: dict[str, Design], new: str, 
     batches, `batches` of them. Beside the engine's figure this is like for like; the
     highest-rate figure differs from it wherever a design's latency at that rate, not its
     capacity, sets what the loop sustains."""
-    tps = {k: run_once(workload, d, in_flight=IN_FLIGHT, calibration=calibration, batches=batches).throughput_tps
-           for k, d in designs.items()}
-    return tps[new] / tps[old]
+    return _ratio(designs, new, old, lambda d: run_once(workload, d, in_flight=IN_FLIGHT, calibration=calibration,
+                                                         batches=batches).throughput_tps)
+
+
+def _ratio(designs: dict[str, Design], new: str, old: str, tuples_per_s) -> float:
+    return tuples_per_s(designs[new]) / tuples_per_s(designs[old])
 
 
 def measured(workload: Workload, designs: dict[str, Design], new: str, old: str, pairs: int,
