@@ -3,7 +3,9 @@
 Each module below registers its commands on `app`; heavy imports (Spark, the engine) happen
 inside the commands so `advisor --help` stays fast.
 """
-from advisor.cli.app import app, main, run_app
+from advisor.cli.app import app, main, one_line_summaries, run_app
 from advisor.cli import core, trace, engine, sim, product, export, deploy  # noqa: F401  each registers its commands
+
+one_line_summaries(app)
 
 __all__ = ["app", "main", "run_app"]

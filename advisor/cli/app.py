@@ -1,6 +1,7 @@
 """The typer application every command module registers on, and the one-line error policy."""
 from __future__ import annotations
 
+import inspect
 import os
 import signal
 import sys
@@ -119,6 +120,19 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
     if code == 130:
         return _interrupted()
     return code if isinstance(code, int) else 0
+
+
+def one_line_summaries(application: typer.Typer) -> None:
+    """Give every command of `application` (and of its groups) a one-line summary for the
+    command list: the first paragraph of its docstring, its line breaks removed. Why: the
+    list keeps a docstring's line breaks, so a summary written over two source lines showed
+    as a broken line whatever the terminal's width (a command's own --help joins them)."""
+    for info in application.registered_commands:
+        doc = inspect.getdoc(info.callback) or ""
+        if info.short_help is None and doc:
+            info.short_help = " ".join(doc.split("\n\n")[0].split())
+    for group in application.registered_groups:
+        one_line_summaries(group.typer_instance)
 
 
 def main() -> None:

@@ -98,9 +98,9 @@ def _is_design_file(word: str) -> bool:
 def positional_designs(args: Sequence[str], params: Sequence) -> list[str]:
     """The words of a command line that stand where a positional argument stands (not an
     option's value) and name a design file."""
-    takes_value = {o for p in params if p.param_type_name == "option"
-                   and not getattr(p, "is_flag", False) and not getattr(p, "count", False)
-                   for o in [*p.opts, *p.secondary_opts]}
+    flags = {o for p in params if p.param_type_name == "option"
+             and (getattr(p, "is_flag", False) or getattr(p, "count", False))
+             for o in [*p.opts, *p.secondary_opts]}
     found, value_next, options_over = [], False, False
     for word in args:
         if value_next:
@@ -108,7 +108,9 @@ def positional_designs(args: Sequence[str], params: Sequence) -> list[str]:
         elif word == "--" and not options_over:
             options_over = True
         elif word.startswith("-") and word != "-" and not options_over:
-            value_next = "=" not in word and word in takes_value
+            # an option the command does not know is taken to have a value (`--current d.json`
+            # where the command says --design): its own error then says what is wrong
+            value_next = "=" not in word and word not in flags
         elif _is_design_file(word):
             found.append(word)
     return found

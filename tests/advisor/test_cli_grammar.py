@@ -115,6 +115,16 @@ def test_a_design_file_is_found_by_its_content_and_never_in_an_option_s_value(de
     assert positional_designs(["--current", str(design_file), "-o", "r.json", "tpcdi-trade"], command.params) == []
     assert positional_designs(["--current=x.json", "--", str(design_file)], command.params) == [str(design_file)]
     assert positional_designs(["tpcdi-trade", str(tmp_path)], command.params) == []  # a directory
+    # a flag takes no value; an option the command does not know is taken to take one
+    assert positional_designs(["--no-scaling", "-q", str(design_file)], command.params) == [str(design_file)]
+    assert positional_designs(["--deployed", str(design_file)], command.params) == []
+
+
+def test_a_mistyped_design_option_is_named_as_unknown_not_as_positional(design_file, capsys):
+    # `check` names the deployed design --design, `diff` --current: the one for the other
+    assert run_app(["check", "--current", str(design_file), "tpcdi-trade"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No such option: --current" in err, err
 
 
 def test_workload_defaults_to_the_bundled_one_the_design_names(design_file, tmp_path, capsys):

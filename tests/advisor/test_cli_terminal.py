@@ -181,3 +181,18 @@ def test_a_design_that_leaves_machines_idle_says_so_in_one_line():
     assert idle_machines(full) == [] and "idle" not in design_table(full, None)
     many = Design("w", 16, 1, {"A": 0}, {})
     assert design_table(many, None).splitlines()[-1] == "uses 1 of 16 machines; idle: 1, 2, 3, 4, 5, 6, 7, 8, ..."
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["trace", "--help"]])
+def test_the_command_list_gives_every_summary_on_one_line_when_it_fits(argv, monkeypatch, capsys):
+    # the list used to keep a docstring's line breaks: a summary over two source lines broke
+    # in the middle at any width
+    monkeypatch.setenv("COLUMNS", "220")
+    capsys.readouterr()
+    assert run_app(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "Commands" in ln and ln.lstrip().startswith("╭"))
+    panel = lines[start + 1:next(i for i in range(start, len(lines)) if lines[i].lstrip().startswith("╰"))]
+    names = [ln.strip("│ ").split()[0] for ln in panel if not ln.startswith("│  ")]
+    continued = [ln for ln in panel if ln.startswith("│  ")]
+    assert len(names) >= 3 and continued == [], continued
