@@ -35,7 +35,7 @@ from pathlib import Path
 from costmodel.files import atomic_write_text, read_user_json
 from costmodel.errors import UserError
 from costmodel import Weights
-from costmodel.sim_params import SimParams
+from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, SimParams
 
 FORMAT = "advisor.calibration/1"
 MAX_PRICE_S = 1e6  # seconds a price may say (a transaction, a MOVE): far beyond any machine's
@@ -160,6 +160,10 @@ class Calibration:
         if isinstance(simulator, dict) and simulator.get("host_cores") and "crowding" not in simulator:
             # measured before `crowding` existed: fitted with the mean field, so it predicts with it
             simulator = {**simulator, "crowding": "mean"}
+        if isinstance(simulator, dict) and "serve_slice_s" not in simulator:
+            # measured before the slice was modelled: the engine it measured served as it does now
+            in_process = (data.get("machine") or {}).get("engine_mode") == "in-process"
+            simulator = {**simulator, "serve_slice_s": engine_serve_slice_s(in_process)}
         try:
             params = SimParams.from_dict(simulator)
         except (TypeError, ValueError) as exc:
@@ -195,6 +199,11 @@ class Calibration:
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":
         return cls.from_dict(read_user_json(path, CalibrationError), str(path))
+
+
+def engine_serve_slice_s(in_process: bool) -> float:
+    """The serving slice of the bundled engine as measured: multi-process or in-process."""
+    return IN_PROCESS_SERVE_SLICE_S if in_process else ENGINE_SERVE_SLICE_S
 
 
 def _positive(v) -> bool:

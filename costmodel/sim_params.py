@@ -24,6 +24,10 @@ CROWDING = ("occupancy", "mean")
 WINDOW_COSTS = ("window_insert_s", "window_slide_s", "window_expire_s", "window_read_s")
 
 
+ENGINE_SERVE_SLICE_S = 0.002  # the multi-process engine's serving slice (`SiteConfig.serve_budget_s`)
+IN_PROCESS_SERVE_SLICE_S = 1.0  # the in-process engine serves a site's whole queue: longer than any backlog
+
+
 @dataclass(frozen=True)
 class SimParams:
     # -- work on a partition (its single execution thread) ---------------------------------
@@ -74,6 +78,10 @@ class SimParams:
     # two machines do; a real S-Store machine is one site with a thread per partition
     site_per_partition: bool = False
     machine_delay_s: float = 0.0  # added to messages between machines (engine: machine_delay_ms)
+    # with site_per_partition: how long a site that distributed transactions lock serves its
+    # queue (oldest first) before it reads its messages again; the multi-process engine's
+    # slice, or IN_PROCESS_SERVE_SLICE_S for the in-process engine (a site's whole queue)
+    serve_slice_s: float = ENGINE_SERVE_SLICE_S
     # cores of the one host that runs every emulated machine (the engine on this machine);
     # 0 = a real cluster: every partition and coordinator thread has a core of its own
     host_cores: int = 0

@@ -22,7 +22,7 @@ from typing import Callable
 import numpy as np
 
 from engine_sim.engine import ClientOptions, CommandLogOptions, run_workload
-from costmodel.calibration import MAX_PRICE_S, Calibration, CalibrationError, this_machine
+from costmodel.calibration import MAX_PRICE_S, Calibration, CalibrationError, engine_serve_slice_s, this_machine
 from engine_sim.sim.fit import FIT_BASE, fit_parameters, observe
 from engine_sim.sim.probes import Probe, cost_scaling, driver_probe, probes, throughput_checks
 
@@ -207,7 +207,7 @@ def _fitted(measured: dict[str, float], engine_tp: dict[str, float], *, machine:
                                                           crowding=crowding),
                  background=[others.get(p.key, 0.0) for p in plist] if fit_background else None,
                  loaded_batches=batches)
-    params = result.params.with_(service_cv=0.1, background_jobs=0.0)
+    params = result.params.with_(service_cv=0.1, background_jobs=0.0, serve_slice_s=engine_serve_slice_s(in_process))
     check_rows = {}
     for p in throughput_checks():
         if p.key not in engine_tp:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from costmodel.files import atomic_write_bytes
+from costmodel.sim_params import ENGINE_SERVE_SLICE_S
 from engine_sim.engine import messages as m
 from engine_sim.engine.partition import Partition
 from engine_sim.engine.plan import DRIVER
@@ -34,7 +35,7 @@ class SiteConfig:
     use_time: bool = False  # time-based flushing and shipping (multi-process only)
     ship_size: int = 256
     ship_interval_s: float = 0.02
-    serve_budget_s: float = 0.002  # multi-process: serve this long, then send what it produced
+    serve_budget_s: float = ENGINE_SERVE_SLICE_S  # multi-process: serve this long, then send what it produced
     ack_interval_s: float = 0.002  # multi-process: sink completions go to the driver this often
     t0_ns: int = 0
     secret: bytes = field(default_factory=new_secret, repr=False)  # seals frames, logs, snapshots

@@ -7,7 +7,12 @@ A transaction that locks several partitions is coordinated by its base partition
 2. it locks its partitions one after another in ascending partition order and holds each to
    the end: its own partition in its turn (no message), any other by a LockReq that waits in
    that partition's queue (oldest transaction first) and is answered by a LockReply once
-   granted; the lock request of a declared SP carries the SP's remote work, done at the grant;
+   granted; the lock request of a declared SP carries the SP's remote work, done at the grant.
+   With the engine's sites (`site_per_partition`), a partition that such transactions lock
+   serves its queue a slice at a time (`SimParams.serve_slice_s`) and reads its messages
+   between slices, as the engine's site does: a lock request waits for the slice under way
+   and the older work, never for the younger work queued behind it. On a cluster a request
+   reaching a partition no transaction holds waits for the work reserved there before it;
 3. with every lock held, the base partition runs the body; a nested group's member (or a
    MOVE transaction's insert) with remote work sends a Frag to each partition concerned and
    waits for every FragReply (one dependent round each);
@@ -128,6 +133,60 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         part_busy[q] += work
         return fin
 
+    # -- serving a partition's queue (the engine's sites) --------------------------------------
+    part_serves = model.part_serves
+    serving = [False] * len(part_queue)  # a serve event of the partition is pending
+    slice_s = P.serve_slice_s
+
+    def kick(q: int, t: float) -> None:
+        """Partition q serves its queue once free (unless it is held or a serve is pending)."""
+        if not serving[q] and part_queue[q] and part_holder[q] is None:
+            serving[q] = True
+            f = part_free[q]
+            at(f if f > t else t, serve, q, None)
+
+    def serve(t: float, q: int, _unused) -> None:
+        """One slice of partition q's queue, oldest first: transactions back to back until the
+        slice is spent, a lock taken or the queue empty (at least one item); then q reads its
+        messages (what they cost lands on its timeline first) and serves again."""
+        serving[q] = False
+        queue = part_queue[q]
+        if part_holder[q] is not None or not queue:
+            return
+        f = part_free[q]
+        if f > t:  # messages read meanwhile: serve after them
+            serving[q] = True
+            at(f, serve, q, None)
+            return
+        stop = t + slice_s
+        first = True
+        while queue and part_holder[q] is None:
+            f = part_free[q]
+            if not first and f >= stop:
+                break
+            first = False
+            _, _, kind, item = heappop(queue)
+            now = f if f > t else t
+            if kind >= 0:
+                model._run_single(now, q, kind, item)
+            elif kind == LOCK:
+                grant(now, item, q)
+            else:
+                next_lock(now, item)
+        kick(q, t)
+
+    def enqueue(q: int, t: float, age: tuple[float, int], kind: int, item) -> None:
+        heappush(part_queue[q], (age[0], age[1], kind, item))
+        kick(q, t)
+
+    def must_queue(q: int, t: float) -> bool:
+        """Work reaching partition q at t waits in its queue: q is held, or it is a site that
+        serves a queue and is busy or has older work."""
+        return part_holder[q] is not None or (part_serves[q] and (part_free[q] > t or bool(part_queue[q])))
+
+    model._kick = kick
+    model._must_queue = must_queue
+
     # -- arrival and locking -------------------------------------------------------------------
     def new_dtxn(created: float, kind: int, u: int, b: int, spec: DistSpec, stream: int = 0) -> Dtxn:
         return Dtxn((created, next(seq)), kind, u, b, spec, part_machine[spec.base], stream)
@@ -135,8 +194,8 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     def begin_dtxn(t: float, T: Dtxn) -> None:
         """T's TxnRequest reached its base partition: queued, or started when it is free."""
         base = T.spec.base
-        if part_holder[base] is not None:
-            heappush(part_queue[base], (T.age[0], T.age[1], START, T))
+        if must_queue(base, t):
+            enqueue(base, t, T.age, START, T)
         else:
             f = part_free[base]
             next_lock(f if f > t else t, T)
@@ -181,10 +240,12 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         lock(at_participant(t, T, q), T, q)
 
     def lock(t: float, T: Dtxn, q: int) -> None:
-        if part_holder[q] is None:
+        queue = part_queue[q]
+        if part_holder[q] is None and (not part_serves[q]
+                                       or (part_free[q] <= t and (not queue or T.age < queue[0][:2]))):
             grant(t, T, q)
         else:
-            heappush(part_queue[q], (T.age[0], T.age[1], LOCK, T))
+            enqueue(q, t, T.age, LOCK, T)
 
     def grant(t: float, T: Dtxn, q: int) -> None:
         if observer is not None:
@@ -299,7 +360,10 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         part_held[q] += t - T.grant_t[q]
         if part_free[q] < t:
             part_free[q] = t
-        queue = part_queue[q]
+        if part_serves[q]:
+            kick(q, t)
+            return
+        queue = part_queue[q]  # the queued work reserves the partition, oldest first
         while queue and part_holder[q] is None:
             _, _, kind, item = heappop(queue)
             if kind >= 0:

@@ -70,6 +70,7 @@ def bind_hot_path(model) -> None:
     send, cpu_reserve = model.send, model.cpu
     client_latency = model.client_latency
     arrive_dtxn, remote_dtxn, new_dtxn = model._arrive_dtxn, model._remote_dtxn, model.new_dtxn
+    kick, must_queue, part_serves = model._kick, model._must_queue, model.part_serves
 
     def invoke(t: float, u: int, b: int, cpu: float) -> None:
         """An invocation of unit u for batch b reaches u's procedure scheduler."""
@@ -110,11 +111,15 @@ def bind_hot_path(model) -> None:
                 env.at(arrive, remote_dtxn, new_dtxn(ready, SP, u, b, spec), m)
 
     def exec_(t: float, u: int, b: int) -> None:
-        """A single-sited transaction reaches its partition: run it (FIFO) or queue it
-        behind the distributed transaction that holds the partition."""
+        """A single-sited transaction reaches its partition: run it, or queue it. A partition
+        runs its transactions in the order they arrive (its timeline reserved at once), or
+        queues them behind the distributed transaction that holds it; an engine site that
+        distributed transactions lock serves its queue oldest first (`dtxn.py`), so a lock
+        request is not kept behind younger work."""
         p = u_base[u]
-        if part_holder[p] is not None:
+        if part_holder[p] is not None or (part_serves[p] and must_queue(p, t)):
             heappush(part_queue[p], (created[u][b], next(seq), u, b))
+            kick(p, t)
             return
         f = part_free[p]
         fin = (f if f > t else t) + u_service[u][b]

@@ -104,6 +104,13 @@ class EngineModel:
         self.part_free = [0.0] * NP
         self.part_holder: list[Dtxn | None] = [None] * NP
         self.part_queue: list[list] = [[] for _ in range(NP)]
+        # the engine's sites that a distributed transaction may lock serve a queue, a slice at
+        # a time (`dtxn.py`); elsewhere work reserves its partition as it arrives
+        self.part_serves = [False] * NP
+        for specs in ([*self.u_dist, *self.e_move_txn] if P.site_per_partition else ()):
+            for spec in specs or ():
+                for q in (spec.parts if spec is not None else ()):
+                    self.part_serves[q] = True
         # single-sited work is added up after the run (every batch runs); these count the
         # distributed transactions' share
         self.part_busy = [0.0] * NP  # executing

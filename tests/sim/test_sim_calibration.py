@@ -66,6 +66,17 @@ def test_the_calibration_file_round_trips_and_feeds_recommend(tmp_path):
     assert reference.source == "reference" and reference.params == SimParams()
 
 
+@pytest.mark.parametrize("mode, slice_s", [("multi-process", 0.002), ("in-process", 1.0)])
+def test_a_file_from_before_the_serving_slice_predicts_the_engine_it_measured(tmp_path, mode, slice_s):
+    cal = Calibration.from_params(SimParams(site_per_partition=True, host_cores=2), {"txn:latency": 3e-4})
+    data = cal.to_dict()
+    del data["simulator"]["serve_slice_s"]
+    data["machine"]["engine_mode"] = mode
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = Calibration.load(tmp_path / "old.json")
+    assert old.on_host().sim_params().serve_slice_s == slice_s  # as that engine served its queues
+
+
 @pytest.mark.parametrize("text, problem", [
     ("not json", "not valid JSON"),
     ('{"format": "x"}', "not a calibration file"),
