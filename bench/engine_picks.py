@@ -21,6 +21,7 @@ The pairs (written by the search of the day, kept so that a later run measures t
     python bench/engine_picks.py --pairs 3 --batches 2000
     python bench/engine_picks.py --only gen20 --calibration bench/calibration.json
     OUT=dir bash bench/device_engine_picks.sh     # on a lent many-core machine
+    OUT=dir bash bench/device_picks_on_host.sh    # the same, calibrated there first (like for like)
 """
 from __future__ import annotations
 
