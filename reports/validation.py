@@ -58,18 +58,15 @@ class ValidationResult:
         c = self.predicted_cost
         lines.append(f"  predicted cost      {c['total']:.4f} (state {c['state_colocation']:.3f}, "
                      f"processing {c['processing_colocation']:.3f}, balance {c['load_balance']:.3f})")
-        rows = (("throughput (tuples/s)", "throughput_tps", "{:,.0f}"),
-                ("latency p50 (ms)", "latency_p50_ms", "{:.2f}"),
-                ("latency p99 (ms)", "latency_p99_ms", "{:.2f}"),
-                ("distributed txns", "distributed_txns", "{:,}"),
-                ("MOVEs", "moves", "{:,}"))
-        lines.append(f"  {'':<22}{'engine':>14}{'simulator':>14}")
-        for title, key, fmt in rows:
+        from reports.validation_view import METRICS, side_value
+
+        lines.append(f"  {'':<26}{'engine':>14}{'simulator':>14}")
+        for key, title, fmt in METRICS:
             cells = []
             for side in (self.engine, self.simulator):
-                v = None if side is None else side.get(key)
+                v = side_value(side, key)
                 cells.append("-" if v is None else fmt.format(v))
-            lines.append(f"  {title:<22}{cells[0]:>14}{cells[1]:>14}")
+            lines.append(f"  {title:<26}{cells[0]:>14}{cells[1]:>14}")
         if self.engine and self.engine.get("history_check") is not None:
             lines.append(f"  engine history check: {self.engine['history_check']}")
         b = self.bottleneck

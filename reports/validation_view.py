@@ -19,11 +19,16 @@ from costmodel.errors import UserError
 from reports.validation import FORMAT
 from costmodel.files import read_user_json
 
+# what a validation shows of each side; counts per batch, since the engine and the simulator
+# run different numbers of batches (the demo: 200 and 300, so 200 MOVEs against 300 were one
+# a batch on both sides)
 METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),
            ("latency_p99_ms", "latency p99 (ms)", "{:.2f}"),
-           ("distributed_txns", "distributed txns", "{:,.0f}"),
-           ("moves", "MOVEs", "{:,.0f}"))
+           ("distributed_txns_per_batch", "distributed txns per batch", "{:.2f}"),
+           ("moves_per_batch", "MOVEs per batch", "{:.2f}"))
+PER_BATCH = {"distributed_txns_per_batch": "distributed_txns", "moves_per_batch": "moves"}
+SHOWN_FIELDS = ("throughput_tps", "latency_p50_ms", "latency_p99_ms", "distributed_txns", "moves")
 DOCUMENT_KEYS = {"format", "workload", "designs", "notes"}
 ENTRY_KEYS = {"design", "machines", "partitions_per_machine", "predicted_cost", "engine",
               "simulator", "bottleneck", "notes"}
@@ -42,9 +47,24 @@ class ValidationEntry:
     notes: list[str] = field(default_factory=list)
 
     def value(self, side: str, metric: str) -> float | None:
-        d = self.engine if side == "engine" else self.simulator
-        v = None if d is None else d.get(metric)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+        return side_value(self.engine if side == "engine" else self.simulator, metric)
+
+
+def side_value(result: dict | None, metric: str) -> float | None:
+    """One of METRICS of one side's result (its `to_dict`): a field, or a count per batch
+    the side completed (the simulator's `completed_batches`, the engine's `batches`)."""
+    if result is None:
+        return None
+    count = PER_BATCH.get(metric)
+    if count is None:
+        return _float(result.get(metric))
+    n = _float(result.get("completed_batches")) or _float(result.get("batches"))
+    c = _float(result.get(count))
+    return c / n if c is not None and n else None
+
+
+def _float(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _finite_non_negative(value) -> bool:
@@ -153,7 +173,7 @@ def _entry(e, where: str) -> ValidationEntry:
     for side in ("engine", "simulator"):
         if e[side] is not None:
             _check_result(side, e[side], fail)
-        for metric, _label, _fmt in METRICS:  # what the report shows of each side
+        for metric in SHOWN_FIELDS:  # what the report shows of each side
             value = (e[side] or {}).get(metric)
             if value is not None and not _finite_non_negative(value):
                 raise fail(f"{side}.{metric} must be a finite number >= 0, got {value!r}")

@@ -42,6 +42,22 @@ def test_the_writer_and_the_reader_agree():
     assert one.entries[0].engine == ENGINE and one.notes == ["advisor: engine history check ok"]
 
 
+def test_counts_are_compared_per_batch_each_side_completed():
+    # the demo's engine runs 200 batches and its simulator 300: 200 MOVEs against 300 are one
+    # a batch on both sides, not a simulator "1.50x" the engine
+    doc = document(engine={**ENGINE, "batches": 200, "moves": 200, "distributed_txns": 50},
+                   simulator={**SIM, "completed_batches": 300, "moves": 300, "distributed_txns": 150})
+    view = parse_validation(doc)
+    rows = {r[1]: r[2:] for r in view.rows}
+    assert rows["MOVEs per batch"] == ["1.00", "1.00", "1.00"]
+    assert rows["distributed txns per batch"] == ["0.25", "0.50", "2.00"]
+    result = ValidationResult("w", "advisor", 2, 1, {"total": 0.1, "state_colocation": 0.0,
+                                                     "processing_colocation": 0.5, "load_balance": 0.1},
+                              engine=doc["designs"][0]["engine"], simulator=doc["designs"][0]["simulator"])
+    text = "\n".join(result.describe())  # `advisor validate`'s table reads the same
+    assert "MOVEs per batch" in text and "0.25" in text and "0.50" in text
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.pop("format"), 'no "format"'),
     (lambda d: d.update(format="advisor.validation/2"), "'advisor.validation/2'"),
