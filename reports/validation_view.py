@@ -262,10 +262,27 @@ class ValidationView:
         return out
 
     @property
+    def speedups(self) -> list[str]:
+        """Each later design's throughput over the first's, on each side: the comparison that
+        holds where the absolute figures cannot (the engine on this host, the simulator on
+        the cluster it predicts)."""
+        first = self.entries[0] if self.entries else None
+        base = [None if first is None else first.value(side, "throughput_tps") for side in ("engine", "simulator")]
+        lines = []
+        for e in self.entries[1:]:
+            cells = []
+            for side, b in zip(("engine", "simulator"), base):
+                v = e.value(side, "throughput_tps")
+                cells.append(f"{side} {v / b:.2f}x" if v is not None and b else f"{side} -")
+            if any(not c.endswith(" -") for c in cells):
+                lines.append(f"{e.design} over {first.design}: {', '.join(cells)} (throughput)")
+        return lines
+
+    @property
     def notes(self) -> list[str]:
-        """Each design's bottleneck and notes, the notes about the whole comparison, and the
-        engine's history checks."""
-        notes = []
+        """Each later design's speed-up over the first, each design's bottleneck and notes,
+        the notes about the whole comparison, and the engine's history checks."""
+        notes = list(self.speedups)
         several = len(self.entries) > 1
         for e in self.entries:
             texts = [x["text"] for x in e.bottleneck.values() if isinstance(x, dict) and x.get("text")]

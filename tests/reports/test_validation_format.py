@@ -36,10 +36,24 @@ def test_the_writer_and_the_reader_agree():
     assert [e.design for e in view.entries] == ["naive", "advisor"] and view.workload == "w"
     assert view.entries[0].simulator is None and view.entries[1].simulator == SIM
     assert view.has_both
-    assert view.notes[:3] == ["naive: most loaded machine: 1", "naive: engine only", "note: same host"]
+    assert view.notes[:4] == ["advisor over naive: engine 1.00x, simulator - (throughput)",
+                              "naive: most loaded machine: 1", "naive: engine only", "note: same host"]
     assert "naive: engine history check ok" in view.notes
     one = ValidationView.from_any(results[1])  # a ValidationResult object reads the same way
     assert one.entries[0].engine == ENGINE and one.notes == ["advisor: engine history check ok"]
+
+
+def test_each_design_s_speed_up_over_the_first_is_given_on_both_sides():
+    # the engine runs on this host and the simulator predicts a cluster: their absolute figures
+    # differ by the machines, the ratio of two designs is what each says of the designs
+    naive = {"design": "naive", "engine": {**ENGINE, "throughput_tps": 6516.0},
+             "simulator": {**SIM, "throughput_tps": 11452.0}}
+    rec = {"design": "recommended", "engine": {**ENGINE, "throughput_tps": 10551.0},
+           "simulator": {**SIM, "throughput_tps": 22463.0}}
+    view = parse_validation({"format": FORMAT, "workload": "w", "designs": [naive, rec]})
+    assert view.speedups == ["recommended over naive: engine 1.62x, simulator 1.96x (throughput)"]
+    assert view.notes[0] == view.speedups[0]  # the report shows it first under the table
+    assert parse_validation(document()).speedups == []  # one design: nothing to compare
 
 
 def test_counts_are_compared_per_batch_each_side_completed():
