@@ -88,14 +88,21 @@ def predicted_ratio(workload: Workload, designs: dict[str, Design], new: str, ol
                                                                batches=batches).throughput_tps)
 
 
+def closed_loop_tps(workload: Workload, designs: dict[str, Design], calibration: Calibration,
+                    batches: int) -> dict[str, float]:
+    """Each design's tuples/s with the engine's own measurement simulated: a closed loop of
+    `IN_FLIGHT` batches, `batches` of them (beside the engine's figures, like for like)."""
+    return {label: run_once(workload, d, in_flight=IN_FLIGHT, calibration=calibration,
+                            batches=batches).throughput_tps for label, d in designs.items()}
+
+
 def closed_loop_ratio(workload: Workload, designs: dict[str, Design], new: str, old: str,
                       calibration: Calibration, batches: int) -> float:
-    """The ratio with the engine's own measurement simulated: a closed loop of `IN_FLIGHT`
-    batches, `batches` of them. Beside the engine's figure this is like for like; the
+    """The ratio of `closed_loop_tps`. Beside the engine's figure this is like for like; the
     highest-rate figure differs from it wherever a design's latency at that rate, not its
     capacity, sets what the loop sustains."""
-    return _ratio(designs, new, old, lambda d: run_once(workload, d, in_flight=IN_FLIGHT, calibration=calibration,
-                                                         batches=batches).throughput_tps)
+    tps = closed_loop_tps(workload, designs, calibration, batches)
+    return tps[new] / tps[old]
 
 
 def _ratio(designs: dict[str, Design], new: str, old: str, tuples_per_s) -> float:
@@ -140,9 +147,11 @@ def main() -> int:
         procs = w.cluster.machines * w.cluster.partitions_per_machine
         ref = predicted_ratio(w, designs, c.new, c.old, Calibration.reference(), a.sim_batches)
         on_host = predicted_ratio(w, designs, c.new, c.old, host, a.sim_batches) if host else None
-        loop = closed_loop_ratio(w, designs, c.new, c.old, host, a.batches) if host else None
+        loop_tps = closed_loop_tps(w, designs, host, a.batches) if host else None
+        loop = loop_tps[c.new] / loop_tps[c.old] if host else None
         row = {"case": c.name, "new": c.new, "old": c.old, "processes": procs,
-               "predicted_reference": ref, "predicted_host": on_host, "predicted_host_closed_loop": loop}
+               "predicted_reference": ref, "predicted_host": on_host, "predicted_host_closed_loop": loop,
+               "predicted_host_closed_loop_tps": loop_tps}
         meas_txt = won_txt = medians_txt = ""
         if not a.no_engine:
             tps, failed = measured(w, designs, c.new, c.old, a.pairs, a.batches)

@@ -44,3 +44,4 @@ def test_the_closed_loop_ratio_is_the_engine_measurement_simulated():
     tps = {k: run_once(w, d, in_flight=64, calibration=ref, batches=200).throughput_tps for k, d in designs.items()}
     assert B.IN_FLIGHT == 64  # the engine client's default, which the bench measures with
     assert B.closed_loop_ratio(w, designs, case.new, case.old, ref, 200) == pytest.approx(tps["after"] / tps["before"])
+    assert B.closed_loop_tps(w, designs, ref, 200) == pytest.approx(tps)  # what --save keeps per design
