@@ -166,14 +166,19 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
                 break
             first = False
             _, _, kind, item = heappop(queue)
-            now = f if f > t else t
-            if kind >= 0:
-                model._run_single(now, q, kind, item)
-            elif kind == LOCK:
-                grant(now, item, q)
-            else:
-                next_lock(now, item)
+            run_queued(f if f > t else t, q, kind, item)
         kick(q, t)
+
+    def run_queued(t: float, q: int, kind: int, item) -> None:
+        """A queue entry of partition q served at t: a single-sited transaction (kind: its
+        unit), a lock request, or its coordinator's start."""
+        if kind >= 0:
+            model._run_single(t, q, kind, item)
+        elif kind == LOCK:
+            grant(t, item, q)
+        else:
+            f = part_free[q]
+            next_lock(f if f > t else t, item)
 
     def enqueue(q: int, t: float, age: tuple[float, int], kind: int, item) -> None:
         heappush(part_queue[q], (age[0], age[1], kind, item))
@@ -366,13 +371,7 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         queue = part_queue[q]  # the queued work reserves the partition, oldest first
         while queue and part_holder[q] is None:
             _, _, kind, item = heappop(queue)
-            if kind >= 0:
-                model._run_single(t, q, kind, item)
-            elif kind == LOCK:
-                grant(t, item, q)
-            else:
-                f = part_free[q]
-                next_lock(f if f > t else t, item)
+            run_queued(t, q, kind, item)
 
     model.new_dtxn = new_dtxn
     model.begin_move_txn = begin_move_txn
