@@ -28,7 +28,9 @@ METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("distributed_txns_per_batch", "distributed txns per batch", "{:.2f}"),
            ("moves_per_batch", "MOVEs per batch", "{:.2f}"))
 PER_BATCH = {"distributed_txns_per_batch": "distributed_txns", "moves_per_batch": "moves"}
-SHOWN_FIELDS = ("throughput_tps", "latency_p50_ms", "latency_p99_ms", "distributed_txns", "moves")
+# the fields those are read from (checked finite and >= 0 when a file is read)
+SHOWN_FIELDS = ("throughput_tps", "latency_p50_ms", "latency_p99_ms", "distributed_txns", "moves",
+                "batches", "completed_batches")
 DOCUMENT_KEYS = {"format", "workload", "designs", "notes"}
 ENTRY_KEYS = {"design", "machines", "partitions_per_machine", "predicted_cost", "engine",
               "simulator", "bottleneck", "notes"}
