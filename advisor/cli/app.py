@@ -103,8 +103,9 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
     except typer.TyperException as exc:  # a usage error: one line, with the command it concerns
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
-        if exc.format_message():  # (no arguments at all: the help was the answer)
-            typer.echo(f"error: {where}{exc.format_message()}", err=True)
+        said = exc.format_message().replace("Value error, ", "")  # (the validator's own prefix)
+        if said:  # (no arguments at all: the help was the answer)
+            typer.echo(f"error: {where}{said}", err=True)
         return exc.exit_code
     except OSError as exc:
         number = errno_of(exc)  # (pyarrow's say it in the message only)

@@ -134,6 +134,18 @@ def test_help_lists_the_valid_values_of_a_choice(command, listed, capsys, monkey
     assert listed in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv, said", [
+    (["recommend", "tpcdi-trade", "--objective", "speed"], "'speed' is not one of 'throughput', 'cost'."),
+    (["recommend", "tpcdi-trade", "--machines", "0"], "machines must be an integer >= 1, got 0"),
+])
+def test_a_value_outside_the_choices_is_one_plain_line(argv, said, capsys):
+    import advisor.cli  # noqa: F401  registers every command
+
+    assert run_app(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err and "Value error" not in err, err
+
+
 def every_option():
     """(`command [subcommand] --name`, the option) for every option of every command."""
     import typer.main
