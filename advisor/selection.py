@@ -298,8 +298,7 @@ class ThroughputJudge:
             drop = min(range(len(affordable)), key=lambda k: (estimate[id(affordable[k])], -k))
             del affordable[drop]
         if len(affordable) < len(candidates):
-            self.note_ = (f"simulated {len(affordable)} of {len(candidates)} distinct candidates "
-                          "(the rest did not fit the simulation budget)")
+            self.note_ = _unsimulated_note(candidates, affordable, estimate)
         # two are screened even where the budget cannot cover them (a big dataflow's distributed
         # transactions are many events a batch), the estimate's best of those piloted: over
         # budget rather than by the cost model
@@ -389,6 +388,17 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
                      candidates=candidates, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
                      calibration_label=label, improvement=improvement, simulator_runs=runs.runs,
                      simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
+
+
+def _unsimulated_note(candidates: list[Candidate], simulated: list[Candidate], estimate: dict[int, float]) -> str:
+    """Why some candidates have no prediction, and how far behind the estimate puts them: a
+    reader should not have to wonder whether the pick missed a fast one."""
+    kept = {id(o) for o in simulated}
+    left = [estimate[id(o)] for o in candidates if id(o) not in kept]
+    best = max(estimate.values())
+    share = f", estimated at {max(left) / best:.0%} of the best estimate or less," if best > 0 else ""
+    return (f"simulated {len(simulated)} of {len(candidates)} distinct candidates; the other {len(left)}"
+            f"{share} did not fit the simulation budget")
 
 
 def _prediction(runs: SimulationRuns, chosen: Candidate, improvement) -> tuple[float | None, int]:

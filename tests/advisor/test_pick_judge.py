@@ -123,3 +123,7 @@ def test_a_budget_too_small_for_two_candidates_still_screens_two():
     assert len(screened) == 2 and all(o.predicted_tps > 0 for o in screened)
     assert all(o.batches == MIN_BATCHES for o in screened)  # the fewest a screening takes
     assert judge.note_.startswith(f"simulated 2 of {len(unique)} distinct candidates")
+    # the note says how far behind the estimate puts the candidates left unsimulated
+    left = [o.estimated_tps for o in unique if o not in screened]
+    share = max(left) / max(o.estimated_tps for o in unique)
+    assert f"the other {len(left)}, estimated at {share:.0%} of the best estimate or less," in judge.note_
