@@ -37,3 +37,26 @@ def test_readme_stays_one_page_and_links_every_docs_page():
     assert len(text.splitlines()) <= README_MAX_LINES
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
     assert pages and [p for p in pages if f"](docs/{p})" not in text] == []
+
+
+def _python_from_debian():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("python_from_debian", ROOT / ".ci" / "python_from_debian.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_ci_finds_a_pythons_upstream_tarball_in_a_debian_source_index():
+    """CI builds the python3.13 a machine lacks from Debian's source package: the tarball and
+    its checksum come from the suite's source index (only the upstream .orig.tar.xz, only the
+    package asked for)."""
+    index = ("Package: python3.13-defaults\nDirectory: pool/main/p/python3.13-defaults\nFiles:\n"
+             " 0123 10 python3.13-defaults_3.13.orig.tar.xz\n\n"
+             "Package: python3.13\nVersion: 3.13.5-2\nDirectory: pool/main/p/python3.13\nFiles:\n"
+             " aaaa 4298 python3.13_3.13.5-2.dsc\n dbaa 22856016 python3.13_3.13.5.orig.tar.xz\n"
+             " 3c05 299640 python3.13_3.13.5-2.debian.tar.xz\n")
+    find = _python_from_debian().tarball_in
+    assert find(index, "python3.13") == ("pool/main/p/python3.13/python3.13_3.13.5.orig.tar.xz", "dbaa")
+    assert find(index, "python3.12") is None
