@@ -29,6 +29,7 @@ marked "cap" (its result then depends on the host's speed).
 
     python bench/recommend_scale.py
     python bench/recommend_scale.py --cases gen20,tpcdi-trade@4 --budget-factor 1 --max-seconds 30
+    python bench/recommend_scale.py --cases gen20#3,shared20#601 --max-seconds 150   # held-out seeds
 """
 from __future__ import annotations
 
@@ -143,13 +144,16 @@ def shared_workload(n_sps: int, machines: int, seed: int) -> Workload:
 
 
 def case_workload(case: str) -> tuple[Workload, int, int]:
-    """The workload of a case name (gen20 | shared40 | name@machines) on its cluster."""
+    """The workload of a case name (gen20 | shared40 | name@machines) on its cluster; a
+    generated or shared case with `#SEED` (gen20#3, shared20#601) is that shape drawn with
+    another seed: a dataflow nobody tuned on."""
+    case, _, other_seed = case.partition("#")
     if case in GENERATED:
         n, m = GENERATED[case]
-        return generated_workload(n, m, seed=19_000 + n), m, 1
+        return generated_workload(n, m, seed=int(other_seed) if other_seed else 19_000 + n), m, 1
     if case in SHARED:
         n, m, seed = SHARED[case]
-        return shared_workload(n, m, seed), m, 2
+        return shared_workload(n, m, int(other_seed) if other_seed else seed), m, 2
     name, _, machines = case.partition("@")
     w = load_workload(name)
     ppm = w.cluster.partitions_per_machine
@@ -345,9 +349,18 @@ def all_cases() -> list[str]:
     return list(GENERATED) + list(SHARED) + [f"{n}@{m}" for n in BUNDLED for m in BUNDLED_MACHINES]
 
 
+def known_case(case: str) -> bool:
+    """A case of `all_cases()`, or a generated or shared one with #SEED (digits)."""
+    name, hashed, seed = case.partition("#")
+    if not hashed:
+        return name in all_cases()
+    return name in {**GENERATED, **SHARED} and seed.isdigit()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cases", default=None, help=f"comma-separated subset of: {','.join(all_cases())}")
+    ap.add_argument("--cases", default=None, help=f"comma-separated subset of: {','.join(all_cases())} "
+                    "(a generated or shared case with #SEED: drawn with that seed)")
     ap.add_argument("--batches", type=int, default=300, help="batches per max_throughput prediction")
     ap.add_argument("--budget-factor", type=float, default=50.0,
                     help="annealer events = this x recommend's estimated simulated events")
@@ -355,7 +368,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="annealer seed")
     args = ap.parse_args()
     cases = args.cases.split(",") if args.cases else all_cases()
-    unknown = [c for c in cases if c not in all_cases()]
+    unknown = [c for c in cases if not known_case(c)]
     if unknown:
         ap.error(f"unknown case {unknown[0]!r}; choose from {', '.join(all_cases())}")
     print_header()
