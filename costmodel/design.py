@@ -75,8 +75,7 @@ class Design:
         missing = [n for n in graph.proc_names if n not in self.procedures]
         missing += [n for n in graph.state_names if n not in self.state]
         if missing:
-            raise DesignError(f"design does not place {missing[0]!r} of workload {graph.name!r}"
-                              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+            raise DesignError(unplaced_message(self, missing, graph.name))
         extra = [n for n in self.procedures if n not in graph._proc_index]
         extra += [n for n in self.state if n not in graph._state_index]
         if extra:
@@ -134,6 +133,15 @@ class Design:
 
     def _repr_html_(self) -> str:
         return design_html(self)
+
+
+def unplaced_message(design: Design, missing: list[str], workload: str, kind: str = "") -> str:
+    """One line on a design that leaves nodes of a workload unplaced; where the design names
+    another workload, that is said first (it is the likely mistake: the wrong file, or the
+    wrong workload given beside it)."""
+    other = f"this is a design of workload {design.workload!r}: " if design.workload != workload else ""
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    return f"{other}design does not place {kind}{missing[0]!r} of workload {workload!r}{more}"
 
 
 def check_comparable(current: Design, new: Design) -> None:

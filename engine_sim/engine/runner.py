@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from costmodel.files import owned_temp_dir, sweep_abandoned_dirs
-from costmodel.design import Design
+from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import MAX_BATCH_SIZE, Workload
@@ -36,7 +36,7 @@ def check_design(workload: Workload, design: Design) -> None:
     missing = [p for p in workload.procedure_names if p not in design.procedures]
     extra = [p for p in design.procedures if p not in names]
     if missing:
-        raise DesignError(f"design does not place procedure {missing[0]!r} of workload {workload.name!r}")
+        raise DesignError(unplaced_message(design, missing, workload.name, kind="procedure "))
     if extra:
         raise DesignError(f"design places procedure {extra[0]!r}, which workload {workload.name!r} does not have")
     n = design.n_partitions

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from costmodel.lanes import LaneRoute, lane_routes
-from costmodel.design import Design
+from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.granularity import base_table, fragment_shares, workload_at
 from costmodel.workload import Workload
@@ -145,8 +145,7 @@ def _check_design(workload: Workload, design: Design) -> None:
     # a window need not be placed: it lives on its owner's partition whatever a design says
     known = set(workload.table_names) | set(workload.window_names)
     if missing:
-        raise SimError(f"design does not place {missing[0]!r} of workload {workload.name!r}"
-                       + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        raise SimError(unplaced_message(design, missing, workload.name))
     extra = [p for p in design.procedures if p not in set(workload.procedure_names)]
     extra += [t for t in design.state if t not in known]
     if extra:

@@ -7,6 +7,8 @@ from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.design import Design
 from costmodel.errors import DesignError
+from costmodel.graph import WorkloadGraph
+from advisor.sources import load_workload
 from costmodel import Weights
 
 pytestmark = pytest.mark.integration
@@ -54,6 +56,30 @@ def test_design_for_another_workload_is_refused(tmp_path, capsys):
     assert run_app(["evaluate", "--design", str(tmp_path / "m.json"), "tpcdi-trade"]) == 2
     err = capsys.readouterr().err
     assert "does not place" in err and err.count("\n") == 1
+    # the likely mistake is said first: the file is a design of another workload
+    assert err.startswith("error: this is a design of workload 'move-micro': ")
+
+
+def test_every_check_of_an_unplaced_node_names_the_designs_own_workload():
+    """The cost model, the simulator and the engine refuse a design that leaves an SP of the
+    workload unplaced; each says when the design is of another workload, and only then."""
+    from engine_sim.engine.runner import check_design
+    from engine_sim.sim import SimError
+    from engine_sim.sim.compiled import _check_design
+
+    design = recommend("move-micro", baselines=False).design
+    other = load_workload("tpcdi-trade")
+    graph = WorkloadGraph.from_workload(other)
+    for check, error in ((lambda: design.arrays(graph), DesignError), (lambda: _check_design(other, design), SimError),
+                         (lambda: check_design(other, design), DesignError)):
+        with pytest.raises(error, match="^this is a design of workload 'move-micro': design does not place "):
+            check()
+    own = load_workload("move-micro")
+    design.procedures.pop(own.procedure_names[0])
+    for check, error in ((lambda: design.arrays(WorkloadGraph.from_workload(own)), DesignError),
+                         (lambda: _check_design(own, design), SimError), (lambda: check_design(own, design), DesignError)):
+        with pytest.raises(error, match="^design does not place .*of workload 'move-micro'"):
+            check()
 
 
 def test_recommend_cli_writes_design_and_prints_every_baseline(tmp_path, capsys):
