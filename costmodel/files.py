@@ -88,6 +88,29 @@ def file_target(path: str | Path) -> Path:
     return target
 
 
+def check_writable(path: str | Path, *, directory: bool = False) -> Path:
+    """Before a long command's work: one UserError line where its output `path` (a file, or
+    with `directory` a directory it builds) cannot be written there, not after the work.
+
+    Why: a place the user cannot write (no permission, a read-only or pseudo filesystem such
+    as /proc) only shows when the output is renamed into place, after a Spark job or a report.
+    So a file is created and removed where the output will go (in the nearest directory that
+    exists: no directory is made, nothing is left behind)."""
+    target = Path(path) if directory else file_target(path)
+    if directory:
+        _no_file_above(target)
+        if target.exists() and not target.is_dir():
+            raise UserError(f"{path}: exists and is not a directory; name a directory to write")
+    above = next(p for p in target.absolute().parents if p.exists())
+    try:
+        probe, fd = _new_file(above / f"{target.name or 'out'}.probe")
+        os.close(fd)
+        probe.unlink()
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+    return target
+
+
 def _no_file_above(path: Path) -> None:
     """One UserError line where a file stands where `path` needs a directory (`x.txt/out`):
     creating the directories would fail with a misleading "File exists"."""

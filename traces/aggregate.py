@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from costmodel.files import check_replaceable
+from costmodel.files import check_replaceable, check_writable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
 from costmodel.granularity import fragment_name, tuple_name
@@ -56,6 +56,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     gran = parse_granularity(granularity, hot_tuples)
     if out is not None:
         check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
+        check_writable(out, directory=True)  # before Spark starts, not after its job
     steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     local = is_local_trace(trace_dir)

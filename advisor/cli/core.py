@@ -59,7 +59,10 @@ def recommend(
 ) -> None:
     """Recommend where every procedure and state item lives."""
     from advisor.api import recommend as run, resolve_weights
+    from costmodel.files import check_writable
 
+    if out is not None:
+        check_writable(out)  # said now, not after the search
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,
                               machines=machines, partitions_per_machine=partitions_per_machine)
     with working("recommending"):

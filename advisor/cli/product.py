@@ -38,12 +38,12 @@ def report(
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design
-    from costmodel.files import file_target
+    from costmodel.files import check_writable
     from reports.predict import PredictOptions
     from reports.report import ReportOptions, report_design, write_report
     from reports.validation_view import read_validation
 
-    file_target(out)  # a directory or a device as --out: said now, not after the report's work
+    check_writable(out)  # a directory, a device or no permission: said now, not after the report's work
     source = workload_for(design, workload)
     d = Design.load(design)
     result = read_validation(validation, d.workload) if validation is not None else None
@@ -104,10 +104,11 @@ def tune(
     if not 0 <= min_gain < 10:
         raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
     if out is not None:  # a directory it may not replace fails before the study runs
-        from costmodel.files import check_replaceable
+        from costmodel.files import check_replaceable, check_writable
         from reports.tuning import SAVED_MARKER
 
         check_replaceable(out, SAVED_MARKER, "a previous `advisor tune` output")
+        check_writable(out, directory=True)
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration,
                               source=source if calibration is not None else None,
                               machines=machines, partitions_per_machine=partitions_per_machine)

@@ -57,6 +57,10 @@ def simulate(
     from advisor.sources import load_workload
     from engine_sim.sim import Calibration, simulate as run
 
+    if out is not None:
+        from costmodel.files import check_writable
+
+        check_writable(out)  # said now, not after the simulation
     spec = load_workload(workload_for(design, workload))
     d = _scaled(Design.load(design), spec, machines, rescale)
     cal = Calibration.reference() if calibration is None else load_calibration(calibration)
@@ -86,7 +90,7 @@ def calibrate(
     as_json: bool = json_option(),
 ) -> None:
     """Measure the engine on this machine and fit the simulator and the cost-model weights."""
-    from costmodel.files import file_target
+    from costmodel.files import check_writable
     from engine_sim.calibrate import calibrate as run, refit as run_refit
     from engine_sim.sim import Calibration
 
@@ -98,7 +102,7 @@ def calibrate(
         from advisor.priced_weights import user_calibration_path
 
         out = user_calibration_path()  # its directories are made by the write
-    file_target(out)  # a bad place to write: said now, not after the measurements
+    check_writable(out)  # a bad place to write: said now, not after the measurements
     cal = (run_refit(old, progress=progress) if old is not None
            else run(quick=quick, in_process=in_process, seed=seed or 0, progress=progress))
     cal.save(out)
@@ -137,6 +141,10 @@ def validate(
     from advisor.sources import load_workload
     from reports.validation import validate_design as run
 
+    if out is not None:
+        from costmodel.files import check_writable
+
+        check_writable(out)  # said now, not after the engine's run
     spec = load_workload(workload_for(design, workload))
     both = engine == sim
     with working("validating"):

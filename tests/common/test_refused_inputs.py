@@ -180,3 +180,23 @@ def test_diff_against_another_workload_is_one_line_even_when_the_designs_differ(
                     "--design", str(tmp_path / "two.json")]) == 2
     err = capsys.readouterr().err
     assert "does not place" in err and "bank-transfer" in err and err.count("\n") == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a /proc, where no file can be created")
+@pytest.mark.parametrize("command", [
+    ["recommend", "move-micro", "-o", "/proc/advisor-test.json"],
+    ["report", "--design", "{design}", "-o", "/proc/advisor-test.html"],
+    ["simulate", "--design", "{design}", "-o", "/proc/advisor-test.json"],
+    ["trace", "aggregate", "/nonexistent-trace", "--out", "/proc/advisor-test-stats"],
+    ["tune", "move-micro", "-m", "2", "-o", "/proc/advisor-test-tune"],
+])
+def test_an_output_place_that_cannot_be_written_fails_before_the_work(command, tmp_path, capsys):
+    """A place no file can be created in (here /proc; elsewhere no permission or a read-only
+    disk) is said in one line before the command's work, not after a search, a report or a
+    Spark job (the trace here does not even exist: the output is checked first)."""
+    design = tmp_path / "d.json"
+    design.write_text(json.dumps(_design()))
+    args = [a.replace("{design}", str(design)) for a in command]
+    assert run_app(args) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: /proc/advisor-test") and "cannot write" in err and err.count("\n") == 1

@@ -13,8 +13,8 @@ import pytest
 
 from costmodel import files
 from costmodel.errors import UserError
-from costmodel.files import (atomic_write_bytes, atomic_write_text, check_replaceable, discard_dir,
-                          publish_dir, read_user_text, staging_dir)
+from costmodel.files import (atomic_write_bytes, atomic_write_text, check_replaceable, check_writable,
+                          discard_dir, publish_dir, read_user_text, staging_dir)
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("costmodel", "traces", "advisor", "engine_sim", "reports", "bench")
@@ -289,3 +289,26 @@ def test_what_a_killed_writer_left_beside_its_output_is_removed_by_the_next(tmp_
     other.write_text("keep")
     staged = files.staging_dir(tmp_path / "out", "_trace.json")
     assert not dead.exists() and live.is_dir() and other.is_file() and staged.is_dir()
+
+
+def test_a_place_that_cannot_be_written_is_said_before_the_work_and_nothing_is_left(tmp_path, monkeypatch):
+    """`check_writable` creates and removes a file where the output will go: a long command
+    calls it first, so a place it cannot write fails in one line before its work."""
+    (tmp_path / "a.json").write_text("{}")
+    assert check_writable(tmp_path / "new" / "deeper" / "out.json") == tmp_path / "new" / "deeper" / "out.json"
+    assert check_writable(tmp_path / "out-dir", directory=True) == tmp_path / "out-dir"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no directory made, no probe left
+    with pytest.raises(UserError, match="is a directory; name a file"):
+        check_writable(tmp_path)
+    with pytest.raises(UserError, match="exists and is not a directory"):
+        check_writable(tmp_path / "a.json", directory=True)
+    with pytest.raises(UserError, match="a.json is a file, not a directory"):
+        check_writable(tmp_path / "a.json" / "out.json")
+
+    def refused(path, flags, mode=0o777):  # a read-only filesystem, whoever runs the test (root too)
+        raise OSError(30, "Read-only file system", str(path))
+
+    monkeypatch.setattr(files.os, "open", refused)
+    for kind in ({}, {"directory": True}):
+        with pytest.raises(UserError, match=r"cannot write: Read-only file system \(EROFS\)"):
+            check_writable(tmp_path / "out", **kind)
