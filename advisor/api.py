@@ -14,6 +14,7 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
+from costmodel.errors import check_seed
 from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -214,6 +215,7 @@ def recommend(source: Source, machines: int | None = None,
         current = current if isinstance(current, Design) else Design.load(current)
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     check_cluster(machines, partitions_per_machine)
+    check_seed(seed, AdvisorError)
     graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload
     if spec is not None:

@@ -6,6 +6,7 @@ and exits with the error's `exit_code` (2: the input was wrong; a subclass may s
 was fine but the run failed). Anything else is a bug and is reported as an internal error.
 """
 import errno
+import numbers
 
 
 class UserError(ValueError):
@@ -23,6 +24,15 @@ class SpecError(UserError):
 
 class DesignError(UserError):
     """A design JSON that cannot be read or does not fit its workload."""
+
+
+def check_seed(seed, error: type[UserError] = UserError) -> int:
+    """A seed a user gave (the Python API's `seed=`): an integer >= 0, or one `error` line.
+    Why: numpy's own refusal ('expected non-negative integer', or a TypeError from
+    SeedSequence for a string) names neither the option nor the value."""
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+        raise error(f"seed must be an integer >= 0, got {seed!r}")
+    return int(seed)
 
 
 # the errors of a disk that is full, read-only or not ours: the user's to fix, not a bug

@@ -21,6 +21,7 @@ from costmodel.files import atomic_write_text, discard_dir, publish_dir, staging
 from costmodel import Weights
 from costmodel.design import Design
 from advisor.errors import AdvisorError
+from costmodel.errors import check_seed
 from costmodel.workload import Workload
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
@@ -72,6 +73,7 @@ class TuningStudy:
         from advisor.sources import check_cluster, load_source
 
         check_cluster(self.machines, self.partitions_per_machine)
+        check_seed(self.seed, AdvisorError)
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from costmodel import Bottleneck, cost_model_bottleneck, find_bottleneck
 from costmodel.design import Design
-from costmodel.errors import UserError
+from costmodel.errors import UserError, check_seed
 from costmodel.workload import Workload
 from reports.bottleneck import NEAR_PEAK_UTILISATION
 
@@ -240,6 +240,9 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     from engine_sim.sim import SimError
     from engine_sim.sim.compiled import MAX_BATCHES, MIN_BATCHES
 
+    if not (engine or sim):
+        raise SimError("nothing to validate: engine and sim are both off")
+    check_seed(seed, SimError)
     if sim and not (isinstance(batches, int) and MIN_BATCHES <= batches <= MAX_BATCHES):  # before any engine run
         raise SimError(f"--batches must be {MIN_BATCHES} to {MAX_BATCHES:,} for the simulator, got {batches!r}")
     cost = evaluate(design, workload).to_dict()

@@ -7,6 +7,7 @@ import time
 
 from costmodel.calibration import Calibration
 from costmodel.design import Design
+from costmodel.errors import check_seed
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
 from engine_sim.sim.compiled import compile_plan
@@ -29,6 +30,7 @@ def _params(calibration: Calibration | SimParams | None) -> SimParams:
 
 
 def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
+    check_seed(seed, SimError)
     design.check_windows(workload)  # a window away from its owner: refused, one line
     return compile_plan(workload, design, params=_params(calibration), scheduler=scheduler,
                         move=move, batches=batches, batch_size=batch_size, seed=seed)

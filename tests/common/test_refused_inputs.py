@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -200,3 +201,28 @@ def test_an_output_place_that_cannot_be_written_fails_before_the_work(command, t
     assert run_app(args) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: /proc/advisor-test") and "cannot write" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("seed", [-1, "x", True, 2.0, None])
+def test_a_bad_seed_in_the_python_api_is_one_line_from_every_entry_point(seed):
+    """A notebook's `seed=` reaches numpy, whose refusal names neither the option nor the value
+    ('expected non-negative integer', a TypeError from SeedSequence): each entry point says it."""
+    import advisor
+    from advisor.sources import load_workload
+
+    w = load_workload("move-micro")
+    design = Design.from_dict(_design())
+    for call in (lambda: advisor.recommend(w, seed=seed), lambda: advisor.tune(w, machines=2, rounds=0, seed=seed),
+                 lambda: advisor.simulate(w, design, seed=seed),
+                 lambda: advisor.validate(w, design, engine=False, seed=seed)):
+        with pytest.raises(UserError, match=rf"^seed must be an integer >= 0, got {re.escape(repr(seed))}$"):
+            call()
+
+
+def test_a_validation_of_nothing_is_refused():
+    import advisor
+    from advisor.sources import load_workload
+
+    w = load_workload("move-micro")
+    with pytest.raises(UserError, match="nothing to validate: engine and sim are both off"):
+        advisor.validate(w, advisor.recommend(w).design, engine=False, sim=False)
