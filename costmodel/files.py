@@ -88,19 +88,20 @@ def file_target(path: str | Path) -> Path:
     return target
 
 
-def check_writable(path: str | Path, *, directory: bool = False) -> Path:
+def check_writable(path: str | Path, markers: str | Iterable[str] | None = None, what: str = OURS) -> Path:
     """Before a long command's work: one UserError line where its output `path` (a file, or
-    with `directory` a directory it builds) cannot be written there, not after the work.
+    with `markers` a directory it builds, `check_replaceable` first) cannot be written there,
+    not after the work.
 
     Why: a place the user cannot write (no permission, a read-only or pseudo filesystem such
     as /proc) only shows when the output is renamed into place, after a Spark job or a report.
     So a file is created and removed where the output will go (in the nearest directory that
     exists: no directory is made, nothing is left behind)."""
-    target = Path(path) if directory else file_target(path)
-    if directory:
-        _no_file_above(target)
-        if target.exists() and not target.is_dir():
-            raise UserError(f"{path}: exists and is not a directory; name a directory to write")
+    if markers is None:
+        target = file_target(path)
+    else:
+        target = Path(path)
+        check_replaceable(target, markers, what)
     above = next(p for p in target.absolute().parents if p.exists())
     try:
         probe, fd = _new_file(above / f"{target.name or 'out'}.probe")

@@ -23,7 +23,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from costmodel.files import check_replaceable, check_writable
+from costmodel.files import check_writable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
 from costmodel.granularity import fragment_name, tuple_name
@@ -55,8 +55,8 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
         granularity, hot_tuples = granularity.label, granularity.hot_tuples
     gran = parse_granularity(granularity, hot_tuples)
     if out is not None:
-        check_replaceable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
-        check_writable(out, directory=True)  # before Spark starts, not after its job
+        # before Spark starts, not after its job
+        check_writable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
     steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     local = is_local_trace(trace_dir)

@@ -54,7 +54,7 @@ def run(
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from costmodel.design import Design
     from advisor.sources import load_workload
-    from costmodel.files import check_replaceable, check_writable
+    from costmodel.files import check_writable
     from costmodel.errors import UserError
     from engine_sim.engine import (ClientOptions, CommandLogOptions, MigrationOptions, RecoveryOptions,
                                    run_workload)
@@ -65,8 +65,7 @@ def run(
     d = Design.load(design)
     target = None if migrate_to is None else Design.load(migrate_to)
     if trace_out is not None:  # before the run, not after it
-        check_replaceable(trace_out, MANIFEST, "a trace directory")
-        check_writable(trace_out, directory=True)
+        check_writable(trace_out, MANIFEST, "a trace directory")
     options = dict(batches=batches, scheduler=scheduler, move=move, in_process=in_process, seed=seed,
                    trace_out=trace_out, batch_size=batch_size, data_parallel=data_parallel, timeout_s=timeout,
                    client=ClientOptions(latency_bound_s=latency_bound),

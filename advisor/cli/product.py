@@ -104,11 +104,10 @@ def tune(
     if not 0 <= min_gain < 10:
         raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
     if out is not None:  # a directory it may not replace fails before the study runs
-        from costmodel.files import check_replaceable, check_writable
+        from costmodel.files import check_writable
         from reports.tuning import SAVED_MARKER
 
-        check_replaceable(out, SAVED_MARKER, "a previous `advisor tune` output")
-        check_writable(out, directory=True)
+        check_writable(out, SAVED_MARKER, "a previous `advisor tune` output")
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration,
                               source=source if calibration is not None else None,
                               machines=machines, partitions_per_machine=partitions_per_machine)

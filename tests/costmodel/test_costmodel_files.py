@@ -296,12 +296,12 @@ def test_a_place_that_cannot_be_written_is_said_before_the_work_and_nothing_is_l
     calls it first, so a place it cannot write fails in one line before its work."""
     (tmp_path / "a.json").write_text("{}")
     assert check_writable(tmp_path / "new" / "deeper" / "out.json") == tmp_path / "new" / "deeper" / "out.json"
-    assert check_writable(tmp_path / "out-dir", directory=True) == tmp_path / "out-dir"
+    assert check_writable(tmp_path / "out-dir", "_ours.json") == tmp_path / "out-dir"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]  # no directory made, no probe left
     with pytest.raises(UserError, match="is a directory; name a file"):
         check_writable(tmp_path)
     with pytest.raises(UserError, match="exists and is not a directory"):
-        check_writable(tmp_path / "a.json", directory=True)
+        check_writable(tmp_path / "a.json", "_ours.json")
     with pytest.raises(UserError, match="a.json is a file, not a directory"):
         check_writable(tmp_path / "a.json" / "out.json")
 
@@ -309,6 +309,6 @@ def test_a_place_that_cannot_be_written_is_said_before_the_work_and_nothing_is_l
         raise OSError(30, "Read-only file system", str(path))
 
     monkeypatch.setattr(files.os, "open", refused)
-    for kind in ({}, {"directory": True}):
+    for markers in (None, "_ours.json"):
         with pytest.raises(UserError, match=r"cannot write: Read-only file system \(EROFS\)"):
-            check_writable(tmp_path / "out", **kind)
+            check_writable(tmp_path / "out", markers)
