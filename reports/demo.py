@@ -51,6 +51,7 @@ ENGINE_NOTE_CALIBRATED = ("engine: measured on this host with {machines} machine
 FAVOURS_NAIVE_NOTE = ("the engine measured the naive design faster here: short runs on a busy host are noisy "
                       "(other processes and the engine's own driver share these cores with the partitions); "
                       "the prediction on a real cluster is the figure to trust")
+REFERENCE_CLUSTER = "the reference cluster, not this host"
 SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
 
 
@@ -70,6 +71,9 @@ class DemoResult:
     engine_tps: dict[str, float] = field(default_factory=dict)  # measured on `engine_machines`
     engine_predicted_tps: dict[str, float] = field(default_factory=dict)  # the same, predicted
     engine_machines: int = 0
+    # what those predictions stand for: without a calibration of this host, a real cluster,
+    # which measures differently from machines that are processes sharing this host's cores
+    engine_predicted_for: str = REFERENCE_CLUSTER
     seconds: float = 0.0
 
     @property
@@ -113,7 +117,7 @@ class DemoResult:
             p_naive, p_rec = (self.engine_predicted_tps.get(k, 0.0) for k in (NAIVE, "recommended"))
             lines.append(f"engine on {self.engine_machines} machine(s) of this host: {NAIVE} {naive:,.0f} -> "
                          f"recommended {rec:,.0f} tuples/s measured ({rec / naive if naive else 0:.2f}x; "
-                         f"predicted {p_rec / p_naive if p_naive else 0:.2f}x)"
+                         f"predicted {p_rec / p_naive if p_naive else 0:.2f}x for {self.engine_predicted_for})"
                          + ("; see the note above" if rec < naive else ""))
         lines.append(f"open {self.report_path}  ({self.seconds:.0f} s in all)")
         return lines
@@ -122,7 +126,7 @@ class DemoResult:
         return {"format": "advisor.demo/1", "workload": WORKLOAD, "naive_design": NAIVE,
                 "predicted_tps": self.predicted_tps, "engine_machines": self.engine_machines,
                 "engine_tps": self.engine_tps, "engine_predicted_tps": self.engine_predicted_tps,
-                "same_as_recommended": self.same_as_recommended,
+                "engine_predicted_for": self.engine_predicted_for, "same_as_recommended": self.same_as_recommended,
                 "beats_every_baseline": self.beats_every_baseline, "seconds": round(self.seconds, 1)}
 
 
@@ -251,6 +255,8 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     result.engine_machines = local
     result.engine_tps = {label: float(r.throughput_tps) for label, r in runs.items()}
     result.engine_predicted_tps = {label: float(p.throughput_tps) for label, p in sims.items()}
+    if calibration is not None:
+        result.engine_predicted_for = f"this host, as calibrated on {here.calibration.machine.get('hostname', '?')}"
     notes = [ENGINE_NOTE.format(machines=local) if calibration is None
              else ENGINE_NOTE_CALIBRATED.format(machines=local, label=here.calibration.label())]
     if result.engine_tps["recommended"] < result.engine_tps[NAIVE]:
@@ -264,7 +270,8 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     measured = result.engine_tps["recommended"] / max(result.engine_tps[NAIVE], 1e-9)
     predicted = result.engine_predicted_tps["recommended"] / max(result.engine_predicted_tps[NAIVE], 1e-9)
     step.done(f"measured {result.engine_tps[NAIVE]:,.0f} -> {result.engine_tps['recommended']:,.0f} tuples/s "
-              f"({measured:.2f}x); predicted {predicted:.2f}x on {local} machine(s)")
+              f"({measured:.2f}x); predicted {predicted:.2f}x for {result.engine_predicted_for}"
+              + ("; `advisor calibrate` then `--calibration` predicts this host" if calibration is None else ""))
     if len(notes) > 1:
         say(f"      note: {notes[1]}")
 

@@ -71,6 +71,9 @@ def test_demo_runs_the_whole_loop(tpcdi_trade, tmp_path, capsys):
     assert view.entries[1].value("simulator", "throughput_tps") == pytest.approx(
         summary["engine_predicted_tps"]["recommended"])
     assert f"engine on {local} machine(s) of this host" in printed.out
+    # without a calibration of this host, its prediction says it is for a real cluster
+    assert summary["engine_predicted_for"] == "the reference cluster, not this host"
+    assert "x for the reference cluster, not this host; `advisor calibrate` then `--calibration` predicts" in printed.out
     html = (out / "report.html").read_text()
     assert "beats every baseline in predicted throughput" in html and 'id="validation"' in html
     assert html.count('src="data:image/png;base64,') == 7  # validation has engine and simulator
