@@ -34,6 +34,28 @@ def workload_profile(graph: WorkloadGraph) -> dict | None:
             "streams": streams}
 
 
+def check_profile(profile, where: str) -> None:
+    """Refuse (one AdvisorError line) a profile that is not what `workload_profile` writes: a
+    design file is the user's, and a hand-edited one reaches here."""
+    from advisor.errors import AdvisorError
+
+    def number(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+    shapes = {"procedures": number, "streams": number,
+              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(number, v))}
+    if not isinstance(profile, dict):
+        raise AdvisorError(f"{where} must be an object, got {type(profile).__name__}")
+    for key, fits in shapes.items():
+        part = profile.get(key, {})
+        if not isinstance(part, dict):
+            raise AdvisorError(f"{where}.{key} must be an object")
+        for name, value in part.items():
+            if not fits(value):
+                shape = "[bytes, rows per batch]" if key == "state" else "a finite number"
+                raise AdvisorError(f"{where}.{key}.{name} must be {shape}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class Change:
     """One figure of the workload that moved: what, its name, before and after."""

@@ -13,7 +13,7 @@ from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes
 from costmodel.spec_reader import read_spec
-from costmodel.workload import Workload
+from costmodel.workload import Workload, check_cluster_size
 
 
 def load_workload(source: str | Path) -> Workload:
@@ -72,6 +72,7 @@ def check_cluster(machines: int | None, partitions_per_machine: int | None) -> N
     for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
             raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
+    check_cluster_size(machines, partitions_per_machine, AdvisorError)  # before any array of that size
 
 
 def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:

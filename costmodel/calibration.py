@@ -156,6 +156,9 @@ class Calibration:
     def from_dict(cls, data: dict, source: str = "<calibration>") -> "Calibration":
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise CalibrationError(f"{source}: not a calibration file (expected \"format\": \"{FORMAT}\")")
+        for key in ("machine", "measurements", "prices", "fit"):  # (read below)
+            if not isinstance(data.get(key, {}), dict):
+                raise CalibrationError(f"{source}: {key} must be an object")
         simulator = data.get("simulator") or {}
         if isinstance(simulator, dict) and simulator.get("host_cores") and "crowding" not in simulator:
             # measured before `crowding` existed: fitted with the mean field, so it predicts with it
@@ -172,9 +175,6 @@ class Calibration:
             weights = Weights.from_dict({} if data.get("weights") is None else data["weights"])
         except (TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: weights: {exc}") from None
-        for key in ("machine", "measurements", "prices", "fit"):
-            if not isinstance(data.get(key, {}), dict):
-                raise CalibrationError(f"{source}: {key} must be an object")
         if not isinstance(data.get("source", "measured"), str):
             raise CalibrationError(f"{source}: source must be a name, got {data['source']!r}")
         for key in ("measurements", "prices"):  # prices weigh the cost model; --refit refits measurements

@@ -13,6 +13,7 @@ refused in one line, never overwritten.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import re
@@ -88,7 +89,8 @@ def file_target(path: str | Path) -> Path:
     return target
 
 
-def check_writable(path: str | Path, markers: str | Iterable[str] | None = None, what: str = OURS) -> Path:
+def check_writable(path: str | Path, markers: str | Iterable[str] | None = None, what: str = OURS, *,
+                   inputs: Iterable[str | Path | None] = ()) -> Path:
     """Before a long command's work: one UserError line where its output `path` (a file, or
     with `markers` a directory it builds, `check_replaceable` first) cannot be written there,
     not after the work.
@@ -96,7 +98,9 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
     Why: a place the user cannot write (no permission, a read-only or pseudo filesystem such
     as /proc) only shows when the output is renamed into place, after a Spark job or a report.
     So a file is created and removed where the output will go (in the nearest directory that
-    exists: no directory is made, nothing is left behind)."""
+    exists: no directory is made, nothing is left behind). An output that is one of the
+    command's `inputs` (the design it reads, say) is refused: the command would replace it."""
+    check_not_an_input(path, inputs)
     if markers is None:
         target = file_target(path)
     else:
@@ -110,6 +114,18 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
     except OSError as exc:
         raise cannot_write(path, exc) from None
     return target
+
+
+def check_not_an_input(path: str | Path, inputs: Iterable[str | Path | None]) -> None:
+    """One UserError line where the output `path` is the same file as one of `inputs` (None:
+    not given): `export -d x.json -o x.json` replaced the design with its export."""
+    out = Path(path)
+    if not out.exists():
+        return
+    for given in inputs:
+        if given is not None and Path(given).exists() and os.path.samefile(out, given):
+            raise UserError(f"{path}: is also this command's input {given}; writing there would replace "
+                            "it: choose another output")
 
 
 def _no_file_above(path: Path) -> None:
@@ -158,25 +174,38 @@ def atomic_write_text(path: str | Path, text: str, *, fsync: bool = True) -> Pat
     return atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
 
 
+MAX_INPUT_BYTES = 256 * 2**20  # a spec, design or calibration of ours is kilobytes: /dev/zero is not one
+
+
 def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
-    """Read a UTF-8 file a user named; any problem becomes one `error` line naming the file."""
+    """Read a UTF-8 file a user named; any problem becomes one `error` line naming the file.
+    At most MAX_INPUT_BYTES are read: an endless input (/dev/zero) is refused, not read until
+    memory runs out."""
     path = Path(path)
     if path.is_dir():
         raise error(f"{path}: is a directory, not a file")
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as f:
+            data = f.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise error(f"{path}: cannot read: {exc}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise error(f"{path}: over {MAX_INPUT_BYTES // 2**20} MB, not a file this tool reads")
+    try:  # as `read_text` reads it: universal newlines
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
+    except UnicodeDecodeError as exc:
         raise error(f"{path}: cannot read: {exc}") from None
 
 
 def read_user_json(path: str | Path, error: type[Exception] = UserError):
     """A JSON file a user named, parsed; unreadable or invalid JSON is one `error` line."""
     path = Path(path)
+    text = read_user_text(path, error)
     try:
-        return json.loads(read_user_text(path, error))
-    except json.JSONDecodeError as exc:
+        return json.loads(text)
+    except ValueError as exc:  # JSONDecodeError, and an integer of more digits than Python converts
         raise error(f"{path}: not valid JSON: {exc}") from None
     except RecursionError:  # arrays or objects nested thousands deep: no format of ours is
         raise error(f"{path}: JSON nested too deeply to read") from None

@@ -21,6 +21,8 @@ CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tupl
              "window_read_s")
 COUNTS = ("central_machine", "host_cores")  # a machine's index, a number of cores: whole numbers
 CROWDING = ("occupancy", "mean")
+MAX_SECONDS = 1e6  # a price in seconds (a transaction, a message): far beyond any machine's
+MIN_BANDWIDTH_BPS = 1.0  # a byte per second: far below any network's
 WINDOW_COSTS = ("window_insert_s", "window_slide_s", "window_expire_s", "window_read_s")
 
 
@@ -111,8 +113,11 @@ class SimParams:
                 raise ValueError(f"simulator parameter {f.name} must be a finite number >= 0, got {v!r}")
             if f.name in COUNTS and not isinstance(v, int):
                 raise ValueError(f"simulator parameter {f.name} must be a whole number, got {v!r}")
-        if self.bandwidth_Bps <= 0:
-            raise ValueError("simulator parameter bandwidth_Bps must be > 0")
+            if f.name.endswith("_s") and v > MAX_SECONDS:  # summed over a run, they would overflow
+                raise ValueError(f"simulator parameter {f.name} must be at most {MAX_SECONDS:g} seconds, got {v!r}")
+        if self.bandwidth_Bps < MIN_BANDWIDTH_BPS:  # (0 would divide by zero; 1e-300 overflowed)
+            raise ValueError(f"simulator parameter bandwidth_Bps must be at least {MIN_BANDWIDTH_BPS:g} byte/s, "
+                             f"got {self.bandwidth_Bps!r}")
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)

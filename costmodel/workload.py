@@ -105,6 +105,17 @@ class Window:
         return self.slide == self.size
 
 
+def check_cluster_size(machines: int | None, partitions_per_machine: int | None,
+                       error: type[Exception] = SpecError) -> None:
+    """Refuse (`error`, one line) a cluster beyond what anything here builds; None: not known
+    yet (the source's own, checked when it is)."""
+    m, ppm = machines or 1, partitions_per_machine or 1
+    if m > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or m * ppm > MAX_PARTITIONS:
+        raise error(f"a cluster has at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} "
+                    f"partitions per machine and {MAX_PARTITIONS:,} partitions in all, got "
+                    f"{m:g} machines x {ppm:g} partitions")
+
+
 @dataclass(frozen=True)
 class Cluster:
     machines: int = 1
@@ -113,11 +124,7 @@ class Cluster:
     machine_capacity: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
-        if (self.machines > MAX_MACHINES or self.partitions_per_machine > MAX_PARTITIONS_PER_MACHINE
-                or self.machines * self.partitions_per_machine > MAX_PARTITIONS):
-            raise SpecError(f"a cluster has at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} "
-                            f"partitions per machine and {MAX_PARTITIONS:,} partitions in all, got "
-                            f"{self.machines:g} machines x {self.partitions_per_machine:g} partitions")
+        check_cluster_size(self.machines, self.partitions_per_machine)
 
     @property
     def partitions(self) -> int:

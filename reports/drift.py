@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from advisor.sources import Source, load_source
 from advisor.api import recommend
 from costmodel.design import Design
-from advisor.profile import Change, compare_profiles, workload_profile
+from advisor.profile import Change, check_profile, compare_profiles, workload_profile
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -33,6 +33,7 @@ class DriftCheck:
     changes: list[Change] = field(default_factory=list)
     compared_with: str | None = None  # where the changes were read against, None: nothing to compare
     unplaced: list[str] = field(default_factory=list)  # SPs or state of the workload the design lacks
+    gone: list[str] = field(default_factory=list)  # what the design places that the workload no longer has
 
     @property
     def ratio(self) -> float | None:
@@ -66,6 +67,9 @@ class DriftCheck:
                      f"tuples/s ({self.judged_by}): {self.ratio:.3f} of the best",
                      f"{verdict}: tolerance {self.tolerance:.0%}; reaching the best moves "
                      f"{self.megabytes_to_best:,.2f} MB"]
+        if self.gone:
+            lines.append(f"judged without {len(self.gone)} SP(s) or state item(s) the design places and the "
+                         f"workload no longer has ({', '.join(self.gone[:5])}{', ...' if len(self.gone) > 5 else ''})")
         if self.compared_with is None:
             lines.append("what changed: unknown (the design keeps no workload profile; give --since SOURCE)")
         elif not self.changes:
@@ -80,6 +84,7 @@ class DriftCheck:
                 "tolerance": self.tolerance, "judged_by": self.judged_by,
                 "deployed": self.deployed_tps, "best": self.best_tps, "ratio": self.ratio,
                 "megabytes_to_best": self.megabytes_to_best, "unplaced": list(self.unplaced),
+                "gone": list(self.gone),
                 "compared_with": self.compared_with, "changes": [c.to_dict() for c in self.changes]}
 
 
@@ -106,6 +111,8 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         return out
     # SPs or state the design places that the workload no longer has: the design still runs
     # the rest, so it is judged without them
+    out.gone = ([n for n in design.procedures if n not in graph._proc_index]
+                + [n for n in design.state if n not in graph._state_index])
     design = _without_gone(design, graph)
     rec = recommend(source, current=design,
                     calibration=calibration, seed=seed)
@@ -130,7 +137,10 @@ def _profile_before(design: Design, since: Source | None, name: str) -> tuple[di
                                f"workload with its own earlier statistics or spec")
         return workload_profile(old), (since if isinstance(since, str) else getattr(since, "name", str(since)))
     profile = design.provenance.get("workload_profile")
-    return (profile, "the design was made") if isinstance(profile, dict) else (None, None)
+    if profile is None:
+        return None, None
+    check_profile(profile, "the design's provenance.workload_profile")
+    return profile, "the design was made"
 
 
 def _check_granularity(design: Design, graph) -> None:

@@ -395,4 +395,7 @@ def _as_trace_error(exc: BaseException, info: TraceInfo) -> BaseException:
     where = ""
     if reading is not None:
         where = " reading " + reading.split("while reading file", 1)[1].split()[0].rstrip(".")
+    if any("ARITHMETIC_OVERFLOW" in d for d in detail):  # Spark's advice (try_add, ansi) is not the user's to take
+        detail = ["a sum of the trace's figures overflows 64-bit integers: a value in it (bytes, rows) is "
+                  "far beyond any real run's"]
     return TraceError(f"{info.path}: the Spark job failed{where}: {'; '.join(detail)[:400]}")

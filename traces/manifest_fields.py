@@ -93,4 +93,6 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
         for m in group:
             if m in seen:
                 raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is already in nested[{seen[m]}]")
+            if procedures is not None and m not in procedures:  # every later command would refuse it
+                raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is not in 'procedures'")
             seen[m] = i

@@ -180,11 +180,27 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
             builder = builder.config(key, value)
         spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
         spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
+        _quiet_query_context_loggers()
     except BaseException:  # a failed or interrupted start leaves no JVM behind
         if jvm is not None:
             jvm.stop()
         raise
     return spark
+
+
+def _quiet_query_context_loggers() -> None:
+    """PySpark's Python side logs a failed query's whole Java stack trace as JSON on stderr
+    (its query-context loggers), before the exception that says the same in one line: off,
+    as Spark's own logging is, unless ADVISOR_SPARK_LOG asks for it. They are made as
+    PySpark makes them, since PySpark calls them with its own keywords."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # a PySpark without them
+        return
+    level = os.environ.get("ADVISOR_SPARK_LOG", "off").strip().upper() or "OFF"
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        logger.setLevel(logging.CRITICAL + 1 if level == "OFF" else getattr(logging, level, logging.WARNING))
 
 
 SESSION_START_TIMEOUT_S = 20.0  # a remote master that has not taken the application by then

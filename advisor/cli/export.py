@@ -27,9 +27,11 @@ def export(
     """Export a design for a real system; print what the target cannot express."""
     from costmodel.design import Design
     from advisor.export import check_format, check_output, export_design
+    from costmodel.files import check_not_an_input
 
     check_format(fmt)
     check_output(out)  # both before any work: a bad option costs nothing
+    check_not_an_input(out, (design,))
     result = export_design(Design.load(design), workload_for(design, workload), fmt)
     result.write(out)
     if as_json:

@@ -18,6 +18,16 @@ from engine_sim.sim.rate_search import search_rate
 from engine_sim.sim.result import SimResult, summarise
 
 
+# a rate a user offers outside these is no run (1e300 printed a 300-digit rate; 1e-300 "0 batches/s")
+MIN_RATE_BPS, MAX_RATE_BPS = 1e-6, 1e9
+
+
+def check_offered_rate(rate) -> None:
+    """Refuse (SimError, one line) an offered rate no run can be made at."""
+    if not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and MIN_RATE_BPS <= rate <= MAX_RATE_BPS):
+        raise SimError(f"input rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, got {rate}")
+
+
 def _params(calibration: Calibration | SimParams | None) -> SimParams:
     """A Calibration predicts what its target says (`Calibration.sim_params`): a real cluster
     by default, the measuring host for `cal.on_host()`. Bare SimParams are exactly these
@@ -60,6 +70,8 @@ def run_once(workload: Workload, design: Design, *, input_rate: float | None = N
     `in_flight` batches in flight (the engine's driver)."""
     if (input_rate is None) == (in_flight is None):
         raise SimError("give either an input rate or the batches in flight")
+    if input_rate is not None:
+        check_offered_rate(input_rate)
 
     def attempt(params: SimParams) -> SimResult:
         plan = _plan(workload, design, scheduler=scheduler, move=move, calibration=params,
@@ -134,6 +146,8 @@ def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move
     advisor's figure for its pick, so this repeats it.
     """
     rate = input_rate if input_rate is not None else workload.input.rate
+    if input_rate is not None:
+        check_offered_rate(input_rate)
     kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,
               seed=seed, latency_bound_s=latency_bound_s, batch_size=batch_size)
     if rate is None:

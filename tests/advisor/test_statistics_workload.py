@@ -188,7 +188,7 @@ def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
     shutil.copytree(root / "table", ghost)
     (ghost / "_stats.json").write_text(json.dumps({**manifest, "nested": [["TradeInsert", "Ghost"]]}))
     for bad, message in ((broken, "column 'p50_cost_us' is missing"), (negative, "must be"),
-                         (wrong, "batches"), (ghost, "'Ghost', which is not in procedures.parquet")):
+                         (wrong, "batches"), (ghost, "'nested\\[0\\]': procedure 'Ghost' is not in 'procedures'")):
         with pytest.raises(UserError, match=message):
             workload_from_statistics(bad)
         for argv in (["recommend", str(bad)], ["simulate", str(bad), "--design", "x.json"]):

@@ -92,6 +92,11 @@ CALIBRATION = json.loads((ROOT / "bench" / "calibration.json").read_text())
     (("simulator", "host_cores", 2.5), "host_cores must be a whole number"),
     (("prices", "distributed_txn_s", 1e308), "prices.distributed_txn_s must be at most 1e+06 seconds"),
     ((None, "weights", [1, 2, 3]), "weights: must be an object"),
+    # a string where an object goes reached .get() (an internal error); a bandwidth of 1e-300
+    # overflowed the simulator's sums (numpy warnings, then an infinite latency)
+    ((None, "machine", "x"), "machine must be an object"),
+    (("simulator", "bandwidth_Bps", 1e-300), "bandwidth_Bps must be at least 1 byte/s"),
+    (("simulator", "txn_overhead_s", 1e300), "txn_overhead_s must be at most 1e+06 seconds"),
 ])
 def test_a_calibration_value_no_run_can_use_is_refused(change, problem, tmp_path):
     section, key, value = change
@@ -226,3 +231,30 @@ def test_a_validation_of_nothing_is_refused():
     w = load_workload("move-micro")
     with pytest.raises(UserError, match="nothing to validate: engine and sim are both off"):
         advisor.validate(w, advisor.recommend(w).design, engine=False, sim=False)
+
+
+def test_a_cluster_past_the_limits_is_one_line_before_any_array_is_built(capsys):
+    # 10**23 machines reached numpy ("Maximum allowed dimension exceeded") as an internal error
+    assert run_app(["recommend", "bank-transfer", "--machines", str(10**23)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: a cluster has at most 1,000,000 machines") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [
+    ["export", "--format", "csv"], ["simulate", "--batches", "20"], ["report", "--quiet"],
+    ["recommend", "bank-transfer", "--current", "{design}"],
+])
+def test_an_output_that_is_the_commands_own_input_is_refused_and_the_input_kept(command, tmp_path, capsys):
+    # `export -d x.json -o x.json` replaced the design with its export
+    design = tmp_path / "x.json"
+    run_app(["recommend", "bank-transfer", "--machines", "2", "--objective", "cost", "--out", str(design)])
+    kept = design.read_bytes()
+    capsys.readouterr()
+    args = [a.replace("{design}", str(design)) for a in command]
+    if "--current" not in args:
+        args += ["--design", str(design)]
+    assert run_app(args + ["--out", str(design)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {design}: is also this command's input {design}; writing there would replace it: "
+                   "choose another output\n")
+    assert design.read_bytes() == kept

@@ -312,3 +312,42 @@ def test_a_place_that_cannot_be_written_is_said_before_the_work_and_nothing_is_l
     for markers in (None, "_ours.json"):
         with pytest.raises(UserError, match=r"cannot write: Read-only file system \(EROFS\)"):
             check_writable(tmp_path / "out", markers)
+
+
+def test_an_endless_or_oversized_input_is_refused_not_read_into_memory(tmp_path, monkeypatch):
+    import costmodel.files as files
+
+    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 600 + "0]")
+    with pytest.raises(UserError, match=r"big.json: over 0 MB, not a file this tool reads"):
+        files.read_user_json(big)
+    if Path("/dev/zero").exists():  # /dev/zero as a design was read until the kernel killed the process
+        with pytest.raises(UserError, match="/dev/zero: over"):
+            files.read_user_text("/dev/zero")
+    small = tmp_path / "small.toml"
+    small.write_bytes(b"a = 1\r\nb = 2\r\n")  # universal newlines, as read_text gave
+    assert files.read_user_text(small) == "a = 1\nb = 2\n"
+
+
+def test_json_with_an_integer_python_will_not_convert_is_one_line(tmp_path):
+    # an integer of 5,000 digits raised ValueError, not JSONDecodeError: an internal error
+    path = tmp_path / "d.json"
+    path.write_text('{"machines": 1' + "0" * 5000 + "}")
+    with pytest.raises(UserError, match=r"d.json: not valid JSON: Exceeds the limit") as exc:
+        files.read_user_json(path)
+    assert "\n" not in str(exc.value)
+
+
+def test_an_output_is_refused_where_it_is_an_input_even_through_a_link(tmp_path):
+    from costmodel.files import check_not_an_input
+
+    design = tmp_path / "d.json"
+    design.write_text("{}")
+    os.link(design, tmp_path / "same.json")
+    for out in (design, tmp_path / "same.json"):
+        with pytest.raises(UserError, match="is also this command's input"):
+            check_not_an_input(out, (None, design))
+    check_not_an_input(tmp_path / "other.json", (design,))  # a new file: fine
+    (tmp_path / "other.json").write_text("{}")
+    check_not_an_input(tmp_path / "other.json", (design, None))  # another file: fine

@@ -94,3 +94,26 @@ def test_a_trace_made_after_the_change_is_out_of_date(spark, tmp_path, capsys):
     assert run_app(["check", "--design", str(design), str(tmp_path / "after")]) == 3
     out = capsys.readouterr().out
     assert "OUT OF DATE" in out and "state DimAccount" in out
+
+
+def test_a_hand_broken_profile_is_one_line_and_a_gone_sp_is_named(deployed, tmp_path, capsys):
+    # a malformed profile reached an IndexError / TypeError; an SP the workload no longer has
+    # was dropped from the judgement without a word
+    _, design, path, _ = deployed
+    data = json.loads(path.read_text())
+    for value, message in (([1], "workload_profile.state.DimAccount must be [bytes, rows per batch], got [1]"),
+                           ("x", "workload_profile.state.DimAccount must be [bytes, rows per batch], got 'x'")):
+        broken = json.loads(json.dumps(data))
+        broken["provenance"]["workload_profile"]["state"]["DimAccount"] = value
+        (tmp_path / "broken.json").write_text(json.dumps(broken))
+        assert run_app(["check", "--design", str(tmp_path / "broken.json"), "tpcdi-trade"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: the design's provenance.") and message in err and err.count("\n") == 1
+    ghost = json.loads(json.dumps(data))
+    ghost["procedures"]["Ghost"] = next(iter(data["procedures"].values()))
+    (tmp_path / "ghost.json").write_text(json.dumps(ghost))
+    assert run_app(["check", "--design", str(tmp_path / "ghost.json"), "tpcdi-trade", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["gone"] == ["Ghost"]
+    assert run_app(["check", "--design", str(tmp_path / "ghost.json"), "tpcdi-trade"]) == 0
+    assert ("judged without 1 SP(s) or state item(s) the design places and the workload no longer has "
+            "(Ghost)") in capsys.readouterr().out

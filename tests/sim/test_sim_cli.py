@@ -61,7 +61,10 @@ def test_simulate_at_a_given_rate_with_a_calibration_file(tpcdi_json, tmp_path, 
 @pytest.mark.parametrize("extra, problem", [
     (["--scheduler", "fifo"], "'fifo' is not one of 'dls', 'central'"),
     (["--move", "copy"], "'copy' is not one of 'rpc', 'txn'"),
-    (["--rate", "0"], "input rate must be a positive number"),
+    (["--rate", "0"], "input rate must be from 1e-06 to 1e+09 batches per second, got 0"),
+    # 1e300 printed a 300-digit rate, 1e-300 "0 batches/s", both with exit 0
+    (["--rate", "1e300"], "input rate must be from 1e-06 to 1e+09 batches per second, got 1e+300"),
+    (["--rate", "1e-300"], "input rate must be from 1e-06 to 1e+09 batches per second, got 1e-300"),
     (["--machines", "0"], "--machines must be >= 1"),
     (["--calibration", "/nonexistent/cal.json"], "no such file"),
 ])

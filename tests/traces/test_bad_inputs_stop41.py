@@ -57,6 +57,8 @@ HUGE_IN_TRACE = [
     ("default_row_bytes", 10**20, "'default_row_bytes' must be at most 1,000,000,000, got 1000"),
     ("nested", [["TradeInsert", "AccountLookup"], ["AccountLookup", "SecurityLookup"]],
      "'nested[1]': procedure 'AccountLookup' is already in nested[0]"),
+    # validated and aggregated, then refused by every command that read the statistics
+    ("nested", [["nope"]], "'nested[0]': procedure 'nope' is not in 'procedures'"),
     ("windows", {"W": {"procedure": "TradeInsert", "size": 10**400, "slide": 1}},
      "manifest window 'W': size must be at most 9,223,372,036,854,775,807"),
 ]

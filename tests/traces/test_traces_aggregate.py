@@ -343,3 +343,27 @@ def test_corrupt_page_that_validation_skips_is_one_spark_error(spark, mixed, tmp
     assert not (tmp_path / "stats").exists()
     # the session is still usable afterwards
     assert aggregate(mixed, None, "table", spark=spark, progress=None).manifest["batches"] == 400
+
+
+def test_a_sum_past_64_bits_is_one_line_without_spark_s_log(spark, mixed, tmp_path):
+    """Flows of 2**62 bytes each pass validation, then overflow Spark's sum: PySpark printed the
+    whole Java stack trace as JSON on stderr, and the error line gave Spark's own advice
+    (try_add, spark.sql.ansi.enabled), not the cause."""
+    trace = tmp_path / "trace"
+    shutil.copytree(mixed, trace)
+    part = next((trace / "flows").glob("*.parquet"))
+    flows = pq.read_table(part)
+    i = flows.schema.get_field_index("bytes")
+    pq.write_table(flows.set_column(i, "bytes", pa.array([2**62] * flows.num_rows, flows.schema.field(i).type)), part)
+    with pytest.raises(TraceError) as info:
+        aggregate(trace, tmp_path / "stats", "table", spark=spark, progress=None)
+    assert "a sum of the trace's figures overflows 64-bit integers" in str(info.value)
+    assert "try_add" not in str(info.value) and "\n" not in str(info.value)
+    # PySpark's handler writes to the sys.stderr of when it was made (not this test's fd 2):
+    # the loggers themselves are what must be off
+    import logging
+
+    if not os.environ.get("ADVISOR_SPARK_LOG"):
+        assert not logging.getLogger("SQLQueryContextLogger").isEnabledFor(logging.ERROR)
+        assert not logging.getLogger("DataFrameQueryContextLogger").isEnabledFor(logging.ERROR)
+    assert not (tmp_path / "stats").exists()
