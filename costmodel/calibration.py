@@ -35,10 +35,10 @@ from pathlib import Path
 from costmodel.files import atomic_write_text, read_user_json
 from costmodel.errors import UserError
 from costmodel import Weights
-from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, SimParams
+from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, MAX_SECONDS, SimParams
 
 FORMAT = "advisor.calibration/1"
-MAX_PRICE_S = 1e6  # seconds a price may say (a transaction, a MOVE): far beyond any machine's
+MAX_PRICE_S = MAX_SECONDS  # seconds a price may say (a transaction, a MOVE): the simulator's own bound
 
 
 class CalibrationError(UserError):

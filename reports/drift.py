@@ -111,9 +111,10 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         return out
     # SPs or state the design places that the workload no longer has: the design still runs
     # the rest, so it is judged without them
-    out.gone = ([n for n in design.procedures if n not in graph._proc_index]
-                + [n for n in design.state if n not in graph._state_index])
-    design = _without_gone(design, graph)
+    gone_procs = [n for n in design.procedures if n not in graph._proc_index]
+    gone_state = [n for n in design.state if n not in graph._state_index]
+    out.gone = gone_procs + gone_state
+    design = _without(design, set(gone_procs), set(gone_state))
     rec = recommend(source, current=design,
                     calibration=calibration, seed=seed)
     plan = rec.migration
@@ -156,11 +157,10 @@ def _check_granularity(design: Design, graph) -> None:
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")
 
 
-def _without_gone(design: Design, graph) -> Design:
+def _without(design: Design, procs: set[str], state: set[str]) -> Design:
     from dataclasses import replace
 
-    procs = {n: p for n, p in design.procedures.items() if n in graph._proc_index}
-    state = {n: p for n, p in design.state.items() if n in graph._state_index}
-    if len(procs) == len(design.procedures) and len(state) == len(design.state):
+    if not procs and not state:
         return design
-    return replace(design, procedures=procs, state=state)
+    return replace(design, procedures={n: p for n, p in design.procedures.items() if n not in procs},
+                   state={n: p for n, p in design.state.items() if n not in state})
