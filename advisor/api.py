@@ -9,6 +9,7 @@ import numpy as np
 
 import costmodel
 from costmodel import DEFAULT_WEIGHTS, CostBreakdown, Weights, machine_memory
+from costmodel.weights import check_weights
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
@@ -201,6 +202,7 @@ def recommend(source: Source, machines: int | None = None,
     """
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    check_weights(weights, AdvisorError)
     if max_move_mb is not None and current is None:
         raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
     if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and 0 <= max_move_mb < float("inf")):
@@ -308,6 +310,7 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
     """The cost breakdown of any design (hand-written ones included) on a workload: with
     `weights`, else the design's own, else (a file without weights) the weights `recommend`
     prices for this graph, so the two costs compare."""
+    check_weights(weights, AdvisorError)
     if not isinstance(design, Design):
         design = Design.load(design)
     _, graph = load_source_for(design, source)

@@ -72,7 +72,7 @@ def as_calibration(calibration: CalibrationSource = None) -> Calibration:
     (`costmodel.calibration`), None the default file (`calibration_path()`)."""
     if isinstance(calibration, Calibration):
         return calibration
-    return Calibration.load(Path(calibration) if calibration is not None else calibration_path())
+    return Calibration.load(calibration if calibration is not None else calibration_path())
 
 
 def _where(calibration: CalibrationSource) -> str:

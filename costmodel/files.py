@@ -70,6 +70,14 @@ def writing(path: str | Path) -> Iterator[None]:
         raise cannot_write(path, exc) from None
 
 
+def as_path(path, error: type[Exception] = UserError) -> Path:
+    """A path the Python API was given: a str or os.PathLike, else one `error` line (pathlib's
+    TypeError for None or 5 named neither the argument nor the value)."""
+    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bytes):
+        return Path(path)
+    raise error(f"expected a file path, got {path!r}")
+
+
 def file_target(path: str | Path) -> Path:
     """Where a file written to `path` lands: `path`, or the file a symbolic link there points
     to; one UserError line where something other than a regular file is in the way.
@@ -78,7 +86,7 @@ def file_target(path: str | Path) -> Path:
     output), a pipe or a socket named as the output would be replaced by a plain file (as
     root, /dev/null itself), and a link by a file that no longer points where the user meant.
     Also for a long command to call before its work, so a bad `--out` costs nothing."""
-    path = Path(path)
+    path = as_path(path)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     _no_file_above(target)
     if target.is_dir():
@@ -118,13 +126,18 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
 
 def check_not_an_input(path: str | Path, inputs: Iterable[str | Path | None]) -> None:
     """One UserError line where the output `path` is the same file as one of `inputs` (None:
-    not given): `export -d x.json -o x.json` replaced the design with its export."""
+    not given, or a name that is no path), or lies inside an input directory (statistics):
+    `export -d x.json -o x.json` replaced the design with its export, `recommend S --out
+    S/_stats.json` the statistics' manifest with a design."""
     out = Path(path)
-    if not out.exists():
-        return
     for given in inputs:
-        if given is not None and Path(given).exists() and os.path.samefile(out, given):
+        if given is None or not Path(given).exists():
+            continue
+        if out.exists() and os.path.samefile(out, given):
             raise UserError(f"{path}: is also this command's input {given}; writing there would replace "
+                            "it: choose another output")
+        if Path(given).is_dir() and Path(given).resolve() in out.absolute().resolve().parents:
+            raise UserError(f"{path}: is inside this command's input {given}; writing there would change "
                             "it: choose another output")
 
 
@@ -181,7 +194,7 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
     """Read a UTF-8 file a user named; any problem becomes one `error` line naming the file.
     At most MAX_INPUT_BYTES are read: an endless input (/dev/zero) is refused, not read until
     memory runs out."""
-    path = Path(path)
+    path = as_path(path, error)
     if path.is_dir():
         raise error(f"{path}: is a directory, not a file")
     try:
@@ -201,7 +214,7 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
 
 def read_user_json(path: str | Path, error: type[Exception] = UserError):
     """A JSON file a user named, parsed; unreadable or invalid JSON is one `error` line."""
-    path = Path(path)
+    path = as_path(path, error)
     text = read_user_text(path, error)
     try:
         return json.loads(text)

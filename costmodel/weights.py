@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, asdict
 
+from costmodel.errors import UserError
+
 
 MAX_WEIGHT = 1e9  # only the ratios matter, so a bigger weight is never needed
 
@@ -21,11 +23,11 @@ class Weights:
         for name in ("alpha", "beta", "gamma"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise ValueError(f"weight {name} must be a number, got {value!r}")
+                raise UserError(f"weight {name} must be a number, got {value!r}")
             if not math.isfinite(value) or value < 0:
-                raise ValueError(f"weight {name} must be a finite number >= 0, got {value}")
+                raise UserError(f"weight {name} must be a finite number >= 0, got {value}")
             if value > MAX_WEIGHT:  # (their sum, and every cost, would overflow or print as 300 digits)
-                raise ValueError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
+                raise UserError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
                                  f"matter: give them on a smaller scale), got {value:g}")
 
     def to_dict(self) -> dict[str, float]:
@@ -49,3 +51,10 @@ class Weights:
 # Only a fallback: the advisor prices the weights per workload from a calibration
 # (advisor.priced_weights.default_weights), and uses these only when every price is zero.
 DEFAULT_WEIGHTS = Weights(alpha=0.3, beta=0.1, gamma=0.6)
+
+
+def check_weights(weights, error: type[UserError] = UserError) -> None:
+    """Weights a caller gave (the Python API's `weights=`): None (the defaults) or Weights; a
+    tuple or a string reached `.alpha` deep in the search (an AttributeError)."""
+    if weights is not None and not isinstance(weights, Weights):
+        raise error(f"weights must be costmodel.Weights(alpha, beta, gamma) or None, got {weights!r}")

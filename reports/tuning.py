@@ -22,6 +22,7 @@ from costmodel import Weights
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.errors import check_seed
+from costmodel.weights import check_weights
 from costmodel.workload import Workload
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
@@ -74,6 +75,7 @@ class TuningStudy:
 
         check_cluster(self.machines, self.partitions_per_machine)
         check_seed(self.seed, AdvisorError)
+        check_weights(self.weights, AdvisorError)
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "

@@ -226,6 +226,20 @@ def _engine_dict(run) -> dict:
     return {k: v for k, v in d.items() if not k.startswith("_")}
 
 
+def _api_inputs(workload, design, calibration):
+    """What `simulate` takes (`engine_sim.sim.run.api_inputs`), a statistics directory as the
+    workload too, and a calibration file read as the CLI reads it."""
+    from advisor.priced_weights import as_calibration
+    from advisor.sources import load_workload
+    from engine_sim.sim.run import api_inputs
+
+    if isinstance(workload, (str, os.PathLike)):
+        workload = load_workload(workload)
+    if isinstance(calibration, (str, os.PathLike)):
+        calibration = as_calibration(calibration)
+    return api_inputs(workload, design, calibration)
+
+
 def validate_design(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
              calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
              move: str = "rpc", latency_bound_s: float = 1.0, in_flight: int = 64) -> ValidationResult:
@@ -243,6 +257,7 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     if not (engine or sim):
         raise SimError("nothing to validate: engine and sim are both off")
     check_seed(seed, SimError)
+    workload, design, calibration = _api_inputs(workload, design, calibration)
     if sim and not (isinstance(batches, int) and MIN_BATCHES <= batches <= MAX_BATCHES):  # before any engine run
         raise SimError(f"--batches must be {MIN_BATCHES} to {MAX_BATCHES:,} for the simulator, got {batches!r}")
     cost = evaluate(design, workload).to_dict()

@@ -123,13 +123,18 @@ class _Plan:
         return sum(a.rows * a.probability for a in self.accesses)
 
 
+MAX_SYNTH_BATCHES = 10_000_000  # as a traced engine run's (`engine_sim.engine.runner.MAX_RUN_BATCHES`)
+
+
 def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int = 0, *,
                abort_rate: float = 0.0, cost_unit_us: float = 100.0, noise: float = 0.1,
                chunk_rows: int = DEFAULT_CHUNK_ROWS,
                progress: Callable[[str], None] | None = None) -> SynthSummary:
     """Write a trace of `batches` input batches of the workload `spec` to directory `out`."""
-    if batches < 1:
-        raise TraceError(f"--batches must be >= 1, got {batches}")
+    if isinstance(batches, bool) or not isinstance(batches, int) or not 1 <= batches <= MAX_SYNTH_BATCHES:
+        # (10**20 ran until killed, on its way to filling the disk)
+        raise TraceError(f"--batches must be an integer from 1 to {MAX_SYNTH_BATCHES:,} (the engine's own "
+                         f"limit for a run), got {batches}")
     if not 0.0 <= abort_rate < 1.0:
         raise TraceError(f"abort rate must be in [0, 1), got {abort_rate}")
     if not (math.isfinite(cost_unit_us) and 0 < cost_unit_us <= MAX_COST_UNIT_US):

@@ -56,12 +56,23 @@ def _raise_terminated(signum, frame) -> None:
     raise Terminated()
 
 
+MAX_COLUMNS = 1_000  # a wider terminal is a typo: 10**20 overflowed the help's renderer, 10**6 padded it to 33 MB
+
+
+def _sane_columns() -> None:
+    """A `COLUMNS` past MAX_COLUMNS is taken as MAX_COLUMNS, here and by the help's renderer."""
+    value = os.environ.get("COLUMNS", "").strip()
+    if value.isdigit() and int(value) > MAX_COLUMNS:
+        os.environ["COLUMNS"] = str(MAX_COLUMNS)
+
+
 def run_app(argv: list[str] | None = None, application: typer.Typer | None = None) -> int:
     """Run the CLI (`application`, default `app`) and return its exit status: a user error
     (`UserError`) or a usage error of the option parser is one line and its exit status;
     Ctrl-C and SIGTERM clean up and end in one line with 130 and 143; anything else is an
     internal error, still without a traceback."""
     main_thread = threading.current_thread() is threading.main_thread()
+    _sane_columns()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     _TERMINATED.clear()
     try:

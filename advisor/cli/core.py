@@ -62,7 +62,7 @@ def recommend(
     from costmodel.files import check_writable
 
     if out is not None:
-        check_writable(out, inputs=(current, calibration))  # said now, not after the search
+        check_writable(out, inputs=(current, calibration, source))  # said now, not after the search
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,
                               machines=machines, partitions_per_machine=partitions_per_machine)
     with working("recommending"):

@@ -31,7 +31,7 @@ def export(
 
     check_format(fmt)
     check_output(out)  # both before any work: a bad option costs nothing
-    check_not_an_input(out, (design,))
+    check_not_an_input(out, (design, workload))
     result = export_design(Design.load(design), workload_for(design, workload), fmt)
     result.write(out)
     if as_json:

@@ -43,7 +43,7 @@ def report(
     from reports.report import ReportOptions, report_design, write_report
     from reports.validation_view import read_validation
 
-    check_writable(out, inputs=(design, validation, current, calibration))  # said now, not after the work
+    check_writable(out, inputs=(design, validation, current, calibration, workload, spec))  # said now, not after the work
     source = workload_for(design, workload)
     d = Design.load(design)
     result = read_validation(validation, d.workload) if validation is not None else None

@@ -60,7 +60,7 @@ def simulate(
     if out is not None:
         from costmodel.files import check_writable
 
-        check_writable(out, inputs=(design, calibration))  # said now, not after the simulation
+        check_writable(out, inputs=(design, calibration, workload))  # said now, not after the simulation
     spec = load_workload(workload_for(design, workload))
     d = _scaled(Design.load(design), spec, machines, rescale)
     cal = Calibration.reference() if calibration is None else load_calibration(calibration)
@@ -144,7 +144,7 @@ def validate(
     if out is not None:
         from costmodel.files import check_writable
 
-        check_writable(out, inputs=(design, calibration))  # said now, not after the engine's run
+        check_writable(out, inputs=(design, calibration, workload))  # said now, not after the engine's run
     spec = load_workload(workload_for(design, workload))
     both = engine == sim
     with working("validating"):

@@ -3,12 +3,15 @@ search for the maximum throughput, and which SimParams a calibration stands for.
 from __future__ import annotations
 
 import math
+import os
 import time
+from pathlib import Path
 
 from costmodel.calibration import Calibration
 from costmodel.design import Design
 from costmodel.errors import check_seed
 from costmodel.sim_params import SimParams
+from costmodel.spec_reader import read_spec
 from costmodel.workload import Workload
 from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.errors import SimError
@@ -133,10 +136,30 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
     return run_host_shared(params, attempt)
 
 
-def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move: str = "rpc",
-             calibration: Calibration | SimParams | None = None, input_rate: float | None = None,
-             batches: int = PREDICTION_BATCHES, seed: int = 0, latency_bound_s: float = 1.0,
-             batch_size: int | None = None, tolerance: float = PREDICTION_TOLERANCE) -> SimResult:
+def api_inputs(workload, design, calibration) -> tuple[Workload, Design, Calibration | SimParams | None]:
+    """What the Python API's `simulate` takes, as the CLI takes it: a Workload, a bundled name
+    or a spec file; a Design or its file; a Calibration, SimParams or its file. Anything else
+    is one SimError line (a path where an object goes reached `.input` or `.sim_params`)."""
+    if isinstance(workload, (str, os.PathLike)):
+        workload = read_spec(workload)
+    if not isinstance(workload, Workload):
+        raise SimError(f"workload must be a Workload, a bundled name or a spec file, got {workload!r:.80}")
+    if isinstance(design, (str, os.PathLike)):
+        design = Design.load(design)
+    if not isinstance(design, Design):
+        raise SimError(f"design must be a Design or its JSON file, got {design!r:.80}")
+    if isinstance(calibration, (str, os.PathLike)):
+        calibration = Calibration.load(calibration)
+    if calibration is not None and not isinstance(calibration, (Calibration, SimParams)):
+        raise SimError(f"calibration must be a Calibration, SimParams or its file, got {calibration!r:.80}")
+    return workload, design, calibration
+
+
+def simulate(workload: Workload | str | Path, design: Design | str | Path, *, scheduler: str = "dls",
+             move: str = "rpc", calibration: Calibration | SimParams | str | Path | None = None,
+             input_rate: float | None = None, batches: int = PREDICTION_BATCHES, seed: int = 0,
+             latency_bound_s: float = 1.0, batch_size: int | None = None,
+             tolerance: float = PREDICTION_TOLERANCE) -> SimResult:
     """Simulate `design` running `workload`.
 
     At `input_rate` (batches/s) if given, else at the workload's declared `input.rate`, else at
@@ -145,6 +168,7 @@ def simulate(workload: Workload, design: Design, *, scheduler: str = "dls", move
     after `on_host()`); bare SimParams are used exactly as given. The defaults are those of the
     advisor's figure for its pick, so this repeats it.
     """
+    workload, design, calibration = api_inputs(workload, design, calibration)
     rate = input_rate if input_rate is not None else workload.input.rate
     if input_rate is not None:
         check_offered_rate(input_rate)

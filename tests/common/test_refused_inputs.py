@@ -258,3 +258,78 @@ def test_an_output_that_is_the_commands_own_input_is_refused_and_the_input_kept(
     assert err == (f"error: {design}: is also this command's input {design}; writing there would replace it: "
                    "choose another output\n")
     assert design.read_bytes() == kept
+
+
+@pytest.fixture(scope="module")
+def bank():
+    from advisor.api import recommend
+    from advisor.sources import load_workload
+
+    workload = load_workload("bank-transfer")
+    return workload, recommend(workload, machines=2, objective="cost")
+
+
+def _api_cases():
+    import advisor
+    from costmodel import Weights
+
+    return {
+        # a tuple of weights reached `.alpha` in the search (AttributeError), a list a hash
+        "recommend, weights a tuple": lambda w, r: advisor.recommend(w, machines=2, weights=(0.3, 0.1, 0.6)),
+        "evaluate, weights a string": lambda w, r: advisor.evaluate(r.design, w, weights="x"),
+        "tune, weights a string": lambda w, r: advisor.tune(w, machines=2, rounds=0, weights="x"),
+        "Weights, a negative one": lambda w, r: Weights(-1, 0, 1),
+        # pathlib's TypeError for a path that is not one
+        "recommend, calibration 5": lambda w, r: advisor.recommend(w, machines=2, calibration=5),
+        "recommend, current 5": lambda w, r: advisor.recommend(w, machines=2, current=5),
+        "Design.load(None)": lambda w, r: advisor.Design.load(None),
+        "design.save(None)": lambda w, r: r.design.save(None),
+        # simulate and validate read only objects: `.input`, `.sim_params` of a string
+        "simulate, no design": lambda w, r: advisor.simulate(w, None),
+        "simulate, a graph as the workload": lambda w, r: advisor.simulate(r.graph, r.design),
+        "simulate, calibration 5": lambda w, r: advisor.simulate(w, r.design, calibration=5),
+        "validate, no design": lambda w, r: advisor.validate(w, None, engine=False),
+    }
+
+
+@pytest.mark.parametrize("case", list(_api_cases()))
+def test_the_python_api_refuses_an_argument_of_the_wrong_kind_in_one_line(case, bank):
+    with pytest.raises(UserError) as exc:
+        _api_cases()[case](*bank)
+    _one_line(exc)
+
+
+def test_simulate_and_validate_take_names_and_files_as_the_cli_does(bank, tmp_path):
+    import advisor
+
+    workload, rec = bank
+    path = rec.design.save(tmp_path / "d.json")
+    by_objects = advisor.simulate(workload, rec.design, batches=50).throughput_tps
+    assert advisor.simulate("bank-transfer", str(path), batches=50).throughput_tps == by_objects
+    checked = advisor.validate("bank-transfer", path, engine=False, batches=50)
+    assert checked.simulator["throughput_tps"] == pytest.approx(by_objects)
+
+
+def test_an_output_over_the_commands_workload_spec_is_refused(tmp_path, capsys):
+    spec = tmp_path / "wl.toml"
+    spec.write_text((ROOT / "costmodel" / "workloads" / "bank-transfer.toml").read_text())
+    kept = spec.read_bytes()
+    assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost", "--out", str(spec)]) == 2
+    assert "is also this command's input" in capsys.readouterr().err
+    assert spec.read_bytes() == kept
+
+
+def test_a_terminal_too_wide_to_be_real_is_taken_as_a_wide_one(monkeypatch, capsys):
+    # COLUMNS=10**20 overflowed the help's renderer (an internal error)
+    monkeypatch.setenv("COLUMNS", str(10**20))
+    assert run_app(["recommend", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "Usage" in out and max(len(line) for line in out.splitlines()) <= 1_000
+
+
+def test_a_synthetic_trace_past_a_runs_limit_is_refused(tmp_path, capsys):
+    # 10**20 batches ran until killed, on its way to filling the disk
+    assert run_app(["trace", "synth", "bank-transfer", "-n", str(10**20), "-o", str(tmp_path / "t")]) == 2
+    assert capsys.readouterr().err == (f"error: --batches must be an integer from 1 to 10,000,000 (the engine's "
+                                       f"own limit for a run), got {10**20}\n")
+    assert not (tmp_path / "t").exists()

@@ -351,3 +351,24 @@ def test_an_output_is_refused_where_it_is_an_input_even_through_a_link(tmp_path)
     check_not_an_input(tmp_path / "other.json", (design,))  # a new file: fine
     (tmp_path / "other.json").write_text("{}")
     check_not_an_input(tmp_path / "other.json", (design, None))  # another file: fine
+
+
+def test_an_output_inside_an_input_directory_is_refused(tmp_path):
+    # `recommend S --out S/_stats.json` replaced the statistics' manifest with a design
+    from costmodel.files import check_not_an_input
+
+    stats = tmp_path / "stats"
+    stats.mkdir()
+    (stats / "_stats.json").write_text("{}")
+    for out in (stats / "_stats.json", stats / "new.json"):
+        with pytest.raises(UserError, match="is inside this command's input"):
+            check_not_an_input(out, ("bank-transfer", stats))
+    check_not_an_input(tmp_path / "design.json", (stats,))  # beside it: fine
+
+
+def test_a_path_argument_that_is_no_path_is_one_line():
+    for value in (None, 5, {}, b"x"):
+        with pytest.raises(UserError, match="expected a file path, got"):
+            files.read_user_text(value)
+        with pytest.raises(UserError, match="expected a file path, got"):
+            files.atomic_write_text(value, "x")
