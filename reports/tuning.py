@@ -76,6 +76,9 @@ class TuningStudy:
         check_cluster(self.machines, self.partitions_per_machine)
         check_seed(self.seed, AdvisorError)
         check_weights(self.weights, AdvisorError)
+        check_min_gain(self.min_gain)
+        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
+            raise AdvisorError(f"jobs must be an integer >= 1, got {self.jobs!r}")
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "
@@ -96,6 +99,8 @@ class TuningStudy:
         """Run up to `rounds` more changes (round 0, the starting design, comes first)."""
         if not isinstance(rounds, int) or rounds < 0:
             raise AdvisorError(f"rounds must be an integer >= 0, got {rounds!r}")
+        if progress is not None and not callable(progress):
+            raise AdvisorError(f"progress must be a function of a round, got {progress!r}")
         if not self.rounds:
             self.rounds.append(self._round(0, None, self.workload, ()))
             if progress:
@@ -186,6 +191,13 @@ class TuningStudy:
                 + (f", best round {best.index} at {best.predicted_tps:,.0f} tuples/s predicted" if best else "")
                 + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
         return head + frame.to_html(index=False, float_format=lambda x: f"{x:,.4g}")
+
+
+def check_min_gain(value, name: str = "min_gain") -> None:
+    """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
+    whole round first, or took every change)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10:
+        raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
 
 
 def _best_gain(tried: Suggestions) -> Suggestion | None:

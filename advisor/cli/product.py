@@ -95,14 +95,13 @@ def tune(
     from advisor.api import resolve_weights
     from advisor.errors import AdvisorError
     from reports.predict import PredictOptions
-    from reports.tuning import TuningStudy
+    from reports.tuning import TuningStudy, check_min_gain
 
     if machines < 1:
         raise AdvisorError(f"--machines must be >= 1, got {machines}")
     if rounds < 0:
         raise AdvisorError(f"--rounds must be >= 0, got {rounds}")
-    if not 0 <= min_gain < 10:
-        raise AdvisorError(f"--min-gain must be in [0, 10), got {min_gain}")
+    check_min_gain(min_gain, "--min-gain")
     if out is not None:  # a directory it may not replace fails before the study runs
         from costmodel.files import check_writable
         from reports.tuning import SAVED_MARKER

@@ -18,6 +18,7 @@ different `batch_size` scales both linearly. The declared `cost` is per batch (f
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -166,6 +167,10 @@ def _jitter(rng: np.random.Generator, cv: float, n: int) -> np.ndarray:
 def compile_plan(workload: Workload, design: Design, *, params: SimParams, scheduler: str,
                  move: str, batches: int, batch_size: int | None, seed: int) -> CompiledPlan:
     check_options(scheduler, move)
+    if isinstance(batches, bool) or not isinstance(batches, numbers.Integral):  # "300" or nan reached a comparison
+        raise SimError(f"batches must be an integer, got {batches!r}")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral)):
+        raise SimError(f"batch size must be an integer >= 1 or None (the spec's), got {batch_size!r}")
     if batches < MIN_BATCHES:
         raise SimError(f"batches must be at least {MIN_BATCHES}, got {batches}")
     if batches > MAX_BATCHES:

@@ -25,9 +25,13 @@ from engine_sim.sim.result import SimResult, summarise
 MIN_RATE_BPS, MAX_RATE_BPS = 1e-6, 1e9
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def check_offered_rate(rate) -> None:
     """Refuse (SimError, one line) an offered rate no run can be made at."""
-    if not (isinstance(rate, (int, float)) and not isinstance(rate, bool) and MIN_RATE_BPS <= rate <= MAX_RATE_BPS):
+    if not (_number(rate) and MIN_RATE_BPS <= rate <= MAX_RATE_BPS):
         raise SimError(f"input rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, got {rate}")
 
 
@@ -116,8 +120,10 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
     `stop_below_tps` (tuples/s) is for a caller that only asks whether the design beats that
     figure: the search stops once it is known not to (the result is then the best rate
     found so far, below the figure)."""
-    if not latency_bound_s > 0:
-        raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s}")
+    if not _number(latency_bound_s) or not latency_bound_s > 0:
+        raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s!r}")
+    if not _number(tolerance) or not 0 < tolerance < 1:  # -1 or nan searched on without a bracket
+        raise SimError(f"tolerance must be a fraction in (0, 1), got {tolerance!r}")
     kw.pop("input_rate", None)
     opts = dict(scheduler="dls", move="rpc", calibration=None, batches=2000, seed=0,
                 batch_size=None)

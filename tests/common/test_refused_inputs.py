@@ -289,6 +289,15 @@ def _api_cases():
         "simulate, a graph as the workload": lambda w, r: advisor.simulate(r.graph, r.design),
         "simulate, calibration 5": lambda w, r: advisor.simulate(w, r.design, calibration=5),
         "validate, no design": lambda w, r: advisor.validate(w, None, engine=False),
+        # values compared or iterated deep inside: a TypeError, or a run on a nonsense value
+        "simulate, batches a string": lambda w, r: advisor.simulate(w, r.design, batches="300"),
+        "simulate, batch size 2.5": lambda w, r: advisor.simulate(w, r.design, batch_size=2.5),
+        "simulate, latency bound a string": lambda w, r: advisor.simulate(w, r.design, latency_bound_s="1"),
+        "simulate, tolerance -1": lambda w, r: advisor.simulate(w, r.design, tolerance=-1),
+        "tune, min_gain nan": lambda w, r: advisor.tune(w, machines=2, rounds=0, min_gain=float("nan")),
+        "tune, min_gain a string": lambda w, r: advisor.tune(w, machines=2, rounds=0, min_gain="x"),
+        "tune, jobs 0": lambda w, r: advisor.tune(w, machines=2, rounds=0, jobs=0),
+        "tune, progress not a function": lambda w, r: advisor.tune(w, machines=2, rounds=0, progress=5),
     }
 
 
