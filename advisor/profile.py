@@ -38,12 +38,10 @@ def check_profile(profile, where: str) -> None:
     """Refuse (one AdvisorError line) a profile that is not what `workload_profile` writes: a
     design file is the user's, and a hand-edited one reaches here."""
     from advisor.errors import AdvisorError
+    from costmodel.errors import finite_number
 
-    def number(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-
-    shapes = {"procedures": number, "streams": number,
-              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(number, v))}
+    shapes = {"procedures": finite_number, "streams": finite_number,
+              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(finite_number, v))}
     if not isinstance(profile, dict):
         raise AdvisorError(f"{where} must be an object, got {type(profile).__name__}")
     for key, fits in shapes.items():

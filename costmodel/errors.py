@@ -6,6 +6,7 @@ and exits with the error's `exit_code` (2: the input was wrong; a subclass may s
 was fine but the run failed). Anything else is a bug and is reported as an internal error.
 """
 import errno
+import math
 import numbers
 
 
@@ -24,6 +25,13 @@ class SpecError(UserError):
 
 class DesignError(UserError):
     """A design JSON that cannot be read or does not fit its workload."""
+
+
+def finite_number(value) -> bool:
+    """A number (not a bool) that is finite: an int of any size is, checked without the
+    conversion to float that fails on a huge one (10**400)."""
+    return not isinstance(value, bool) and (isinstance(value, numbers.Integral) or (
+        isinstance(value, float) and math.isfinite(value)))
 
 
 def check_seed(seed, error: type[UserError] = UserError) -> int:

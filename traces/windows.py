@@ -14,6 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from costmodel.errors import finite_number  # noqa: F401 - also read from here (traces.statistics, manifest_fields)
 from traces.errors import TraceError
 
 KINDS = ("tuple", "time")
@@ -47,13 +48,6 @@ class WindowInfo:
         if self.kind == "tuple":
             return float(self.size)
         return None if self.max_tuples is None else float(self.max_tuples)
-
-
-def finite_number(value) -> bool:
-    """A JSON number (not a bool) that is finite: an int of any size is, checked without the
-    conversion to float (or numpy's to int64) that fails on a huge one."""
-    return not isinstance(value, bool) and (isinstance(value, int) or (
-        isinstance(value, float) and math.isfinite(value)))
 
 
 def _number(value, what: str) -> float:

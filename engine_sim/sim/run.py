@@ -9,7 +9,7 @@ from pathlib import Path
 
 from costmodel.calibration import Calibration
 from costmodel.design import Design
-from costmodel.errors import check_seed
+from costmodel.errors import check_seed, finite_number
 from costmodel.sim_params import SimParams
 from costmodel.spec_reader import read_spec
 from costmodel.workload import Workload
@@ -25,13 +25,9 @@ from engine_sim.sim.result import SimResult, summarise
 MIN_RATE_BPS, MAX_RATE_BPS = 1e-6, 1e9
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def check_offered_rate(rate) -> None:
     """Refuse (SimError, one line) an offered rate no run can be made at."""
-    if not (_number(rate) and MIN_RATE_BPS <= rate <= MAX_RATE_BPS):
+    if not (finite_number(rate) and MIN_RATE_BPS <= rate <= MAX_RATE_BPS):
         raise SimError(f"input rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, got {rate}")
 
 
@@ -120,9 +116,9 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
     `stop_below_tps` (tuples/s) is for a caller that only asks whether the design beats that
     figure: the search stops once it is known not to (the result is then the best rate
     found so far, below the figure)."""
-    if not _number(latency_bound_s) or not latency_bound_s > 0:
+    if not finite_number(latency_bound_s) or not latency_bound_s > 0:
         raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s!r}")
-    if not _number(tolerance) or not 0 < tolerance < 1:  # -1 or nan searched on without a bracket
+    if not finite_number(tolerance) or not 0 < tolerance < 1:  # -1 or nan searched on without a bracket
         raise SimError(f"tolerance must be a fraction in (0, 1), got {tolerance!r}")
     kw.pop("input_rate", None)
     opts = dict(scheduler="dls", move="rpc", calibration=None, batches=2000, seed=0,

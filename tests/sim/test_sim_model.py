@@ -173,6 +173,8 @@ def test_move_as_a_transaction_is_counted_as_one():
     (dict(move="copy"), "unknown MOVE"),
     (dict(batches=3), "at least 10"),
     (dict(input_rate=-1.0), r"input rate must be from 1e-06 to 1e\+09 batches per second, got -1.0"),
+    # an int too large for a float: math.isfinite raised OverflowError (an internal error)
+    (dict(input_rate=10**400), r"input rate must be from 1e-06 to 1e\+09 batches per second, got 1000"),
     (dict(batch_size=0), "batch size"),
 ])
 def test_bad_options_are_one_line_errors(kw, problem):
