@@ -71,15 +71,12 @@ def resolved_ties(sim: np.ndarray, within: float = 0.01) -> np.ndarray:
     return group
 
 
-def rank_case(name: str, machines: int, n_designs: int, batches: int, seed: int, gen_seed: int = 7,
-              lock_waits: bool = True) -> dict:
-    w = workload_of(name, machines, gen_seed)
-    g = WorkloadGraph.from_workload(w)
-    params = Calibration.reference().params
+def random_designs(g: WorkloadGraph, n_designs: int, seed: int):
+    """`n_designs` random designs of `g`'s cluster, as (proc, state, Design): every SP on a
+    random partition; the state at random in even draws, placed by `place_state` (as the
+    advisor's candidates are) in odd ones; a window with its owner. Seeded: repeatable."""
     n_parts = g.cost.machines * g.cost.partitions_per_machine
-    estimate = dataclasses.replace(BusyEstimate.of(g, w, params), lock_waits=lock_waits)
     rng = np.random.default_rng(seed)
-    est, sim = [], []
     for k in range(n_designs):
         proc = rng.integers(0, n_parts, g.cost.n_proc)
         state = rng.integers(0, n_parts, g.cost.n_state)
@@ -87,7 +84,17 @@ def rank_case(name: str, machines: int, n_designs: int, batches: int, seed: int,
             state = place_state(g.cost, proc, state)
         owned = g.cost.state_owner >= 0  # a window lives with its owner
         state[owned] = proc[g.cost.state_owner[owned]]
-        d = Design.from_arrays(g, proc, state, Weights())
+        yield proc, state, Design.from_arrays(g, proc, state, Weights())
+
+
+def rank_case(name: str, machines: int, n_designs: int, batches: int, seed: int, gen_seed: int = 7,
+              lock_waits: bool = True) -> dict:
+    w = workload_of(name, machines, gen_seed)
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    estimate = dataclasses.replace(BusyEstimate.of(g, w, params), lock_waits=lock_waits)
+    est, sim = [], []
+    for proc, state, d in random_designs(g, n_designs, seed):
         try:
             s = max_throughput(w, d, batches=batches, calibration=params).throughput_tps
         except SimError:
