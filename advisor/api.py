@@ -15,7 +15,7 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
-from costmodel.errors import check_seed
+from costmodel.errors import check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -157,6 +157,10 @@ class Recommendation:
         from reports.figures import plot_graph
 
         designs = self.all_designs()
+        if not isinstance(name, str):  # a Design (another workload's, say) was an unhashable TypeError
+            other = "; any other design: advisor.plot_graph(design, source)" if isinstance(name, Design) else ""
+            raise AdvisorError(f"name must be the name of a design in this recommendation ({', '.join(designs)}), "
+                               f"got {type(name).__name__}{other}")
         if name not in designs:
             raise AdvisorError(f"no design {name!r} in this recommendation: it has {', '.join(designs)}")
         graph = self.design_graph if name == "recommended" else self.graph
@@ -384,12 +388,11 @@ def resolve_weights(alpha: float | None = None, beta: float | None = None,
         return None
     elif calibration is not None:
         base = weights_from_calibration(calibration)
+    chosen = (base.alpha if alpha is None else alpha, base.beta if beta is None else beta,
+              base.gamma if gamma is None else gamma)
+    if all(finite_number(v) and v == 0 for v in chosen):  # Weights refuses it too, not in the CLI's words
+        raise AdvisorError("at least one of --alpha, --beta, --gamma must be positive")
     try:
-        weights = Weights(alpha=base.alpha if alpha is None else alpha,
-                          beta=base.beta if beta is None else beta,
-                          gamma=base.gamma if gamma is None else gamma)
+        return Weights(*chosen)
     except ValueError as exc:
         raise AdvisorError(str(exc)) from None
-    if weights.alpha + weights.beta + weights.gamma <= 0:
-        raise AdvisorError("at least one of --alpha, --beta, --gamma must be positive")
-    return weights

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from costmodel import REPLICATED, Weights
+from costmodel import DEFAULT_WEIGHTS, REPLICATED, Weights
 from costmodel.design import Design
 from advisor.exhaustive import DEFAULT_LIMIT, exhaustive_optimum
 from costmodel.graph import WorkloadGraph, drop_idle_machines
@@ -64,16 +64,24 @@ def hash_by_table(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     return proc, pin_owned_state(c, proc, state)
 
 
+def _ignoring(weights: Weights, term: str) -> Weights:
+    """`weights` with `term` zeroed, for a baseline that ignores that term. Weights that price
+    nothing else (`term` alone) would be all zero, which Weights refuses: the baseline then
+    aims at the default ratio of the terms it keeps (it is scored with the caller's weights)."""
+    kept = [t for t in ("alpha", "beta", "gamma") if t != term]
+    return replace(weights if any(getattr(weights, t) > 0 for t in kept) else DEFAULT_WEIGHTS, **{term: 0.0})
+
+
 def state_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Schism-like: co-locate state accessed together and balance, ignoring streams."""
-    search = DesignSearch(weights=replace(weights, beta=0.0), seed=seed, local_search=False,
+    search = DesignSearch(weights=_ignoring(weights, "beta"), seed=seed, local_search=False,
                           pool_size=1).fit(graph)
     return search.proc_part_, search.state_part_
 
 
 def processing_only(graph: WorkloadGraph, weights: Weights, seed: int = 0):
     """Operator placement: cut streams and balance; state stays where hashing puts it."""
-    search = DesignSearch(weights=replace(weights, alpha=0.0), seed=seed, local_search=False,
+    search = DesignSearch(weights=_ignoring(weights, "alpha"), seed=seed, local_search=False,
                           pool_size=1).fit(graph)
     _, state = hash_by_table(graph, weights, seed)
     return search.proc_part_, pin_owned_state(graph.cost, search.proc_part_, state)

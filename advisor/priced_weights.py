@@ -145,8 +145,13 @@ def calibration_simulator(calibration: CalibrationSource = None) -> dict:
 def partition_weights(weights: Weights, calibration: CalibrationSource = None) -> Weights:
     """Weights for placing SPs on the partitions inside one machine: a MOVE there is a local
     message, so beta shrinks by `local_move_ratio`; a distributed transaction still runs
-    two-phase commit (alpha stays), and load balance over partitions is parallelism."""
-    return Weights(weights.alpha, weights.beta * local_move_ratio(calibration), weights.gamma)
+    two-phase commit (alpha stays), and load balance over partitions is parallelism. Where
+    beta is the only weight and a local MOVE is free, the weights would be all zero (refused):
+    they stay as they are (beta's scale alone does not change the ranking)."""
+    beta = weights.beta * local_move_ratio(calibration)
+    if weights.alpha == weights.gamma == beta == 0:
+        return weights
+    return Weights(weights.alpha, beta, weights.gamma)
 
 
 def weights_from_calibration(calibration: CalibrationSource) -> Weights:

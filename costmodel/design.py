@@ -50,10 +50,18 @@ class Design:
         return partition // self.partitions_per_machine
 
     def procedure_machine(self, name: str) -> int:
+        """The machine of SP `name`; one DesignError line for an SP the design does not place
+        (a bare KeyError named neither the design nor its workload; no caller catches one)."""
+        if not isinstance(name, str) or name not in self.procedures:
+            raise DesignError(f"design of workload {self.workload!r} places no procedure {name!r}")
         return self.machine_of_partition(self.procedures[name])
 
     def is_replicated(self, state: str) -> bool:
-        return self.state.get(state, 0) is None
+        """Whether state item `state` is replicated; as `procedure_machine`, an item the design
+        does not place is one DesignError line (it was False, as for any placed item)."""
+        if not isinstance(state, str) or state not in self.state:
+            raise DesignError(f"design of workload {self.workload!r} places no state item {state!r}")
+        return self.state[state] is None
 
     @classmethod
     def from_arrays(cls, graph: WorkloadGraph, proc_part, state_part, weights: Weights,

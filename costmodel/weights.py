@@ -29,6 +29,8 @@ class Weights:
             if value > MAX_WEIGHT:  # (their sum, and every cost, would overflow or print as 300 digits)
                 raise UserError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
                                  f"matter: give them on a smaller scale), got {value:g}")
+        if self.alpha + self.beta + self.gamma <= 0:  # every design would cost 0: no ranking at all
+            raise UserError("at least one of the weights alpha, beta, gamma must be positive")
 
     def to_dict(self) -> dict[str, float]:
         return {k: float(v) for k, v in asdict(self).items()}

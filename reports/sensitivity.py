@@ -8,11 +8,15 @@ where the choice changes.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from advisor.errors import AdvisorError
 from costmodel import DEFAULT_WEIGHTS, Weights
+from costmodel.errors import finite_number
+from costmodel.weights import check_weights
 
 TERMS = ("alpha", "beta", "gamma")
 DEFAULT_SHARES = (0.05, 0.2, 0.4, 0.6, 0.8, 0.95)
@@ -67,6 +71,28 @@ class Sensitivity:
 
         return plot_sensitivity(self, ax=ax)
 
+    def _repr_html_(self) -> str:
+        """As the other notebook results render (`TuningStudy`): a bold line, then `to_frame`."""
+        b = self.base
+        letters = sorted({r["design"] for r in self.rows})
+        verdict = ("stable: every point of the sweeps chose design A, the one at these weights" if self.stable
+                   else f"the sweeps chose designs {', '.join(letters)} (A: the one at these weights)")
+        head = (f"<b>Sensitivity to the weights</b> alpha={b.alpha:g} beta={b.beta:g} gamma={b.gamma:g}: "
+                f"{verdict}")
+        return head + self.to_frame().to_html(index=False, float_format=lambda x: f"{x:.4g}")
+
+
+def check_shares(shares) -> tuple[float, ...]:
+    """The sweep's grid as the user gave it: a non-empty sequence of numbers in [0, 1] (a
+    share of alpha + beta + gamma). A string or one number failed deep in the sweep (a
+    TypeError); 1.5 reached Weights as a negative weight, naming neither option nor value."""
+    listed = (isinstance(shares, Sequence) and not isinstance(shares, (str, bytes))
+              or isinstance(shares, np.ndarray) and shares.ndim == 1)
+    if not listed or len(shares) == 0 or not all(finite_number(s) and 0 <= s <= 1 for s in shares):
+        raise AdvisorError(f"shares must be a non-empty list of numbers in [0, 1] (each a weight's share "
+                           f"of alpha + beta + gamma), got {shares!r}")
+    return tuple(float(s) for s in shares)
+
 
 def sensitivity(source, machines: int | None = None, partitions_per_machine: int | None = None,
                 weights: Weights | None = None, shares: tuple[float, ...] = DEFAULT_SHARES,
@@ -75,6 +101,8 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
     from advisor.sources import load_graph
     from advisor.api import recommend
 
+    shares = check_shares(shares)
+    check_weights(weights, AdvisorError)
     base = weights or DEFAULT_WEIGHTS
     graph = load_graph(source, machines, partitions_per_machine)
     if base_design is None:

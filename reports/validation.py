@@ -77,11 +77,24 @@ class ValidationResult:
         lines += [f"note: {n}" for n in self.notes]
         return lines
 
-    def _repr_html_(self) -> str:
-        """A notebook shows the result as its validation view does (`reports.validation_view`)."""
+    def view(self):
+        """This result as a `ValidationView`: the table, figure and notes a report shows."""
         from reports.validation_view import ValidationView
 
-        return ValidationView.from_any(self)._repr_html_()
+        return ValidationView.from_any(self)
+
+    def to_frame(self):
+        """Engine and simulator side by side, one row (as `ValidationView.to_frame`)."""
+        return self.view().to_frame()
+
+    def plot(self, ax=None, metric: str = "throughput_tps"):
+        """Engine against simulator for `metric` (as `ValidationView.plot`): the result of
+        `advisor.validate` draws itself as the other notebook results do."""
+        return self.view().plot(ax=ax, metric=metric)
+
+    def _repr_html_(self) -> str:
+        """A notebook shows the result as its validation view does (`reports.validation_view`)."""
+        return self.view()._repr_html_()
 
 
 def validation_document(workload: str, results: list[ValidationResult], notes: list[str] = ()

@@ -3,17 +3,33 @@ from __future__ import annotations
 
 import base64
 import io
+from dataclasses import replace
 
 import numpy as np
+
+from costmodel.design import Design
+from costmodel.errors import UserError
+from costmodel.graph import WorkloadGraph
 
 REPLICATED_COLOUR = "#9e9e9e"
 WINDOW_MARKER = "D"  # a window: a diamond, next to its owner
 WINDOW_HATCH = "xx"  # a window's memory in the stacked bars
 
 
+def wrong_kind(name: str, expected: str, value) -> UserError:
+    """One line for a figure given the wrong object (a workload's name where the Workload goes,
+    a string as `ax`): deep in the drawing it was an AttributeError naming neither."""
+    got = repr(value) if isinstance(value, str) and len(value) <= 60 else type(value).__name__
+    return UserError(f"{name} must be {expected}, got {got}")
+
+
 def new_axes(ax=None, figsize=(6.4, 3.6)):
     """The given Axes, or a fresh one (pyplot, so notebooks show it inline)."""
     if ax is not None:
+        from matplotlib.axes import Axes
+
+        if not isinstance(ax, Axes):
+            raise wrong_kind("ax", "a matplotlib Axes (or None for a new figure)", ax)
         return ax
     import matplotlib.pyplot as plt
 
@@ -63,21 +79,20 @@ def as_array(x) -> np.ndarray:
 
 def graph_for(design, graph):
     """The graph on the design's cluster (the design may use another machine count)."""
+    if not isinstance(design, Design):
+        raise wrong_kind("design", "a costmodel Design (rec.design, or Design.load(path))", design)
+    if not isinstance(graph, WorkloadGraph):
+        raise wrong_kind("graph", "a WorkloadGraph (rec.graph; advisor.plot_graph reads one from any source)",
+                         graph)
     return graph.with_cluster(design.machines, design.partitions_per_machine)
 
 
 def node_partitions(design, graph) -> tuple[np.ndarray, np.ndarray]:
     """(partition of each SP, of each state item) as the figures show them: a window sits on
-    its owner's partition (where it lives, whatever a design says; a design may predate it)."""
-    import numpy as np
-
-    if all(n in design.state for n in graph.state_names):
-        proc, state = design.arrays(graph)
-    else:  # a design without the windows of the graph: place them below
-        proc = np.array([design.procedures[n] for n in graph.proc_names], dtype=np.int64)
-        state = np.array([-1 if design.state.get(n) is None else design.state[n]
-                          for n in graph.state_names], dtype=np.int64)
-    owner = getattr(graph.cost, "state_owner", None)
-    if owner is not None and (owner >= 0).any():
-        state = np.where(owner >= 0, proc[np.maximum(owner, 0)], state)
-    return proc, state
+    its owner's partition (where it lives; a design may predate it and not name it)."""
+    unplaced = {w: design.procedures[o] for w, o in graph.window_owners().items()
+                if w not in design.state and o in design.procedures}
+    if unplaced:
+        design = replace(design, state={**design.state, **unplaced})
+    # `arrays` checks the rest: another workload's design is one DesignError line (a KeyError here)
+    return design.arrays(graph)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reports.figures._common import label, new_axes
+from costmodel.design import Design
+from reports.figures._common import label, new_axes, wrong_kind
 
 TERM_COLOURS = {"state co-location (alpha)": "#1f77b4", "processing co-location (beta)": "#ff7f0e",
                 "load balance (gamma)": "#2ca02c"}
@@ -18,9 +19,12 @@ class _CostInfo:
 
 
 def _designs_of(recommendation) -> dict:
-    if isinstance(recommendation, dict):
-        return recommendation
-    return recommendation.all_designs()
+    designs = recommendation.all_designs() if hasattr(recommendation, "all_designs") else recommendation
+    if not isinstance(designs, dict) or not all(isinstance(d, Design) and d.cost is not None
+                                                for d in designs.values()):
+        raise wrong_kind("recommendation", "an advisor Recommendation or a dict of name -> scored Design",
+                         recommendation)
+    return designs
 
 
 def _cost_info(recommendation) -> _CostInfo:

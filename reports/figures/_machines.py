@@ -60,16 +60,18 @@ def _memory_info(design, graph) -> _StackInfo:
 
 def plot_machine_load(design, graph, ax=None):
     """Processing load per machine, stacked by SP, against each machine's fair share."""
+    info = _load_info(design, graph)  # (first: it checks the design and the graph)
     ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
-    _draw_stacks(_load_info(design, graph), ax)
+    _draw_stacks(info, ax)
     return ax
 
 
 def plot_machine_memory(design, graph, ax=None):
     """State size per machine, stacked by item (hatched = a replicated copy, cross-hatched = a
     window, on its owner's machine), against the limit."""
+    info = _memory_info(design, graph)  # (first: it checks the design and the graph)
     ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
-    _draw_stacks(_memory_info(design, graph), ax)
+    _draw_stacks(info, ax)
     return ax
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reports.figures._common import new_axes
+from reports.figures._common import new_axes, wrong_kind
+from reports.sensitivity import Sensitivity
 
 SWEEP_COLOURS = {"alpha": "#1f77b4", "beta": "#ff7f0e", "gamma": "#2ca02c"}
 
@@ -16,6 +17,8 @@ class _SweepInfo:
 
 def _sensitivity_info(sens) -> _SweepInfo:
     """The sweep's rows by term, in sweep order (plain lists: a report need not import pandas)."""
+    if not isinstance(sens, Sensitivity):
+        raise wrong_kind("sensitivity", "a reports.sensitivity.Sensitivity (what sensitivity(...) returns)", sens)
     total = sens.base.alpha + sens.base.beta + sens.base.gamma
     base_shares = {t: getattr(sens.base, t) / total for t in SWEEP_COLOURS} if total > 0 else {}
     lines: dict[str, tuple[list, list, list, list]] = {}

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reports.figures._common import label, new_axes
+from costmodel.errors import UserError
+from reports.figures._common import label, new_axes, wrong_kind
 
 
 def _frame(data):
@@ -21,6 +22,9 @@ class _CurveInfo:
 def _curve_info(curve) -> _CurveInfo:
     """One line per design, in order of first appearance, by machine count (a `ScalingCurve`'s
     rows as plain lists: a report need not import pandas; a DataFrame's records alike)."""
+    if not (hasattr(curve, "rows") or hasattr(curve, "columns")):
+        raise wrong_kind("curve", "a reports.scaling.ScalingCurve or a DataFrame of machines, design, "
+                         "throughput_tps", curve)
     rows = curve.rows if hasattr(curve, "rows") else curve.to_dict("records")
     points: dict[str, list[tuple[int, float]]] = {}
     for row in rows:
@@ -70,6 +74,14 @@ class _PairInfo:
 
 def _pair_info(comparison, metric: str = "throughput_tps") -> _PairInfo:
     frame = _frame(comparison)
+    columns = [str(c) for c in getattr(frame, "columns", ())]
+    metrics = [c.removeprefix("engine_") for c in columns
+               if c.startswith("engine_") and "sim_" + c.removeprefix("engine_") in columns]
+    if "design" not in columns or not metrics:
+        raise wrong_kind("comparison", "a ValidationView or a DataFrame of design, engine_<metric>, "
+                         "sim_<metric>", comparison)
+    if metric not in metrics:
+        raise UserError(f"unknown metric {metric!r}: the comparison has {', '.join(metrics)}")
     unit = "throughput (tuples/s)" if metric == "throughput_tps" else metric
     return _PairInfo([str(x) for x in frame["design"]], frame[f"engine_{metric}"].astype(float).tolist(),
                      frame[f"sim_{metric}"].astype(float).tolist(), unit)

@@ -62,6 +62,20 @@ def test_one_calibration_argument_takes_an_object_or_its_file_and_prices_recomme
     assert by_object.design.to_dict()["procedures"] == by_file.design.to_dict()["procedures"]
 
 
+def test_partition_weights_of_beta_alone_with_a_free_local_move_are_not_all_zero():
+    """Inside a machine beta shrinks by the local MOVE's price; beta alone and a calibration
+    whose local MOVE costs nothing made Weights(0, 0, 0), which Weights refuses."""
+    from advisor.priced_weights import calibration_path, local_move_ratio, partition_weights
+    from costmodel.calibration import Calibration
+
+    data = json.loads(calibration_path().read_text())
+    data["simulator"]["local_msg_cpu_s"] = 0.0
+    free = Calibration.from_dict(data)
+    assert local_move_ratio(free) == 0.0
+    assert partition_weights(Weights(0, 1, 0), free) == Weights(0, 1, 0)
+    assert partition_weights(Weights(0.3, 0.1, 0.6), free) == Weights(0.3, 0.0, 0.6)  # as before
+
+
 @pytest.mark.parametrize("weights, problem", [
     ((-1.0, 1.0, 1.0), "weight alpha must be a finite number >= 0"),
     ((0.0, 0.0, 0.0), "at least one of --alpha, --beta, --gamma must be positive"),

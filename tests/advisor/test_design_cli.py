@@ -82,6 +82,18 @@ def test_every_check_of_an_unplaced_node_names_the_designs_own_workload():
             check()
 
 
+def test_looking_up_a_name_the_design_does_not_place_is_one_design_error():
+    # procedure_machine was a bare KeyError 'nope'; is_replicated said False, as for a placed table
+    d = Design("w", 2, 1, {"A": 0, "B": 1}, {"T": None, "U": 1})
+    assert d.procedure_machine("B") == 1 and d.is_replicated("T") and not d.is_replicated("U")
+    with pytest.raises(DesignError, match="^design of workload 'w' places no procedure 'nope'$"):
+        d.procedure_machine("nope")
+    with pytest.raises(DesignError, match="^design of workload 'w' places no state item 'nope'$"):
+        d.is_replicated("nope")
+    with pytest.raises(DesignError, match=r"places no procedure \['A'\]"):
+        d.procedure_machine(["A"])  # (not a TypeError: unhashable)
+
+
 def test_recommend_cli_writes_design_and_prints_every_baseline(tmp_path, capsys):
     out = tmp_path / "sub" / "design.json"
     assert run_app(["recommend", "tpcdi-trade", "--machines", "4", "--out", str(out)]) == 0

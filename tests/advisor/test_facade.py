@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 
 import advisor
 from advisor.errors import AdvisorError
+from costmodel.errors import DesignError, UserError
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("engine_sim", "reports", "pyspark", "matplotlib")
@@ -98,6 +99,18 @@ def test_recommendation_plots_without_the_graph_passed_back(rec):
 def test_plot_design_refuses_a_design_it_does_not_hold(rec):
     with pytest.raises(AdvisorError, match="no design 'nope'.*single-machine"):
         rec.plot_design("nope")
+
+
+def test_plot_design_given_a_design_or_a_string_axes_says_what_it_expected(rec):
+    # a Design as the name was "unhashable type: 'Design'"; ax="x" an AttributeError of `annotate`
+    other = advisor.recommend("move-micro", machines=2, objective="cost", baselines=False).design
+    with pytest.raises(AdvisorError, match="^name must be the name of a design in this recommendation "
+                                           r"\(recommended, .*\), got Design; any other design: advisor.plot_graph"):
+        rec.plot_design(other)
+    with pytest.raises(UserError, match="^ax must be a matplotlib Axes"):
+        rec.plot_design(ax="x")
+    with pytest.raises(DesignError, match="^this is a design of workload 'move-micro'"):
+        advisor.plot_graph(other, "tpcdi-trade", ax=Figure().add_subplot())  # was a KeyError
 
 
 def test_plot_graph_reads_the_graph_from_any_source(rec, tmp_path):

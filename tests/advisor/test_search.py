@@ -68,6 +68,15 @@ def test_metis_path_alone_reaches_the_exhaustive_optimum(name, machines, priced)
     assert found.cost_.total == pytest.approx(unit_optimum(graph.cost, weights), abs=1e-9)
 
 
+@pytest.mark.parametrize("weights", [Weights(0, 1, 0), Weights(1, 0, 0)], ids=["beta alone", "alpha alone"])
+def test_weights_of_one_term_alone_build_every_baseline(weights):
+    # state-only zeroes beta and processing-only alpha: with the other weights zero, that was
+    # Weights(0, 0, 0), which Weights refuses; they then aim at the default ratio of the rest
+    rec = recommend("bank-transfer", machines=2, weights=weights, objective="cost")
+    assert {"state-only", "processing-only"} <= set(rec.baselines)
+    assert all(d.weights == weights for d in rec.baselines.values())  # scored with the caller's
+
+
 def test_bundled_spec_recommendation_matches_the_optimum_baseline():
     rec = recommend("tpcdi-trade", objective="cost")
     assert rec.baselines["exhaustive-optimum"].cost.total == pytest.approx(rec.design.cost.total)

@@ -279,6 +279,7 @@ def _api_cases():
         "evaluate, weights a string": lambda w, r: advisor.evaluate(r.design, w, weights="x"),
         "tune, weights a string": lambda w, r: advisor.tune(w, machines=2, rounds=0, weights="x"),
         "Weights, a negative one": lambda w, r: Weights(-1, 0, 1),
+        "Weights, all zero": lambda w, r: Weights(0, 0, 0),  # the CLI refused them, the API took them
         # pathlib's TypeError for a path that is not one
         "recommend, calibration 5": lambda w, r: advisor.recommend(w, machines=2, calibration=5),
         "recommend, current 5": lambda w, r: advisor.recommend(w, machines=2, current=5),

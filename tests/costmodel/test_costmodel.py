@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from costmodel import REPLICATED, CostGraph, Weights, score, score_many
+from costmodel.errors import UserError
 
 
 def tiny_graph(**cluster):
@@ -69,6 +70,15 @@ def test_bad_assignment_is_refused():
         score(tiny_graph(), [0], [0, 1])
     with pytest.raises(ValueError):
         Weights(alpha=-1)
+
+
+@pytest.mark.parametrize("weights", [(0, 0, 0), (0.0, -0.0, 0.0)])
+def test_all_zero_weights_are_refused_as_the_cli_refuses_them(weights):
+    # Weights(0, 0, 0) was taken by the Python API (every design then costs 0, so any is "best")
+    # where `--alpha 0 --beta 0 --gamma 0` is refused
+    with pytest.raises(UserError, match="^at least one of the weights alpha, beta, gamma must be positive$"):
+        Weights(*weights)
+    assert Weights(0, 0, 1e-300).gamma > 0  # one positive weight is enough: only the ratios matter
 
 
 @st.composite

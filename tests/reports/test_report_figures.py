@@ -13,8 +13,10 @@ from matplotlib.figure import Figure
 from advisor.api import recommend
 from reports import figures as F
 from reports.figures._graph import _graph_info
-from reports.sensitivity import sensitivity, sweep_weights
+from reports.sensitivity import Sensitivity, sensitivity, sweep_weights
+from advisor.errors import AdvisorError
 from costmodel import Weights
+from costmodel.errors import DesignError, UserError
 
 pytestmark = pytest.mark.integration
 
@@ -107,6 +109,70 @@ def test_sensitivity_sweeps_keep_the_other_ratio_and_name_designs():
     assert (frame["total"] <= frame["base_design_total"] + 1e-9).all()
     ax = F.plot_sensitivity(s, ax=axes())
     assert len(ax.lines) >= 6
+
+
+@pytest.mark.parametrize("shares", ["0.5", 0.5, (1.5,), (-0.1,), ("a",), (), (float("nan"),), (True,)])
+def test_sensitivity_refuses_shares_that_are_not_numbers_in_0_1_in_one_line(shares):
+    # a string or a number was a TypeError deep in the sweep; 1.5 a negative weight naming neither
+    with pytest.raises(AdvisorError, match=r"^shares must be a non-empty list of numbers in \[0, 1\] .*, got ") as exc:
+        sensitivity("tpcdi-trade", shares=shares)
+    assert "\n" not in str(exc.value)
+
+
+def test_a_sensitivity_renders_itself_as_the_other_results_do():
+    rows = [{"term": t, "share": 0.5, "alpha": 0.3, "beta": 0.1, "gamma": 0.6, "design": d, "total": 0.25,
+             "state_colocation": 0.1, "processing_colocation": 0.2, "load_balance": 0.3,
+             "base_design_total": 0.5, "regret": 0.25} for t, d in (("alpha", "A"), ("beta", "B"))]
+    html = Sensitivity(base=Weights(0.3, 0.1, 0.6), rows=rows)._repr_html_()
+    head, table = html.split("<table", 1)
+    assert head.startswith("<b>Sensitivity to the weights</b>") and "chose designs A, B" in head
+    assert table.count("<tr") == 1 + len(rows)  # the header, then one row per point of the sweeps
+    assert "stable" in Sensitivity(base=Weights(), rows=rows[:1])._repr_html_().split("<table")[0]
+
+
+def test_a_design_of_another_workload_is_one_design_error_in_every_design_figure(rec):
+    # the graph and memory figures read the design by name: a KeyError of the first SP
+    other = recommend("move-micro", machines=4, objective="cost", baselines=False).design
+    for draw in (F.plot_graph, F.plot_machine_load, F.plot_machine_memory):
+        with pytest.raises(DesignError, match="^this is a design of workload 'move-micro': design does not "
+                                              "place .* of workload 'tpcdi-trade'") as exc:
+            draw(other, rec.graph, ax=axes())
+        assert "\n" not in str(exc.value)
+
+
+WRONG_OBJECTS = {  # case -> (the call, given the workload and the recommendation; what the error expects)
+    "plot_workload, a name": (lambda w, r: F.plot_workload("tpcdi-trade"), "workload must be a costmodel Workload"),
+    "plot_workload, ax a string": (lambda w, r: F.plot_workload(w, ax="x"), "ax must be a matplotlib Axes"),
+    "plot_graph, ax a string": (lambda w, r: F.plot_graph(r.design, r.graph, ax="x"), "ax must be a matplotlib Axes"),
+    "plot_graph, a file name as the design": (lambda w, r: F.plot_graph("d.json", r.graph),
+                                              "design must be a costmodel Design"),
+    "plot_graph, a workload as the graph": (lambda w, r: F.plot_graph(r.design, w), "graph must be a WorkloadGraph"),
+    "plot_graph, max_nodes a string": (lambda w, r: F.plot_graph(r.design, r.graph, max_nodes="9"),
+                                       "max_nodes must be an integer"),
+    "plot_machine_load, a file name": (lambda w, r: F.plot_machine_load("d.json", r.graph),
+                                       "design must be a costmodel Design"),
+    "plot_machine_memory, ax a string": (lambda w, r: F.plot_machine_memory(r.design, r.graph, ax="x"),
+                                         "ax must be a matplotlib Axes"),
+    "plot_cost_breakdown, a design": (lambda w, r: F.plot_cost_breakdown(r.design),
+                                      "recommendation must be an advisor Recommendation"),
+    "plot_engine_vs_simulator, a recommendation": (lambda w, r: F.plot_engine_vs_simulator(r),
+                                                   "comparison must be a ValidationView"),
+    "plot_sensitivity, a frame": (lambda w, r: F.plot_sensitivity(r.to_frame()),
+                                  "sensitivity must be a reports.sensitivity.Sensitivity"),
+    "plot_tuning, a recommendation": (lambda w, r: F.plot_tuning(r), "study must be a reports.tuning.TuningStudy"),
+    "plot_throughput_vs_machines, a string": (lambda w, r: F.plot_throughput_vs_machines("x"),
+                                              "curve must be a reports.scaling.ScalingCurve"),
+    "Recommendation.plot, ax a string": (lambda w, r: r.plot(ax="x"), "ax must be a matplotlib Axes"),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_OBJECTS))
+def test_a_figure_given_the_wrong_object_says_what_it_expected_in_one_line(case, tpcdi_trade, rec):
+    # each was an AttributeError or a TypeError from inside the drawing ('str' object has no attribute ...)
+    draw, expected = WRONG_OBJECTS[case]
+    with pytest.raises(UserError, match="^" + expected) as exc:
+        draw(tpcdi_trade, rec)
+    assert "\n" not in str(exc.value) and ", got " in str(exc.value)
 
 
 def test_notebook_objects_plot(tpcdi_trade, rec):

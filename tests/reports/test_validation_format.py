@@ -95,6 +95,34 @@ def test_anything_else_is_refused_with_one_line(change, message):
     assert message in text and text.startswith("v.json") and "\n" not in text
 
 
+def test_plot_refuses_an_unknown_metric_naming_the_ones_it_draws():
+    # the figure read a column engine_<metric> that is not there: a KeyError 'engine_nope'
+    from matplotlib.figure import Figure
+
+    from costmodel.errors import UserError
+
+    view = parse_validation(document())
+    with pytest.raises(UserError, match=r"^unknown metric 'nope': the comparison has throughput_tps, "
+                                        r"latency_p50_ms, latency_p99_ms, distributed_txns_per_batch, "
+                                        r"moves_per_batch$"):
+        view.plot(metric="nope")
+    ax = Figure().add_subplot()
+    assert view.plot(ax=ax, metric="moves_per_batch") is ax  # each one named draws
+
+
+def test_a_validation_result_draws_and_tabulates_itself_as_its_view_does():
+    # what advisor.validate returns had _repr_html_ only: .plot and .to_frame were its view's
+    from matplotlib.figure import Figure
+
+    result = ValidationResult("w", "advisor", 2, 1, {"total": 0.1}, engine=ENGINE, simulator=SIM)
+    frame = result.to_frame()
+    assert list(frame["design"]) == ["advisor"]
+    assert frame["engine_throughput_tps"][0] == 1000.0 and frame["sim_throughput_tps"][0] == 1200.0
+    ax = Figure().add_subplot()
+    assert result.plot(ax=ax) is ax and ax.has_data()
+    assert result.plot(ax=Figure().add_subplot(), metric="latency_p99_ms").has_data()
+
+
 def test_the_pre_format_shapes_are_refused_not_guessed():
     for old in ({"engine": ENGINE, "simulation": SIM},
                 {"designs": [{"name": "x", "measured": ENGINE, "sim": SIM}], "note": "n"},
