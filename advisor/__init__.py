@@ -40,14 +40,13 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "evaluate": ("advisor.api", "evaluate"),
     "simulate": ("engine_sim.sim", "simulate"),  # what `advisor simulate` runs
     "validate": ("reports.validation", "validate_design"),  # what `advisor validate` runs
-    "plot_workload": ("reports.figures", "plot_workload"),
     "Calibration": ("costmodel.calibration", "Calibration"),
     "Design": ("costmodel.design", "Design"),
     "Workload": ("costmodel.workload", "Workload"),
     "Recommendation": ("advisor.api", "Recommendation"),
 }
 
-__all__ = sorted([*_FACADE_HOMES, "tune", "plot_graph"])
+__all__ = sorted([*_FACADE_HOMES, "tune", "plot_graph", "plot_workload"])
 
 
 def __getattr__(name: str) -> object:
@@ -78,6 +77,17 @@ def tune(source: Source, machines: int | None = None, rounds: int = 5, *,
                         weights=weights, seed=seed, min_gain=min_gain,
                         jobs=usable_cores() if jobs is None else jobs)
     return study.run(rounds=rounds, progress=progress)
+
+
+def plot_workload(source: Source, ax=None):
+    """Draw a workload's dataflow, before any design (matplotlib Axes). Takes what
+    `load_workload` takes (a bundled name, a spec, statistics) or the Workload itself, as the
+    other verbs do; `reports.figures.plot_workload` draws a Workload only."""
+    from advisor.sources import load_workload
+    from costmodel.workload import Workload
+    from reports.figures import plot_workload as draw
+
+    return draw(source if isinstance(source, Workload) else load_workload(source), ax=ax)
 
 
 def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: int = 80):

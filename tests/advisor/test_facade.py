@@ -122,6 +122,20 @@ def test_plot_graph_reads_the_graph_from_any_source(rec, tmp_path):
         assert dashed_edges(ax) == from_rec
 
 
+def test_plot_workload_takes_what_the_other_verbs_take(rec, tmp_path):
+    # it was reports.figures' own, which draws a Workload only: a name was refused
+    from costmodel.errors import SpecError
+
+    drawn = []
+    for source in ("tpcdi-trade", rec.workload):
+        ax = Figure().add_subplot()
+        assert advisor.plot_workload(source, ax=ax) is ax
+        drawn.append(sorted(t.get_text() for t in ax.texts))
+    assert drawn[0] == drawn[1] and "TradeInsert" in drawn[0]
+    with pytest.raises(SpecError):
+        advisor.plot_workload(str(tmp_path / "missing.toml"))
+
+
 def test_a_design_and_its_cost_render_themselves(rec):
     assert "Design for tpcdi-trade" in rec.design._repr_html_()
     cost = advisor.evaluate(rec.design, "tpcdi-trade")
