@@ -72,7 +72,8 @@ def design_rows(name: str, machines: int, n_designs: int, seed: int, host: Calib
         row = {"design": k, "est_ref": est_ref.throughput_tps(proc, state), "sim_ref": sim_ref,
                "est_host": est_host.throughput_tps(proc, state), "sim_host": sim_host,
                "loop_host": loop, "engine": statistics.median(r.throughput_tps for r in engine),
-               "history": "ok" if checks == {"ok"} else ",".join(sorted(checks))}
+               "history": "ok" if checks == {"ok"} else ",".join(sorted(checks)),
+               "proc_part": proc.tolist(), "state_part": state.tolist()}  # the design, to measure again
         print(f"  {name} #{k:<3}" + "".join(f"{row[c]:>11,.0f}" for c in COLUMNS)
               + f"  {row['history']} ({time.perf_counter() - t0:.0f} s)", flush=True)
         yield row
