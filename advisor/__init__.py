@@ -84,10 +84,11 @@ def plot_workload(source: Source, ax=None):
     `load_workload` takes (a bundled name, a spec, statistics) or the Workload itself, as the
     other verbs do; `reports.figures.plot_workload` draws a Workload only."""
     from advisor.sources import load_workload
+    from costmodel.errors import is_a
     from costmodel.workload import Workload
     from reports.figures import plot_workload as draw
 
-    return draw(source if isinstance(source, Workload) else load_workload(source), ax=ax)
+    return draw(source if is_a(source, Workload) else load_workload(source), ax=ax)
 
 
 def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: int = 80):
@@ -97,9 +98,10 @@ def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: 
     the design's granularity. A recommendation draws its own: `rec.plot_design()`."""
     from advisor.sources import load_source_for
     from costmodel.design import Design
+    from costmodel.errors import is_a
     from reports.figures import plot_graph as draw
 
-    if not isinstance(design, Design):
+    if not is_a(design, Design):
         design = Design.load(design)
     _, graph = load_source_for(design, source)
     return draw(design, graph, ax=ax, max_nodes=max_nodes)

@@ -34,6 +34,14 @@ def finite_number(value) -> bool:
         isinstance(value, float) and math.isfinite(value)))
 
 
+def is_a(value, cls: type) -> bool:
+    """`isinstance`, also true of an object of a reloaded copy of `cls` (same module and name):
+    a notebook's `%autoreload` makes a new class, and the objects made since are of that one.
+    Why: a check that refused the project's own objects after a reload would be a false alarm."""
+    return isinstance(value, cls) or any(c.__name__ == cls.__name__ and c.__module__ == cls.__module__
+                                         for c in type(value).__mro__)
+
+
 def check_seed(seed, error: type[UserError] = UserError) -> int:
     """A seed a user gave (the Python API's `seed=`): an integer >= 0, or one `error` line.
     Why: numpy's own refusal ('expected non-negative integer', or a TypeError from

@@ -8,7 +8,7 @@ where the choice changes.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -83,15 +83,17 @@ class Sensitivity:
 
 
 def check_shares(shares) -> tuple[float, ...]:
-    """The sweep's grid as the user gave it: a non-empty sequence of numbers in [0, 1] (a
-    share of alpha + beta + gamma). A string or one number failed deep in the sweep (a
-    TypeError); 1.5 reached Weights as a negative weight, naming neither option nor value."""
-    listed = (isinstance(shares, Sequence) and not isinstance(shares, (str, bytes))
-              or isinstance(shares, np.ndarray) and shares.ndim == 1)
-    if not listed or len(shares) == 0 or not all(finite_number(s) and 0 <= s <= 1 for s in shares):
+    """The sweep's grid as the user gave it: numbers in [0, 1] (a share of alpha + beta +
+    gamma) in an order (a list, tuple, range, 1-D array, pandas Series...; not a set or a
+    mapping), at least one. A string or one number failed deep in the sweep (a TypeError);
+    1.5 reached Weights as a negative weight, naming neither option nor value."""
+    ordered = (isinstance(shares, Iterable) and not isinstance(shares, (str, bytes, Set, Mapping))
+               and getattr(shares, "ndim", 1) == 1)
+    values = [s.item() if isinstance(s, np.generic) else s for s in shares] if ordered else []
+    if not values or not all(finite_number(s) and 0 <= s <= 1 for s in values):
         raise AdvisorError(f"shares must be a non-empty list of numbers in [0, 1] (each a weight's share "
-                           f"of alpha + beta + gamma), got {shares!r}")
-    return tuple(float(s) for s in shares)
+                           f"of alpha + beta + gamma), got {' '.join(repr(shares).split()):.200}")
+    return tuple(values)
 
 
 def sensitivity(source, machines: int | None = None, partitions_per_machine: int | None = None,

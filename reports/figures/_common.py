@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 
 from costmodel.design import Design
-from costmodel.errors import UserError
+from costmodel.errors import UserError, is_a
 from costmodel.graph import WorkloadGraph
 
 REPLICATED_COLOUR = "#9e9e9e"
@@ -79,9 +79,9 @@ def as_array(x) -> np.ndarray:
 
 def graph_for(design, graph):
     """The graph on the design's cluster (the design may use another machine count)."""
-    if not isinstance(design, Design):
+    if not is_a(design, Design):
         raise wrong_kind("design", "a costmodel Design (rec.design, or Design.load(path))", design)
-    if not isinstance(graph, WorkloadGraph):
+    if not is_a(graph, WorkloadGraph):
         raise wrong_kind("graph", "a WorkloadGraph (rec.graph; advisor.plot_graph reads one from any source)",
                          graph)
     return graph.with_cluster(design.machines, design.partitions_per_machine)

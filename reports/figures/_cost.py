@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from costmodel.design import Design
+from costmodel.errors import is_a
 from reports.figures._common import label, new_axes, wrong_kind
 
 TERM_COLOURS = {"state co-location (alpha)": "#1f77b4", "processing co-location (beta)": "#ff7f0e",
@@ -20,7 +21,7 @@ class _CostInfo:
 
 def _designs_of(recommendation) -> dict:
     designs = recommendation.all_designs() if hasattr(recommendation, "all_designs") else recommendation
-    if not isinstance(designs, dict) or not all(isinstance(d, Design) and d.cost is not None
+    if not isinstance(designs, dict) or not all(is_a(d, Design) and d.cost is not None
                                                 for d in designs.values()):
         raise wrong_kind("recommendation", "an advisor Recommendation or a dict of name -> scored Design",
                          recommendation)

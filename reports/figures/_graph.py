@@ -7,12 +7,11 @@ unreadable, so it shows one node per machine and the cut weight between machines
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodel.errors import UserError
+from costmodel.errors import UserError, finite_number, is_a
 from costmodel.workload import Workload
 from reports.figures._common import (REPLICATED_COLOUR, WINDOW_MARKER, graph_for, label,
                                      machine_colours, new_axes, node_partitions, wrong_kind)
@@ -50,8 +49,9 @@ class _GraphInfo:
 
 def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     graph = graph_for(design, graph)
-    if not isinstance(max_nodes, numbers.Integral) or isinstance(max_nodes, bool) or max_nodes < 1:
+    if not (finite_number(max_nodes) and float(max_nodes).is_integer() and max_nodes >= 1):  # 40.0 draws as 40
         raise UserError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")  # (a TypeError below)
+    max_nodes = int(max_nodes)
     proc, state = node_partitions(design, graph)
     c = graph.cost
     ppm = design.partitions_per_machine
@@ -266,7 +266,7 @@ def _workload_info(workload) -> _GraphInfo:
 
 def plot_workload(workload, ax=None):
     """The dataflow of a workload (no design yet): SPs in dataflow order, their tables below."""
-    if not isinstance(workload, Workload):
+    if not is_a(workload, Workload):
         raise wrong_kind("workload", "a costmodel Workload (advisor.load_workload(name) reads one)", workload)
     info = _workload_info(workload)
     ax = new_axes(ax, figsize=(min(18.0, max(5.0, 1.8 * len(workload.procedures) + 1)),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from costmodel.errors import is_a
 from reports.figures._common import new_axes, wrong_kind
 from reports.sensitivity import Sensitivity
 
@@ -17,7 +18,7 @@ class _SweepInfo:
 
 def _sensitivity_info(sens) -> _SweepInfo:
     """The sweep's rows by term, in sweep order (plain lists: a report need not import pandas)."""
-    if not isinstance(sens, Sensitivity):
+    if not is_a(sens, Sensitivity):
         raise wrong_kind("sensitivity", "a reports.sensitivity.Sensitivity (what sensitivity(...) returns)", sens)
     total = sens.base.alpha + sens.base.beta + sens.base.gamma
     base_shares = {t: getattr(sens.base, t) / total for t in SWEEP_COLOURS} if total > 0 else {}

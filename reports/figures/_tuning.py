@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from costmodel.errors import is_a
 from reports.figures._common import label, new_axes, wrong_kind
 
 
@@ -16,7 +17,7 @@ class _RoundsInfo:
 def _rounds_info(study) -> _RoundsInfo:
     from reports.tuning import TuningStudy  # (not above: it imports the whole tuning loop)
 
-    if not isinstance(study, TuningStudy):
+    if not is_a(study, TuningStudy):
         raise wrong_kind("study", "a reports.tuning.TuningStudy (what advisor.tune(...) returns)", study)
     frame = study.to_frame()
     labels = [f"{r}: {label(c or 'start', 26)}" for r, c in zip(frame["round"], frame["change"])]

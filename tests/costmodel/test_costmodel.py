@@ -180,3 +180,17 @@ def test_score_many_of_a_graph_with_state_but_no_procedures():
     procs = np.zeros((3, 0), dtype=np.int64)
     costs = score_many(g, procs, states, Weights(0.3, 0.1, 0.6))
     assert costs.shape == (3,) and np.isfinite(costs).all()
+
+
+def test_is_a_also_knows_a_reloaded_copy_of_a_class():
+    # %autoreload makes a new class of the same module and name; the figures' checks used
+    # isinstance and refused the project's own objects made after a reload
+    from costmodel.design import Design
+    from costmodel.errors import is_a
+
+    reloaded = type("Design", (), {"__module__": "costmodel.design"})
+    elsewhere = type("Design", (), {"__module__": "somewhere.else"})
+    assert is_a(reloaded(), Design) and not isinstance(reloaded(), Design)
+    assert not is_a(elsewhere(), Design) and not is_a("Design", Design)
+    subclass = type("Sub", (reloaded,), {})
+    assert is_a(subclass(), Design)  # a subclass of the reloaded copy too, as isinstance would

@@ -111,12 +111,36 @@ def test_sensitivity_sweeps_keep_the_other_ratio_and_name_designs():
     assert len(ax.lines) >= 6
 
 
-@pytest.mark.parametrize("shares", ["0.5", 0.5, (1.5,), (-0.1,), ("a",), (), (float("nan"),), (True,)])
+@pytest.mark.parametrize("shares", ["0.5", 0.5, (1.5,), (-0.1,), ("a",), (), (float("nan"),), (True,),
+                                    {0.5}, {0.5: 1}, np.zeros((2, 2))])
 def test_sensitivity_refuses_shares_that_are_not_numbers_in_0_1_in_one_line(shares):
     # a string or a number was a TypeError deep in the sweep; 1.5 a negative weight naming neither
     with pytest.raises(AdvisorError, match=r"^shares must be a non-empty list of numbers in \[0, 1\] .*, got ") as exc:
         sensitivity("tpcdi-trade", shares=shares)
     assert "\n" not in str(exc.value)
+
+
+def test_sensitivity_takes_shares_in_any_ordered_container_as_a_tuple():
+    # a pandas Series or Index ran before the shares were checked, and must still
+    import pandas as pd
+
+    from reports.sensitivity import check_shares
+
+    for given in (pd.Series([0.2, 0.8]), pd.Index([0.2, 0.8]), np.array([0.2, 0.8]), [0.2, 0.8],
+                  (s for s in (0.2, 0.8))):
+        assert check_shares(given) == (0.2, 0.8)
+    assert check_shares(range(2)) == (0, 1) and check_shares(np.arange(2)) == (0, 1)  # as given, not 0.0
+    assert all(type(s) is int for s in check_shares(np.arange(2)))  # numpy scalars as Python numbers
+    assert sensitivity("tpcdi-trade", shares=pd.Series([0.1, 0.9])).rows == \
+        sensitivity("tpcdi-trade", shares=(0.1, 0.9)).rows
+
+
+def test_max_nodes_may_be_an_integral_float(rec):
+    # the signature says int, but 40.0 drew before the check; 40.5 is no node count
+    assert F.plot_graph(rec.design, rec.graph, ax=axes(), max_nodes=40.0).has_data()
+    assert _graph_info(rec.design, rec.graph, max_nodes=np.float64(3)) == _graph_info(rec.design, rec.graph, 3)
+    with pytest.raises(UserError, match=r"^max_nodes must be an integer >= 1, got 40.5$"):
+        F.plot_graph(rec.design, rec.graph, ax=axes(), max_nodes=40.5)
 
 
 def test_a_sensitivity_renders_itself_as_the_other_results_do():
