@@ -220,7 +220,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         current = current if isinstance(current, Design) else Design.load(current)
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
-    check_cluster(machines, partitions_per_machine)
+    machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
     graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload

@@ -3,6 +3,7 @@ directory written by `advisor trace aggregate`. The spec is read by `costmodel.s
 rebuilt into the same `Workload` type by `advisor.statistics_workload`."""
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 
 from advisor.errors import AdvisorError
@@ -63,16 +64,20 @@ def load_graph(source: Source, machines: int | None = None,
                partitions_per_machine: int | None = None) -> WorkloadGraph:
     """The graph of a source on a cluster (the spec's own unless overridden)."""
     _, graph = load_source(source)
-    check_cluster(machines, partitions_per_machine)
+    machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     return graph.with_cluster(machines, partitions_per_machine)
 
 
-def check_cluster(machines: int | None, partitions_per_machine: int | None) -> None:
-    """A cluster a user asked for: each count None (the source's own) or an integer >= 1."""
+def check_cluster(machines: int | None, partitions_per_machine: int | None) -> tuple[int | None, int | None]:
+    """A cluster a user asked for: each count None (the source's own) or an integer >= 1,
+    returned as Python ints (a numpy integer, `for m in np.arange(2, 9, 2)`, is one too, and a
+    design must write its counts to JSON)."""
     for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1):
             raise AdvisorError(f"{label} must be an integer >= 1, got {value!r}")
     check_cluster_size(machines, partitions_per_machine, AdvisorError)  # before any array of that size
+    return (None if machines is None else int(machines),
+            None if partitions_per_machine is None else int(partitions_per_machine))
 
 
 def load_source_for(design: Design, source: Source) -> tuple[Workload | None, WorkloadGraph]:

@@ -73,7 +73,7 @@ class TuningStudy:
     def __post_init__(self) -> None:
         from advisor.sources import check_cluster, load_source
 
-        check_cluster(self.machines, self.partitions_per_machine)
+        self.machines, self.partitions_per_machine = check_cluster(self.machines, self.partitions_per_machine)
         check_seed(self.seed, AdvisorError)
         check_weights(self.weights, AdvisorError)
         check_min_gain(self.min_gain)

@@ -169,3 +169,19 @@ def test_what_the_verbs_return_renders_itself(rec):
     assert f"{validation.simulator['throughput_tps']:,.0f}" in validation._repr_html_()
     study = advisor.tune(workload, machines=4, rounds=0)
     assert len(study.rounds) == 1 and "Tuning study" in study._repr_html_()
+
+
+def test_a_numpy_machine_count_is_a_machine_count(tmp_path):
+    # `for m in np.arange(2, 9, 2): advisor.recommend(..., machines=m)` was refused ("got
+    # np.int64(2)"); the design it gives writes plain integers to its JSON
+    import numpy as np
+
+    rec = advisor.recommend("move-micro", machines=np.int64(2), partitions_per_machine=np.int32(1),
+                            objective="cost")
+    assert type(rec.design.machines) is int and rec.design.machines == 2
+    saved = json.loads(Path(rec.design.save(tmp_path / "d.json")).read_text())
+    assert saved["cluster"]["machines"] == 2
+    study = advisor.tune("move-micro", machines=np.int64(2), rounds=0, jobs=1)
+    assert type(study.machines) is int
+    with pytest.raises(AdvisorError, match=r"^machines must be an integer >= 1, got np.float64\(2.0\)$"):
+        advisor.recommend("move-micro", machines=np.float64(2.0))
