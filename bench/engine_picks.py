@@ -16,10 +16,16 @@ The pairs (written by the search of the day, kept so that a later run measures t
 - `after` / `before`: the statistics path's pick after stop 42's search over stop 41's, on the
   generated workloads where the two differ (`bench/trace_quality.py --generated`);
 - `stats` / `spec`: the statistics path's pick over the spec path's, as stop 42 left them
-  (generated-1149; stop 43's tie-break made the statistics path pick the spec path's design).
+  (generated-1149; stop 43's tie-break made the statistics path pick the spec path's design);
+- held out (`throughput` / `cost` again): `recommend_scale` shapes drawn with seeds no session
+  tuned on (stop 48 checked the pick against the annealer there, in the simulator only),
+  written by `--write CASE...` (recommend's two picks, as `recommend_scale` calls it).
 
     python bench/engine_picks.py --pairs 3 --batches 2000
     python bench/engine_picks.py --only gen20 --calibration bench/calibration.json
+    python bench/engine_picks.py --write gen20-23 shared30-709   # the held-out pairs' designs
+    python bench/engine_picks.py --only gen20-23 --no-engine --save pred.json   # predictions here
+    python bench/engine_picks.py --only gen20-23 --no-predict     # the engine only (a lent machine)
     OUT=dir bash bench/device_engine_picks.sh     # on a lent many-core machine
     OUT=dir bash bench/device_picks_on_host.sh    # the same, calibrated there first (like for like)
 """
@@ -69,6 +75,10 @@ CASES = (
     Case("generated-1125-x2", "generated-1125", 2, "after", "before"),
     Case("generated-1017-x4", "generated-1017", 4, "after", "before"),
     Case("generated-1149-x4", "generated-1149", 4, "stats", "spec"),
+    # held out: shapes drawn with seeds no session tuned on
+    Case("gen20-23", "gen20#23", 6, "throughput", "cost"),
+    Case("shared30-709", "shared30#709", 6, "throughput", "cost"),
+    Case("gen40-29", "gen40#29", 8, "throughput", "cost"),
 )
 
 
@@ -78,6 +88,25 @@ def case_workload(case: Case) -> Workload:
         return generated_workload(int(case.workload.split("-")[1])).with_cluster(case.machines)
     from recommend_scale import case_workload as scale_workload
     return scale_workload(case.workload)[0]
+
+
+def write_pair(case: Case) -> list[str]:
+    """Write recommend's pick by throughput and its pick by cost for a `recommend_scale` case
+    (called as that bench calls it); returns what differs, or says they are the same design."""
+    from advisor.api import recommend
+    from recommend_scale import case_workload as scale_workload
+
+    workload, machines, ppm = scale_workload(case.workload)
+    written = []
+    for label, objective in ((case.new, "throughput"), (case.old, "cost")):
+        rec = recommend(workload, machines=machines, partitions_per_machine=ppm, baselines=False,
+                        objective=objective)
+        path = DESIGNS / f"{case.name}-{label}.json"
+        rec.design.save(path)
+        written.append(str(path))
+    a, b = (Design.load(p) for p in written)
+    same = (a.procedures, a.state) == (b.procedures, b.state)
+    return written + (["(the same placement: not a pair worth measuring)"] if same else [])
 
 
 def predicted_ratio(workload: Workload, designs: dict[str, Design], new: str, old: str,
@@ -132,8 +161,16 @@ def main() -> int:
     ap.add_argument("--sim-batches", type=int, default=2000, help="batches per prediction")
     ap.add_argument("--calibration", help="a calibration file of this host: predict with it too")
     ap.add_argument("--no-engine", action="store_true", help="predictions only")
+    ap.add_argument("--no-predict", action="store_true", help="the engine only (predict elsewhere)")
     ap.add_argument("--save", help="write every figure to this JSON file (rewritten after each case)")
+    ap.add_argument("--write", nargs="+", metavar="CASE",
+                    help="write these held-out cases' two designs (recommend's picks) and stop")
     a = ap.parse_args()
+    if a.write:
+        for c in CASES:
+            if c.name in a.write:
+                print(*write_pair(c), sep="\n", flush=True)
+        return 0
     cases = [c for c in CASES if not a.only or c.name in a.only]
     host = Calibration.load(a.calibration).on_host() if a.calibration else None  # as it runs the engine here
     print(f"host: {os.cpu_count()} cores; {a.pairs} alternating pairs of {a.batches} batches per case; "
@@ -145,10 +182,11 @@ def main() -> int:
         t0 = time.perf_counter()
         w, designs = case_workload(c), c.designs()
         procs = w.cluster.machines * w.cluster.partitions_per_machine
-        ref = predicted_ratio(w, designs, c.new, c.old, Calibration.reference(), a.sim_batches)
-        on_host = predicted_ratio(w, designs, c.new, c.old, host, a.sim_batches) if host else None
-        loop_tps = closed_loop_tps(w, designs, host, a.batches) if host else None
-        loop = loop_tps[c.new] / loop_tps[c.old] if host else None
+        predict = not a.no_predict
+        ref = predicted_ratio(w, designs, c.new, c.old, Calibration.reference(), a.sim_batches) if predict else None
+        on_host = predicted_ratio(w, designs, c.new, c.old, host, a.sim_batches) if host and predict else None
+        loop_tps = closed_loop_tps(w, designs, host, a.batches) if host and predict else None
+        loop = loop_tps[c.new] / loop_tps[c.old] if loop_tps else None
         row = {"case": c.name, "new": c.new, "old": c.old, "processes": procs,
                "predicted_reference": ref, "predicted_host": on_host, "predicted_host_closed_loop": loop,
                "predicted_host_closed_loop_tps": loop_tps}
@@ -165,7 +203,8 @@ def main() -> int:
         rows.append(row)
         host_txt = f"{on_host:.3f}" if on_host is not None else "-"
         loop_txt = f"{loop:.3f}" if loop is not None else "-"
-        print(f"{c.name:<20} {c.new + ' / ' + c.old:<19} {procs:>5} {ref:>8.3f} {host_txt:>9} {loop_txt:>9} {meas_txt:>8} "
+        ref_txt = f"{ref:.3f}" if ref is not None else "-"
+        print(f"{c.name:<20} {c.new + ' / ' + c.old:<19} {procs:>5} {ref_txt:>8} {host_txt:>9} {loop_txt:>9} {meas_txt:>8} "
               f"{won_txt:>7}  {medians_txt} ({time.perf_counter() - t0:.0f} s)", flush=True)
         if a.save:
             atomic_write_text(a.save, json.dumps({"cores": os.cpu_count(), "pairs": a.pairs,

@@ -71,7 +71,8 @@ def test_the_streamed_check_agrees_with_the_in_memory_one_across_a_crash_and_pro
     assert got["small"].serial_digest == got["old_serial"]
 
 
-def test_the_spool_directory_is_removed_after_a_run_and_after_a_failed_one():
+def test_the_spool_directory_is_removed_after_a_run_and_after_a_failed_one(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # not another test's runs (xdist)
     before = _spools()
     w = load_workload("move-micro")
     assert run_workload(w, round_robin_design(w), batches=5, in_process=True).history_check == "ok"

@@ -45,3 +45,24 @@ def test_the_closed_loop_ratio_is_the_engine_measurement_simulated():
     assert B.IN_FLIGHT == 64  # the engine client's default, which the bench measures with
     assert B.closed_loop_ratio(w, designs, case.new, case.old, ref, 200) == pytest.approx(tps["after"] / tps["before"])
     assert B.closed_loop_tps(w, designs, ref, 200) == pytest.approx(tps)  # what --save keeps per design
+
+
+@pytest.mark.integration
+def test_write_pair_writes_recommends_two_picks(tmp_path, monkeypatch):
+    """`--write`: the pair of a held-out case is recommend's pick by throughput and its pick by
+    cost, called as recommend_scale calls it (and a pair with one placement is said to be one)."""
+    from advisor.api import recommend
+    from advisor.sources import load_workload
+
+    monkeypatch.setattr(B, "DESIGNS", tmp_path)
+    case = B.Case("tpcdi-at-2", "tpcdi-trade@2", 2, "throughput", "cost")
+    written = B.write_pair(case)
+    w = load_workload("tpcdi-trade").with_cluster(2, load_workload("tpcdi-trade").cluster.partitions_per_machine)
+    for label, objective in (("throughput", "throughput"), ("cost", "cost")):
+        saved = B.Design.load(tmp_path / f"tpcdi-at-2-{label}.json")
+        picked = recommend(w, machines=2, partitions_per_machine=w.cluster.partitions_per_machine,
+                           baselines=False, objective=objective).design
+        assert (saved.procedures, saved.state) == (picked.procedures, picked.state), label
+    same = (B.Design.load(written[0]).procedures, B.Design.load(written[0]).state) == \
+        (B.Design.load(written[1]).procedures, B.Design.load(written[1]).state)
+    assert written[2:] == (["(the same placement: not a pair worth measuring)"] if same else [])
