@@ -79,9 +79,11 @@ class Design:
 
     def arrays(self, graph: WorkloadGraph) -> tuple[np.ndarray, np.ndarray]:
         """The assignment as arrays in the graph's node order; checks the names match and
-        that every window sits on its owner's partition."""
+        that every window sits on its owner's partition. A window the design does not name
+        sits there anyway (as `check_windows` and the simulator and engine take it)."""
+        owner_of = graph.window_owners()
         missing = [n for n in graph.proc_names if n not in self.procedures]
-        missing += [n for n in graph.state_names if n not in self.state]
+        missing += [n for n in graph.state_names if n not in self.state and n not in owner_of]
         if missing:
             raise DesignError(unplaced_message(self, missing, graph.name))
         extra = [n for n in self.procedures if n not in graph._proc_index]
@@ -89,7 +91,8 @@ class Design:
         if extra:
             raise DesignError(f"design places {extra[0]!r}, which workload {graph.name!r} does not have")
         proc = np.array([self.procedures[n] for n in graph.proc_names], dtype=np.int64)
-        state = np.array([REPLICATED if self.state[n] is None else self.state[n]
+        placed = {**{w: self.procedures[o] for w, o in owner_of.items()}, **self.state}
+        state = np.array([REPLICATED if placed[n] is None else placed[n]
                           for n in graph.state_names], dtype=np.int64)
         misplaced = misplaced_owned_state(graph.cost, proc, state)
         if misplaced.size:

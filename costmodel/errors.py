@@ -34,6 +34,14 @@ def finite_number(value) -> bool:
         isinstance(value, float) and math.isfinite(value)))
 
 
+def as_python_int(value):
+    """A numpy integer (`for n in np.arange(...)`) as the Python int it is, so that checks and
+    JSON see a plain int; anything else as given, for the caller's own check to judge."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, int)):
+        return int(value)
+    return value
+
+
 def is_a(value, cls: type) -> bool:
     """`isinstance`, also true of an object of a reloaded copy of `cls` (same module and name):
     a notebook's `%autoreload` makes a new class, and the objects made since are of that one.

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, asdict
 
 from costmodel.errors import UserError
@@ -22,13 +23,18 @@ class Weights:
     def __post_init__(self) -> None:
         for name in ("alpha", "beta", "gamma"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
+            if not isinstance(value, numbers.Real) or isinstance(value, bool):
                 raise UserError(f"weight {name} must be a number, got {value!r}")
-            if not math.isfinite(value) or value < 0:
+            # a numpy scalar (a notebook's arithmetic) as the Python number it is: designs
+            # write plain JSON, and 10**400 stays an int until the bound below refuses it
+            value = int(value) if isinstance(value, numbers.Integral) else float(value)
+            object.__setattr__(self, name, value)
+            if not (isinstance(value, int) or math.isfinite(value)) or value < 0:
                 raise UserError(f"weight {name} must be a finite number >= 0, got {value}")
             if value > MAX_WEIGHT:  # (their sum, and every cost, would overflow or print as 300 digits)
+                shown = f"{value:g}" if isinstance(value, float) or value < 10**308 else "over 1e308"  # (10**400 is no float)
                 raise UserError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
-                                 f"matter: give them on a smaller scale), got {value:g}")
+                                 f"matter: give them on a smaller scale), got {shown}")
         if self.alpha + self.beta + self.gamma <= 0:  # every design would cost 0: no ranking at all
             raise UserError("at least one of the weights alpha, beta, gamma must be positive")
 

@@ -5,12 +5,13 @@ knows what to change next (dissertation 6.3, "evaluate and iterate").
 """
 from __future__ import annotations
 
+
 import os
 from dataclasses import dataclass, field, replace
 
 from costmodel import Bottleneck, cost_model_bottleneck, find_bottleneck
 from costmodel.design import Design
-from costmodel.errors import UserError, check_seed
+from costmodel.errors import UserError, as_python_int, check_seed
 from costmodel.workload import Workload
 from reports.bottleneck import NEAR_PEAK_UTILISATION
 
@@ -271,6 +272,7 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
         raise SimError("nothing to validate: engine and sim are both off")
     check_seed(seed, SimError)
     workload, design, calibration = _api_inputs(workload, design, calibration)
+    batches, in_flight = as_python_int(batches), as_python_int(in_flight)  # numpy's too, as the simulator takes them
     if sim and not (isinstance(batches, int) and MIN_BATCHES <= batches <= MAX_BATCHES):  # before any engine run
         raise SimError(f"--batches must be {MIN_BATCHES} to {MAX_BATCHES:,} for the simulator, got {batches!r}")
     cost = evaluate(design, workload).to_dict()

@@ -2,6 +2,7 @@
 search path keeps it on its owner's partition, its bytes count on that machine, it never
 makes a design distributed, and a design that separates it from its owner is refused."""
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -287,3 +288,18 @@ def test_linear_road_has_its_segment_windows_and_keeps_them_with_their_owner():
     for name in ("SegmentSpeeds", "SegmentCars"):
         assert on_owner(rec.design, name, "SegmentStatistics")
     assert evaluate(rec.design, "linear-road").total == pytest.approx(rec.design.cost.total)
+
+
+def test_a_design_that_leaves_its_windows_out_puts_them_with_their_owners():
+    # `advisor simulate` and `run` took such a design; `evaluate` and `report` refused it
+    w = spec()
+    rec = recommend(w, objective="cost")
+    windows = set(rec.graph.window_names)
+    assert windows
+    left_out = replace(rec.design, state={k: v for k, v in rec.design.state.items() if k not in windows})
+    proc, state = left_out.arrays(rec.graph)
+    assert [proc.tolist(), state.tolist()] == [a.tolist() for a in rec.design.arrays(rec.graph)]
+    assert evaluate(left_out, w).total == pytest.approx(evaluate(rec.design, w).total)
+    no_table = replace(rec.design, state={k: v for k, v in rec.design.state.items() if k in windows})
+    with pytest.raises(DesignError, match="does not place"):  # a table is still needed
+        no_table.arrays(rec.graph)

@@ -194,3 +194,22 @@ def test_is_a_also_knows_a_reloaded_copy_of_a_class():
     assert not is_a(elsewhere(), Design) and not is_a("Design", Design)
     subclass = type("Sub", (reloaded,), {})
     assert is_a(subclass(), Design)  # a subclass of the reloaded copy too, as isinstance would
+
+
+def test_weights_take_numpy_scalars_as_the_python_numbers_they_are():
+    # a notebook's arithmetic gives numpy scalars: Weights(np.float32(.3), ...) was refused
+    w = Weights(np.float32(0.25), np.int64(1), np.float64(0.5))
+    assert (type(w.alpha), type(w.beta), type(w.gamma)) == (float, int, float)
+    assert w.to_dict() == {"alpha": 0.25, "beta": 1.0, "gamma": 0.5}
+    for bad, message in ((np.bool_(True), "must be a number"), (np.float32("nan"), "finite number >= 0"),
+                         (np.int64(-3), "finite number >= 0"), ("0.3", "must be a number")):
+        with pytest.raises(UserError, match=message):
+            Weights(bad, 1, 1)
+
+
+def test_a_huge_integer_weight_is_one_line_not_an_overflow():
+    # 10**400 reached math.isfinite (OverflowError: int too large to convert to float)
+    with pytest.raises(UserError, match=r"^weight alpha must be at most 1e\+09 .*got over 1e308$"):
+        Weights(10**400, 1, 1)
+    with pytest.raises(UserError, match=r"got 1e\+12$"):
+        Weights(10**12, 1, 1)

@@ -97,3 +97,20 @@ def test_every_result_field_type_is_checked():
     for result in (RunResult, SimResult):
         unchecked = {f"{result.__name__}.{f.name}: {f.type}" for f in fields(result) if str(f.type) not in _FIELD_TYPES}
         assert not unchecked
+
+
+def test_validate_takes_a_numpy_batch_count_as_the_simulator_does():
+    # `validate(batches=np.int64(30))` was refused while `simulate` took it
+    import numpy as np
+    from engine_sim.sim import SimError
+
+    design = recommend("tpcdi-trade", machines=2, objective="cost").design
+    w = load_workload("tpcdi-trade")
+    plain = validate_design(w, design, engine=False, sim=True, batches=30)
+    numpy_count = validate_design(w, design, engine=False, sim=True, batches=np.int64(30), in_flight=np.int64(8))
+    documents = [r.to_document()["designs"][0] for r in (plain, numpy_count)]
+    for d in documents:
+        d["simulator"].pop("wall_s")  # (the simulator's own run time)
+    assert documents[0] == documents[1] and documents[0]["simulator"]["throughput_tps"] > 0
+    with pytest.raises(SimError, match=r"got np.float64\(30.0\)$"):
+        validate_design(w, design, engine=False, sim=True, batches=np.float64(30))
