@@ -92,7 +92,8 @@ def case_workload(case: Case) -> Workload:
 
 def write_pair(case: Case) -> list[str]:
     """Write recommend's pick by throughput and its pick by cost for a `recommend_scale` case
-    (called as that bench calls it); returns what differs, or says they are the same design."""
+    (called as that bench calls it); returns the paths written, and a note where the two are
+    the same placement (no pair to measure)."""
     from advisor.api import recommend
     from recommend_scale import case_workload as scale_workload
 
@@ -167,6 +168,9 @@ def main() -> int:
                     help="write these held-out cases' two designs (recommend's picks) and stop")
     a = ap.parse_args()
     if a.write:
+        unknown = sorted(set(a.write) - {c.name for c in CASES})
+        if unknown:
+            ap.error(f"no case {unknown[0]!r} (add it to CASES first)")
         for c in CASES:
             if c.name in a.write:
                 print(*write_pair(c), sep="\n", flush=True)
