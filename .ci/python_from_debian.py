@@ -1,12 +1,15 @@
-"""Build a CPython that this machine lacks from Debian's own source package of it.
+"""Build a CPython that this machine lacks from a Debian-format source package of it.
 
 Why: CI machines here have Python 3.11 and reach only package registries (PyPI, Debian's
 archive, npm). PyPI ships no interpreter and the portable builds on npm download from GitHub
 when installed, but Debian's archive holds the upstream source of the python3.X it packages
 (trixie: 3.13), checksummed in the suite's source index. So: read the index, fetch the
-`.orig.tar.xz`, check its MD5, configure and make it into a fresh prefix.
+`.orig.tar.xz`, check its MD5, configure and make it into a fresh prefix. Debian no longer
+packages 3.12; Ubuntu's archive (noble) does, in the same format, so it is asked next where
+the machine reaches it (stop 49 found this one does).
 
     python3 .ci/python_from_debian.py 3.13 PREFIX   # prints PREFIX/bin/python3.13
+    python3 .ci/python_from_debian.py 3.12 PREFIX   # from Ubuntu noble's source package
 
 Exit 0 with the interpreter's path on stdout; any failure (no network, no compiler, a suite
 without that version) is one line on stderr and exit 1, so CI can say so and skip the run.
@@ -26,8 +29,11 @@ import tempfile
 import urllib.request
 from pathlib import Path
 
-MIRROR = os.environ.get("CI_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-SUITES = ("trixie", "forky", "sid")  # the first whose source index has the version wins
+# (archive, suites): the first suite whose source index has the version wins, Debian's first
+ARCHIVES = (
+    (os.environ.get("CI_DEBIAN_MIRROR", "http://deb.debian.org/debian"), ("trixie", "forky", "sid")),
+    (os.environ.get("CI_UBUNTU_MIRROR", "http://archive.ubuntu.com/ubuntu"), ("noble-updates", "noble")),
+)
 TIMEOUT_S = 120
 
 
@@ -60,14 +66,22 @@ def tarball_in(index: str, package: str) -> tuple[str, str] | None:
 
 
 def source_of(version: str) -> tuple[str, str]:
-    """(URL, MD5) of the upstream tarball of Debian's python<version> source package."""
+    """(URL, MD5) of the upstream tarball of the python<version> source package, from the
+    first archive and suite that has it (an archive this machine cannot reach is passed over)."""
     package = f"python{version}"
-    for suite in SUITES:
-        index = lzma.decompress(_fetch(f"{MIRROR}/dists/{suite}/main/source/Sources.xz")).decode("utf-8", "replace")
-        found = tarball_in(index, package)
-        if found is not None:
-            return f"{MIRROR}/{found[0]}", found[1]
-    raise BuildError(f"no {package} source package in Debian's {', '.join(SUITES)}")
+    unreachable = []
+    for mirror, suites in ARCHIVES:
+        for suite in suites:
+            try:
+                index = lzma.decompress(_fetch(f"{mirror}/dists/{suite}/main/source/Sources.xz"))
+            except (BuildError, lzma.LZMAError) as exc:
+                unreachable.append(str(exc))
+                break  # the next archive
+            found = tarball_in(index.decode("utf-8", "replace"), package)
+            if found is not None:
+                return f"{mirror}/{found[0]}", found[1]
+    where = "; ".join(f"{m} ({', '.join(s)})" for m, s in ARCHIVES)
+    raise BuildError(f"no {package} source package in {where}" + (f" ({unreachable[0]})" if unreachable else ""))
 
 
 def build(version: str, prefix: Path) -> Path:

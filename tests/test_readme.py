@@ -3,6 +3,8 @@ are the ones CI and users run."""
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -60,3 +62,40 @@ def test_ci_finds_a_pythons_upstream_tarball_in_a_debian_source_index():
     find = _python_from_debian().tarball_in
     assert find(index, "python3.13") == ("pool/main/p/python3.13/python3.13_3.13.5.orig.tar.xz", "dbaa")
     assert find(index, "python3.12") is None
+
+
+def test_ci_takes_a_python_debian_lacks_from_the_next_archive():
+    """Debian no longer packages python3.12; CI asks Ubuntu's archive next (the same source
+    format). An archive out of reach is passed over; a version nobody has is one line."""
+    import lzma
+
+    b = _python_from_debian()
+    debian, ubuntu = b.ARCHIVES[0][0], b.ARCHIVES[1][0]
+    stanza = ("Package: python3.12\nDirectory: pool/main/p/python3.12\nFiles:\n"
+              " 8def 20625068 python3.12_3.12.3.orig.tar.xz\n")
+    asked = []
+
+    def fetch(url):
+        asked.append(url)
+        if url.startswith(debian):
+            return lzma.compress(b"Package: python3.13\nDirectory: pool/main/p/python3.13\nFiles:\n"
+                                 b" dbaa 1 python3.13_3.13.5.orig.tar.xz\n")
+        return lzma.compress(stanza.encode())
+
+    original = b._fetch
+    try:
+        b._fetch = fetch
+        assert b.source_of("3.12") == (f"{ubuntu}/pool/main/p/python3.12/python3.12_3.12.3.orig.tar.xz", "8def")
+        assert b.source_of("3.13")[0].startswith(debian)
+
+        def debian_unreachable(url):
+            if url.startswith(debian):
+                raise b.BuildError(f"cannot fetch {url}: refused")
+            return fetch(url)
+
+        b._fetch = debian_unreachable
+        assert b.source_of("3.12")[0].startswith(ubuntu)
+        with pytest.raises(b.BuildError, match=r"^no python3.99 source package in .*\(cannot fetch .*refused\)$"):
+            b.source_of("3.99")
+    finally:
+        b._fetch = original
