@@ -32,7 +32,8 @@ class Weights:
             if not (isinstance(value, int) or math.isfinite(value)) or value < 0:
                 raise UserError(f"weight {name} must be a finite number >= 0, got {value}")
             if value > MAX_WEIGHT:  # (their sum, and every cost, would overflow or print as 300 digits)
-                shown = f"{value:g}" if isinstance(value, float) or value < 10**308 else "over 1e308"  # (10**400 is no float)
+                # (an int past 1e308, 10**400 say, has no float to print)
+                shown = f"{value:g}" if isinstance(value, float) or value < 10**308 else "over 1e308"
                 raise UserError(f"weight {name} must be at most {MAX_WEIGHT:g} (only the weights' ratios "
                                  f"matter: give them on a smaller scale), got {shown}")
         if self.alpha + self.beta + self.gamma <= 0:  # every design would cost 0: no ranking at all

@@ -5,7 +5,6 @@ knows what to change next (dissertation 6.3, "evaluate and iterate").
 """
 from __future__ import annotations
 
-
 import os
 from dataclasses import dataclass, field, replace
 
