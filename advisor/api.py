@@ -19,6 +19,7 @@ from costmodel.errors import check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
+from advisor.parallel_runs import pick_workers
 from costmodel.graph import WorkloadGraph
 from advisor.pick_digest import pick_request, placement_digest
 from advisor.profile import workload_profile
@@ -184,8 +185,8 @@ def recommend(source: Source, machines: int | None = None,
               search: DesignSearch | None = None, objective: str = "throughput",
               workload: Workload | None = None, calibration: CalibrationSource | SimParams = None,
               data_parallel: bool = False, current: Design | str | Path | None = None,
-              max_move_mb: float | None = None, simulator: Simulator | None = None
-              ) -> Recommendation:
+              max_move_mb: float | None = None, simulator: Simulator | None = None,
+              jobs: int | None = None) -> Recommendation:
     """The design for `source` on the cluster: the candidate (the search's good designs, the
     baselines, and on tiny graphs every assignment to machines) the simulator predicts fastest
     (`objective="throughput"`), or the search's cheapest by the cost model (`"cost"`).
@@ -203,6 +204,11 @@ def recommend(source: Source, machines: int | None = None,
     design reachable from it moving at most `max_move_mb` megabytes of state (no limit: the
     fastest, renamed to move least), and `Recommendation.migration` holds every design weighed
     and the frontier of megabytes against predicted throughput (`advisor.migration_pick`).
+
+    `jobs`: processes that simulate the pick's designs side by side (default: the usable
+    cores where forking this process is safe, `advisor.parallel_runs`; with a `simulator` of
+    the caller's own, 1, so that it runs, and keeps what it keeps, in this process); the
+    recommendation is the same with any number.
     """
     if objective not in OBJECTIVES:
         raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -222,6 +228,8 @@ def recommend(source: Source, machines: int | None = None,
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
     graph = graph.with_cluster(machines, partitions_per_machine)
     spec = loaded or workload
     if spec is not None:
@@ -245,7 +253,8 @@ def recommend(source: Source, machines: int | None = None,
     if simulate:
         together = one_machine_candidate(graph, weights, seed)
         candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
-    selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator)
+    selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
+                       jobs=pick_workers(1 if jobs is None and own_simulator else jobs))
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}

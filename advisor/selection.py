@@ -158,23 +158,43 @@ class SimulationRuns:
     simulator: Simulator
     calibration: object  # the simulator's calibration or parameters (what every run predicts with)
     seed: int = 0
+    jobs: int = 1  # worker processes for what is asked ahead (`prefetch`); 1: none
     runs: int = 0
     reused: int = 0
     probes: int = 0
     _done: dict = field(default_factory=dict, init=False, repr=False)
+    _ready: dict = field(default_factory=dict, init=False, repr=False)  # prefetched, not yet asked for
+    _pool: object = field(default=None, init=False, repr=False)
 
     @classmethod
     def of(cls, workload: Workload, graph: WorkloadGraph, weights: Weights, calibration=None,
-           seed: int = 0, *, simulator: Simulator) -> "SimulationRuns":
-        """The runs of a pick by `simulator`; no calibration: its reference cluster."""
+           seed: int = 0, *, simulator: Simulator, jobs: int = 1) -> "SimulationRuns":
+        """The runs of a pick by `simulator`; no calibration: its reference cluster. `jobs`:
+        workers for prefetched rounds (`advisor.parallel_runs`); close the runs after."""
         simulator = need_simulator(simulator, "the pick's simulations")
         if calibration is None:
             calibration = simulator.reference_calibration()
-        return cls(workload, graph, weights, simulator, calibration, seed)
+        return cls(workload, graph, weights, simulator, calibration, seed, jobs)
 
     def design(self, proc_part: np.ndarray, state_part: np.ndarray, label: str = "") -> Design:
         """The design the simulator runs (the arrays are what identify it here)."""
         return Design.from_arrays(self.graph, proc_part, state_part, self.weights, method=label)
+
+    def ask_max(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, tolerance: float,
+                label: str = "", stop_below_tps: float | None = None) -> tuple:
+        """(key, request) of `max_throughput`'s question, for `prefetch`."""
+        settings = ("max", batches, tolerance)
+        if stop_below_tps is not None and self._key(settings, proc_part, state_part) not in self._done:
+            settings += (stop_below_tps,)  # a shortened search answers only this question
+        return self._key(settings, proc_part, state_part), (
+            "max", proc_part, state_part, label,
+            dict(batches=batches, tolerance=tolerance, stop_below_tps=stop_below_tps))
+
+    def ask_pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, in_flight: int = 8,
+                  label: str = "") -> tuple:
+        """(key, request) of `pilot`'s question, for `prefetch`."""
+        return self._key(("closed", batches, in_flight), proc_part, state_part), (
+            "closed", proc_part, state_part, label, dict(in_flight=in_flight, batches=batches))
 
     def max_throughput(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int,
                        tolerance: float, label: str = "", stop_below_tps: float | None = None
@@ -182,37 +202,72 @@ class SimulationRuns:
         """The simulator's `max_throughput` of the design (raises its `error`). With
         `stop_below_tps`, for a caller that only asks whether the design beats that figure,
         the rate search stops once it cannot (the full search's result answers too)."""
-        settings = ("max", batches, tolerance)
-        if stop_below_tps is not None and self._key(settings, proc_part, state_part) not in self._done:
-            settings += (stop_below_tps,)  # a shortened search answers only this question
-        return self._run(settings, proc_part, state_part, lambda d: self.simulator.max_throughput(
-            self.workload, d, calibration=self.calibration, batches=batches, seed=self.seed,
-            tolerance=tolerance, stop_below_tps=stop_below_tps), label)
+        return self._run(*self.ask_max(proc_part, state_part, batches, tolerance, label, stop_below_tps))
 
     def pilot(self, proc_part: np.ndarray, state_part: np.ndarray, batches: int, in_flight: int = 8,
               label: str = "") -> SimOutcome:
         """A closed-loop `run_once` of the design by the simulator (raises its `error`)."""
-        return self._run(("closed", batches, in_flight), proc_part, state_part,
-                         lambda d: self.simulator.run_once(self.workload, d, in_flight=in_flight, batches=batches,
-                                                           calibration=self.calibration, seed=self.seed),
-                         label)
+        return self._run(*self.ask_pilot(proc_part, state_part, batches, in_flight, label))
+
+    def prefetch(self, asked: list[tuple], wait: bool = True) -> None:
+        """Run the questions (`ask_max`, `ask_pilot`) not answered yet side by side in the
+        workers, ahead of the pick asking them one by one; with one job, nothing. What is
+        run ahead counts only once asked for, so counts and answers are those of a serial
+        pick; a question never asked costs only the worker's time. `wait=False` returns at
+        once (the caller does other work meanwhile; asking waits for the answer)."""
+        missing: dict = {}
+        for key, request in asked:
+            if key not in self._done and key not in self._ready:
+                missing.setdefault(key, request)
+        if self.jobs < 2 or not missing or (wait and len(missing) < 2):
+            return
+        if self._pool is None:
+            from advisor.parallel_runs import RunPool
+
+            self._pool = RunPool(self._simulate, self.jobs)
+        later = self._pool.submit(list(missing.values()))
+        self._ready.update(zip(missing, later))
+        if wait:
+            later[-1].get()
+
+    def close(self) -> None:
+        """Ends the workers, if any were started."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        self._ready.clear()
+
+    def _simulate(self, request: tuple) -> SimOutcome:
+        kind, proc_part, state_part, label, settings = request
+        design = self.design(proc_part, state_part, label)
+        run = self.simulator.max_throughput if kind == "max" else self.simulator.run_once
+        return run(self.workload, design, calibration=self.calibration, seed=self.seed, **settings)
+
+    def _answer(self, key: tuple, request: tuple):
+        """The outcome, or the simulator's error, of one question: from the workers where
+        they ran it (another exception there: run here again, to raise it here), else here."""
+        if key in self._ready:
+            ok, outcome = self._ready.pop(key).get()
+            if ok or isinstance(outcome, self.simulator.error):
+                return outcome
+        try:
+            return self._simulate(request)
+        except self.simulator.error as exc:
+            return exc
 
     @staticmethod
     def _key(settings: tuple, proc_part, state_part) -> tuple:
         return (settings, np.asarray(proc_part, dtype=np.int64).tobytes(),
                 np.asarray(state_part, dtype=np.int64).tobytes())
 
-    def _run(self, settings: tuple, proc_part, state_part, simulate, label: str) -> SimOutcome:
-        key = self._key(settings, proc_part, state_part)
+    def _run(self, key: tuple, request: tuple) -> SimOutcome:
         if key in self._done:
             self.reused += 1
         else:
             self.runs += 1
-            try:
-                self._done[key] = simulate(self.design(proc_part, state_part, label))
+            self._done[key] = self._answer(key, request)
+            if not isinstance(self._done[key], self.simulator.error):
                 self.probes += max(len(self._done[key].search), 1)
-            except self.simulator.error as exc:
-                self._done[key] = exc
         done = self._done[key]
         if isinstance(done, self.simulator.error):
             raise done
@@ -251,9 +306,13 @@ class ThroughputJudge:
         enumerated designs (many, tiny) share the worst figure of the others instead."""
         per_batch: dict[int, float] = {}
         spent = 0.0
-        for o in candidates:
-            if o.source == "enumeration" or (len(per_batch) >= 2 and spent > PILOT_SHARE * self.event_budget):
-                continue  # (two at least: the pick screens two whatever they cost)
+        piloted = [o for o in candidates if o.source != "enumeration"]
+        for k, o in enumerate(piloted):
+            if len(per_batch) >= 2 and spent > PILOT_SHARE * self.event_budget:
+                break  # (two at least: the pick screens two whatever they cost)
+            if k % self.runs.jobs == 0:  # the next few side by side, where there are workers
+                self.runs.prefetch([self.runs.ask_pilot(x.proc_part, x.state_part, PILOT_BATCHES, label=x.label)
+                                    for x in piloted[k:k + self.runs.jobs]])
             try:
                 r = self.runs.pilot(o.proc_part, o.state_part, PILOT_BATCHES, label=o.label)
             except self.simulator.error as exc:
@@ -308,7 +367,11 @@ class ThroughputJudge:
 
         def run(group: list[Candidate], batches: int, tolerance: float) -> list[Candidate]:
             done = []
-            for o in group:
+            ahead = 2 * self.runs.jobs  # asked ahead at a time: the safety net below still acts
+            for k, o in enumerate(group):
+                if k % ahead == 0:
+                    self.runs.prefetch([self.runs.ask_max(x.proc_part, x.state_part, batches, tolerance,
+                                                          label=x.label) for x in group[k:k + ahead]])
                 if done and time.perf_counter() - started > self.wall_cap_s:
                     self.note_ = (f"simulation stopped after {self.wall_cap_s:g} s (safety net); "
                                   f"{len(group) - len(done)} candidates not simulated")
@@ -338,9 +401,11 @@ class ThroughputJudge:
 
 def select(candidates: list[Candidate], objective: str, workload: Workload | None,
            graph: WorkloadGraph, weights: Weights, calibration=None, seed: int = 0, *,
-           simulator: Simulator | None = None) -> Selection:
+           simulator: Simulator | None = None, jobs: int = 1) -> Selection:
     """The recommendation among `candidates` (the search's best first, then by priority),
-    judged by `simulator` (needed for the throughput objective where it can simulate)."""
+    judged by `simulator` (needed for the throughput objective where it can simulate).
+    `jobs`: worker processes that simulate a round's designs side by side (the answer is
+    the same with any number; `advisor.parallel_runs.pick_workers` says how many are safe)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     by_cost = dict(chosen=candidates[0], candidates=candidates, objective="cost")
@@ -353,7 +418,18 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
     if len(unique) < 2:
         return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
-    runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
+    runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator, jobs=jobs)
+    try:
+        return _select_by_throughput(candidates, unique, counts, runs, objective, by_cost)
+    finally:
+        runs.close()
+
+
+def _select_by_throughput(candidates: list[Candidate], unique: list[Candidate], counts: dict,
+                          runs: SimulationRuns, objective: str, by_cost: dict) -> Selection:
+    """`select`'s throughput pick, by `runs` (which the caller closes)."""
+    workload, graph, weights, seed = runs.workload, runs.graph, runs.weights, runs.seed
+    calibration = runs.calibration
     judge = ThroughputJudge(workload, graph, weights, calibration, seed, runs=runs)
     started = time.perf_counter()
     judged = judge.judge(unique)

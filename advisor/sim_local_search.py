@@ -158,22 +158,35 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         except sim_error:
             return 0.0
 
-    start = best = simulate(proc, state)
+    def ahead(designs: list[tuple], to_beat: float | None) -> None:
+        """Simulate these side by side where the pick has workers (`SimulationRuns.prefetch`):
+        `simulate` then finds them done (a design over memory is never simulated)."""
+        runs.prefetch([runs.ask_max(p, s, BATCHES, PREDICTION_TOLERANCE, label="simulated search",
+                                    stop_below_tps=to_beat) for p, s in designs if fits(s)])
+
+    # the pick's own figure, simulated meanwhile where there are workers: the climbs below
+    # price designs by the estimate alone
+    runs.prefetch([runs.ask_max(proc, state, BATCHES, PREDICTION_TOLERANCE, label="simulated search")],
+                  wait=False)
     moves: list[str] = []
     tied: list[tuple] = []  # designs the simulator put within the tie of the best: (tps, proc, state, moves)
     near_steps: list[tuple] = []  # the same, of the steps' moves (for the tie-break alone)
 
-    def try_end(p2, s2, climbed: list[str], first: list[str], end_too: bool = True) -> None:
-        """Simulate a climb's end (`end_too`), then where it leads across the plateau
-        (`across_plateau`) and through a move joined with a trade of places (`via_a_trade`),
-        each kept where the simulator puts it faster than the best by the tie tolerance (and
-        remembered where it ties)."""
-        nonlocal best, proc, state, moves
+    def end_designs(p2, s2, climbed: list[str], end_too: bool = True) -> list[tuple]:
+        """A climb's end (`end_too`), where it leads across the plateau (`across_plateau`) and
+        through a move joined with a trade of places (`via_a_trade`): (proc, state, moves)."""
         tried = [(p2, s2, climbed)] if end_too else []
         for further in (across_plateau, via_a_trade):
             p3, s3, went = further(graph, estimate, p2, s2, private, touched)
             if went:
                 tried.append((p3, s3, climbed + went))
+        return tried
+
+    def try_end(tried: list[tuple], first: list[str]) -> None:
+        """Simulate an end's designs (`end_designs`), each kept where the simulator puts it
+        faster than the best by the tie tolerance (and remembered where it ties)."""
+        nonlocal best, proc, state, moves
+        ahead([(p4, s4) for p4, s4, _ in tried], best * (1 + TIE_TOLERANCE))  # (a new best: asked again)
         for p4, s4, taken in tried:
             tps = simulate(p4, s4, best * (1 + TIE_TOLERANCE))
             these = first + [f"{m} (estimate)" for m in taken]
@@ -185,7 +198,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
     bar = estimate.throughput_tps(p2, s2)  # what another start's climb must beat, by the estimate
-    try_end(p2, s2, climbed, [], end_too=bool(climbed))
+    start = best = simulate(proc, state)
+    try_end(end_designs(p2, s2, climbed, end_too=bool(climbed)), [])
     # then from the pool's next best designs, and from its others within a budget: their
     # climbs' ends that the estimate puts above this one's, best first, simulated (a pool
     # design that starts lower can climb higher)
@@ -207,8 +221,13 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         more.append(climb_from(*t, max_priced=left))
     ends = [e for e in ends if e is not None]
     ends += sorted((e for e in more if e is not None), key=lambda t: -t[0])[:CLIMB_ENDS]
-    for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0]):  # stable: ties keep order
-        try_end(p2, s2, climbed, [f"start from {label!r}"])
+    # every end's designs first (the estimate prices them in the same order), so the
+    # workers, where there are some, simulate them all side by side
+    tries = [(end_designs(p2, s2, climbed), [f"start from {label!r}"])
+             for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0])]  # stable: ties keep order
+    ahead([(p4, s4) for tried, _ in tries for p4, s4, _ in tried], best * (1 + TIE_TOLERANCE))
+    for tried, first in tries:
+        try_end(tried, first)
 
     def steps_from(best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple:
         """The simulated steps from one design, while one pays and the budget lasts."""
@@ -235,6 +254,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             return None
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
         found, near = None, []
+        ahead([(p2, s2) for _est, _label, p2, s2 in tried[:TRIED_PER_STEP]], best * (1 + TIE_TOLERANCE))
         for _est, label, p2, s2 in tried[:TRIED_PER_STEP]:
             tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
             if tps > best * (1 + TIE_TOLERANCE) and (found is None or tps > found[0]):
@@ -286,6 +306,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         tps, p2, s2, m2 = max(above, key=lambda t: t[0])  # stable: the first found on a tie
         spent += cost
         simulated += 2
+        runs.prefetch([runs.ask_max(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4, label="simulated search, tie")
+                       for p, s in ((proc, state), (p2, s2))])
         try:
             longer = [float(runs.max_throughput(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4,
                                                 label="simulated search, tie").throughput_tps)

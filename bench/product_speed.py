@@ -100,9 +100,22 @@ class Tree:
         return Timing(min(r.wall for r in runs), min(r.cpu for r in runs))
 
 
+PACKAGES = ("advisor", "costmodel", "engine_sim", "reports", "traces")
+
+
+def compile_tree(tree: Tree) -> None:
+    """Cache the tree's bytecode, as an installed package has it (pip compiles at install):
+    a shell that sets PYTHONDONTWRITEBYTECODE (this VM's does) would otherwise time every
+    command compiling the project's modules again (0.15-0.25 s a command here)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *PACKAGES], cwd=tree.path, check=True,
+                   env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
+
+
 def run_in(tree: Tree, args: list[str], work: Path) -> tuple[Timing, str]:
-    """`python args...` in the tree's directory (its own packages first on the path)."""
+    """`python args...` in the tree's directory (its own packages first on the path, their
+    bytecode cached: `compile_tree`)."""
     env = dict(os.environ, PYTHONPATH=str(tree.path), SPARK_LOCAL_IP="127.0.0.1", COLUMNS="200")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run([sys.executable, *args], cwd=tree.path, env=env, capture_output=True, text=True)
@@ -233,6 +246,8 @@ def main() -> None:
     pair = [Tree("base", worktree or a.base_tree.resolve()), Tree("new", a.tree.resolve())]
     base, new = pair
     try:
+        for tree in pair:
+            compile_tree(tree)
         workloads = (a.workloads.split(",") if a.workloads else
                      list(REPORT_WORKLOADS) if a.quick else bundled_workloads(base, work))
         answers: dict[str, list] = {}

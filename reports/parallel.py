@@ -27,18 +27,12 @@ from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any, Callable
 
+from advisor.parallel_runs import serial_picks, usable_cores  # (re-exported: the report's default jobs)
+
 # what a worker imports before its first task (while the parent does its own part)
 PRELOAD = ("advisor.api", "engine_sim.sim", "reports.scaling", "reports.sensitivity", "reports.suggestions")
 BOOT = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
         "from reports.parallel import serve; serve(int(sys.argv[2]))")
-
-
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity, not the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 class InlinePool:
@@ -204,14 +198,20 @@ def serve(answer_fd: int) -> None:
     import importlib
     import signal
 
-    from reports.predict import SIMULATIONS
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.dup2(2, 1)  # what a task prints goes to stderr, never into the caller's stdout (`--json`)
     answers = os.fdopen(answer_fd, "wb")
     for name in PRELOAD:
         importlib.import_module(name)
     tasks = sys.stdin.buffer
+    with serial_picks():  # the sections are what runs side by side: a pick here forks nothing
+        _answer(tasks, answers)
+
+
+def _answer(tasks, answers) -> None:
+    """Answer pickled tasks from `tasks` on `answers` until `tasks` ends."""
+    from reports.predict import SIMULATIONS
+
     while True:
         try:
             fn, args, kwargs = pickle.load(tasks)

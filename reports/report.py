@@ -176,6 +176,17 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     added to the baselines), worked out side by side with the sections (`report_design`).
     """
     from advisor import __version__
+    from advisor.parallel_runs import serial_picks
+
+    with serial_picks():  # the sections are what runs side by side (`ReportOptions.jobs`)
+        return _build_report(recommendation, predictions=predictions, validation=validation, source=source,
+                             title=title, options=options, progress=progress, migration=migration,
+                             compare=compare, version=__version__)
+
+
+def _build_report(recommendation, *, predictions, validation, source, title, options, progress, migration,
+                  compare, version: str) -> str:
+    """`build_report`'s work, with every pick serial."""
     from reports import figures as F
     from reports.figures._graph import graph_figsize
 
@@ -235,7 +246,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         "method": design.method or "unknown",
         "source_label": _source_label(source if source is not None else workload or graph),
         "provenance": ", ".join(f"{k}={v}" for k, v in design.provenance.items() if k in ("seed", "search", "version")),
-        "version": __version__, "figures": figures,
+        "version": version, "figures": figures,
         "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
                  "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),
                  "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},

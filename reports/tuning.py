@@ -24,6 +24,7 @@ from advisor.errors import AdvisorError
 from costmodel.errors import check_seed
 from costmodel.weights import check_weights
 from costmodel.workload import Workload
+from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
 from reports.suggestions import Suggestion, Suggestions, design_for, suggest
@@ -105,7 +106,9 @@ class TuningStudy:
             self.rounds.append(self._round(0, None, self.workload, ()))
             if progress:
                 progress(self.rounds[-1])
-        with section_pool(self.jobs if rounds else 1) as pool:  # one set of workers for every round
+        # one set of workers for every round; the changes are what runs side by side, the
+        # picks serially (`advisor.parallel_runs.serial_picks`)
+        with serial_picks(), section_pool(self.jobs if rounds else 1) as pool:
             self._rounds(rounds, pool, progress)
         return self
 

@@ -69,10 +69,13 @@ def _refuse(what: str):
 @pytest.fixture(autouse=True)
 def _unit_starts_nothing(request, monkeypatch):
     """Under the `unit` marker, starting a subprocess, a multiprocessing process, a fork or a
-    Spark session raises (a subprocess covers a JVM, chromedriver and a notebook kernel)."""
+    Spark session raises (a subprocess covers a JVM, chromedriver and a notebook kernel), and a
+    pick simulates in the test's process (`advisor.parallel_runs.serial_picks`: its answer is
+    the same with workers, which tests of other tiers use)."""
     if request.node.get_closest_marker("unit") is None:
         yield
         return
+    from advisor.parallel_runs import serial_picks
     import multiprocessing.process
     import subprocess
 
@@ -89,7 +92,8 @@ def _unit_starts_nothing(request, monkeypatch):
         monkeypatch.setattr(SparkSession.Builder, "getOrCreate", _refuse("a Spark session"))
         monkeypatch.setattr(SparkContext, "getOrCreate", _refuse("a Spark context"))
         monkeypatch.setattr(SparkContext, "_ensure_initialized", _refuse("a Spark context"))
-    yield
+    with serial_picks():
+        yield
 
 
 @pytest.fixture(scope="session")

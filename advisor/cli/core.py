@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.app import PPM_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, json_option,
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, jobs_option, json_option,
                                  load_calibration, not_applicable, seed_option, weight_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
@@ -56,6 +56,7 @@ def recommend(
                                                 "most this many megabytes of state"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
     as_json: bool = json_option("print the design JSON instead of a summary"),
+    jobs: Optional[int] = jobs_option("the pick's simulations"),
 ) -> None:
     """Recommend where every procedure and state item lives."""
     from advisor.api import recommend as run, resolve_weights
@@ -69,7 +70,7 @@ def recommend(
         rec = run(source, machines=machines, partitions_per_machine=partitions_per_machine,
                   weights=weights, seed=seed, replicate=replicate, objective=objective,
                   calibration=load_calibration(calibration), data_parallel=data_parallel,
-                  current=current, max_move_mb=max_move_mb)
+                  current=current, max_move_mb=max_move_mb, jobs=jobs)
     if out is not None:
         rec.design.save(out)
     if as_json:

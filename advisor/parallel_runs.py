@@ -1,0 +1,133 @@
+"""The simulations of one pick, spread over forked worker processes.
+
+Why: a pick simulates dozens of designs one after the other (the screening round, then each
+step of the simulated search tries its few best moves), and the simulator is pure Python on
+one core. The designs of one round do not depend on each other, so on a machine of several
+cores they can run side by side. The answers do not change: each simulation is deterministic
+and independent, the pick still asks for them in its own order, and a result computed ahead
+is only counted when the pick asks for it (`advisor.selection.SimulationRuns.prefetch`), so
+the same input gives the same design, figures and counts with any number of workers.
+
+The workers are forked, so they inherit the pick's workload, graph and simulator and nothing
+is pickled but a design's arrays and the results. Forking is only done where it is safe
+(`fork_is_safe`): on Linux, from a process that is not itself a worker, whose only threads
+are its main one and the CLI's spinner (a Spark session's threads, a notebook kernel's: the
+pick then runs serially). A report's sections run in processes of their own
+(`reports.parallel`); within those, and in the report's own process, picks run serially
+(`serial_picks`), so the cores are not shared twice over.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence
+
+MAX_WORKERS = 8  # a round has at most a dozen designs; more workers would mostly wait
+THREADS_FORK_SAFE = frozenset({"advisor-spinner"})  # our own threads, which never touch a lock a worker needs
+
+_serial_depth = 0  # > 0 inside `serial_picks`
+_simulate: Callable[[Any], Any] | None = None  # what a forked worker runs (inherited, never pickled)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def fork_is_safe() -> bool:
+    """Whether this process can fork workers without risking a lock another thread held: no
+    Python thread runs but the main one and ours (`sys._current_frames` sees the threads
+    `threading` does not list too: a test runner's, a Spark gateway's). Threads outside
+    Python (a BLAS pool, an allocator's) fork safely: their libraries reset at the fork."""
+    ours = {t.ident for t in threading.enumerate()
+            if t is threading.main_thread() or t.name in THREADS_FORK_SAFE}
+    return (sys.platform.startswith("linux") and not multiprocessing.current_process().daemon
+            and threading.current_thread() is threading.main_thread()
+            and set(sys._current_frames()) <= ours)
+
+
+def pick_workers(jobs: int | None) -> int:
+    """The workers a pick may use: `jobs` (None: the usable cores, at most MAX_WORKERS), or 1
+    where forking is not safe or inside `serial_picks`."""
+    if _serial_depth or not fork_is_safe():
+        return 1
+    return max(1, min(usable_cores(), MAX_WORKERS) if jobs is None else jobs)
+
+
+@contextmanager
+def serial_picks() -> Iterator[None]:
+    """Within the block, every pick runs its simulations in this process (a caller that runs
+    picks side by side already, as a report does)."""
+    global _serial_depth
+    _serial_depth += 1
+    try:
+        yield
+    finally:
+        _serial_depth -= 1
+
+
+def _start_worker() -> None:
+    """A worker leaves Ctrl-C to its parent (which ends it), ends at once on SIGTERM (the
+    CLI's own handler, inherited, would unwind the parent's command in it) and writes to
+    fresh standard streams (the parent's may have been locked by its spinner at the fork)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    sys.stdout = open(os.devnull, "w")
+    sys.stderr = os.fdopen(os.dup(2), "w")
+
+
+def _run_one(request: Any) -> tuple[bool, Any]:
+    """(True, outcome) or (False, the exception), so an exception never ends the pool."""
+    try:
+        return True, _simulate(request)
+    except Exception as exc:  # the parent decides what it means
+        return False, exc
+
+
+class RunPool:
+    """`workers` forked processes that run `simulate(request)`; close it (or use `with`)."""
+
+    def __init__(self, simulate: Callable[[Any], Any], workers: int):
+        global _simulate
+        _simulate = simulate  # set before the fork, so each worker (and any replacement) has it
+        try:
+            self._pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker)
+        except BaseException:
+            _simulate = None
+            raise
+
+    def submit(self, requests: Sequence[Any]) -> list["Later"]:
+        """Start the requests (the idle worker takes the next); one `Later` each, in order."""
+        handle = self._pool.map_async(_run_one, requests, chunksize=1)
+        return [Later(handle, k) for k in range(len(requests))]
+
+    def close(self) -> None:
+        """Ends the workers at once (nothing they hold is kept) and reaps them."""
+        global _simulate
+        self._pool.terminate()
+        self._pool.join()
+        _simulate = None
+
+    def __enter__(self) -> "RunPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Later:
+    """One request's answer from a `RunPool.submit`: `get()` waits for it."""
+
+    def __init__(self, handle: Any, index: int):
+        self._handle, self._index = handle, index
+
+    def get(self) -> tuple[bool, Any]:
+        """(True, outcome) or (False, the exception the simulation raised)."""
+        return self._handle.get()[self._index]

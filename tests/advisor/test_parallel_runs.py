@@ -1,0 +1,212 @@
+"""The pick's simulations side by side in forked workers (`advisor.parallel_runs`,
+`SimulationRuns.prefetch`, `recommend(jobs=...)`, `advisor recommend --jobs`): the same design,
+figures and counts as in one process, the workers really answering, the pick in this process
+where forking is not safe or the caller's own simulator judges, an error in a worker raised
+here as itself, and no worker left behind, whether the pick ends or fails."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+
+import advisor.parallel_runs as parallel_runs
+from advisor.api import recommend
+from advisor.parallel_runs import pick_workers, serial_picks
+from advisor.selection import SimulationRuns
+from costmodel import Weights
+from costmodel.graph import WorkloadGraph
+from advisor.sources import load_workload
+from engine_sim.sim.judge import ENGINE_SIMULATOR
+
+pytestmark = [pytest.mark.process, pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def forking_allowed(monkeypatch):
+    """The pick forks here even though the test runner's own thread runs (pytest-xdist's):
+    its workers never touch what that thread holds. `fork_is_safe` itself is tested in a
+    process of its own below."""
+    monkeypatch.setattr(parallel_runs, "fork_is_safe", lambda: True)
+
+
+@pytest.fixture
+def answers_from_workers(monkeypatch):
+    """How many of each pick's answers came from its workers (read as the pick closes)."""
+    taken: list[int] = []
+    answer, close = SimulationRuns._answer, SimulationRuns.close
+
+    def counting_answer(self, key, request):
+        if key in self._ready:
+            self.from_workers_ = getattr(self, "from_workers_", 0) + 1
+        return answer(self, key, request)
+
+    def recording_close(self):
+        taken.append(getattr(self, "from_workers_", 0))
+        close(self)
+
+    monkeypatch.setattr(SimulationRuns, "_answer", counting_answer)
+    monkeypatch.setattr(SimulationRuns, "close", recording_close)
+    return taken
+
+
+def _children() -> set[int]:
+    """This process's children (another test's helpers, a multiprocessing forkserver, say, stay)."""
+    return {c.pid for c in psutil.Process().children()}
+
+
+def _figures(rec) -> tuple:
+    s = rec.selection
+    imp = s.improvement
+    return (s.chosen.proc_part.tolist(), s.chosen.state_part.tolist(), s.prediction, s.chosen.label,
+            s.simulator_runs, s.simulations_reused, s.simulator_probes, s.note,
+            None if imp is None else (imp.simulated, list(imp.moves), imp.start_tps, imp.end_tps),
+            [(o.label, o.predicted_tps, o.batches) for o in s.candidates])
+
+
+@pytest.mark.parametrize("workload, machines", [("chain-32", 4), ("linear-road", 4)])
+def test_workers_give_the_pick_of_one_process(workload, machines, answers_from_workers):
+    before = _children()
+    alone = recommend(workload, machines=machines, jobs=1)
+    assert answers_from_workers == [0]
+    side_by_side = recommend(workload, machines=machines, jobs=2)
+    assert answers_from_workers[1] >= 10  # most of its simulations ran in the workers
+    assert side_by_side.selection.improvement.simulated > 0  # the simulated search ran too
+    assert _figures(side_by_side) == _figures(alone)
+    assert side_by_side.design.to_json() == alone.design.to_json()
+    assert _children() <= before  # the workers ended with the pick
+
+
+def test_a_pick_that_fails_leaves_no_worker(monkeypatch):
+    import advisor.sim_local_search as sim_local_search
+
+    def fail(*_args, **_kwargs):
+        raise KeyboardInterrupt  # as Ctrl-C would, once the screening round's workers exist
+
+    monkeypatch.setattr(sim_local_search, "improve", fail)
+    before = _children()
+    with pytest.raises(KeyboardInterrupt):
+        recommend("chain-32", machines=4, jobs=2)
+    assert _children() <= before
+
+
+class _Flaky:
+    """engine_sim's simulator, but a design with every SP on partition 1 raises a bug (not its
+    error), and one with SPs on both partitions is refused (its error)."""
+
+    error = ENGINE_SIMULATOR.error
+
+    def reference_calibration(self):
+        return ENGINE_SIMULATOR.reference_calibration()
+
+    def max_throughput(self, workload, design, **kw):
+        if set(design.procedures.values()) == {1}:
+            raise ZeroDivisionError("a bug in the simulator")
+        if set(design.procedures.values()) == {0, 1}:
+            raise self.error("refused")
+        return ENGINE_SIMULATOR.max_throughput(workload, design, **kw)
+
+    def run_once(self, workload, design, **kw):
+        return ENGINE_SIMULATOR.run_once(workload, design, **kw)
+
+
+def test_a_bug_in_a_worker_is_raised_here_and_a_refusal_is_kept():
+    w = load_workload("tpcdi-trade").with_cluster(2, 1)
+    g = WorkloadGraph.from_workload(w)
+    before = _children()
+    runs = SimulationRuns.of(w, g, Weights(), simulator=_Flaky(), jobs=2)
+    zeros_s = np.zeros(g.n_state, dtype=np.int64)
+    good, bad = np.zeros(g.n_proc, dtype=np.int64), np.ones(g.n_proc, dtype=np.int64)
+    mixed = good.copy()
+    mixed[0] = 1
+    try:
+        runs.prefetch([runs.ask_max(p, zeros_s, 40, 0.05) for p in (good, bad, mixed)])
+        assert len(runs._ready) == 3
+        assert runs.max_throughput(good, zeros_s, 40, 0.05).throughput_tps > 0
+        with pytest.raises(ZeroDivisionError, match="a bug in the simulator"):  # run here again, raised here
+            runs.max_throughput(bad, zeros_s, 40, 0.05)
+        with pytest.raises(ENGINE_SIMULATOR.error, match="refused"):
+            runs.max_throughput(mixed, zeros_s, 40, 0.05)
+        assert runs.runs == 3
+        assert len(_children() - before) == 2  # the workers, until the runs close
+    finally:
+        runs.close()
+    assert _children() <= before
+
+
+def test_how_many_workers_a_pick_may_use(monkeypatch):
+    monkeypatch.setattr(parallel_runs, "usable_cores", lambda: 64)
+    assert pick_workers(None) == parallel_runs.MAX_WORKERS
+    assert pick_workers(3) == 3
+    with serial_picks():
+        assert pick_workers(None) == 1 and pick_workers(4) == 1
+    assert pick_workers(None) == parallel_runs.MAX_WORKERS
+    monkeypatch.setattr(parallel_runs, "fork_is_safe", lambda: False)
+    assert pick_workers(None) == 1 and pick_workers(4) == 1
+
+
+FORK_SAFETY = """
+import _thread, sys, threading, time
+from advisor.parallel_runs import fork_is_safe
+said = [fork_is_safe()]
+stop = threading.Event()
+for name in ("advisor-spinner", "someone-elses-thread"):
+    t = threading.Thread(target=stop.wait, name=name, daemon=True)
+    t.start()
+    said.append(fork_is_safe())
+stop.set(); t.join()
+said.append(fork_is_safe())
+_thread.start_new_thread(lambda: time.sleep(30), ())  # a thread `threading` does not list (as execnet starts its own)
+time.sleep(0.2)
+said.append(fork_is_safe())
+print(said)
+"""
+
+
+def test_forking_is_safe_only_beside_our_own_threads():
+    done = subprocess.run([sys.executable, "-c", FORK_SAFETY], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    # alone; with the spinner; with another thread too; that one ended (the spinner too);
+    # with a thread started by `_thread`
+    assert done.stdout.split() == ["[True,", "True,", "False,", "True,", "False]"]
+
+
+def test_a_simulator_of_the_callers_own_runs_in_this_process():
+    from tests.advisor.test_pick_judge import CountingSimulator
+
+    counted = CountingSimulator()
+    rec = recommend("chain-32", machines=4, simulator=counted)  # jobs not given
+    serial = CountingSimulator()
+    again = recommend("chain-32", machines=4, simulator=serial, jobs=1)
+    assert counted.calls == serial.calls and counted.calls["max_throughput"] > 10
+    assert rec.design.to_json() == again.design.to_json()
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2"])
+def test_a_bad_jobs_is_one_line(bad):
+    from advisor.errors import AdvisorError
+
+    with pytest.raises(AdvisorError, match="jobs must be an integer >= 1"):
+        recommend("tpcdi-trade", machines=2, jobs=bad)
+
+
+def test_the_cli_gives_the_same_design_with_any_jobs(tmp_path):
+    outs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"design-{jobs}.json"
+        done = subprocess.run([sys.executable, "-m", "advisor", "recommend", "linear-road", "--machines", "2",
+                               "--jobs", jobs, "--out", str(out)], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        outs.append(json.loads(out.read_text()))
+    assert outs[0] == outs[1]
+    bad = subprocess.run([sys.executable, "-m", "advisor", "recommend", "linear-road", "--jobs", "0"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--jobs" in bad.stderr
