@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from costmodel.errors import check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
-from advisor.parallel_runs import pick_workers
+from advisor.parallel_runs import CallAhead, pick_workers
 from costmodel.graph import WorkloadGraph
 from advisor.pick_digest import pick_request, placement_digest
 from advisor.profile import workload_profile
@@ -239,22 +240,28 @@ def recommend(source: Source, machines: int | None = None,
     weights = weights or default_weights(graph, None if isinstance(calibration, SimParams) else calibration)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
-    search.fit(graph)
-    base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
-    candidates = search_candidates(search, graph, weights)
     simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
-    scored_baselines: dict[str, Candidate] = {}
-    if baselines or simulate:
-        for name, fn in BASELINE_FUNCTIONS.items():
-            result = fn(graph, weights, seed)
-            if result is not None:
-                scored_baselines[name] = scored_candidate(graph, weights, name, "baseline", *result)
-    candidates += list(scored_baselines.values())
-    if simulate:
-        together = one_machine_candidate(graph, weights, seed)
-        candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
+    workers = pick_workers(1 if jobs is None and own_simulator else jobs)
+    # everything on one machine is a search of its own: in a worker, while this one searches
+    ahead = (CallAhead(one_machine_candidate, graph, weights, seed)
+             if simulate and workers > 1 and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
+             else None)
+    with ahead or nullcontext():
+        search.fit(graph)
+        candidates = search_candidates(search, graph, weights)
+        scored_baselines: dict[str, Candidate] = {}
+        if baselines or simulate:
+            for name, fn in BASELINE_FUNCTIONS.items():
+                result = fn(graph, weights, seed)
+                if result is not None:
+                    scored_baselines[name] = scored_candidate(graph, weights, name, "baseline", *result)
+        candidates += list(scored_baselines.values())
+        if simulate:
+            together = ahead.get() if ahead is not None else one_machine_candidate(graph, weights, seed)
+            candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
+    base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
-                       jobs=pick_workers(1 if jobs is None and own_simulator else jobs))
+                       jobs=workers)
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}

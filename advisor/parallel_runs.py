@@ -91,6 +91,49 @@ def _run_one(request: Any) -> tuple[bool, Any]:
         return False, exc
 
 
+def _forked_call(fn: Callable[..., Any], args: tuple, answer) -> None:
+    """A `CallAhead` child's life: the call, its answer on the pipe, nothing else."""
+    _start_worker()
+    try:
+        reply = (True, fn(*args))
+    except Exception as exc:  # handed to the parent, which raises it
+        reply = (False, exc)
+    answer.send(reply)
+    answer.close()
+
+
+class CallAhead:
+    """`fn(*args)` in a forked process while this one goes on; `get()` returns its value (or
+    raises its exception). Use as a context manager: leaving it ends the process if it still
+    runs (an error or Ctrl-C meanwhile). Only where `pick_workers` allows more than one."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        context = multiprocessing.get_context("fork")
+        self._answers, answer = context.Pipe(duplex=False)
+        self._process = context.Process(target=_forked_call, args=(fn, args, answer), daemon=True)
+        self._process.start()
+        answer.close()
+
+    def get(self) -> Any:
+        try:
+            ok, value = self._answers.recv()
+        except EOFError:  # the process died without an answer (killed, say)
+            raise RuntimeError("a forked search process ended without an answer") from None
+        self._process.join()
+        if not ok:
+            raise value
+        return value
+
+    def __enter__(self) -> "CallAhead":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._answers.close()
+
+
 class RunPool:
     """`workers` forked processes that run `simulate(request)`; close it (or use `with`)."""
 

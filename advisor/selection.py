@@ -47,6 +47,9 @@ MIN_BATCHES = 40
 # runs are on the same settings, so its figures are this one
 PREDICTION_BATCHES, PREDICTION_TOLERANCE = FINAL_BATCHES, TIE_TOLERANCE / 2  # = engine_sim.sim.simulate's defaults
 CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, longer
+# a question is simulated ahead in a worker (`SimulationRuns.prefetch`) only where it is about
+# this many simulated events or more (~50 ms here): below, the hand-over costs more than it saves
+AHEAD_MIN_EVENTS = 20_000
 WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 
 
@@ -209,17 +212,21 @@ class SimulationRuns:
         """A closed-loop `run_once` of the design by the simulator (raises its `error`)."""
         return self._run(*self.ask_pilot(proc_part, state_part, batches, in_flight, label))
 
-    def prefetch(self, asked: list[tuple], wait: bool = True) -> None:
+    def prefetch(self, asked: list[tuple], events_each: float, wait: bool = True) -> None:
         """Run the questions (`ask_max`, `ask_pilot`) not answered yet side by side in the
-        workers, ahead of the pick asking them one by one; with one job, nothing. What is
-        run ahead counts only once asked for, so counts and answers are those of a serial
-        pick; a question never asked costs only the worker's time. `wait=False` returns at
-        once (the caller does other work meanwhile; asking waits for the answer)."""
+        workers, ahead of the pick asking them one by one; with one job, or where each is
+        about `events_each` simulated events, fewer than AHEAD_MIN_EVENTS, nothing (handing
+        it over would cost more than it saves). What is run ahead counts only once asked
+        for, so counts and answers are those of a serial pick; a question never asked costs
+        only the worker's time. `wait=False` returns at once (the caller does other work
+        meanwhile; asking waits for the answer)."""
+        if self.jobs < 2 or events_each < AHEAD_MIN_EVENTS:
+            return
         missing: dict = {}
         for key, request in asked:
             if key not in self._done and key not in self._ready:
                 missing.setdefault(key, request)
-        if self.jobs < 2 or not missing or (wait and len(missing) < 2):
+        if not missing or (wait and len(missing) < 2):
             return
         if self._pool is None:
             from advisor.parallel_runs import RunPool
@@ -306,13 +313,9 @@ class ThroughputJudge:
         enumerated designs (many, tiny) share the worst figure of the others instead."""
         per_batch: dict[int, float] = {}
         spent = 0.0
-        piloted = [o for o in candidates if o.source != "enumeration"]
-        for k, o in enumerate(piloted):
-            if len(per_batch) >= 2 and spent > PILOT_SHARE * self.event_budget:
-                break  # (two at least: the pick screens two whatever they cost)
-            if k % self.runs.jobs == 0:  # the next few side by side, where there are workers
-                self.runs.prefetch([self.runs.ask_pilot(x.proc_part, x.state_part, PILOT_BATCHES, label=x.label)
-                                    for x in piloted[k:k + self.runs.jobs]])
+        for o in candidates:  # (short runs: simulated here, not ahead in workers)
+            if o.source == "enumeration" or (len(per_batch) >= 2 and spent > PILOT_SHARE * self.event_budget):
+                continue  # (two at least: the pick screens two whatever they cost)
             try:
                 r = self.runs.pilot(o.proc_part, o.state_part, PILOT_BATCHES, label=o.label)
             except self.simulator.error as exc:
@@ -370,8 +373,10 @@ class ThroughputJudge:
             ahead = 2 * self.runs.jobs  # asked ahead at a time: the safety net below still acts
             for k, o in enumerate(group):
                 if k % ahead == 0:
+                    chunk = group[k:k + ahead]
+                    events = min(per_batch[id(x)] for x in chunk) * batches * SCREEN_PROBES
                     self.runs.prefetch([self.runs.ask_max(x.proc_part, x.state_part, batches, tolerance,
-                                                          label=x.label) for x in group[k:k + ahead]])
+                                                          label=x.label) for x in chunk], events)
                 if done and time.perf_counter() - started > self.wall_cap_s:
                     self.note_ = (f"simulation stopped after {self.wall_cap_s:g} s (safety net); "
                                   f"{len(group) - len(done)} candidates not simulated")

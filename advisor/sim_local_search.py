@@ -162,12 +162,12 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         """Simulate these side by side where the pick has workers (`SimulationRuns.prefetch`):
         `simulate` then finds them done (a design over memory is never simulated)."""
         runs.prefetch([runs.ask_max(p, s, BATCHES, PREDICTION_TOLERANCE, label="simulated search",
-                                    stop_below_tps=to_beat) for p, s in designs if fits(s)])
+                                    stop_below_tps=to_beat) for p, s in designs if fits(s)], per_run)
 
     # the pick's own figure, simulated meanwhile where there are workers: the climbs below
     # price designs by the estimate alone
     runs.prefetch([runs.ask_max(proc, state, BATCHES, PREDICTION_TOLERANCE, label="simulated search")],
-                  wait=False)
+                  per_run, wait=False)
     moves: list[str] = []
     tied: list[tuple] = []  # designs the simulator put within the tie of the best: (tps, proc, state, moves)
     near_steps: list[tuple] = []  # the same, of the steps' moves (for the tie-break alone)
@@ -307,7 +307,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         spent += cost
         simulated += 2
         runs.prefetch([runs.ask_max(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4, label="simulated search, tie")
-                       for p, s in ((proc, state), (p2, s2))])
+                       for p, s in ((proc, state), (p2, s2))], cost / 2)
         try:
             longer = [float(runs.max_throughput(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4,
                                                 label="simulated search, tie").throughput_tps)

@@ -17,7 +17,7 @@ import pytest
 import advisor.parallel_runs as parallel_runs
 from advisor.api import recommend
 from advisor.parallel_runs import pick_workers, serial_picks
-from advisor.selection import SimulationRuns
+from advisor.selection import AHEAD_MIN_EVENTS, SimulationRuns
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph
 from advisor.sources import load_workload
@@ -76,7 +76,7 @@ def test_workers_give_the_pick_of_one_process(workload, machines, answers_from_w
     alone = recommend(workload, machines=machines, jobs=1)
     assert answers_from_workers == [0]
     side_by_side = recommend(workload, machines=machines, jobs=2)
-    assert answers_from_workers[1] >= 10  # most of its simulations ran in the workers
+    assert answers_from_workers[1] >= 2  # its longer simulations ran in the workers
     assert side_by_side.selection.improvement.simulated > 0  # the simulated search ran too
     assert _figures(side_by_side) == _figures(alone)
     assert side_by_side.design.to_json() == alone.design.to_json()
@@ -126,7 +126,10 @@ def test_a_bug_in_a_worker_is_raised_here_and_a_refusal_is_kept():
     mixed = good.copy()
     mixed[0] = 1
     try:
-        runs.prefetch([runs.ask_max(p, zeros_s, 40, 0.05) for p in (good, bad, mixed)])
+        asked = [runs.ask_max(p, zeros_s, 40, 0.05) for p in (good, bad, mixed)]
+        runs.prefetch(asked, AHEAD_MIN_EVENTS - 1)  # too little work each to hand over
+        assert runs._ready == {} and _children() == before
+        runs.prefetch(asked, AHEAD_MIN_EVENTS)
         assert len(runs._ready) == 3
         assert runs.max_throughput(good, zeros_s, 40, 0.05).throughput_tps > 0
         with pytest.raises(ZeroDivisionError, match="a bug in the simulator"):  # run here again, raised here
@@ -210,3 +213,29 @@ def test_the_cli_gives_the_same_design_with_any_jobs(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "advisor", "recommend", "linear-road", "--jobs", "0"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr and "--jobs" in bad.stderr
+
+
+def _slow_square(x: int) -> int:
+    import time
+
+    time.sleep(x / 100)
+    return x * x
+
+
+def _fails() -> None:
+    raise ZeroDivisionError("in the forked call")
+
+
+def test_a_call_ahead_answers_raises_and_leaves_nothing():
+    from advisor.parallel_runs import CallAhead
+
+    before = _children()
+    with CallAhead(_slow_square, 7) as ahead:
+        assert _children() - before  # it runs in a process of its own meanwhile
+        assert ahead.get() == 49
+    with CallAhead(_fails) as ahead, pytest.raises(ZeroDivisionError, match="in the forked call"):
+        ahead.get()
+    with pytest.raises(KeyboardInterrupt):
+        with CallAhead(_slow_square, 3000):  # 30 s: ended on the way out, not waited for
+            raise KeyboardInterrupt
+    assert _children() <= before
