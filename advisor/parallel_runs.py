@@ -54,8 +54,8 @@ def fork_is_safe() -> bool:
 
 
 def pick_workers(jobs: int | None) -> int:
-    """The workers a pick may use: `jobs` (None: the usable cores, at most MAX_WORKERS), or 1
-    where forking is not safe or inside `serial_picks`."""
+    """The processes a pick may simulate in, itself included: `jobs` (None: the usable cores,
+    at most MAX_WORKERS), or 1 where forking is not safe or inside `serial_picks`."""
     if _serial_depth or not fork_is_safe():
         return 1
     return max(1, min(usable_cores(), MAX_WORKERS) if jobs is None else jobs)

@@ -161,7 +161,7 @@ class SimulationRuns:
     simulator: Simulator
     calibration: object  # the simulator's calibration or parameters (what every run predicts with)
     seed: int = 0
-    jobs: int = 1  # worker processes for what is asked ahead (`prefetch`); 1: none
+    jobs: int = 1  # processes that simulate side by side (`prefetch`): this one and jobs - 1 workers
     runs: int = 0
     reused: int = 0
     probes: int = 0
@@ -173,7 +173,7 @@ class SimulationRuns:
     def of(cls, workload: Workload, graph: WorkloadGraph, weights: Weights, calibration=None,
            seed: int = 0, *, simulator: Simulator, jobs: int = 1) -> "SimulationRuns":
         """The runs of a pick by `simulator`; no calibration: its reference cluster. `jobs`:
-        workers for prefetched rounds (`advisor.parallel_runs`); close the runs after."""
+        processes for prefetched rounds (`advisor.parallel_runs`); close the runs after."""
         simulator = need_simulator(simulator, "the pick's simulations")
         if calibration is None:
             calibration = simulator.reference_calibration()
@@ -212,30 +212,30 @@ class SimulationRuns:
         """A closed-loop `run_once` of the design by the simulator (raises its `error`)."""
         return self._run(*self.ask_pilot(proc_part, state_part, batches, in_flight, label))
 
-    def prefetch(self, asked: list[tuple], events_each: float, wait: bool = True) -> None:
-        """Run the questions (`ask_max`, `ask_pilot`) not answered yet side by side in the
-        workers, ahead of the pick asking them one by one; with one job, or where each is
-        about `events_each` simulated events, fewer than AHEAD_MIN_EVENTS, nothing (handing
-        it over would cost more than it saves). What is run ahead counts only once asked
-        for, so counts and answers are those of a serial pick; a question never asked costs
-        only the worker's time. `wait=False` returns at once (the caller does other work
-        meanwhile; asking waits for the answer)."""
+    def prefetch(self, asked: list[tuple], events_each: float, here_first: bool = True) -> None:
+        """Start the questions (`ask_max`, `ask_pilot`) not answered yet in the workers, ahead
+        of the pick asking them one by one, but the first: the pick asks it next and runs it
+        here meanwhile (`here_first=False`: that one too, for a caller that does other work
+        meanwhile). With one job, or where each is about `events_each` simulated events,
+        fewer than AHEAD_MIN_EVENTS, nothing (the hand-over would cost more than it saves).
+        What is run ahead counts only once asked for (asking waits for it), so counts and
+        answers are those of a serial pick; a question never asked costs only the worker's
+        time."""
         if self.jobs < 2 or events_each < AHEAD_MIN_EVENTS:
             return
         missing: dict = {}
         for key, request in asked:
             if key not in self._done and key not in self._ready:
                 missing.setdefault(key, request)
-        if not missing or (wait and len(missing) < 2):
+        handed = list(missing.items())[1:] if here_first else list(missing.items())
+        if not handed:
             return
         if self._pool is None:
             from advisor.parallel_runs import RunPool
 
-            self._pool = RunPool(self._simulate, self.jobs)
-        later = self._pool.submit(list(missing.values()))
-        self._ready.update(zip(missing, later))
-        if wait:
-            later[-1].get()
+            self._pool = RunPool(self._simulate, self.jobs - 1)  # and this process: `jobs` in all
+        later = self._pool.submit([request for _, request in handed])
+        self._ready.update(zip((key for key, _ in handed), later))
 
     def close(self) -> None:
         """Ends the workers, if any were started."""
@@ -370,7 +370,7 @@ class ThroughputJudge:
 
         def run(group: list[Candidate], batches: int, tolerance: float) -> list[Candidate]:
             done = []
-            ahead = 2 * self.runs.jobs  # asked ahead at a time: the safety net below still acts
+            ahead = 2 * self.runs.jobs  # asked at a time (the safety net below still acts between)
             for k, o in enumerate(group):
                 if k % ahead == 0:
                     chunk = group[k:k + ahead]
@@ -409,8 +409,9 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
            simulator: Simulator | None = None, jobs: int = 1) -> Selection:
     """The recommendation among `candidates` (the search's best first, then by priority),
     judged by `simulator` (needed for the throughput objective where it can simulate).
-    `jobs`: worker processes that simulate a round's designs side by side (the answer is
-    the same with any number; `advisor.parallel_runs.pick_workers` says how many are safe)."""
+    `jobs`: processes that simulate a round's designs side by side, this one and jobs - 1
+    forked workers (the answer is the same with any number; `advisor.parallel_runs.pick_workers`
+    says how many are safe)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     by_cost = dict(chosen=candidates[0], candidates=candidates, objective="cost")

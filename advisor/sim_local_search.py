@@ -38,7 +38,11 @@ pick's final round just ran. A move is only asked whether it beats the design by
 tolerance, so its rate search stops once the simulator shows it cannot (`stop_below_tps` of
 the simulator's `max_throughput`, within the margin its rate search states). The simulator is
 the one the pick was given (`advisor.judge`), never imported here. The budget still
-charges each move a whole search, so the search takes the same steps either way.
+charges each move a whole search, so the search takes the same steps either way. Where the
+pick has workers (`SimulationRuns.prefetch`), the designs one decision weighs (a step's
+tries, every climb end's designs, the tie-break's pair) are simulated side by side before
+they are asked for one by one, and the pick's own figure while the estimate climbs: the
+decisions, and so the design, are those of one process.
 """
 from __future__ import annotations
 
@@ -167,7 +171,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     # the pick's own figure, simulated meanwhile where there are workers: the climbs below
     # price designs by the estimate alone
     runs.prefetch([runs.ask_max(proc, state, BATCHES, PREDICTION_TOLERANCE, label="simulated search")],
-                  per_run, wait=False)
+                  per_run, here_first=False)
     moves: list[str] = []
     tied: list[tuple] = []  # designs the simulator put within the tie of the best: (tps, proc, state, moves)
     near_steps: list[tuple] = []  # the same, of the steps' moves (for the tie-break alone)
