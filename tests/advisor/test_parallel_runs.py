@@ -239,3 +239,26 @@ def test_a_call_ahead_answers_raises_and_leaves_nothing():
         with CallAhead(_slow_square, 3000):  # 30 s: ended on the way out, not waited for
             raise KeyboardInterrupt
     assert _children() <= before
+
+
+def test_sigterm_to_the_cli_ends_its_workers_and_writes_nothing(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "design.json"
+    command = subprocess.Popen([sys.executable, "-m", "advisor", "recommend", "chain-32", "--machines", "8",
+                                "--jobs", "2", "--out", str(out)], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    me = psutil.Process(command.pid)
+    workers: list = []
+    deadline = time.monotonic() + 60
+    while not workers and command.poll() is None and time.monotonic() < deadline:
+        workers = me.children(recursive=True)  # its one-machine search or its pick's worker
+        time.sleep(0.02)
+    assert workers, "the command ended before it forked a worker"
+    command.send_signal(signal.SIGTERM)
+    _, err = command.communicate(timeout=60)
+    assert command.returncode == 143 and err.strip() == "terminated"
+    psutil.wait_procs(workers, timeout=10)
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    assert not out.exists()
