@@ -20,7 +20,7 @@ from costmodel.errors import check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
-from advisor.parallel_runs import CallAhead, pick_workers
+from advisor.parallel_runs import CallAhead, pick_processes
 from costmodel.graph import WorkloadGraph
 from advisor.pick_digest import pick_request, placement_digest
 from advisor.profile import workload_profile
@@ -241,10 +241,10 @@ def recommend(source: Source, machines: int | None = None,
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
-    workers = pick_workers(1 if jobs is None and own_simulator else jobs)
+    processes = pick_processes(1 if jobs is None and own_simulator else jobs)
     # everything on one machine is a search of its own: in a worker, while this one searches
     ahead = (CallAhead(one_machine_candidate, graph, weights, seed)
-             if simulate and workers > 1 and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
+             if simulate and processes > 1 and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
              else None)
     with ahead or nullcontext():
         search.fit(graph)
@@ -261,7 +261,7 @@ def recommend(source: Source, machines: int | None = None,
             candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
-                       jobs=workers)
+                       jobs=processes)
     chosen = selection.chosen
     provenance = {**base_provenance, "search": search.best_label_,
                   "candidates": len(search.candidates_), **selection.provenance()}

@@ -26,7 +26,7 @@ import threading
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence
 
-MAX_WORKERS = 8  # a round has at most a dozen designs; more workers would mostly wait
+MAX_PROCESSES = 8  # a round has at most a dozen designs; more processes would mostly wait
 THREADS_FORK_SAFE = frozenset({"advisor-spinner"})  # our own threads, which never touch a lock a worker needs
 
 _serial_depth = 0  # > 0 inside `serial_picks`
@@ -53,12 +53,12 @@ def fork_is_safe() -> bool:
             and set(sys._current_frames()) <= ours)
 
 
-def pick_workers(jobs: int | None) -> int:
+def pick_processes(jobs: int | None) -> int:
     """The processes a pick may simulate in, itself included: `jobs` (None: the usable cores,
-    at most MAX_WORKERS), or 1 where forking is not safe or inside `serial_picks`."""
+    at most MAX_PROCESSES), or 1 where forking is not safe or inside `serial_picks`."""
     if _serial_depth or not fork_is_safe():
         return 1
-    return max(1, min(usable_cores(), MAX_WORKERS) if jobs is None else jobs)
+    return max(1, min(usable_cores(), MAX_PROCESSES) if jobs is None else jobs)
 
 
 @contextmanager
@@ -105,7 +105,7 @@ def _forked_call(fn: Callable[..., Any], args: tuple, answer) -> None:
 class CallAhead:
     """`fn(*args)` in a forked process while this one goes on; `get()` returns its value (or
     raises its exception). Use as a context manager: leaving it ends the process if it still
-    runs (an error or Ctrl-C meanwhile). Only where `pick_workers` allows more than one."""
+    runs (an error or Ctrl-C meanwhile). Only where `pick_processes` allows more than one."""
 
     def __init__(self, fn: Callable[..., Any], *args: Any):
         context = multiprocessing.get_context("fork")

@@ -410,7 +410,7 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
     """The recommendation among `candidates` (the search's best first, then by priority),
     judged by `simulator` (needed for the throughput objective where it can simulate).
     `jobs`: processes that simulate a round's designs side by side, this one and jobs - 1
-    forked workers (the answer is the same with any number; `advisor.parallel_runs.pick_workers`
+    forked workers (the answer is the same with any number; `advisor.parallel_runs.pick_processes`
     says how many are safe)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")

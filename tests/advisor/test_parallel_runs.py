@@ -16,7 +16,7 @@ import pytest
 
 import advisor.parallel_runs as parallel_runs
 from advisor.api import recommend
-from advisor.parallel_runs import pick_workers, serial_picks
+from advisor.parallel_runs import pick_processes, serial_picks
 from advisor.selection import AHEAD_MIN_EVENTS, SimulationRuns
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph
@@ -145,13 +145,13 @@ def test_a_bug_in_a_worker_is_raised_here_and_a_refusal_is_kept():
 
 def test_how_many_workers_a_pick_may_use(monkeypatch):
     monkeypatch.setattr(parallel_runs, "usable_cores", lambda: 64)
-    assert pick_workers(None) == parallel_runs.MAX_WORKERS
-    assert pick_workers(3) == 3
+    assert pick_processes(None) == parallel_runs.MAX_PROCESSES
+    assert pick_processes(3) == 3
     with serial_picks():
-        assert pick_workers(None) == 1 and pick_workers(4) == 1
-    assert pick_workers(None) == parallel_runs.MAX_WORKERS
+        assert pick_processes(None) == 1 and pick_processes(4) == 1
+    assert pick_processes(None) == parallel_runs.MAX_PROCESSES
     monkeypatch.setattr(parallel_runs, "fork_is_safe", lambda: False)
-    assert pick_workers(None) == 1 and pick_workers(4) == 1
+    assert pick_processes(None) == 1 and pick_processes(4) == 1
 
 
 FORK_SAFETY = """
