@@ -54,11 +54,12 @@ def fork_is_safe() -> bool:
 
 
 def pick_processes(jobs: int | None) -> int:
-    """The processes a pick may simulate in, itself included: `jobs` (None: the usable cores,
-    at most MAX_PROCESSES), or 1 where forking is not safe or inside `serial_picks`."""
+    """The processes a pick may simulate in, itself included: `jobs` (None: the usable cores),
+    at most MAX_PROCESSES (`--jobs 1000` forks no more), or 1 where forking is not safe or
+    inside `serial_picks`."""
     if _serial_depth or not fork_is_safe():
         return 1
-    return max(1, min(usable_cores(), MAX_PROCESSES) if jobs is None else jobs)
+    return max(1, min(usable_cores() if jobs is None else jobs, MAX_PROCESSES))
 
 
 @contextmanager

@@ -147,6 +147,10 @@ def test_how_many_workers_a_pick_may_use(monkeypatch):
     monkeypatch.setattr(parallel_runs, "usable_cores", lambda: 64)
     assert pick_processes(None) == parallel_runs.MAX_PROCESSES
     assert pick_processes(3) == 3
+    assert pick_processes(1000) == parallel_runs.MAX_PROCESSES  # a typo forks no thousand processes
+    monkeypatch.setattr(parallel_runs, "usable_cores", lambda: 2)
+    assert pick_processes(None) == 2
+    monkeypatch.setattr(parallel_runs, "usable_cores", lambda: 64)
     with serial_picks():
         assert pick_processes(None) == 1 and pick_processes(4) == 1
     assert pick_processes(None) == parallel_runs.MAX_PROCESSES
