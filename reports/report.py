@@ -19,6 +19,7 @@ from typing import Callable
 from costmodel import machine_loads, machine_memory
 from costmodel.files import atomic_write_text
 from costmodel.design import Design
+from advisor.parallel_runs import serial_picks
 from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
 from reports.sensitivity import design_signature
@@ -158,6 +159,7 @@ def _source_label(source) -> str:
     return str(getattr(source, "name", source)) if not isinstance(source, (str, Path)) else str(source)
 
 
+@serial_picks()  # the sections are what runs side by side (`ReportOptions.jobs`), not a pick's simulations
 def build_report(recommendation, *, predictions: dict | None = None, validation=None,
                  source=None, title: str | None = None,
                  options: ReportOptions | None = None,
@@ -176,17 +178,6 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     added to the baselines), worked out side by side with the sections (`report_design`).
     """
     from advisor import __version__
-    from advisor.parallel_runs import serial_picks
-
-    with serial_picks():  # the sections are what runs side by side (`ReportOptions.jobs`)
-        return _build_report(recommendation, predictions=predictions, validation=validation, source=source,
-                             title=title, options=options, progress=progress, migration=migration,
-                             compare=compare, version=__version__)
-
-
-def _build_report(recommendation, *, predictions, validation, source, title, options, progress, migration,
-                  compare, version: str) -> str:
-    """`build_report`'s work, with every pick serial."""
     from reports import figures as F
     from reports.figures._graph import graph_figsize
 
@@ -246,7 +237,7 @@ def _build_report(recommendation, *, predictions, validation, source, title, opt
         "method": design.method or "unknown",
         "source_label": _source_label(source if source is not None else workload or graph),
         "provenance": ", ".join(f"{k}={v}" for k, v in design.provenance.items() if k in ("seed", "search", "version")),
-        "version": version, "figures": figures,
+        "version": __version__, "figures": figures,
         "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
                  "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),
                  "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},
