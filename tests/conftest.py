@@ -26,6 +26,7 @@ import os
 import shutil
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -163,6 +164,16 @@ def chain32_round_robin(chain32):
     from costmodel.simple_designs import round_robin_design
 
     return round_robin_design(chain32, 2, 2)
+
+
+@pytest.fixture
+def short_tmp_path():
+    """An empty directory under /tmp, for a command's TMPDIR where a test looks for the
+    engine's socket directories: pytest's tmp_path (pytest-of-USER/pytest-N/popen-gwK/NAME)
+    can be too long a path for a Unix socket, and the engine then makes them in /tmp."""
+    folder = Path(tempfile.mkdtemp(prefix="t-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def running(pids) -> list[int]:

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from costmodel.files import atomic_write_text, owned_temp_dir, sweep_abandoned_dirs
+from costmodel.files import atomic_write_text
+from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from traces.errors import TraceError
 
 DEFAULT_MASTER = "local[*]"

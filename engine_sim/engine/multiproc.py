@@ -18,14 +18,15 @@ import time
 from pathlib import Path
 
 from costmodel.errors import DISK_ERRNOS, describe_os_error
-from costmodel.files import errno_of, owned_temp_dir, sweep_abandoned_dirs
+from costmodel.files import errno_of
+from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
 from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
-from engine_sim.engine.transport import Net, socket_path
+from engine_sim.engine.transport import Net, longest_socket_name, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
@@ -33,6 +34,7 @@ _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.work
 
 
 MP_TEMP_PREFIX = "pymp-"  # the name multiprocessing gives its own temporary directory
+MP_SOCKET_NAME = len("listener-") + 8  # the forkserver's socket in it: a prefix and 8 random characters
 
 
 def _context():
@@ -48,14 +50,16 @@ def _own_mp_temp_dir() -> None:
     directory here instead, as an owned one (it names this process), before multiprocessing
     makes one: its removal at exit is multiprocessing's as before, and what a killed run left
     is swept by the next (a `pymp-*` directory without an owner file is not ours, and stays).
-    Where multiprocessing keeps its directory elsewhere, it makes its own, as before."""
+    Where multiprocessing keeps its directory elsewhere, it makes its own, as before. The
+    directory holds a socket, so under a long TMPDIR it goes to /tmp (Python 3.11's own
+    choice would fail there with "AF_UNIX path too long")."""
     from multiprocessing import process, util
 
     sweep_abandoned_dirs(MP_TEMP_PREFIX)
     config = getattr(process.current_process(), "_config", None)
     if not isinstance(config, dict) or config.get("tempdir") is not None:
         return  # made already (by an earlier run of this process, or by multiprocessing)
-    folder = owned_temp_dir(MP_TEMP_PREFIX)
+    folder = owned_temp_dir(MP_TEMP_PREFIX, longest_socket_name=MP_SOCKET_NAME)
     util.Finalize(None, shutil.rmtree, args=(str(folder), True), exitpriority=-100)
     config["tempdir"] = str(folder)
 
@@ -220,7 +224,7 @@ class MultiProcessRuntime:
                  workload, design, options: dict, next_plan=None):
         self.plan = plan
         self.ctx = _context()
-        self.sock_dir = str(owned_temp_dir("engs-"))
+        self.sock_dir = str(owned_temp_dir("engs-", longest_socket_name=longest_socket_name(plan.n_partitions)))
         self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret)
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}

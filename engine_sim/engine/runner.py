@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from costmodel.files import owned_temp_dir, sweep_abandoned_dirs
+from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.graph import WorkloadGraph

@@ -16,7 +16,7 @@ import struct
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from costmodel.files import owned_temp_dir
+from costmodel.temp_dirs import owned_temp_dir
 
 SPOOL_PREFIX = "eng-history-"  # under the "eng-" prefix the runner sweeps for killed runs
 _FRAME = struct.Struct("<Q")

@@ -27,7 +27,16 @@ MAX_FRAME_BYTES = 1 << 30  # a longer length prefix is not a frame of this run
 
 
 def socket_path(sock_dir: str, node: int) -> str:
-    return str(Path(sock_dir) / ("driver.sock" if node < 0 else f"p{node}.sock"))
+    return str(Path(sock_dir) / _socket_name(node))
+
+
+def longest_socket_name(n_partitions: int) -> int:
+    """The longest socket name a run of `n_partitions` binds (its directory must fit it)."""
+    return max(len(_socket_name(-1)), len(_socket_name(max(n_partitions - 1, 0))))
+
+
+def _socket_name(node: int) -> str:
+    return "driver.sock" if node < 0 else f"p{node}.sock"
 
 
 class _Out:

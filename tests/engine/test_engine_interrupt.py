@@ -23,10 +23,9 @@ def _leftovers(tmp: Path) -> list[str]:
 
 @pytest.mark.parametrize("sig, code, says", [(signal.SIGTERM, 143, "terminated"),
                                              (signal.SIGINT, 130, "interrupted")])
-def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, sig, code, says):
+def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, short_tmp_path, sig, code, says):
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp_path
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen([*ADVISOR, "run", "move-micro", "--design", str(design), "--batches", "5000000"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -49,7 +48,7 @@ def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, sig, code, sa
     assert _leftovers(tmp) == []
 
 
-def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, monkeypatch):
+def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, short_tmp_path, monkeypatch):
     """SIGKILL runs no clean-up: the run's log and socket directories stay, marked with the
     dead driver's pid; the next run removes them (and leaves a live run's alone)."""
     import tempfile
@@ -59,8 +58,7 @@ def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, monkeypatch):
 
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
     path = design.save(tmp_path / "d.json")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp_path
     proc = subprocess.Popen([*ADVISOR, "run", "move-micro", "--design", str(path), "--batches", "5000000"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "TMPDIR": str(tmp)})

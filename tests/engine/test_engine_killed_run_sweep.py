@@ -23,10 +23,9 @@ def _ours(tmp) -> list[str]:
     return sorted(p.name for p in tmp.iterdir() if p.name.startswith(PREFIXES))
 
 
-def test_the_next_run_removes_what_a_killed_multi_process_run_left(tmp_path):
+def test_the_next_run_removes_what_a_killed_multi_process_run_left(tmp_path, short_tmp_path):
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json")
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
+    tmp = short_tmp_path
     env = {**os.environ, "TMPDIR": str(tmp)}
     run = [*ADVISOR, "run", "move-micro", "--design", str(design)]
     killed = subprocess.Popen([*run, "--batches", "5000000"], stdout=subprocess.DEVNULL,
