@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from costmodel.errors import UserError
+from costmodel.temp_dirs import pid_alive
 
 OURS = "a directory this tool wrote"
 
@@ -340,7 +341,7 @@ def _sweep_siblings(path: Path) -> None:
         parts = entry.name[len(prefix):].split(".")
         if len(parts) != 3 or not parts[0].isdigit() or parts[2] not in ("tmp", "old"):
             continue
-        if _alive(int(parts[0])):
+        if pid_alive(int(parts[0])):
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

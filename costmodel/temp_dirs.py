@@ -68,13 +68,14 @@ def sweep_abandoned_dirs(prefix: str) -> list[Path]:
             pid = int((folder / OWNER_FILE).read_text().strip())
         except (OSError, ValueError):
             continue
-        if pid > 0 and not _alive(pid):
+        if pid > 0 and not pid_alive(pid):
             shutil.rmtree(folder, ignore_errors=True)
             removed.append(folder)
     return removed
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether `pid` may still run: a directory or file it owns is left alone while it does."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

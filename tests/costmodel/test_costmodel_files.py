@@ -171,6 +171,7 @@ def test_a_failed_publish_puts_the_previous_output_back(tmp_path):
 
 USER_ERRORS = {
     "costmodel.files": ["DiskFullError"],
+    "costmodel.temp_dirs": ["TempDirError"],
     "costmodel.errors": ["SpecError", "DesignError"],
     "advisor.errors": ["AdvisorError"],
     "traces.errors": ["TraceError", "JavaError"],
@@ -252,7 +253,8 @@ def test_only_costmodel_files_renames_into_place():
 
 def test_files_and_errors_import_only_the_standard_library_and_each_other():
     """Publishing a file and raising a user error load nothing heavy (no numpy, no Arrow)."""
-    for name in ("files.py", "errors.py"):
+    ours = ("costmodel.errors", "costmodel.files", "costmodel.temp_dirs")
+    for name in ("files.py", "errors.py", "temp_dirs.py"):
         tree = ast.parse((ROOT / "costmodel" / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -262,7 +264,7 @@ def test_files_and_errors_import_only_the_standard_library_and_each_other():
             else:
                 continue
             for root in roots:
-                assert root in ("costmodel.errors", "costmodel.files") or root.split(".")[0] in sys.stdlib_module_names, \
+                assert root in ours or root.split(".")[0] in sys.stdlib_module_names, \
                     f"{name}: {root}"
 
 
