@@ -147,5 +147,17 @@ def one_line_summaries(application: typer.Typer) -> None:
         one_line_summaries(group.typer_instance)
 
 
-def main() -> None:
-    sys.exit(run_app())
+def main(application: typer.Typer | None = None) -> None:
+    code = run_app(None, application)
+    if code in (130, 143):
+        _forget_the_interrupt()
+    sys.exit(code)
+
+
+def _forget_the_interrupt() -> None:
+    """A Ctrl-C that ended while code of a string `exec` ran (a dataclass or a namedtuple being
+    made during a late import: they are built that way) leaves CPython's "unhandled
+    KeyboardInterrupt" flag set though we handled it, and `python -m advisor` then ends by
+    killing itself with SIGINT instead of exiting 130 (a shell sees 130 either way; a parent
+    process sees -2). Every string `exec` clears that flag when it starts."""
+    exec("None", {})  # noqa: S102 - a constant: run only to clear the flag
