@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -76,6 +77,13 @@ def pick_request(graph, spec, weights: Weights, seed: int, calibration=None, obj
                           machines=graph.cost.machines, partitions_per_machine=graph.cost.partitions_per_machine,
                           weights=weights, seed=seed, calibration=calibration, objective=objective,
                           replicate=replicate, data_parallel=data_parallel)
+
+
+def workload_digest(workload) -> str:
+    """The workload's content as a digest: where it was read from, and its description, left
+    out (a changed copy of a spec keeps its file's `sha256`, so that field cannot say it)."""
+    content = replace(workload, source="", sha256="", description="")
+    return hashlib.sha256(repr(content).encode()).hexdigest()
 
 
 def placement_digest(design) -> str:

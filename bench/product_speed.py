@@ -17,6 +17,10 @@ What is timed, each as a fresh `python -m advisor ...` process in the tree's dir
   includes theirs);
 - `advisor recommend` for every bundled workload on 2, 4 and 8 machines.
 
+Every command runs with the cache on disk off (`ADVISOR_CACHE_DIR=off`): the figures are a
+first run's. With `--again`, each report runs a second time with what its first run kept
+(`reports.disk_cache`), timed as "report again", and its text must be the first's.
+
 With `--check`, it also compares the answers of the two trees: the recommended placement of
 every workload timed, and the report's text (tables, headline, suggestions; images left out)
 on tpcdi-trade and linear-road at 2 and 4 machines and on the statistics of the baseline's
@@ -26,6 +30,7 @@ demo. Only meaningful where the two trees are meant to answer the same.
     python bench/product_speed.py --base-tree /tmp/base --tree /tmp/other
     python bench/product_speed.py --base-rev HEAD --recommend-only --workloads chain-32,linear-road --check
     python bench/product_speed.py --base-tree /tmp/base --report-only --repeat 3 --check
+    python bench/product_speed.py --base-rev HEAD --report-only --again
     python bench/product_speed.py --base-tree /tmp/base --demo-only --repeat 3
 """
 from __future__ import annotations
@@ -111,10 +116,12 @@ def compile_tree(tree: Tree) -> None:
                    env={k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"})
 
 
-def run_in(tree: Tree, args: list[str], work: Path) -> tuple[Timing, str]:
+def run_in(tree: Tree, args: list[str], work: Path, cache: Path | None = None) -> tuple[Timing, str]:
     """`python args...` in the tree's directory (its own packages first on the path, their
-    bytecode cached: `compile_tree`)."""
-    env = dict(os.environ, PYTHONPATH=str(tree.path), SPARK_LOCAL_IP="127.0.0.1", COLUMNS="200")
+    bytecode cached: `compile_tree`), with the answers kept on disk in `cache` (None: off,
+    every command cold, as a first run is)."""
+    env = dict(os.environ, PYTHONPATH=str(tree.path), SPARK_LOCAL_IP="127.0.0.1", COLUMNS="200",
+               ADVISOR_CACHE_DIR=str(cache) if cache is not None else "off")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -128,8 +135,8 @@ def run_in(tree: Tree, args: list[str], work: Path) -> tuple[Timing, str]:
     return Timing(wall, cpu), done.stdout
 
 
-def advisor(tree: Tree, args: list[str], work: Path) -> tuple[Timing, str]:
-    return run_in(tree, ["-m", "advisor", *args], work)
+def advisor(tree: Tree, args: list[str], work: Path, cache: Path | None = None) -> tuple[Timing, str]:
+    return run_in(tree, ["-m", "advisor", *args], work, cache)
 
 
 def demo(tree: Tree, work: Path) -> Path:
@@ -148,14 +155,25 @@ def demo(tree: Tree, work: Path) -> Path:
     return out
 
 
-def report(tree: Tree, work: Path, source: str, machines: int | None, tag: str) -> Path:
-    """`advisor recommend` then `advisor report` of its design; only the report is timed."""
+def report(tree: Tree, work: Path, source: str, machines: int | None, tag: str, again: bool = False) -> Path:
+    """`advisor recommend` then `advisor report` of its design; only the report is timed, with
+    nothing kept on disk from an earlier run. `again`: then the same report once more, with
+    what the first kept (`reports.disk_cache`), timed as "report again" (its text must match)."""
     design = work / f"design-{tag}-{tree.label}.json"
     html = work / f"report-{tag}-{tree.label}.html"
     cluster = [] if machines is None else ["--machines", str(machines)]
     advisor(tree, ["recommend", source, *cluster, "--out", str(design)], work)
-    t, _ = advisor(tree, ["report", "--design", str(design), source, "-o", str(html), "-q"], work)
+    cache = work / f"cache-{tag.replace(' ', '-')}-{tree.label}"
+    shutil.rmtree(cache, ignore_errors=True)
+    t, _ = advisor(tree, ["report", "--design", str(design), source, "-o", str(html), "-q"], work,
+                   cache if again else None)
     tree.add(f"report: {tag}", t)
+    if again:
+        html_again = work / f"report-again-{tag}-{tree.label}.html"
+        t, _ = advisor(tree, ["report", "--design", str(design), source, "-o", str(html_again), "-q"], work, cache)
+        tree.add(f"report again: {tag}", t)
+        if report_text(html_again) != report_text(html):
+            raise SystemExit(f"{tree.label}: the report of {tag} read from the cache differs from the first")
     return html
 
 
@@ -231,6 +249,8 @@ def main() -> None:
     ap.add_argument("--report-only", action="store_true",
                     help="time `advisor report` only (no demo, no recommend timings)")
     ap.add_argument("--demo-only", action="store_true", help="time `advisor demo` only")
+    ap.add_argument("--again", action="store_true",
+                    help="time each report a second time with what the first kept on disk")
     ap.add_argument("--workloads", help="comma-separated bundled workloads to recommend for (default: all)")
     ap.add_argument("--keep", type=Path, help="write the outputs here (default: a temporary directory)")
     a = ap.parse_args()
@@ -279,7 +299,7 @@ def main() -> None:
                 sources.append((str(demos["base"] / "statistics"), None, "demo statistics"))
             for source, m, tag in sources:
                 for tree in alternate(pair, k):
-                    html = report(tree, work, source, m, tag)
+                    html = report(tree, work, source, m, tag, a.again)
                     if rnd == 0:
                         answers.setdefault(f"report {tag}", []).append(report_text(html))
                 k += 1

@@ -28,7 +28,7 @@ def picked_for(workload: Workload, machines: int, partitions_per_machine: int, w
     the pick (another design) or nothing was simulated."""
     from dataclasses import replace as _replace
 
-    from advisor.api import recommend
+    from reports.pick_cache import recommend_cached
     from costmodel.graph import WorkloadGraph
 
     replicated = tuple(t for t in replicated if t in workload.table_names)
@@ -38,11 +38,10 @@ def picked_for(workload: Workload, machines: int, partitions_per_machine: int, w
         search_on = _replace(workload, tables=tuple(t for t in workload.tables if t.name not in gone),
                              procedures=tuple(_replace(p, accesses=tuple(a for a in p.accesses if a.table not in gone))
                                               for p in workload.procedures))
-    rec = recommend(search_on, machines=machines, partitions_per_machine=partitions_per_machine,
-                    weights=weights, seed=seed, baselines=False, calibration=calibration)
-    design = rec.design
+    pick = recommend_cached(search_on.with_cluster(machines, partitions_per_machine), weights, seed, calibration)
+    design = pick.design
     if not replicated:
-        return design, rec.prediction
+        return design, pick.prediction
     state = {t: (None if t in replicated else design.state[t]) for t in workload.table_names}
     design = _replace(design, state=state, method=f"{design.method}+replicate:{','.join(replicated)}",
                       provenance=dict(design.provenance))

@@ -170,9 +170,50 @@ def predict(workload, design, options: PredictOptions | None = None):
     o = options or PredictOptions()
     key = ("predict", workload, placement_key(design), simulated_params(o.calibration), o.batches, o.scheduler,
            o.move, o.seed, o.latency_bound_s, o.tolerance)
-    return SIMULATIONS.get(key, lambda: max_throughput(
+    return SIMULATIONS.get(key, lambda: _kept_or_simulated(key, lambda: max_throughput(
         workload, design, latency_bound_s=o.latency_bound_s, scheduler=o.scheduler, move=o.move,
-        calibration=o.calibration, batches=o.batches, seed=o.seed, tolerance=o.tolerance))
+        calibration=o.calibration, batches=o.batches, seed=o.seed, tolerance=o.tolerance)))
+
+
+PREDICTIONS = "predictions"  # their kind in the cache on disk (`reports.disk_cache`)
+
+
+def _kept_or_simulated(key: tuple, simulate: Callable[[], Any]) -> Any:
+    """The result an earlier run kept on disk for `key` (a `predict` key), else `simulate()`'s,
+    kept for the next run."""
+    import pickle
+
+    from reports.disk_cache import read_entry, write_entry
+
+    name = _disk_name(key)
+    data = read_entry(PREDICTIONS, name)
+    if data is not None:
+        try:
+            kept_key, result = pickle.loads(data)  # (our own folder, mode 0700: see disk_cache)
+            if kept_key == name and hasattr(result, "throughput_tps"):
+                return result
+        except Exception:  # noqa: BLE001 - half-copied or another version's: simulated again
+            pass
+    result = simulate()
+    try:
+        write_entry(PREDICTIONS, name, pickle.dumps((name, result), protocol=pickle.HIGHEST_PROTOCOL))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        pass  # a result that does not pickle is not kept
+    return result
+
+
+def _disk_name(key: tuple) -> str | None:
+    """A `predict` key as a file name: the code that simulates, the workload's content and the
+    settings, hashed (None: no code to hash, so nothing to tell another version's by)."""
+    import hashlib
+
+    from advisor.pick_digest import code_fingerprint, workload_digest
+
+    code = code_fingerprint()
+    if not code:
+        return None
+    kind, workload, *settings = key
+    return hashlib.sha256(repr((code, kind, workload_digest(workload), settings)).encode()).hexdigest()
 
 
 def predicted_tps(workload, design, options: PredictOptions | None = None) -> float | None:

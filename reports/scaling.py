@@ -99,22 +99,22 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
                  fixed: tuple | None = None) -> list[dict]:
     """One machine count's rows of `scaling_curve` (`fixed`: that count's `(design, tps)`):
     on its own, so that a report can work out the counts side by side."""
-    from advisor.api import recommend
     from advisor.baselines import BASELINE_FUNCTIONS
+    from reports.pick_cache import recommend_cached
     from advisor.sources import load_graph
     from costmodel.design import Design
 
     weights = weights or DEFAULT_WEIGHTS
     w = workload.with_cluster(machines=machines, partitions_per_machine=partitions_per_machine)
-    if fixed is not None:  # the graph `recommend` would search on, without the search
+    graph = load_graph(w)  # the graph `recommend` searches on
+    if fixed is not None:
         own, own_tps = fixed
-        graph = load_graph(w)
     else:
         o = options or PredictOptions()
-        rec = recommend(w, weights=weights, seed=seed, baselines=False, objective=objective,
-                        simulator=CachedSimulator(), calibration=o.calibration)
+        pick = recommend_cached(w, weights, seed, o.calibration, objective, simulator=CachedSimulator(),
+                                simulator_name="report")
         # the pick's own figure is the prediction where the settings are its own
-        (own, own_tps), graph = (rec.design, rec.prediction if o.as_the_pick(seed) else None), rec.graph
+        own, own_tps = pick.design, pick.prediction if o.as_the_pick(seed) else None
     designs = {"advisor": own}
     for name in baselines:
         placed = BASELINE_FUNCTIONS[name](graph, weights, seed)

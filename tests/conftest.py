@@ -36,6 +36,9 @@ os.environ.pop("ADVISOR_CALIBRATION", None)
 os.environ.pop("COLUMNS", None)  # human output is wrapped only where a test asks for a width
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="advisor-test-config-")
 atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)  # a test run leaves no directory
+# picks kept on disk (`reports.pick_cache`) would let one test answer another's question: off,
+# but where a test turns it on in a directory of its own
+os.environ["ADVISOR_CACHE_DIR"] = "off"
 
 # markers of tests that start a JVM, a process, a browser or a notebook kernel, or take long
 NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow", "integration")
