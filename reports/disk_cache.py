@@ -32,7 +32,12 @@ def cache_dir() -> Path | None:
     value = os.environ.get(CACHE_ENV)
     if value is not None:
         return None if value.strip().lower() in OFF else Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        try:
+            base = str(Path.home() / ".cache")
+        except (RuntimeError, KeyError, OSError):  # no home directory to be found: no cache
+            return None
     return Path(base) / "sstore-advisor"
 
 

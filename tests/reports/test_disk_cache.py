@@ -154,3 +154,18 @@ def test_a_report_again_reads_its_picks_and_simulations_and_is_the_same(cache, m
     assert len(searches) < first_searches  # the chart's and the suggestions' picks were read back
     assert {p.parent.name for p in cache.parent.glob("*/*")} == {"picks", "predictions"}
     SIMULATIONS.clear()
+
+
+def test_where_the_cache_lives(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.delenv(disk_cache.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / "sstore-advisor"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache_dir() == Path.home() / ".cache" / "sstore-advisor"
+    for off in ("off", "OFF", "0", "none", ""):
+        monkeypatch.setenv(disk_cache.CACHE_ENV, off)
+        assert cache_dir() is None
+    monkeypatch.setenv(disk_cache.CACHE_ENV, str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine"
