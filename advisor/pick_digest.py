@@ -86,6 +86,45 @@ def workload_digest(workload) -> str:
     return hashlib.sha256(repr(content).encode()).hexdigest()
 
 
+def content_digest(value) -> str:
+    """A digest of a record's content (a graph, its cost arrays): every public dataclass field,
+    arrays by type, shape and bytes, floats exactly. Why not `repr`: numpy elides the middle of
+    a long array there, so two different graphs could print alike."""
+    digest = hashlib.sha256()
+    _feed(digest, value)
+    return digest.hexdigest()
+
+
+def _feed(digest, value) -> None:
+    import dataclasses
+
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        digest.update(f"array {value.dtype.str} {value.shape}|".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        digest.update(f"{type(value).__qualname__}(".encode())
+        for f in dataclasses.fields(value):
+            if not f.name.startswith("_"):
+                digest.update(f"{f.name}=".encode())
+                _feed(digest, getattr(value, f.name))
+        digest.update(b")")
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"{type(value).__name__}[{len(value)}](".encode())
+        for item in value:
+            _feed(digest, item)
+        digest.update(b")")
+    elif isinstance(value, dict):
+        digest.update(f"dict[{len(value)}](".encode())
+        for key in sorted(value, key=repr):
+            _feed(digest, key)
+            _feed(digest, value[key])
+        digest.update(b")")
+    else:
+        digest.update(f"{type(value).__name__}:{value!r}|".encode())
+
+
 def placement_digest(design) -> str:
     """Where `design` puts every SP and state item, on its cluster, as a digest."""
     placed = {"workload": design.workload, "cluster": [design.machines, design.partitions_per_machine],

@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Callable
 
 from costmodel import Weights
 from costmodel.design import Design
+from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
 from reports.disk_cache import read_entry, write_entry
 
@@ -58,9 +60,10 @@ def recommend_cached(workload: Workload, weights: Weights | None, seed: int = 0,
     """`recommend(workload, ...)` on the workload's own cluster, as a report asks it (no
     baselines), read from the cache when it was asked before."""
     from advisor.api import recommend
+    from advisor.sources import load_graph
 
     key = pick_key(workload, weights, seed, calibration, objective, simulator_name)
-    kept = read_pick(key, workload)
+    kept = read_pick(key, lambda: load_graph(workload))
     if kept is not None:
         return kept
     rec = recommend(workload, weights=weights, seed=seed, baselines=False, objective=objective,
@@ -70,9 +73,29 @@ def recommend_cached(workload: Workload, weights: Weights | None, seed: int = 0,
     return pick
 
 
-def read_pick(key: str | None, workload: Workload) -> CachedPick | None:
-    """The pick kept for `key`, its cost scored again on `workload` (the file keeps 12 digits);
-    None on a miss, or where the cache is off or not this user's own."""
+def recommend_by_cost_cached(graph: WorkloadGraph, weights: Weights, seed: int = 0) -> Design:
+    """`recommend(graph, weights=weights, seed=seed, baselines=False).design` (a graph alone: the
+    pick by cost, as the sensitivity sweep asks it at every point), read from the cache when
+    it was asked before. Named by the graph's whole content, as no file names it."""
+    from advisor.api import recommend
+    from advisor.pick_digest import code_fingerprint, content_digest
+
+    code = code_fingerprint()
+    key = None if not code else hashlib.sha256(repr(
+        (code, "graph", content_digest(graph), [repr(float(x)) for x in (weights.alpha, weights.beta, weights.gamma)],
+         seed)).encode()).hexdigest()
+    kept = read_pick(key, lambda: graph)
+    if kept is not None:
+        return kept.design
+    design = recommend(graph, weights=weights, seed=seed, baselines=False).design
+    write_pick(key, CachedPick(design, None))
+    return design
+
+
+def read_pick(key: str | None, graph_of: Callable[[], WorkloadGraph]) -> CachedPick | None:
+    """The pick kept for `key`, its cost scored again on the graph it was picked on
+    (`graph_of()`: the file keeps 12 digits); None on a miss, or where the cache is off or not
+    this user's own."""
     data = read_entry(KIND, key)
     if data is None:
         return None
@@ -86,9 +109,7 @@ def read_pick(key: str | None, workload: Workload) -> CachedPick | None:
             return None
     except (ValueError, KeyError, TypeError, AttributeError):
         return None  # half-copied or not ours: searched again
-    from advisor.sources import load_graph
-
-    design.cost = design.score(load_graph(workload), design.weights)
+    design.cost = design.score(graph_of(), design.weights)
     return CachedPick(design, None if prediction is None else float(prediction))
 
 

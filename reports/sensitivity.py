@@ -116,11 +116,11 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
 def sweep_term(graph, base: Weights, term: str, shares: tuple[float, ...] = DEFAULT_SHARES,
                seed: int = 0) -> list:
     """The design `recommend` chooses at each share of one weight: one sweep, on its own so
-    that the three can run in separate processes (`reports.report`)."""
-    from advisor.api import recommend
+    that the three can run in separate processes (`reports.report`); each point read from the
+    cache on disk when it was asked before (`reports.pick_cache`)."""
+    from reports.pick_cache import recommend_by_cost_cached
 
-    return [recommend(graph, weights=sweep_weights(base, term, share), seed=seed, baselines=False).design
-            for share in shares]
+    return [recommend_by_cost_cached(graph, sweep_weights(base, term, share), seed) for share in shares]
 
 
 def sensitivity_of(graph, base: Weights, base_design, shares: tuple[float, ...],

@@ -13,7 +13,7 @@ import advisor.api
 from reports import disk_cache
 from reports.disk_cache import cache_dir
 from reports.pick_cache import CachedPick, pick_key, read_pick, recommend_cached, write_pick
-from advisor.sources import load_workload
+from advisor.sources import load_graph, load_workload
 from costmodel import Weights
 
 pytestmark = pytest.mark.integration  # each miss is a whole pick (a second or two)
@@ -79,9 +79,9 @@ def test_a_broken_or_foreign_entry_is_a_miss(cache, linear_road):
     for broken in ("{", "[]", json.dumps({"format": 1, "key": "another", "design": {}, "prediction": 1.0}),
                    json.dumps({"format": 1, "key": key, "design": {"workload": 3}, "prediction": 1.0})):
         path.write_text(broken)
-        assert read_pick(key, linear_road) is None
+        assert read_pick(key, lambda: load_graph(linear_road)) is None
     again = recommend_cached(linear_road, WEIGHTS, 0)  # searched again, and kept again
-    assert again.design == pick.design and read_pick(key, linear_road) is not None
+    assert again.design == pick.design and read_pick(key, lambda: load_graph(linear_road)) is not None
 
 
 def test_off_shared_or_unwritable_caches_change_nothing(tmp_path, linear_road, monkeypatch):
@@ -169,3 +169,35 @@ def test_where_the_cache_lives(tmp_path, monkeypatch):
         assert cache_dir() is None
     monkeypatch.setenv(disk_cache.CACHE_ENV, str(tmp_path / "mine"))
     assert cache_dir() == tmp_path / "mine"
+
+
+def test_a_sensitivity_point_read_back_is_the_pick_by_cost(cache, monkeypatch):
+    from reports.sensitivity import sweep_term, sweep_weights
+
+    graph = load_graph("linear-road", 2, 2)
+    shares = (0.5, 0.2)
+    fresh = [advisor.api.recommend(graph, weights=sweep_weights(WEIGHTS, "alpha", share), seed=1,
+                                   baselines=False).design for share in shares]
+    assert sweep_term(graph, WEIGHTS, "alpha", shares, seed=1) == fresh
+    _no_search(monkeypatch)
+    again = sweep_term(graph, WEIGHTS, "alpha", shares, seed=1)
+    assert again == fresh and [d.cost for d in again] == [d.cost for d in fresh]
+    with pytest.raises(AssertionError, match="searched again"):  # another graph is another entry
+        sweep_term(load_graph("linear-road", 4, 2), WEIGHTS, "alpha", (0.5,), seed=1)
+
+
+def test_the_content_digest_sees_every_element_of_an_array():
+    import numpy as np
+
+    from advisor.pick_digest import content_digest
+
+    graph = load_graph("chain-32", 4, 2)
+    same = load_graph("chain-32", 4, 2)
+    assert content_digest(graph) == content_digest(same)
+    long = np.arange(5_000, dtype=float)
+    changed = long.copy()
+    changed[2_500] += 1e-9  # numpy's repr shows neither
+    assert repr(long) == repr(changed) and content_digest(long) != content_digest(changed)
+    same.cost.proc_load[len(same.cost.proc_load) // 2] *= 1.000001
+    assert content_digest(graph) != content_digest(same)
+    assert content_digest(graph) != content_digest(graph.with_cluster(8, 2))
