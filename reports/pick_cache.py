@@ -2,11 +2,11 @@
 costs a file read, not a search.
 
 A report asks `recommend` for the design of every machine count of its scaling chart and of
-every changed dataflow it suggests: six picks or more, most of its time. A pick is
-deterministic: the same code of the packages it runs, workload content, cluster, weights, seed,
-calibration, objective and simulator give the same design and prediction
-(`advisor.pick_digest` names such a request). Each is kept as a small JSON file named by that
-digest.
+every changed dataflow it suggests (six picks or more, most of its time), and for a pick by
+cost at every point of its sensitivity sweep (18). A pick is deterministic: the same code of
+the packages it runs, workload (or graph) content, cluster, weights, seed, calibration,
+objective and simulator give the same design and prediction (`advisor.pick_digest` names such
+a request). Each is kept as a small JSON file named by that digest.
 """
 from __future__ import annotations
 
