@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 WARMUP = 0.1  # the first tenth of the batches is not measured
+KEPT_UP = 0.98  # a run kept up with its offered rate when it measured at least this share of it
 
 
 @dataclass
@@ -148,7 +149,7 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     ppm = plan.partitions_per_machine
     machine_util = [float(np.mean(held[m * ppm:(m + 1) * ppm])) for m in range(plan.machines)]
     offered = model.rate
-    kept_up = offered is None or bps >= 0.98 * offered
+    kept_up = offered is None or bps >= KEPT_UP * offered
     coord = [c / makespan for c in model.coord_busy]
     link = [c / makespan for c in model.nic_busy]
     def node_name(n: int) -> str:

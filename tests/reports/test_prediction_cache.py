@@ -28,7 +28,7 @@ def test_a_repeated_prediction_is_the_simulators_answer_simulated_once(tpcdi):
     misses = SIMULATIONS.misses
     again = predict(tpcdi, replace(design, method="renamed", provenance={}), OPTIONS)  # same placement
     assert again is first and SIMULATIONS.misses == misses and SIMULATIONS.hits >= 1
-    fresh = max_throughput(tpcdi, design, batches=OPTIONS.batches, seed=OPTIONS.seed)
+    fresh = max_throughput(tpcdi, design, batches=OPTIONS.batches, seed=OPTIONS.seed, tolerance=OPTIONS.tolerance)
     assert fresh.throughput_tps == first.throughput_tps
 
 
