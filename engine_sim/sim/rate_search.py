@@ -13,9 +13,10 @@ the design delivered while overloaded, about its capacity, so the rate it would 
 with (the *edge*: that figure over the 98 % share) is a guess at where the bracket ends. The
 next probe goes just below the edge (half the tolerance) where keeping up there closes the
 bracket; else just above the edge, to bring the top down, and then below it: two probes when
-the guess is right. Where the bracket's midpoint closes it whatever its answer, it bisects. Where a design delivers less overloaded than
-it sustains (transactions that hold locks stretch each other's holds past saturation: some of
-linear-road's designs), a probe above the edge keeps up; the search then bisects for the rest.
+the guess is right. Where the bracket's midpoint closes it whatever its answer, it bisects.
+Where a design delivers less overloaded than it sustains (transactions that hold locks
+stretch each other's holds past saturation: some of linear-road's designs), a probe above the
+edge keeps up; the search then bisects for the rest.
 Either way the bracket closes to the same tolerance, so the answer is as good; it takes fewer
 probes, and the overloaded ones, which cost the most (their queues grow through the run),
 fewer still: 16-17 % fewer probes and 28 % less CPU, over 40 random designs of eight
