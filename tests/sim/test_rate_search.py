@@ -92,3 +92,23 @@ def test_on_the_simulator_both_searches_agree_within_their_tolerance(monkeypatch
     bisected = max_throughput(w, design, batches=150, tolerance=0.01, calibration=params)
     assert aimed.throughput_tps == pytest.approx(bisected.throughput_tps, rel=0.02)
     assert len(aimed.search) <= len(bisected.search)
+
+
+def test_the_bench_times_both_searches_and_leaves_the_simulator_as_it_was():
+    import sys
+    from pathlib import Path
+
+    import engine_sim.sim.run as sim_run
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    import rate_search_speed as bench
+
+    w = load_workload("tpcdi-trade").with_cluster(2, 1)
+    g = WorkloadGraph.from_workload(w)
+    _proc, _state, design = next(bench.random_designs(g, 1, seed=4))
+    params = Calibration.reference().params
+    bisected = bench.searched(w, design, 100, 0.08, params, aim=False)
+    aimed = bench.searched(w, design, 100, 0.08, params, aim=True)
+    assert sim_run.search_rate is search_rate  # put back after each
+    assert aimed[0] == pytest.approx(bisected[0], rel=0.08)  # within the search's tolerance
+    assert aimed[1] >= 2 and bisected[1] >= 2  # probes counted
