@@ -19,7 +19,7 @@ stretch each other's holds past saturation: some of linear-road's designs), a pr
 edge keeps up; the search then bisects for the rest.
 Either way the bracket closes to the same tolerance, so the answer is as good; it takes fewer
 probes, and the overloaded ones, which cost the most (their queues grow through the run),
-fewer still: 16-17 % fewer probes and 28 % less CPU, over 40 random designs of eight
+fewer still: 16-19 % fewer probes and 25-26 % less CPU, over 40 random designs of eight
 workloads at the pick's screening and final settings, on the set it was worked out on and on
 one held out (`bench/rate_search_speed.py`; docs/measurements.md, "Stop 52").
 
@@ -44,13 +44,16 @@ MAX_PROBES = 16
 def probe_near_edge(edge: float | None, lo: float, hi: float, tolerance: float) -> float | None:
     """The next probe, aimed by the edge; None: bisect (also where the midpoint closes the
     bracket whatever its answer). Just below the edge (half the tolerance) where keeping up
-    there closes the bracket; else just above the edge, to bring the top down to it; else
-    just below it. Only inside the bracket by an eighth of the tolerance."""
+    there closes the bracket; else just above the edge, to bring the top down to it, where
+    that lowers the top by half the tolerance at least (else a run of overloaded probes, each
+    edge a little lower, creeps down); else just below it. Only inside the bracket by an
+    eighth of the tolerance."""
     if edge is None or hi - lo <= tolerance * (lo + hi):
         return None
     below, above = edge * (1 - tolerance / 2), edge * (1 + tolerance / 2)
     for rate in ((below, above) if hi - below <= tolerance * hi else (above, below)):
-        if lo * (1 + tolerance / 8) < rate < hi * (1 - tolerance / 8):
+        top = hi * (1 - tolerance / 2) if rate == above else hi * (1 - tolerance / 8)
+        if lo * (1 + tolerance / 8) < rate < top:
             return rate
     return None
 
