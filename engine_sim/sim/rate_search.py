@@ -16,9 +16,8 @@ bracket; else just above the edge, to bring the top down, and then below it: two
 the guess is right. Where the bracket's midpoint closes it whatever its answer, it bisects.
 Where a design delivers less overloaded than it sustains (transactions that hold locks
 stretch each other's holds past saturation: some of linear-road's designs), a probe above the
-edge keeps up; the search then bisects for the rest.
-Either way the bracket closes to the same tolerance, so the answer is as good; it takes fewer
-probes, and the overloaded ones, which cost the most (their queues grow through the run),
+edge keeps up; the search then bisects for the rest. Either way the bracket closes to the
+same tolerance, so the answer is as good; it takes fewer probes, and the overloaded ones, which cost the most (their queues grow through the run),
 fewer still: 16-19 % fewer probes and 25-26 % less CPU, over 40 random designs of eight
 workloads at the pick's screening and final settings, on the set it was worked out on and on
 one held out (`bench/rate_search_speed.py`; docs/measurements.md, "Stop 52").
@@ -50,10 +49,10 @@ def probe_near_edge(edge: float | None, lo: float, hi: float, tolerance: float) 
     eighth of the tolerance."""
     if edge is None or hi - lo <= tolerance * (lo + hi):
         return None
-    below, above = edge * (1 - tolerance / 2), edge * (1 + tolerance / 2)
-    for rate in ((below, above) if hi - below <= tolerance * hi else (above, below)):
-        top = hi * (1 - tolerance / 2) if rate == above else hi * (1 - tolerance / 8)
-        if lo * (1 + tolerance / 8) < rate < top:
+    below = (edge * (1 - tolerance / 2), hi * (1 - tolerance / 8))  # (rate, the most it may be)
+    above = (edge * (1 + tolerance / 2), hi * (1 - tolerance / 2))
+    for rate, most in ((below, above) if hi - below[0] <= tolerance * hi else (above, below)):
+        if lo * (1 + tolerance / 8) < rate < most:
             return rate
     return None
 
