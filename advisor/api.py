@@ -180,6 +180,15 @@ class Recommendation:
                 + frame.to_html(float_format=lambda x: f"{x:.4f}"))
 
 
+def _beside_the_search(graph: WorkloadGraph, weights: Weights, seed: int, together: bool = True,
+                       baselines: bool = True) -> tuple[Candidate | None, dict[str, tuple | None]]:
+    """What a pick weighs besides the search's designs, none of it depending on the search:
+    everything on one machine (`one_machine_candidate`, where `together`) and each baseline's
+    placement (where `baselines`)."""
+    placed = {name: fn(graph, weights, seed) for name, fn in BASELINE_FUNCTIONS.items()} if baselines else {}
+    return (one_machine_candidate(graph, weights, seed) if together else None), placed
+
+
 def recommend(source: Source, machines: int | None = None,
               partitions_per_machine: int | None = None, weights: Weights | None = None,
               seed: int = 0, replicate: bool = False, baselines: bool = True,
@@ -242,22 +251,18 @@ def recommend(source: Source, machines: int | None = None,
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
     processes = pick_processes(1 if jobs is None and own_simulator else jobs)
-    # everything on one machine is a search of its own: in a worker, while this one searches
-    ahead = (CallAhead(one_machine_candidate, graph, weights, seed)
-             if simulate and processes > 1 and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
-             else None)
+    # everything on one machine is a search of its own, and no baseline depends on the search:
+    # in a forked process, while this one searches
+    ahead = CallAhead(_beside_the_search, graph, weights, seed) if simulate and processes > 1 else None
     with ahead or nullcontext():
         search.fit(graph)
         candidates = search_candidates(search, graph, weights)
-        scored_baselines: dict[str, Candidate] = {}
-        if baselines or simulate:
-            for name, fn in BASELINE_FUNCTIONS.items():
-                result = fn(graph, weights, seed)
-                if result is not None:
-                    scored_baselines[name] = scored_candidate(graph, weights, name, "baseline", *result)
+        together, placed = (ahead.get() if ahead is not None
+                            else _beside_the_search(graph, weights, seed, simulate, baselines or simulate))
+        scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
+                            for name, result in placed.items() if result is not None}
         candidates += list(scored_baselines.values())
         if simulate:
-            together = ahead.get() if ahead is not None else one_machine_candidate(graph, weights, seed)
             candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,

@@ -148,9 +148,9 @@ class RunPool:
             raise
 
     def submit(self, requests: Sequence[Any]) -> list["Later"]:
-        """Start the requests (the idle worker takes the next); one `Later` each, in order."""
-        handle = self._pool.map_async(_run_one, requests, chunksize=1)
-        return [Later(handle, k) for k in range(len(requests))]
+        """Start the requests (the idle worker takes the next); one `Later` each, in order,
+        each ready as soon as its own request is done (not when the last of them is)."""
+        return [Later(self._pool.apply_async(_run_one, (request,))) for request in requests]
 
     def close(self) -> None:
         """Ends the workers at once (nothing they hold is kept) and reaps them."""
@@ -169,9 +169,9 @@ class RunPool:
 class Later:
     """One request's answer from a `RunPool.submit`: `get()` waits for it."""
 
-    def __init__(self, handle: Any, index: int):
-        self._handle, self._index = handle, index
+    def __init__(self, handle: Any):
+        self._handle = handle
 
     def get(self) -> tuple[bool, Any]:
         """(True, outcome) or (False, the exception the simulation raised)."""
-        return self._handle.get()[self._index]
+        return self._handle.get()

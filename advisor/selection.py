@@ -214,20 +214,21 @@ class SimulationRuns:
 
     def prefetch(self, asked: list[tuple], events_each: float, here_first: bool = True) -> None:
         """Start the questions (`ask_max`, `ask_pilot`) not answered yet in the workers, ahead
-        of the pick asking them one by one, but the first: the pick asks it next and runs it
-        here meanwhile (`here_first=False`: that one too, for a caller that does other work
-        meanwhile). With one job, or where each is about `events_each` simulated events,
-        fewer than AHEAD_MIN_EVENTS, nothing (the hand-over would cost more than it saves).
-        What is run ahead counts only once asked for (asking waits for it), so counts and
-        answers are those of a serial pick; a question never asked costs only the worker's
-        time."""
+        of the pick asking them one by one, but this process's share: the first and every
+        `jobs`-th after it, which the pick runs here when it asks them, in turn with the
+        workers' (`here_first=False`: all of them in the workers, for a caller that does
+        other work meanwhile). With one job, or where each is about `events_each` simulated
+        events, fewer than AHEAD_MIN_EVENTS, nothing (the hand-over would cost more than it
+        saves). What is run ahead counts only once asked for (asking waits for it), so counts
+        and answers are those of a serial pick; a question never asked costs only the
+        worker's time, or none where it was this process's."""
         if self.jobs < 2 or events_each < AHEAD_MIN_EVENTS:
             return
         missing: dict = {}
         for key, request in asked:
             if key not in self._done and key not in self._ready:
                 missing.setdefault(key, request)
-        handed = list(missing.items())[1:] if here_first else list(missing.items())
+        handed = [item for k, item in enumerate(missing.items()) if not here_first or k % self.jobs]
         if not handed:
             return
         if self._pool is None:

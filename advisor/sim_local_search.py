@@ -202,11 +202,12 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     # first the estimate's own optimum from here (free); the simulator says whether it pays
     p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
     bar = estimate.throughput_tps(p2, s2)  # what another start's climb must beat, by the estimate
-    start = best = simulate(proc, state)
-    try_end(end_designs(p2, s2, climbed, end_too=bool(climbed)), [])
+    first_end = end_designs(p2, s2, climbed, end_too=bool(climbed))
     # then from the pool's next best designs, and from its others within a budget: their
     # climbs' ends that the estimate puts above this one's, best first, simulated (a pool
-    # design that starts lower can climb higher)
+    # design that starts lower can climb higher). Every climb is priced by the estimate alone,
+    # in the same order whatever the simulator answers, so they all run before the first
+    # answer is awaited: with workers, while the pick's own figure is simulated.
     def climb_from(label, p0, s0, max_priced: int | None = None) -> tuple | None:
         p2, s2, climbed = climb_estimate(graph, estimate, np.asarray(p0, dtype=np.int64),
                                          np.asarray(s0, dtype=np.int64), private, touched,
@@ -229,6 +230,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     # workers, where there are some, simulate them all side by side
     tries = [(end_designs(p2, s2, climbed), [f"start from {label!r}"])
              for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0])]  # stable: ties keep order
+    start = best = simulate(proc, state)
+    try_end(first_end, [])
     ahead([(p4, s4) for tried, _ in tries for p4, s4, _ in tried], best * (1 + TIE_TOLERANCE))
     for tried, first in tries:
         try_end(tried, first)

@@ -266,3 +266,40 @@ def test_sigterm_to_the_cli_ends_its_workers_and_writes_nothing(tmp_path):
     psutil.wait_procs(workers, timeout=10)
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
     assert not out.exists()
+
+
+def test_an_answer_is_ready_when_its_own_request_is_done():
+    """A round's quick answer is not held back by a slow one handed over with it (the pick asks
+    in order, and takes each as soon as it is there)."""
+    import time
+
+    from advisor.parallel_runs import RunPool
+
+    with RunPool(_slow_square, 2) as pool:
+        slow, quick = pool.submit([300, 1])  # 3 s and 10 ms
+        started = time.perf_counter()
+        assert quick.get() == (True, 1)
+        assert time.perf_counter() - started < 2.0
+        assert slow.get() == (True, 90000)
+
+
+def test_a_round_is_shared_between_this_process_and_the_workers():
+    """`prefetch` hands the workers all but this process's share of a round (the first and
+    every `jobs`-th question after it), which the pick runs here as it asks them; with
+    `here_first=False` (the caller does other work meanwhile) it hands them all."""
+    w = load_workload("chain-32").with_cluster(4, None)
+    graph = WorkloadGraph.from_workload(w)
+    rng = np.random.default_rng(5)
+    designs = [(rng.integers(0, 16, graph.n_proc), rng.integers(0, 16, graph.n_state)) for _ in range(5)]
+    for jobs, here_first, handed in ((2, True, [1, 3]), (3, True, [1, 2, 4]), (2, False, [0, 1, 2, 3, 4])):
+        runs = SimulationRuns.of(w, graph, Weights(), simulator=ENGINE_SIMULATOR, jobs=jobs)
+        try:
+            asked = [runs.ask_max(p, s, 40, 0.05) for p, s in designs]
+            runs.prefetch(asked, AHEAD_MIN_EVENTS, here_first=here_first)
+            assert set(runs._ready) == {asked[k][0] for k in handed}
+            answers = [runs.max_throughput(p, s, 40, 0.05).throughput_tps for p, s in designs]
+        finally:
+            runs.close()
+        with serial_picks():
+            alone = SimulationRuns.of(w, graph, Weights(), simulator=ENGINE_SIMULATOR)
+            assert answers == [alone.max_throughput(p, s, 40, 0.05).throughput_tps for p, s in designs]
