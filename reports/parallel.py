@@ -4,13 +4,10 @@ with `jobs` N, N - 1 workers and the calling process share the tasks.
 Why not `multiprocessing`: the demo builds its report in a process with a live Spark gateway
 and its threads, so forking it is unsafe; and a spawned or forkserver worker re-runs the
 caller's main script when it has no `if __name__ == "__main__"` guard (a notebook user's
-script, say). Where forking is safe (`advisor.parallel_runs.fork_is_safe`: `advisor report`
-and `advisor tune` from the command line), each worker is forked from this process, with
-everything it imported, and starts at once; elsewhere it is a fresh `python -c` that imports
-this module and nothing of the caller's (about 0.4 s of CPU here before its first task).
-Either way it answers pickled tasks (a module-level function and its arguments: plain
-records) on one pipe with pickled results on another, so nothing a task prints can corrupt
-the answer.
+script, say). Each worker here is a fresh `python -c` that imports this module and nothing of
+the caller's, then answers pickled tasks (a module-level function and its arguments: plain
+records) on its stdin with pickled results on a pipe of its own, so nothing a task prints can
+corrupt the answer.
 
 A worker also sends back the simulations it ran (`reports.predict.SIMULATIONS`), and the
 parent keeps them, so the process's cache holds what a serial run would have left in it.
@@ -23,7 +20,6 @@ import json
 import os
 import pickle
 import queue
-import signal
 import subprocess
 import sys
 import threading
@@ -31,7 +27,7 @@ from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any, Callable
 
-from advisor.parallel_runs import fork_is_safe, serial_picks, usable_cores  # (usable_cores: re-exported, the report's default jobs)
+from advisor.parallel_runs import serial_picks, usable_cores  # (re-exported: the report's default jobs)
 
 # what a worker imports before its first task (while the parent does its own part)
 PRELOAD = ("advisor.api", "engine_sim.sim", "reports.scaling", "reports.sensitivity", "reports.suggestions")
@@ -88,9 +84,8 @@ class SectionPool:
             thread.start()
             self._threads.append(thread)
 
-    def _start_worker(self) -> "subprocess.Popen | ForkedWorker":
-        if fork_is_safe():
-            return ForkedWorker(self._workers)
+    @staticmethod
+    def _start_worker() -> subprocess.Popen:
         read_end, write_end = os.pipe()
         try:
             worker = subprocess.Popen([sys.executable, "-c", BOOT, json.dumps(sys.path), str(write_end)],
@@ -189,49 +184,6 @@ class SectionPool:
             for stream in (worker.stdin, worker.answers):
                 with suppress(OSError):  # a pipe to a killed worker may fail to flush
                     stream.close()
-
-
-class ForkedWorker:
-    """A worker forked from this process: the pipes and the protocol of a spawned one
-    (`stdin`, `answers`, `kill`, `wait`), without a new interpreter to start. It closes its
-    copies of the other workers' pipes, so each of them still sees its tasks end."""
-
-    def __init__(self, others: list) -> None:
-        from advisor.parallel_runs import _start_worker
-
-        tasks_read, tasks_write = os.pipe()
-        answers_read, answers_write = os.pipe()
-        for stream in (sys.stdout, sys.stderr):  # what is buffered here is not written twice
-            with suppress(Exception):
-                stream.flush()
-        pid = os.fork()
-        if pid == 0:  # the worker: answer, then leave without this process's exit handlers
-            try:
-                os.close(tasks_write)
-                os.close(answers_read)
-                for other in others:
-                    for stream in (other.stdin, other.answers):
-                        with suppress(OSError):
-                            os.close(stream.fileno())
-                _start_worker()  # Ctrl-C is the parent's; fresh standard streams
-                os.dup2(2, 1)
-                with serial_picks():
-                    _answer(os.fdopen(tasks_read, "rb"), os.fdopen(answers_write, "wb"))
-            finally:
-                os._exit(0)
-        os.close(tasks_read)
-        os.close(answers_write)
-        self.pid = pid
-        self.stdin = os.fdopen(tasks_write, "wb")
-        self.answers = os.fdopen(answers_read, "rb")
-
-    def kill(self) -> None:
-        with suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
-
-    def wait(self) -> None:
-        with suppress(ChildProcessError):
-            os.waitpid(self.pid, 0)
 
 
 MIN_PROCESSES = 4  # what `jobs` may always ask for, on any host

@@ -142,23 +142,3 @@ def test_a_pool_starts_no_more_processes_than_the_cores_or_four():
 
     with section_pool(1000) as pool:
         assert len(pool._workers) == max(usable_cores(), MIN_PROCESSES) - 1
-
-
-def test_forked_workers_build_the_same_report_and_end(small, monkeypatch):
-    """Where forking is safe (the command line), the workers are forked from this process
-    (no interpreter to start); two of them, each closing its copies of the other's pipes, so
-    both end when the report does. The test runner's thread is not one a worker needs."""
-    import reports.parallel as parallel
-    from reports.parallel import ForkedWorker, section_pool
-
-    monkeypatch.setattr(parallel, "fork_is_safe", lambda: True)
-    before = {c.pid for c in psutil.Process().children()}
-    with section_pool(3) as pool:
-        assert all(isinstance(w, ForkedWorker) for w in pool._workers) and len(pool._workers) == 2
-        assert pool.submit(os.getppid).result() == os.getpid()
-    options = dict(scaling_machines=[1, 2, 4])
-    SIMULATIONS.clear()
-    forked = build_report(small, options=ReportOptions(jobs=3, **options))
-    SIMULATIONS.clear()
-    assert forked == build_report(small, options=ReportOptions(jobs=1, **options))
-    assert {c.pid for c in psutil.Process().children()} <= before  # every worker ended
