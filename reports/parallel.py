@@ -47,10 +47,8 @@ class InlinePool:
         """As `submit` (here, nothing waits: it runs at once)."""
         return self.submit(fn, *args, **kwargs)
 
-    def work_here(self, between: Callable[[], None] | None = None) -> None:
-        """Nothing is left waiting: `submit` ran it (`between`, if given, is called once)."""
-        if between is not None:
-            between()
+    def work_here(self) -> None:
+        """Nothing is left waiting: `submit` ran it."""
 
     def __enter__(self) -> "InlinePool":
         return self
@@ -110,14 +108,10 @@ class SectionPool:
         self._tasks.put((rank, next(self._order), (future, task, lambda: fn(*args, **kwargs))))
         return future
 
-    def work_here(self, between: Callable[[], None] | None = None) -> None:
+    def work_here(self) -> None:
         """Run the tasks no worker has taken yet in this process (this core would otherwise
-        wait), calling `between()` before each and once at the end (work of this process's
-        own that waits for some tasks' results); an exception, Ctrl-C included, goes on from
-        here."""
+        wait); an exception, Ctrl-C included, goes on from here."""
         while True:
-            if between is not None:
-                between()
             try:
                 _, _, item = self._tasks.get_nowait()
             except queue.Empty:

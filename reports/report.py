@@ -221,8 +221,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
             say(f"simulating {len(missing)} designs")
         _predictions_task(pool, sections_done, o, design, workload, own_sim, missing, scaling)
         figures["cost"] = _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6))
-        scaling_png: list[str] = []  # the chart, drawn here between tasks once its rows are in
-        pool.work_here(between=lambda: _draw_scaling_when_done(sections_done, scaling_png))
+        pool.work_here()  # the sections no worker has started yet
         # the sweep's figure first (its tasks went in last: this process has usually run them),
         # drawn while a worker may still be busy with the rest
         sensitivity_context = _sensitivity_section(o, graph, design, sections_done)
@@ -254,7 +253,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     context.update(sensitivity_context)
     context["scaling_figure"], context["scaling_notes"] = None, []
     if curve is not None:
-        context["scaling_figure"] = scaling_png[0] if scaling_png else _scaling_png(curve)
+        context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
         context["scaling_notes"] = [dip.describe() for dip in curve.dips()]
 
     context["validation"] = None
@@ -367,20 +366,6 @@ class _Suggested:
         return self.start.finish([f.result() for f in self.tried])
 
 
-def _scaling_png(curve) -> str:
-    from reports import figures as F
-
-    return _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
-
-
-def _draw_scaling_when_done(futures: dict, drawn: list[str]) -> None:
-    """Draw the scaling chart (into `drawn`) as soon as its rows are all in, while the workers
-    still run the last sections: at the end it would be drawn with them idle."""
-    curve = futures.get("scaling")
-    if curve is not None and not drawn and curve.done():
-        drawn.append(_scaling_png(curve.result()))
-
-
 @dataclass
 class _Curve:
     """The scaling chart as one future: the design's own machine count comes with the table's
@@ -389,9 +374,6 @@ class _Curve:
     counts: list[int]
     own: int  # the design's machine count
     futures: dict
-
-    def done(self) -> bool:
-        return all(self.futures["predictions" if m == self.own else f"scaling {m}"].done() for m in self.counts)
 
     def result(self):
         from reports.scaling import ScalingCurve
