@@ -184,7 +184,7 @@ def _beside_the_search(graph: WorkloadGraph, weights: Weights, seed: int, togeth
                        baselines: bool = True) -> tuple[Candidate | None, dict[str, tuple | None]]:
     """What a pick weighs besides the search's designs, none of it depending on the search:
     everything on one machine (`one_machine_candidate`, where `together`) and each baseline's
-    placement (where `baselines`)."""
+    placement (where `baselines`; each None where it has no design)."""
     placed = {name: fn(graph, weights, seed) for name, fn in BASELINE_FUNCTIONS.items()} if baselines else {}
     return (one_machine_candidate(graph, weights, seed) if together else None), placed
 
@@ -251,19 +251,28 @@ def recommend(source: Source, machines: int | None = None,
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
     simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
     processes = pick_processes(1 if jobs is None and own_simulator else jobs)
-    # everything on one machine is a search of its own, and no baseline depends on the search:
-    # in a forked process, while this one searches
-    ahead = CallAhead(_beside_the_search, graph, weights, seed) if simulate and processes > 1 else None
+    together = simulate and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
+    with_baselines = baselines or simulate
+    # (everything on one machine, a search of its own; the baselines): neither depends on the
+    # search, so in a forked process while this one searches, the first where there is one,
+    # else the baselines; the rest here once the search is done
+    forked = simulate and processes > 1
+    aside = (together, not together and with_baselines) if forked else (False, False)
+    ahead = CallAhead(_beside_the_search, graph, weights, seed, *aside) if forked else None
     with ahead or nullcontext():
         search.fit(graph)
         candidates = search_candidates(search, graph, weights)
-        together, placed = (ahead.get() if ahead is not None
-                            else _beside_the_search(graph, weights, seed, simulate, baselines or simulate))
+        one_machine, placed = _beside_the_search(graph, weights, seed, together and not aside[0],
+                                                 with_baselines and not aside[1])
+        if ahead is not None:
+            forked_one_machine, forked_placed = ahead.get()
+            one_machine = forked_one_machine if aside[0] else one_machine
+            placed = forked_placed if aside[1] else placed
         scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
                             for name, result in placed.items() if result is not None}
         candidates += list(scored_baselines.values())
         if simulate:
-            candidates += ([together] if together is not None else []) + enumerated_candidates(graph, weights, seed)
+            candidates += ([one_machine] if one_machine is not None else []) + enumerated_candidates(graph, weights, seed)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
                        jobs=processes)
