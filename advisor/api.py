@@ -253,21 +253,21 @@ def recommend(source: Source, machines: int | None = None,
     processes = pick_processes(1 if jobs is None and own_simulator else jobs)
     together = simulate and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
     with_baselines = baselines or simulate
-    # (everything on one machine, a search of its own; the baselines): neither depends on the
-    # search, so in a forked process while this one searches, the first where there is one,
-    # else the baselines; the rest here once the search is done
-    forked = simulate and processes > 1
-    aside = (together, not together and with_baselines) if forked else (False, False)
-    ahead = CallAhead(_beside_the_search, graph, weights, seed, *aside) if forked else None
+    # neither depends on the search: in a forked process while this one searches, everything on
+    # one machine (a search of its own) where there is one, else the baselines; the rest here
+    fork_together = together and processes > 1
+    fork_baselines = simulate and processes > 1 and not together and with_baselines
+    ahead = (CallAhead(_beside_the_search, graph, weights, seed, fork_together, fork_baselines)
+             if fork_together or fork_baselines else None)
     with ahead or nullcontext():
         search.fit(graph)
         candidates = search_candidates(search, graph, weights)
-        one_machine, placed = _beside_the_search(graph, weights, seed, together and not aside[0],
-                                                 with_baselines and not aside[1])
+        one_machine, placed = _beside_the_search(graph, weights, seed, together and not fork_together,
+                                                 with_baselines and not fork_baselines)
         if ahead is not None:
             forked_one_machine, forked_placed = ahead.get()
-            one_machine = forked_one_machine if aside[0] else one_machine
-            placed = forked_placed if aside[1] else placed
+            one_machine = forked_one_machine if fork_together else one_machine
+            placed = forked_placed if fork_baselines else placed
         scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
                             for name, result in placed.items() if result is not None}
         candidates += list(scored_baselines.values())
