@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pymetis
 
+from advisor.sigterm import held as sigterm_held
 from costmodel.graph import Adjacency
 
 # Keep every weight sum well inside a signed 32-bit integer, whatever idx_t width the
@@ -59,7 +60,7 @@ def kway(adjacency: Adjacency, vweights: np.ndarray | None, nparts: int, *,
     csr = pymetis.CSRAdjacency(adj_starts=adjacency.indptr.astype(np.int64),
                                adjacent=adjacency.indices.astype(np.int64))
     eweights = adjacency.data.astype(np.int64) if adjacency.data.size else None
-    with _quiet_c_stdout():
+    with _quiet_c_stdout(), sigterm_held():  # METIS traps SIGTERM while it runs: `advisor.sigterm`
         _, parts = pymetis.part_graph(
             nparts, adjacency=csr, vweights=vweights, eweights=eweights,
             tpwgts=None if tpwgts is None else [float(x) for x in tpwgts],

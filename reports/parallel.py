@@ -28,6 +28,7 @@ from contextlib import suppress
 from typing import Any, Callable
 
 from advisor.parallel_runs import serial_picks, usable_cores  # (re-exported: the report's default jobs)
+from advisor.sigterm import off_this_thread as sigterm_off_this_thread
 
 # what a worker imports before its first task (while the parent does its own part)
 PRELOAD = ("advisor.api", "engine_sim.sim", "reports.scaling", "reports.sensitivity", "reports.suggestions")
@@ -121,7 +122,12 @@ class SectionPool:
                 future.set_result(run_here())
 
     def _feed(self, worker: subprocess.Popen) -> None:
-        """One worker's loop: hand it the next task, wait for its answer, set the future."""
+        """One worker's loop (SIGTERM left to the main thread: `advisor.sigterm`)."""
+        with sigterm_off_this_thread():
+            self._feeding(worker)
+
+    def _feeding(self, worker: subprocess.Popen) -> None:
+        """Hand the worker the next task, wait for its answer, set the future; again."""
         while True:
             _, _, item = self._tasks.get()
             if item is None:

@@ -18,6 +18,8 @@ from typing import Iterator
 
 import typer
 
+from advisor.sigterm import off_this_thread as sigterm_off_this_thread
+
 HANGING_INDENT = 4  # a wrapped line's continuation, past the line's own indent
 SPINNER_AFTER_S = 2.0  # a step slower than this shows a spinner (on a terminal only)
 SPINNER_ENV = "ADVISOR_SPINNER_AFTER_S"  # another delay in seconds (0: always; a large one: never)
@@ -82,6 +84,10 @@ def working(message: str, after_s: float | None = None) -> Iterator[None]:
     shown = []
 
     def spin() -> None:
+        with sigterm_off_this_thread():  # SIGTERM is the main thread's (`advisor.sigterm`)
+            spinning()
+
+    def spinning() -> None:
         if stop.wait(after_s):
             return
         started, i = time.monotonic() - after_s, 0
