@@ -75,11 +75,31 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
     _sane_columns()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     _TERMINATED.clear()
+    unraisable = sys.unraisablehook
+    if main_thread:
+        sys.unraisablehook = _interrupt_again(unraisable)
     try:
         return _run(argv, application)
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            sys.unraisablehook = unraisable
+
+
+def _interrupt_again(hook):
+    """An unraisable-exception hook that raises a Ctrl-C or SIGTERM again: one that lands while
+    a finaliser (`__del__`, a weakref callback) runs is printed and dropped by Python, and the
+    command would go on as if it had not come."""
+    def again(unraisable) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            # sent again from a thread a moment later: raised here, it would be dropped again
+            signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+            later = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
+            later.daemon = True
+            later.start()
+            return
+        hook(unraisable)
+    return again
 
 
 def _interrupted() -> int:

@@ -227,3 +227,28 @@ def test_every_text_option_is_free_text_and_every_word_choice_a_literal():
     refused by the parser), not a `str` checked later: a text option must be listed above."""
     text = {label for label, p in every_option() if p.bare_type() in ("str", "list[str]")}
     assert text == set(FREE_TEXT)
+
+
+def test_a_sigterm_that_lands_in_a_finaliser_still_ends_the_command(capsys):
+    """Python prints and drops an exception raised while a finaliser runs, so a SIGTERM whose
+    handler raised there was lost and the command went on (exit 0): `run_app` raises it again."""
+    from advisor.cli.app import Terminated
+
+    application = typer.Typer()
+    went_on = []
+
+    class Finalised:
+        def __del__(self):
+            raise Terminated()  # what the SIGTERM handler raises, where the signal landed
+
+    @application.command()
+    def work() -> None:
+        Finalised()  # dropped at once: its finaliser runs here
+        deadline = time.monotonic() + 2.0  # (the signal comes again a moment later)
+        while time.monotonic() < deadline:
+            pass
+        went_on.append(True)
+
+    assert run_app([], application) == 143
+    assert not went_on
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "terminated"

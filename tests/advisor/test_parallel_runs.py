@@ -262,7 +262,7 @@ def test_sigterm_to_the_cli_ends_its_workers_and_writes_nothing(tmp_path):
     assert workers, "the command ended before it forked a worker"
     command.send_signal(signal.SIGTERM)
     _, err = command.communicate(timeout=60)
-    assert command.returncode == 143 and err.strip() == "terminated"
+    assert command.returncode == 143 and err.strip() == "terminated", (command.returncode, err[-2000:])
     psutil.wait_procs(workers, timeout=10)
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
     assert not out.exists()

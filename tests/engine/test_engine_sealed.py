@@ -97,7 +97,7 @@ def test_forged_frames_to_every_engine_socket_are_refused(short_tmp_path, monkey
     forger = threading.Thread(target=_forge, args=(tmp_path, marker, sent, stop), daemon=True)
     forger.start()
     try:
-        r = run_workload(w, d, batches=3000)
+        r = run_workload(w, d, batches=6000)  # long enough for the forger to reach every socket under load
     finally:
         stop.set()
         forger.join(5)
