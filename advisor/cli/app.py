@@ -29,6 +29,29 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit(0)
 
 
+def _flags_show_no_value() -> None:
+    """A flag's row in `--help` shows no type. Typer (0.29) shows every option's type, a flag's
+    as `<bool>` (`--replicate <bool>`), which reads as an option that takes a value:
+    `--replicate true` was then a usage error ("unexpected extra argument"). Where typer has
+    no such method (another version), its own rendering stays."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "flags_show_no_value", False):
+        return
+
+    def display_type_rich(self, ctx):
+        if getattr(self, "is_flag", False) and not getattr(self, "count", False):
+            return None
+        return shown(self, ctx)
+
+    display_type_rich.flags_show_no_value = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_show_no_value()
+
+
 @app.callback()
 def _options(version: bool = typer.Option(False, "--version", callback=_print_version,
                                           is_eager=True, help="print the version and exit")) -> None:

@@ -185,3 +185,22 @@ def test_not_applicable_takes_only_the_shared_options_with_a_reason():
     def command() -> None:
         pass
     assert command.not_applicable == {"--seed": "nothing random"}
+
+
+def test_a_flag_shows_no_value_in_help_and_an_option_with_one_shows_its_kind(monkeypatch, capsys):
+    """`--replicate <bool>` read as an option taking a value (`--replicate true` was a usage
+    error): every command's flags show no type; options with a value still show theirs."""
+    monkeypatch.setenv("COLUMNS", "200")
+    for path, command in every_command():
+        capsys.readouterr()
+        assert run_app([*path, "--help"]) == 0
+        shown = capsys.readouterr().out
+        assert "<bool>" not in shown, path
+        for param in command.params:
+            if param.param_type_name == "option" and not param.hidden and not param.is_flag:
+                name = max(param.opts, key=len)  # its long form: the panel row starts with it
+                row = next(line for line in shown.splitlines() if line.lstrip("│ *").startswith(f"{name} "))
+                assert "<" in row, (path, row)  # its kind: <int>, <path>, <a|b|c> ...
+    capsys.readouterr()
+    assert run_app(["--help"]) == 0
+    assert "<bool>" not in capsys.readouterr().out  # typer's own flags too (--help, --version)
