@@ -22,6 +22,7 @@ import numpy as np
 from costmodel.design import Design, check_comparable
 from costmodel.granularity import base_table
 from costmodel.graph import WorkloadGraph
+from costmodel.workload import cluster_text
 
 DEFAULT_ROW_BYTES = 100  # per row, where the workload does not say (statistics without tables)
 
@@ -80,7 +81,7 @@ class DesignDiff:
     def summary(self) -> list[str]:
         """What moves, in two lines, and both designs' speed where they were judged."""
         c = self.current
-        lines = [f"{c.workload}: {c.machines} machines x {c.partitions_per_machine} partitions"
+        lines = [f"{c.workload}: {cluster_text(c.machines, c.partitions_per_machine)}"
                  + ("; the new design's machines and partitions renamed to move least" if self.relabelled else ""),
                  f"moves: {len(self.procedure_moves)} SPs, {len(self.state_moves)} state items, "
                  f"{self.megabytes_moved:,.3f} MB; estimated copy {self.copy_seconds:.3f} s"]

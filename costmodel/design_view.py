@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 
 from costmodel.graph import WorkloadGraph
+from costmodel.workload import cluster_text
 
 
 def assignment_rows(design, graph: WorkloadGraph | None = None) -> list[dict]:
@@ -53,6 +54,6 @@ def design_html(design) -> str:
     repl = [e(n) for n, p in design.state.items() if p is None]
     rows = "".join(f"<tr><td>machine {m}</td><td>{', '.join(v)}</td></tr>"
                    for m, v in sorted(by_machine.items()))
-    return (f"<b>Design for {e(design.workload)}</b> ({design.machines} machines x "
-            f"{ppm} partitions, {e(design.method)}): {cost}"
+    return (f"<b>Design for {e(design.workload)}</b> ({cluster_text(design.machines, ppm)}, "
+            f"{e(design.method)}): {cost}"
             f"<table>{rows}</table>" + (f"replicated: {', '.join(repl)}" if repl else ""))

@@ -105,6 +105,15 @@ class Window:
         return self.slide == self.size
 
 
+def cluster_text(machines: int, partitions_per_machine: int) -> str:
+    """How every output names a cluster: "4 machines x 1 partition", "1 machine x 2 partitions"
+    (partitions per machine)."""
+    def counted(n: int, what: str) -> str:
+        return f"{n:,} {what}{'' if n == 1 else 's'}"
+
+    return f"{counted(machines, 'machine')} x {counted(partitions_per_machine, 'partition')}"
+
+
 def check_cluster_size(machines: int | None, partitions_per_machine: int | None,
                        error: type[Exception] = SpecError) -> None:
     """Refuse (`error`, one line) a cluster beyond what anything here builds; None: not known

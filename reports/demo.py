@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from costmodel.files import atomic_write_text, rebuilding_dir
+from costmodel.workload import cluster_text
 from advisor.errors import AdvisorError
 
 WORKLOAD = "tpcdi-trade"
@@ -200,7 +201,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     naive = _naive(system, None, seed, calibration)
 
     step(f"engine: {WORKLOAD} ({len(system.procedures)} SPs, {len(system.tables)} tables) on "
-         f"{c.machines} machines x {c.partitions_per_machine} partitions, naive {NAIVE} design, "
+         f"{cluster_text(c.machines, c.partitions_per_machine)}, naive {NAIVE} design, "
          f"{batches} batches, tracing")
     trace_dir = out / "trace"
     traced = run_workload(system, naive, batches=batches, seed=seed, trace_out=trace_dir, in_process=True)

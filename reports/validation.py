@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from costmodel import Bottleneck, cost_model_bottleneck, find_bottleneck
 from costmodel.design import Design
 from costmodel.errors import UserError, as_python_int, check_seed
-from costmodel.workload import Workload
+from costmodel.workload import Workload, cluster_text
 from reports.bottleneck import NEAR_PEAK_UTILISATION
 
 FORMAT = "advisor.validation/1"
@@ -53,8 +53,8 @@ class ValidationResult:
         return validation_document(self.workload, [self])
 
     def describe(self) -> list[str]:
-        lines = [f"validation of {self.design} for {self.workload} on {self.machines} machines x "
-                 f"{self.partitions_per_machine} partitions"]
+        lines = [f"validation of {self.design} for {self.workload} on "
+                 f"{cluster_text(self.machines, self.partitions_per_machine)}"]
         c = self.predicted_cost
         lines.append(f"  predicted cost      {c['total']:.4f} (state {c['state_colocation']:.3f}, "
                      f"processing {c['processing_colocation']:.3f}, balance {c['load_balance']:.3f})")

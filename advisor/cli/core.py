@@ -13,6 +13,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  load_calibration, not_applicable, seed_option, weight_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
+from costmodel.workload import cluster_text
 
 
 @app.command()
@@ -78,8 +79,7 @@ def recommend(
         return
     d = rec.design
     weights = d.weights
-    say(f"workload {rec.graph.name}: {d.machines} machines x {d.partitions_per_machine} "
-               f"partitions, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
+    say(f"workload {rec.graph.name}: {cluster_text(d.machines, d.partitions_per_machine)}, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     note = rec.granularity_note()
     lines = objective_lines(rec.selection)
     if rec.migration is not None:  # the selection's pick is the best without a move budget
@@ -223,7 +223,7 @@ def evaluate(
         typer.echo(json.dumps({**cost.to_dict(), "weights": cost.weights.to_dict()}, indent=2))
         return
     weights = cost.weights
-    say(f"{design}: {d.machines} machines x {d.partitions_per_machine} partitions")
+    say(f"{design}: {cluster_text(d.machines, d.partitions_per_machine)}")
     say(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
     say(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
     say(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")

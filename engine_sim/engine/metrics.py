@@ -5,6 +5,8 @@ import math
 from array import array
 from dataclasses import asdict, dataclass, field
 
+from costmodel.workload import cluster_text
+
 
 @dataclass
 class RunResult:
@@ -74,8 +76,8 @@ class RunResult:
     def describe(self) -> list[str]:
         """The short human table `advisor run` prints."""
         rows = [
-            ("workload", f"{self.workload} ({self.machines} machines x {self.partitions_per_machine} "
-                         f"partitions, {self.mode}, {self.scheduler}, MOVE {self.move}, recovery {self.recovery})"),
+            ("workload", f"{self.workload} ({cluster_text(self.machines, self.partitions_per_machine)}, "
+                         f"{self.mode}, {self.scheduler}, MOVE {self.move}, recovery {self.recovery})"),
             ("batches", f"{self.batches} of {self.batch_size} tuples in {self.wall_s:.2f} s"),
             ("throughput", f"{self.throughput_tps:,.0f} tuples/s  ({self.throughput_bps:,.1f} batches/s)"),
             ("latency", f"p50 {self.latency_p50_ms:.2f} ms  p99 {self.latency_p99_ms:.2f} ms  "

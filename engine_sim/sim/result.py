@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from costmodel.workload import cluster_text
+
 WARMUP = 0.1  # the first tenth of the batches is not measured
 KEPT_UP = 0.98  # a run kept up with its offered rate when it measured at least this share of it
 
@@ -81,8 +83,8 @@ class SimResult:
         parameters stand for (`Calibration.label`)."""
         rate = "max within the latency bound" if self.search else "as given"
         lines = [
-            f"simulated {self.workload} on {self.machines} machines x {self.partitions_per_machine} "
-            f"partitions ({self.scheduler} scheduler, {self.move} MOVE, {calibration_label})",
+            f"simulated {self.workload} on {cluster_text(self.machines, self.partitions_per_machine)} "
+            f"({self.scheduler} scheduler, {self.move} MOVE, {calibration_label})",
             f"  input rate          {self.input_rate:,.0f} batches/s ({rate}; batch of {self.batch_size} tuples)",
             f"  throughput          {self.throughput_tps:,.0f} tuples/s ({self.throughput_bps:,.0f} batches/s)",
             f"  latency p50 / p99   {self.latency_p50_ms:.2f} / {self.latency_p99_ms:.2f} ms "

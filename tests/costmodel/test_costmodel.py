@@ -213,3 +213,11 @@ def test_a_huge_integer_weight_is_one_line_not_an_overflow():
         Weights(10**400, 1, 1)
     with pytest.raises(UserError, match=r"got 1e\+12$"):
         Weights(10**12, 1, 1)
+
+
+def test_a_cluster_is_named_in_the_singular_where_a_count_is_one():
+    from costmodel.workload import cluster_text
+
+    assert cluster_text(4, 1) == "4 machines x 1 partition"
+    assert cluster_text(1, 2) == "1 machine x 2 partitions"
+    assert cluster_text(1000, 4) == "1,000 machines x 4 partitions"

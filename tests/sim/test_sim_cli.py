@@ -20,7 +20,7 @@ def tpcdi_json(tpcdi_trade, tmp_path):
 def test_simulate_prints_the_engine_metrics_and_the_bottleneck(tpcdi_json, capsys):
     assert run_app(["simulate", "tpcdi-trade", "--design", str(tpcdi_json), "--batches", "300"]) == 0
     out = capsys.readouterr().out
-    assert "simulated tpcdi-trade on 4 machines x 1 partitions (dls scheduler, rpc MOVE" in out
+    assert "simulated tpcdi-trade on 4 machines x 1 partition (dls scheduler, rpc MOVE" in out
     for label in ("throughput", "latency p50 / p99", "distributed txns", "MOVEs", "busiest resource"):
         assert label in out
 

@@ -13,7 +13,7 @@ def test_the_summary_reports_the_result_s_own_numbers():
     w = load_workload("tpcdi-trade")
     r = simulate(w, tpcdi_design(w, 4), batches=300, seed=1)
     lines = r.describe("reference-cluster parameters")
-    assert lines[0] == ("simulated tpcdi-trade on 4 machines x 1 partitions "
+    assert lines[0] == ("simulated tpcdi-trade on 4 machines x 1 partition "
                         "(dls scheduler, rpc MOVE, reference-cluster parameters)")
     text = "\n".join(lines)
     assert f"{r.throughput_tps:,.0f} tuples/s" in text and f"{r.distributed_txns:,} (" in text
