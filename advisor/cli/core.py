@@ -79,7 +79,8 @@ def recommend(
         return
     d = rec.design
     weights = d.weights
-    say(f"workload {rec.graph.name}: {cluster_text(d.machines, d.partitions_per_machine)}, weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
+    say(f"workload {rec.graph.name}: {cluster_text(d.machines, d.partitions_per_machine)}, "
+        f"weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     note = rec.granularity_note()
     lines = objective_lines(rec.selection)
     if rec.migration is not None:  # the selection's pick is the best without a move budget
