@@ -280,6 +280,24 @@ class Driver:
         else:
             raise TypeError(f"driver: unexpected message {t.__name__}")
 
+    def handle_bundles(self, bundles) -> bool:
+        """Multi-process: the messages of the bundles one poll returned; True if there were any.
+        A bundle sent in an epoch that ended is void, and so is the rest of the bundle whose
+        message starts a crash: a partition can ship its history twice in one bundle, and when
+        the first shipment starts the recovery, the second's commits are ones the replay brings
+        back (read, they were in the history twice)."""
+        got = False
+        for b in bundles:
+            if b.epoch < self.epoch:
+                continue
+            self.observe(b.clock)
+            for msg in b.messages:
+                self.handle(msg, b.src)
+                got = True
+                if b.epoch < self.epoch:
+                    break
+        return got
+
     def on_history(self, msg: m.History) -> None:
         if isinstance(msg.records, bytes):
             self.history.append_packed(msg.records)

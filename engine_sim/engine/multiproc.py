@@ -309,14 +309,7 @@ class MultiProcessRuntime:
             while not d.finished:
                 due = self.net.next_due()
                 timeout = idle if due is None else min(idle, max(0.0, due - time.perf_counter()))
-                got = False
-                for b in self.net.poll(timeout):
-                    if b.epoch < d.epoch:
-                        continue
-                    d.observe(b.clock)
-                    for msg in b.messages:
-                        d.handle(msg, b.src)
-                        got = True
+                got = d.handle_bundles(self.net.poll(timeout))
                 did = d.poll()
                 self.net.flush(d.clock, d.epoch)
                 idle = 0.0 if (got or did) else (0.0005 if self.net.has_output() else IDLE_WAIT_S)

@@ -240,3 +240,41 @@ def test_a_halving_of_the_batches_in_flight_is_judged_on_the_batches_it_admitted
     for b in sorted(d.outstanding):
         d.sink_done(b, "SP1", False)  # 0.5 s each: within the bound
     assert d.in_flight == 32
+
+
+def test_a_bundle_that_starts_a_crash_is_not_read_past_the_message_that_started_it():
+    """Multi-process: partition 0 ships its history twice in one bundle (a timed shipment, then
+    the commits a log flush released). The first shipment reaches the crash point and starts
+    the recovery; the second's commits are in the log, so the replay brings them back. Read,
+    they were in the history twice (CI: "SP1 processed batch 54 2 times")."""
+    import pickle
+
+    from engine_sim.engine import messages as m
+    from engine_sim.engine.driver import Driver, DriverConfig
+    from engine_sim.engine.txn import TxnRecord
+
+    w = chain([0.0, 0.0], 100.0)
+    plan = build_plan(w, Design("work", 2, 1, {"SP0": 0, "SP1": 1}, {"T0": 0, "T1": 1}))
+    crashes = []
+
+    class Cluster:
+        def send(self, dst, msg):
+            pass
+
+        def crash(self, node, epoch, clock):
+            crashes.append((node, epoch))
+
+    def shipment(batches, commits):
+        records = [TxnRecord(txn_id=(b + 1) << 10, kind="stream", procedure="SP0", unit="SP0", lane=0,
+                             batch=b, status="commit", restarts=0, base=0, partitions=(0,), start_us=0,
+                             end_us=1, commit_ts=b + 1) for b in batches]
+        return m.History(0, pickle.dumps(records), 0.0, commits)
+
+    d = Driver(plan, DriverConfig(batches=10, run_dir="unused", crash_after=2), Cluster())
+    d.poll()
+    before = m.Bundle(0, 5, 0, [shipment([0, 1], 2), shipment([2, 3], 4)])
+    later = m.Bundle(1, 6, 0, [m.History(1, pickle.dumps([]), 0.0, 0)])
+    assert d.handle_bundles([before, later])
+    assert crashes == [(0, 1)] and d.epoch == 1
+    assert sorted(r.batch for r in d.lost) == [0, 1]  # to be replayed
+    assert d.records == []  # neither the second shipment nor the later bundle was read
