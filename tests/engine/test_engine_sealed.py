@@ -81,9 +81,10 @@ def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> N
                         s.connect(str(path))
                         s.sendall(struct.pack("<I", len(frame)) + frame)
                         sent.append(path.name)
-                except OSError:  # the socket closed (the run ended or refused us): nothing to send to
-                    pass
-            done.add(path)
+                except OSError:  # not listening yet (bound, listen() to come), or closed: try again
+                    break
+            else:
+                done.add(path)
         time.sleep(0.005)
 
 
