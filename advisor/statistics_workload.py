@@ -47,7 +47,7 @@ from advisor.errors import AdvisorError
 from advisor.priced_weights import CalibrationSource
 from advisor.statistics_graph import read_mostly_items
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_PER_BATCH, Access, Cluster, InputSpec, Procedure,
-                              Stream, Table, Window, Workload)
+                              Stream, Table, Window, Workload, dataflow_cycle)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
@@ -252,6 +252,9 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
                                 read_mostly=bool(flag)))
 
     _within_a_run(procedures, stream_list, where)
+    cycle = dataflow_cycle([(st.source, st.target) for st in stream_list])
+    if cycle is not None:  # a hand-edited streams.parquet: refused as a spec's cycle is, by every command
+        raise AdvisorError(f"{where}: cycle in the dataflow: {' -> '.join(cycle)} (streams.parquet)")
     cluster = _cluster(manifest.get("cluster") or {})
     rate = inp.get("rate")
     description = (f"rebuilt from statistics ({manifest.get('granularity')} granularity, "

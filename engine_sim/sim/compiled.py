@@ -27,7 +27,7 @@ from costmodel.lanes import LaneRoute, lane_routes
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.granularity import base_table, fragment_shares, workload_at
-from costmodel.workload import Workload
+from costmodel.workload import MAX_BATCH_SIZE, Workload
 from engine_sim.sim.errors import SimError
 from costmodel.sim_params import SimParams
 from costmodel.window_work import WindowWork, window_work
@@ -189,6 +189,8 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     bs = spec_bs if batch_size is None else int(batch_size)
     if bs < 1:
         raise SimError(f"batch size must be >= 1, got {batch_size}")
+    if bs > MAX_BATCH_SIZE:  # as a spec's and the engine's: past it the figures are nonsense
+        raise SimError(f"batch size must be at most {MAX_BATCH_SIZE:,}, got {bs:,}")
     scale = bs / spec_bs
     ppm = design.partitions_per_machine
     if params.site_per_partition:  # every partition a site of its own (the bundled engine)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -187,11 +188,21 @@ def test_bad_statistics_are_one_line_and_exit_2(stats, tmp_path, capsys):
     ghost = tmp_path / "ghost"
     shutil.copytree(root / "table", ghost)
     (ghost / "_stats.json").write_text(json.dumps({**manifest, "nested": [["TradeInsert", "Ghost"]]}))
+    # a stream back against the dataflow: a cycle, which every command refuses (the cost
+    # objective, which needs no order of the SPs, took it)
+    cycle = tmp_path / "cycle"
+    shutil.copytree(root / "table", cycle)
+    t = pq.read_table(cycle / "streams.parquet")
+    back = t.slice(0, 1).to_pydict()
+    back["from_procedure"], back["to_procedure"] = back["to_procedure"], back["from_procedure"]
+    pq.write_table(pa.concat_tables([t, pa.Table.from_pydict(back, schema=t.schema)]), cycle / "streams.parquet")
     for bad, message in ((broken, "column 'p50_cost_us' is missing"), (negative, "must be"),
-                         (wrong, "batches"), (ghost, "'nested\\[0\\]': procedure 'Ghost' is not in 'procedures'")):
+                         (wrong, "batches"), (ghost, "'nested\\[0\\]': procedure 'Ghost' is not in 'procedures'"),
+                         (cycle, r"cycle in the dataflow: .* \(streams.parquet\)")):
         with pytest.raises(UserError, match=message):
             workload_from_statistics(bad)
-        for argv in (["recommend", str(bad)], ["simulate", str(bad), "--design", "x.json"]):
+        for argv in (["recommend", str(bad)], ["recommend", str(bad), "--objective", "cost"],
+                     ["simulate", str(bad), "--design", "x.json"]):
             assert run_app(argv) == 2
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and err.startswith("error:") and "Traceback" not in err

@@ -36,6 +36,13 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     # a procedure its clients invoke cannot wait for a stream's batches (the engine stalled)
     ('name = "SecurityLookup"\ncost = 2.0', 'name = "SecurityLookup"\ncost = 2.0\noltp = true',
      "'SecurityLookup' is an OLTP procedure"),
+    # nor feed one: its requests are not batches (the engine stalled downstream of it)
+    ('name = "DateTimeLookup"\ncost = 1.0', 'name = "DateTimeLookup"\ncost = 1.0\noltp = true',
+     "'DateTimeLookup' is an OLTP procedure (oltp = true): it answers its clients' requests"),
+    # a design names fragments T#i and hot tuples T@key: `export` read such a table as a part
+    # of another (a VoltDB schema without it, a CSV row of the wrong kind)
+    ('name = "DimDate"', 'name = "DimDate#1"', "name 'DimDate#1' holds '#'"),
+    ('name = "DimTime"', 'name = "DimTime@7"', "name 'DimTime@7' holds '@'"),
 ])
 def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
     assert old in TPCDI
@@ -343,3 +350,14 @@ def test_a_synthetic_trace_past_a_runs_limit_is_refused(tmp_path, capsys):
     assert capsys.readouterr().err == (f"error: --batches must be an integer from 1 to 10,000,000 (the engine's "
                                        f"own limit for a run), got {10**20}\n")
     assert not (tmp_path / "t").exists()
+
+
+def test_the_simulator_takes_no_batch_larger_than_a_spec_or_the_engine_may(tmp_path, capsys):
+    """`simulate --batch-size 1e11` printed a latency of 3.7e8 ms and 0 batches/s, exit 0."""
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(_design()))
+    argv = ["simulate", "move-micro", "--design", str(path), "--batches", "50", "--batch-size"]
+    assert run_app([*argv, "1000001"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: batch size must be at most 1,000,000") and err.count("\n") == 1
+    assert run_app([*argv, "1000000"]) == 0  # the bound itself is a batch size a spec may declare
