@@ -235,11 +235,17 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
                 raise r.fail(aentry, f"zipf theta must be a number, got {match.group('theta')!r}") from None
             if not (0 <= theta < 10):
                 raise r.fail(aentry, f"zipf theta must be in [0, 10), got {theta}")
+        if match.group("field") not in (None, *fields):  # the engine draws these keys from that field
+            raise r.fail(aentry, f"keys {keys!r} name a field the input does not declare "
+                                 f"([input] fields: {', '.join(sorted(fields)) or 'none'})")
         accesses.append(Access(
             table=table, mode=mode, rows=r.number(a, "rows", aentry, positive=True, at_most=MAX_PER_BATCH), keys=keys,
             probability=r.number(a, "probability", aentry, 1.0, at_most=1.0),
         ))
     partition_key = r.string(data, "partition_key", entry, None)
+    if partition_key is not None and partition_key not in fields:  # its lanes split on that field
+        raise r.fail(entry, f"partition_key {partition_key!r} is not a field the input declares "
+                            f"([input] fields: {', '.join(sorted(fields)) or 'none'})")
     return Procedure(
         name=name, cost=r.number(data, "cost", entry, at_most=MAX_PROCEDURE_COST), accesses=tuple(accesses),
         partition_key=partition_key, code=r.string(data, "code", entry, None),

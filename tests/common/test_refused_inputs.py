@@ -43,6 +43,11 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     # of another (a VoltDB schema without it, a CSV row of the wrong kind)
     ('name = "DimDate"', 'name = "DimDate#1"', "name 'DimDate#1' holds '#'"),
     ('name = "DimTime"', 'name = "DimTime@7"', "name 'DimTime@7' holds '@'"),
+    # input fields the input does not declare: only `run` refused them, every other command took them
+    ('keys = "input:security_id"', 'keys = "input:nofield"',
+     "keys 'input:nofield' name a field the input does not declare ([input] fields: account_id,"),
+    ('name = "TradeInsert"\n', 'name = "TradeInsert"\npartition_key = "nope"\n',
+     "partition_key 'nope' is not a field the input declares"),
 ])
 def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
     assert old in TPCDI
