@@ -122,7 +122,7 @@ def check_cluster_size(machines: int | None, partitions_per_machine: int | None,
     if m > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or m * ppm > MAX_PARTITIONS:
         raise error(f"a cluster has at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} "
                     f"partitions per machine and {MAX_PARTITIONS:,} partitions in all, got "
-                    f"{m:g} machines x {ppm:g} partitions")
+                    f"{cluster_text(m, ppm)}")
 
 
 @dataclass(frozen=True)

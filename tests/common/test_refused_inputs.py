@@ -250,6 +250,9 @@ def test_a_cluster_past_the_limits_is_one_line_before_any_array_is_built(capsys)
     assert run_app(["recommend", "bank-transfer", "--machines", str(10**23)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: a cluster has at most 1,000,000 machines") and err.count("\n") == 1
+    # the count as given, as every output names a cluster (it said "got 1e+06 machines")
+    assert run_app(["recommend", "bank-transfer", "--machines", "1000001"]) == 2
+    assert capsys.readouterr().err.endswith("got 1,000,001 machines x 1 partition\n")
 
 
 @pytest.mark.parametrize("command", [
