@@ -213,12 +213,27 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
         raise error(f"{path}: cannot read: {exc}") from None
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _keys_given_once(pairs: list) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _RepeatedKey(key)
+        out[key] = value
+    return out
+
+
 def read_user_json(path: str | Path, error: type[Exception] = UserError):
     """A JSON file a user named, parsed; unreadable or invalid JSON is one `error` line."""
     path = as_path(path, error)
     text = read_user_text(path, error)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_keys_given_once)
+    except _RepeatedKey as exc:  # a hand edit that left two values: which one was meant is not ours to guess
+        raise error(f"{path}: key {exc.args[0]!r} is given twice in one object") from None
     except ValueError as exc:  # JSONDecodeError, and an integer of more digits than Python converts
         raise error(f"{path}: not valid JSON: {exc}") from None
     except RecursionError:  # arrays or objects nested thousands deep: no format of ours is

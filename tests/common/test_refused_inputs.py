@@ -369,3 +369,18 @@ def test_the_simulator_takes_no_batch_larger_than_a_spec_or_the_engine_may(tmp_p
     err = capsys.readouterr().err
     assert err.startswith("error: batch size must be at most 1,000,000") and err.count("\n") == 1
     assert run_app([*argv, "1000000"]) == 0  # the bound itself is a batch size a spec may declare
+
+
+def test_a_key_given_twice_in_a_design_is_refused_not_the_last_one_taken(tmp_path, capsys):
+    """A hand-edited design that places SP1 twice: JSON readers keep the last value silently."""
+    text = json.dumps(_design())
+    assert text.count('"procedures": {') == 1
+    path = tmp_path / "twice.json"
+    path.write_text(text.replace('"procedures": {', '"procedures": {"SP1": {"machine": 1, "partition": 0}, '))
+    with pytest.raises(UserError) as exc:
+        Design.load(path)
+    assert _one_line(exc).endswith("key 'SP1' is given twice in one object")
+    assert run_app(["evaluate", "move-micro", "--design", str(path)]) == 2
+    assert "given twice" in capsys.readouterr().err
+    path.write_text(text)
+    assert Design.load(path).procedures == {"SP1": 0, "SP2": 1}
