@@ -184,8 +184,9 @@ USER_ERRORS = {
 }
 # the engine's own consistency check and its 2PC abort signal: never a user's doing
 # SealError: turned into a refusal or an EngineFailure; _Fallback: the streamed history check
-# handing a history it cannot decide to the in-memory checker (caught where it is raised)
-INTERNAL_ERRORS = {"SerialError", "Abort", "SealError", "_Fallback"}
+# handing a history it cannot decide to the in-memory checker (caught where it is raised);
+# _RepeatedKey: a JSON key given twice, turned into the reader's one-line error
+INTERNAL_ERRORS = {"SerialError", "Abort", "SealError", "_Fallback", "_RepeatedKey"}
 BUILTIN_BASES = {"Exception", "ValueError", "RuntimeError", "TypeError", "KeyError", "OSError"}
 
 
