@@ -99,11 +99,6 @@ def _null_table(t):
     rewrite(t, "accesses", lambda x: set_value(x, "table", 2, None))
 
 
-def _fragment_like_table(t):
-    """A table named like a fragment of another: statistics would read T#1 as part of T."""
-    rewrite(t, "accesses", lambda x: set_value(x, "table", 2, "Orders#1"))
-
-
 def _null_key_in_second_file(t):
     """File 0 stays good; file 1 gets a null key at its row 5 (row n0 + 5 of the dataset)."""
     table = pq.read_table(part(t, "accesses"))
@@ -170,7 +165,6 @@ BAD = [
     (_negative_rows, ["accesses", "'rows'", "row 9", "-1"]),
     (_bad_mode, ["accesses", "'mode'", "row 3", "'delete'"]),
     (_null_table, ["accesses", "'table'", "row 2", "null"]),
-    (_fragment_like_table, ["accesses", "'table'", "row 2", "'Orders#1' holds '#'"]),
     (_null_key_in_second_file, ["accesses", "'key'", "part-00001.parquet", "null"]),
     (_missing_manifest, ["_trace.json", "missing"]),
     (_future_format, ["_trace.json", "advisor.trace/9"]),
