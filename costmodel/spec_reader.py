@@ -181,21 +181,10 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     )
 
 
-def _state_name(r: _Reader, data: dict, entry: str) -> str:
-    """A table's or window's name: a design names a table's fragments `T#i` and its hot tuples
-    `T@key`, so a name holding either sign would read as a part of another table."""
-    name = r.string(data, "name", entry)
-    for sign in "#@":
-        if sign in name:
-            raise r.fail(entry, f"name {name!r} holds {sign!r}, which a design uses to name a "
-                                f"table's {'fragments (T#0)' if sign == '#' else 'hot tuples (T@key)'}")
-    return name
-
-
 def _table(r: _Reader, data: Any, i: int) -> Table:
     entry = f"tables[{i}]"
     data = r.table(data, entry)
-    name = _state_name(r, data, entry)
+    name = r.string(data, "name", entry)
     entry = f"tables[{i}] {name!r}"
     r.unknown(data, {"name", "rows", "row_bytes", "key", "read_mostly"}, entry)
     return Table(
@@ -256,7 +245,7 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
 def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
     entry = f"windows[{i}]"
     data = r.table(data, entry)
-    name = _state_name(r, data, entry)
+    name = r.string(data, "name", entry)
     entry = f"windows[{i}] {name!r}"
     r.unknown(data, {"name", "procedure", "size", "slide", "kind", "tuple_bytes", "max_tuples"}, entry)
     if name in tables:

@@ -39,10 +39,6 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
     # nor feed one: its requests are not batches (the engine stalled downstream of it)
     ('name = "DateTimeLookup"\ncost = 1.0', 'name = "DateTimeLookup"\ncost = 1.0\noltp = true',
      "'DateTimeLookup' is an OLTP procedure (oltp = true): it answers its clients' requests"),
-    # a design names fragments T#i and hot tuples T@key: `export` read such a table as a part
-    # of another (a VoltDB schema without it, a CSV row of the wrong kind)
-    ('name = "DimDate"', 'name = "DimDate#1"', "name 'DimDate#1' holds '#'"),
-    ('name = "DimTime"', 'name = "DimTime@7"', "name 'DimTime@7' holds '@'"),
     # input fields the input does not declare: only `run` refused them, every other command took them
     ('keys = "input:security_id"', 'keys = "input:nofield"',
      "keys 'input:nofield' name a field the input does not declare ([input] fields: account_id,"),
