@@ -375,6 +375,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     simulator = simulator if simulator is not None else default_simulator()
     if calibration is None:
         calibration = simulator.reference_calibration()
+    elif not isinstance(calibration, SimParams):
+        calibration = as_calibration(calibration)  # a path or a Calibration, as recommend reads it
     params = getattr(calibration, "params", calibration)
     current.arrays(graph)  # the deployed design of another workload than the source: one line
     out = diff_of(current, new, graph, params, workload, relabel=relabel)  # (new: its own checks)

@@ -10,6 +10,7 @@ from advisor.errors import AdvisorError
 from advisor.selection import MAX_SIM_BATCH_WORK
 from costmodel.design import Design
 from costmodel.errors import SpecError
+from costmodel.files import as_path
 from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes
@@ -20,7 +21,7 @@ from costmodel.workload import Workload, check_cluster_size
 def load_workload(source: str | Path) -> Workload:
     """A bundled workload by name, a spec file by path, or a statistics directory (the
     workload rebuilt from it, `advisor.statistics_workload`)."""
-    path = Path(str(source))
+    path = as_path(str(source), SpecError)
     if path.is_dir():
         from advisor.statistics_workload import workload_from_statistics
         from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas
@@ -46,7 +47,7 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
         return None, source
     if isinstance(source, Workload):
         return source, WorkloadGraph.from_workload(source)
-    if isinstance(source, (str, Path)) and Path(source).is_dir():
+    if isinstance(source, (str, Path)) and as_path(source, SpecError).is_dir():
         workload = load_workload(source)
         edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
         if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:

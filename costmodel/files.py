@@ -71,12 +71,27 @@ def writing(path: str | Path) -> Iterator[None]:
         raise cannot_write(path, exc) from None
 
 
+MAX_NAME_BYTES = 255  # of one name in a path (Linux, macOS)
+MAX_PATH_BYTES = 4095  # of a whole path
+
+
 def as_path(path, error: type[Exception] = UserError) -> Path:
     """A path the Python API was given: a str or os.PathLike, else one `error` line (pathlib's
-    TypeError for None or 5 named neither the argument nor the value)."""
-    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bytes):
-        return Path(path)
-    raise error(f"expected a file path, got {path!r}")
+    TypeError for None or 5 named neither the argument nor the value). A path no system call
+    takes is one line too: a NUL byte was Python's ValueError, a name over 255 bytes an
+    OSError (ENAMETOOLONG) from the first `is_dir()`."""
+    if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
+        raise error(f"expected a file path, got {path!r}")
+    path = Path(path)
+    text = str(path)
+    shown = text if len(text) <= 80 else f"{text[:60]}...({len(text):,} characters)"
+    if "\0" in text:
+        raise error(f"{shown!r}: a path cannot hold a NUL byte")
+    if len(os.fsencode(text)) > MAX_PATH_BYTES or any(len(os.fsencode(part)) > MAX_NAME_BYTES
+                                                      for part in path.parts):
+        raise error(f"{shown}: path too long (at most {MAX_NAME_BYTES} bytes a name, "
+                    f"{MAX_PATH_BYTES:,} in all)")
+    return path
 
 
 def file_target(path: str | Path) -> Path:

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from costmodel.files import read_user_text
+from costmodel.files import as_path, read_user_text
 from costmodel.errors import SpecError
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
@@ -339,7 +339,7 @@ def bundled_workloads() -> dict[str, str]:
 def read_spec(source: str | Path) -> Workload:
     """A bundled workload by name or a spec file by path."""
     text_source = str(source)
-    path = Path(text_source)
+    path = as_path(text_source, SpecError)
     if path.is_dir():
         raise SpecError(f"{path}: a directory, not a spec file")
     if path.suffix == ".toml" or path.exists():

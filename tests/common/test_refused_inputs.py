@@ -380,3 +380,42 @@ def test_a_key_given_twice_in_a_design_is_refused_not_the_last_one_taken(tmp_pat
     assert "given twice" in capsys.readouterr().err
     path.write_text(text)
     assert Design.load(path).procedures == {"SP1": 0, "SP2": 1}
+
+
+@pytest.mark.parametrize("path", ["a" * 300, "a/" * 2100, "x\0y"], ids=["long name", "long path", "nul"])
+def test_a_path_no_system_call_takes_is_one_line(path, tmp_path, capsys):
+    """A name over 255 bytes was an OSError (ENAMETOOLONG) from the first is_dir(), "internal
+    error" and exit 1 at the CLI; a NUL byte was Python's ValueError."""
+    import advisor
+
+    for call in (lambda: advisor.load_workload(path), lambda: Design.load(path),
+                 lambda: Calibration.load(path), lambda: _saved_design().save(path)):
+        with pytest.raises(UserError) as exc:
+            call()
+        assert "NUL byte" in _one_line(exc) or "path too long" in _one_line(exc)
+    if "\0" not in path:  # (no argv holds a NUL)
+        assert run_app(["recommend", path, "--machines", "2"]) == 2
+        assert run_app(["evaluate", "move-micro", "--design", path]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 2 and "path too long" in err and "internal error" not in err
+
+
+def _saved_design() -> Design:
+    return Design.from_dict(_design(), "d.json")
+
+
+def test_diff_reads_a_calibration_file_as_recommend_does():
+    """`diff(..., calibration=PATH)` passed the path on as prices: AttributeError."""
+    import advisor
+    from advisor.api import diff
+    from advisor.priced_weights import as_calibration
+
+    path = ROOT / "advisor" / "data" / "calibration.json"
+    w = advisor.load_workload("move-micro")
+    current = Design.from_dict(_design(), "d.json")
+    new = Design("move-micro", 2, 1, {"SP1": 1, "SP2": 1}, {"T1": 1, "T2": None})
+    by_path = diff(current, new, w, calibration=str(path))
+    by_object = diff(current, new, w, calibration=as_calibration(path))
+    assert by_path.predicted_tps == by_object.predicted_tps and by_path.copy_seconds == by_object.copy_seconds
+    with pytest.raises(UserError):
+        diff(current, new, w, calibration=5)
