@@ -366,6 +366,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     from costmodel.lanes import lane_routes
 
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
+    new.check_fields()
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s

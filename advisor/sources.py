@@ -85,6 +85,7 @@ def load_source_for(design: Design, source: Source) -> tuple[Workload | None, Wo
     """`load_source`, with a spec seen at the design's granularity when the design places
     fragments or hot tuples of its tables (`costmodel.granularity.workload_at`); the design's
     data-parallel lanes are checked against it."""
+    design.check_fields()  # one built in Python: as a file would be read
     workload, graph = load_source(source)
     if workload is not None:
         lane_routes(workload, design)  # lanes the workload cannot run: one line, before any work

@@ -41,6 +41,30 @@ class Design:
     weights_stated: bool = True  # False: its file gave no weights (`weights` are then the fixed
     # defaults, and `advisor.api.evaluate` prices it with the weights `recommend` would use)
 
+    def check_fields(self) -> None:
+        """A design built in Python is held to what a design file may say (`design_fields`):
+        a mistyped field is one DesignError line, the same in every verb (a partition 1.5 was
+        truncated by evaluate, a TypeError in simulate, an IndexError in diff)."""
+        for label, v in (("machines", self.machines), ("partitions_per_machine", self.partitions_per_machine)):
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise DesignError(f"design: {label} must be an integer >= 1, got {v!r}")
+        if not isinstance(self.procedures, dict) or not isinstance(self.state, dict):
+            raise DesignError("design: procedures and state must be dicts of name -> partition")
+        n = self.n_partitions
+        for kind, placed in (("procedures", self.procedures), ("state", self.state)):
+            for name, p in placed.items():
+                if p is None and kind == "state":
+                    continue  # replicated
+                if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p < n:
+                    what = " (or None: replicated)" if kind == "state" else ""
+                    raise DesignError(f"design: {kind}[{name!r}]: partition must be an integer in "
+                                      f"0..{n - 1}{what}, got {p!r}")
+        if not isinstance(self.weights, Weights):
+            raise DesignError(f"design: weights must be a Weights, got {self.weights!r}")
+        dp = self.data_parallel
+        if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
+            raise DesignError(f"design: data_parallel must be a dict of procedure -> table names, got {dp!r}")
+
     # -- where things live -----------------------------------------------------------------
     @property
     def n_partitions(self) -> int:

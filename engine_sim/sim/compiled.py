@@ -176,6 +176,10 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     if batches > MAX_BATCHES:
         raise SimError(f"batches must be at most {MAX_BATCHES:,} for the simulator (it draws every batch's "
                        f"service times up front), got {batches:,}")
+    try:
+        design.check_fields()  # one built in Python: as a file would be read
+    except DesignError as exc:
+        raise SimError(str(exc)) from None
     if design.n_partitions > MAX_PARTITIONS:
         raise SimError(f"the simulator models at most {MAX_PARTITIONS:,} partitions (it builds every "
                        f"partition's state, used or not), got {design.n_partitions:,}")

@@ -419,3 +419,29 @@ def test_diff_reads_a_calibration_file_as_recommend_does():
     assert by_path.predicted_tps == by_object.predicted_tps and by_path.copy_seconds == by_object.copy_seconds
     with pytest.raises(UserError):
         diff(current, new, w, calibration=5)
+
+
+@pytest.mark.parametrize("change", [
+    {"procedures": {"SP1": 5, "SP2": 1}}, {"procedures": {"SP1": 1.5, "SP2": 1}},
+    {"procedures": {"SP1": "1", "SP2": 1}}, {"procedures": {"SP1": None, "SP2": 1}},
+    {"procedures": None}, {"machines": 0}, {"machines": 2.0}, {"weights": None},
+    {"data_parallel": ["SP1"]},
+], ids=["out of range", "float", "str", "none", "no dict", "no machines", "float machines",
+        "no weights", "dp list"])
+def test_a_design_built_in_python_is_held_to_what_a_file_may_say(change):
+    """A partition 1.5 was truncated by evaluate, a TypeError in simulate and an IndexError in
+    diff; machines 0 a ValueError, weights None an AttributeError. One DesignError-like line
+    (SimError in the simulator) in every verb now."""
+    import dataclasses
+
+    import advisor
+    from advisor.api import diff
+
+    w = advisor.load_workload("move-micro")
+    good = Design.from_dict(_design(), "d.json")
+    bad = dataclasses.replace(good, **change)
+    for call in (lambda: advisor.evaluate(bad, w), lambda: advisor.simulate(w, bad, batches=50),
+                 lambda: diff(bad, good, w), lambda: diff(good, bad, w)):
+        with pytest.raises(UserError) as exc:
+            call()
+        assert "design" in _one_line(exc)
