@@ -230,6 +230,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None and data_parallel:
         raise AdvisorError("a migration from a deployed design weighs table-level designs: "
                            "leave out data_parallel")
+    _check_collaborators(search, simulator, workload)
     own_search, own_simulator = search is not None, simulator is not None
     simulator = simulator if simulator is not None else default_simulator()
     loaded, graph = load_source(source)
@@ -317,6 +318,18 @@ def recommend(source: Source, machines: int | None = None,
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,
                                                      method=name, provenance=dict(base_provenance))
     return out
+
+
+def _check_collaborators(search, simulator, workload) -> None:
+    """The objects `recommend` hands work to, checked by what it asks of them (a str given for
+    one was an AttributeError from deep inside the pick)."""
+    if search is not None and not (callable(getattr(search, "fit", None)) and hasattr(search, "pool_")):
+        raise AdvisorError(f"search must be a DesignSearch (fit and pool_), got {search!r}")
+    if simulator is not None and not all(callable(getattr(simulator, m, None))
+                                         for m in ("reference_calibration", "max_throughput")):
+        raise AdvisorError(f"simulator must be a Simulator (advisor.judge), got {simulator!r}")
+    if workload is not None and not isinstance(workload, Workload):
+        raise AdvisorError(f"workload must be a Workload (advisor.load_workload), got {workload!r}")
 
 
 def default_simulator() -> Simulator:

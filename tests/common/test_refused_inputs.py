@@ -445,3 +445,13 @@ def test_a_design_built_in_python_is_held_to_what_a_file_may_say(change):
         with pytest.raises(UserError) as exc:
             call()
         assert "design" in _one_line(exc)
+
+
+@pytest.mark.parametrize("argument", ["search", "simulator", "workload"])
+def test_recommend_refuses_a_collaborator_of_the_wrong_kind(argument):
+    """`recommend(w, search="x")` was "'str' object has no attribute 'fit'" from the pick."""
+    import advisor
+
+    with pytest.raises(UserError) as exc:
+        advisor.recommend("move-micro", machines=2, **{argument: "x"})
+    assert _one_line(exc).startswith(f"{argument} must be a")
