@@ -21,6 +21,9 @@ from costmodel.workload import Workload, check_cluster_size
 def load_workload(source: str | Path) -> Workload:
     """A bundled workload by name, a spec file by path, or a statistics directory (the
     workload rebuilt from it, `advisor.statistics_workload`)."""
+    if isinstance(source, WorkloadGraph):  # its text is no path: say what it lacks
+        raise SpecError(f"graph {source.name!r} holds no dataflow to load a workload from: give the "
+                        f"workload itself (a bundled name, a spec file, statistics or a Workload)")
     path = as_path(str(source), SpecError)
     if path.is_dir():
         from advisor.statistics_workload import workload_from_statistics

@@ -455,3 +455,13 @@ def test_recommend_refuses_a_collaborator_of_the_wrong_kind(argument):
     with pytest.raises(UserError) as exc:
         advisor.recommend("move-micro", machines=2, **{argument: "x"})
     assert _one_line(exc).startswith(f"{argument} must be a")
+
+
+def test_a_graph_given_for_a_workload_says_what_it_lacks():
+    """`plot_workload(rec.graph)` took the graph's text for a path ("File name too long")."""
+    import advisor
+
+    graph = advisor.recommend("move-micro", machines=2, objective="cost").graph
+    with pytest.raises(UserError) as exc:
+        advisor.plot_workload(graph)
+    assert _one_line(exc).startswith("graph 'move-micro' holds no dataflow")
