@@ -229,7 +229,7 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
 
 
 class _RepeatedKey(ValueError):
-    pass
+    """A JSON object gave one key twice (`read_user_json` turns it into its one line)."""
 
 
 def _keys_given_once(pairs: list) -> dict:
