@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
-from costmodel.design_file import FORMAT, design_fields, design_to_dict
+from costmodel.design_file import FORMAT, design_fields, design_to_dict, is_count, is_partition
 from costmodel.design_view import assignment_frame, assignment_rows, design_html
 from costmodel.errors import DesignError
 from costmodel.files import atomic_write_text, read_user_json
@@ -46,7 +46,7 @@ class Design:
         a mistyped field is one DesignError line, the same in every verb (a partition 1.5 was
         truncated by evaluate, a TypeError in simulate, an IndexError in diff)."""
         for label, v in (("machines", self.machines), ("partitions_per_machine", self.partitions_per_machine)):
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            if not is_count(v):
                 raise DesignError(f"design: {label} must be an integer >= 1, got {v!r}")
         if not isinstance(self.procedures, dict) or not isinstance(self.state, dict):
             raise DesignError("design: procedures and state must be dicts of name -> partition")
@@ -55,7 +55,7 @@ class Design:
             for name, p in placed.items():
                 if p is None and kind == "state":
                     continue  # replicated
-                if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 0 <= p < n:
+                if not is_partition(p, n):
                     what = " (or None: replicated)" if kind == "state" else ""
                     raise DesignError(f"design: {kind}[{name!r}]: partition must be an integer in "
                                       f"0..{n - 1}{what}, got {p!r}")

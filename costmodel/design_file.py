@@ -14,6 +14,7 @@ than a Design, so this module sits below `design.py` and the Design's `load`/`sa
 from __future__ import annotations
 
 import math
+import numbers
 
 from costmodel import CostBreakdown, Weights
 from costmodel.errors import DesignError
@@ -45,6 +46,16 @@ def design_to_dict(design) -> dict:
     } | ({"data_parallel": dict(design.data_parallel)} if design.data_parallel else {})
 
 
+def is_count(v) -> bool:
+    """A machine count or partitions per machine: an integer >= 1 (a bool is no count)."""
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+
+
+def is_partition(p, n: int) -> bool:
+    """A placement on one of `n` partitions: an integer in 0..n-1."""
+    return isinstance(p, numbers.Integral) and not isinstance(p, bool) and 0 <= p < n
+
+
 def design_fields(data: dict, source: str = "<design>") -> dict:
     """The Design constructor's keyword arguments read from a file's JSON object; a field that
     is missing, mistyped or out of range is one DesignError naming `source` and the field."""
@@ -67,7 +78,7 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
         p = entry.get("partition")
         if p is None and "machine" in entry and ppm == 1:
             p = entry["machine"]
-        if not isinstance(p, int) or isinstance(p, bool) or not 0 <= p < n:
+        if not is_partition(p, n):
             raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
         m = entry.get("machine")
         if m is not None and (isinstance(m, bool) or not isinstance(m, int)):
@@ -113,7 +124,7 @@ def _cluster(data: dict, fail) -> tuple[int, int]:
     except (KeyError, TypeError):
         raise fail("missing cluster.machines or cluster.partitions_per_machine") from None
     for label, v in (("cluster.machines", machines), ("cluster.partitions_per_machine", ppm)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        if not is_count(v):
             raise fail(f"{label} must be an integer >= 1, got {v!r}")
     if machines > MAX_MACHINES or ppm > MAX_PARTITIONS_PER_MACHINE or machines * ppm > MAX_PARTITIONS:
         raise fail(f"cluster: at most {MAX_MACHINES:,} machines, {MAX_PARTITIONS_PER_MACHINE:,} partitions "
