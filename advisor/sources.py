@@ -14,7 +14,7 @@ from costmodel.files import as_path
 from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes
-from costmodel.spec_reader import read_spec
+from costmodel.spec_reader import check_workload, read_spec
 from costmodel.workload import Workload, check_cluster_size
 
 
@@ -49,6 +49,7 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
     if isinstance(source, WorkloadGraph):
         return None, source
     if isinstance(source, Workload):
+        check_workload(source)  # built or changed in Python: held to what a spec may say
         return source, WorkloadGraph.from_workload(source)
     if isinstance(source, (str, Path)) and as_path(source, SpecError).is_dir():
         workload = load_workload(source)

@@ -336,6 +336,26 @@ def bundled_workloads() -> dict[str, str]:
     return out
 
 
+def check_workload(workload: Workload) -> None:
+    """Refuse, in one line, a Workload built or changed in Python (`dataclasses.replace`) that
+    no spec file could say: an unknown table or SP, a negative count, a name given twice, a
+    string where a number goes. Why: a spec file is checked as it is read, an object never
+    was, and reached a KeyError deep in the graph or ran with negative rows.
+
+    One set of rules for both: the object is written as its spec text and read back (a few
+    milliseconds; the result is discarded, so nothing of the object changes)."""
+    from costmodel.spec_writer import workload_to_toml  # (the writer imports nothing of this module)
+
+    if not isinstance(workload, Workload):
+        raise SpecError(f"a Workload is needed, got {type(workload).__name__}")
+    label = f"workload {getattr(workload, 'name', '?')!r:.80}"
+    try:
+        text = workload_to_toml(workload)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise SpecError(f"{label}: not a workload a spec could hold: {exc}") from None
+    parse_workload(text, label)
+
+
 def read_spec(source: str | Path) -> Workload:
     """A bundled workload by name or a spec file by path."""
     text_source = str(source)

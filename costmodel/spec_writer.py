@@ -7,6 +7,7 @@ so a dedicated writer is shorter (and safer about quoting) than a general one. U
 from __future__ import annotations
 
 import math
+import numbers
 from pathlib import Path
 
 from costmodel.files import atomic_write_text
@@ -18,6 +19,8 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f
 
 def toml_string(text: str) -> str:
     """A TOML basic string: quotes, backslashes and every control character escaped."""
+    if not isinstance(text, str):
+        raise TypeError(f"a string is needed here, got {text!r:.40}")
     out = []
     for ch in text:
         if ch in _ESCAPES:
@@ -30,10 +33,10 @@ def toml_string(text: str) -> str:
 
 
 def toml_number(value: int | float) -> str:
-    if isinstance(value, bool):
-        raise TypeError("a boolean is not a number here")
-    if isinstance(value, int):
-        return str(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"a number is needed here, got {value!r:.40}")
+    if isinstance(value, numbers.Integral):  # a numpy integer too
+        return str(int(value))
     if not math.isfinite(value):
         raise ValueError(f"a spec number must be finite, got {value}")
     text = repr(float(value))
@@ -43,7 +46,7 @@ def toml_number(value: int | float) -> str:
 def _value(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, numbers.Real):
         return toml_number(value)
     if isinstance(value, str):
         return toml_string(value)
@@ -73,15 +76,15 @@ def workload_to_toml(workload: Workload) -> str:
     if w.input.cost_unit_us != DEFAULT_COST_UNIT_US:
         lines.append(f"cost_unit_us = {toml_number(w.input.cost_unit_us)}")
     c = w.cluster
-    lines += ["", "[cluster]", f"machines = {c.machines}",
-              f"partitions_per_machine = {c.partitions_per_machine}"]
+    lines += ["", "[cluster]", f"machines = {toml_number(c.machines)}",
+              f"partitions_per_machine = {toml_number(c.partitions_per_machine)}"]
     if c.machine_memory_mb is not None:
         lines.append(f"machine_memory_mb = {toml_number(c.machine_memory_mb)}")
     if c.machine_capacity is not None:
         lines.append(f"machine_capacity = {_value(list(c.machine_capacity))}")
     for t in w.tables:
-        lines += ["", "[[tables]]", f"name = {toml_string(t.name)}", f"rows = {t.rows}",
-                  f"row_bytes = {t.row_bytes}", f"key = {toml_string(t.key)}",
+        lines += ["", "[[tables]]", f"name = {toml_string(t.name)}", f"rows = {toml_number(t.rows)}",
+                  f"row_bytes = {toml_number(t.row_bytes)}", f"key = {toml_string(t.key)}",
                   f"read_mostly = {_value(t.read_mostly)}"]
     for p in w.procedures:
         lines += ["", "[[procedures]]", f"name = {toml_string(p.name)}", f"cost = {_value(p.cost)}"]
@@ -97,16 +100,16 @@ def workload_to_toml(workload: Workload) -> str:
             lines.append("]")
     for s in w.streams:
         lines += ["", "[[streams]]", f"from = {toml_string(s.source)}", f"to = {toml_string(s.target)}",
-                  f"tuples = {_value(s.tuples)}", f"tuple_bytes = {s.tuple_bytes}"]
+                  f"tuples = {_value(s.tuples)}", f"tuple_bytes = {toml_number(s.tuple_bytes)}"]
     for group in w.nested:
         lines += ["", "[[nested]]", f"procedures = {_value(list(group))}"]
     for win in w.windows:
         lines += ["", "[[windows]]", f"name = {toml_string(win.name)}",
                   f"procedure = {toml_string(win.procedure)}", f"size = {_value(win.size)}",
                   f"slide = {_value(win.slide)}", f"kind = {toml_string(win.kind)}",
-                  f"tuple_bytes = {win.tuple_bytes}"]
+                  f"tuple_bytes = {toml_number(win.tuple_bytes)}"]
         if win.max_tuples is not None:
-            lines.append(f"max_tuples = {win.max_tuples}")
+            lines.append(f"max_tuples = {toml_number(win.max_tuples)}")
     return "\n".join(lines) + "\n"
 
 

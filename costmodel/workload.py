@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 import html
+import numbers
 from dataclasses import asdict, dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
 
@@ -35,7 +36,8 @@ class Table:
     read_mostly: bool = False
 
     def __post_init__(self) -> None:
-        if self.rows > MAX_TABLE_ROWS or self.row_bytes > MAX_ROW_BYTES:
+        numeric = all(isinstance(v, numbers.Real) for v in (self.rows, self.row_bytes))  # else: `check_workload`
+        if numeric and (self.rows > MAX_TABLE_ROWS or self.row_bytes > MAX_ROW_BYTES):
             raise SpecError(f"table {self.name!r}: at most {MAX_TABLE_ROWS:.0e} rows of at most "
                             f"{MAX_ROW_BYTES:,} bytes, got {self.rows:g} rows of {self.row_bytes:g} bytes")
 

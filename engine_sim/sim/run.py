@@ -11,7 +11,7 @@ from costmodel.calibration import Calibration
 from costmodel.design import Design
 from costmodel.errors import check_seed, finite_number
 from costmodel.sim_params import SimParams
-from costmodel.spec_reader import read_spec
+from costmodel.spec_reader import check_workload, read_spec
 from costmodel.workload import Workload
 from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.errors import SimError
@@ -144,7 +144,9 @@ def api_inputs(workload, design, calibration) -> tuple[Workload, Design, Calibra
     is one SimError line (a path where an object goes reached `.input` or `.sim_params`)."""
     if isinstance(workload, (str, os.PathLike)):
         workload = read_spec(workload)
-    if not isinstance(workload, Workload):
+    elif isinstance(workload, Workload):
+        check_workload(workload)  # built or changed in Python: held to what a spec may say
+    else:
         raise SimError(f"workload must be a Workload, a bundled name or a spec file, got {workload!r:.80}")
     if isinstance(design, (str, os.PathLike)):
         design = Design.load(design)

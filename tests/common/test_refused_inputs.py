@@ -465,3 +465,61 @@ def test_a_graph_given_for_a_workload_says_what_it_lacks():
     with pytest.raises(UserError) as exc:
         advisor.plot_workload(graph)
     assert _one_line(exc).startswith("graph 'move-micro' holds no dataflow")
+
+
+def _changed_workloads():
+    """A Workload changed in Python as a notebook user might (`dataclasses.replace`), each with
+    what the one line must name; before `check_workload` the first and fourth reached a
+    KeyError in the graph and the others ran."""
+    from dataclasses import replace as changed
+
+    def first_access(w, **kw):
+        p = w.procedures[0]
+        return changed(w, procedures=(changed(p, accesses=(changed(p.accesses[0], **kw), *p.accesses[1:])),
+                                      *w.procedures[1:]))
+
+    return {
+        "unknown table": (lambda w: first_access(w, table="NOPE"), "unknown table or window 'NOPE'"),
+        "negative rows": (lambda w: changed(w, tables=(changed(w.tables[0], rows=-5), *w.tables[1:])),
+                          "rows must be >= 0"),
+        "negative tuples": (lambda w: changed(w, streams=(changed(w.streams[0], tuples=-3), *w.streams[1:])),
+                            "tuples must be > 0"),
+        "unknown SP in a stream": (lambda w: changed(w, streams=(changed(w.streams[0], target="ZZ"), *w.streams[1:])),
+                                   "unknown procedure 'ZZ'"),
+        "an SP twice": (lambda w: changed(w, procedures=(*w.procedures, w.procedures[0])), "duplicate name"),
+        "a cost as a string": (lambda w: changed(w, procedures=(changed(w.procedures[0], cost="3"), *w.procedures[1:])),
+                               "cost must be a number"),
+        "rows as a string": (lambda w: changed(w, tables=(changed(w.tables[0], rows="5"), *w.tables[1:])),
+                             "a number is needed here"),
+        "no procedures": (lambda w: changed(w, procedures=None), "not a workload a spec could hold"),
+    }
+
+
+@pytest.mark.parametrize("verb", ["recommend", "evaluate", "simulate"])
+@pytest.mark.parametrize("case", list(_changed_workloads()))
+def test_a_workload_changed_in_python_is_held_to_what_a_spec_may_say(case, verb):
+    import advisor
+    from advisor.sources import load_workload
+
+    workload = load_workload("voter-leaderboard")
+    change, problem = _changed_workloads()[case]
+    bad = change(workload)
+    design = advisor.recommend(workload, machines=2, objective="cost").design
+    run = {"recommend": lambda: advisor.recommend(bad, machines=2, objective="cost"),
+           "evaluate": lambda: advisor.evaluate(design, bad),
+           "simulate": lambda: advisor.simulate(bad, design, batches=50)}[verb]
+    with pytest.raises(UserError) as exc:
+        run()
+    assert problem in _one_line(exc)
+    assert "workload 'voter-leaderboard'" in str(exc.value)
+
+
+def test_every_bundled_workload_and_a_split_one_pass_the_check_unchanged():
+    from costmodel.spec_reader import bundled_workloads, check_workload, read_spec
+    from reports.transforms import split_procedure
+
+    for name in bundled_workloads():
+        check_workload(read_spec(name))
+    split = split_procedure(read_spec("linear-road"), "TollCalculation", 3)  # tables T#0.. of its own
+    check_workload(split)
+    assert "SegmentStats#2" in split.table_names and "TollCalculation#2" in split.procedure_names
