@@ -95,10 +95,15 @@ class TableLayout:
 
 def table_layouts(design: Design, workload: Workload) -> dict[str, TableLayout]:
     """Base tables in declaration order; a workload at fragment or tuple granularity (its
-    tables are `T#i` and `T@KEY`) is folded back into its tables T."""
+    tables are `T#i` and `T@KEY`) is folded back into its tables T. A table the workload
+    names `T#0` beside a table `T` is a table of its own, not a fragment of T (a workload at
+    a design's granularity holds a table's items or the table, never both)."""
     out: dict[str, TableLayout] = {}
+    names = set(workload.table_names)
     for t in workload.tables:
         name = base_table(t.name)
+        if name != t.name and name in names:
+            name = t.name
         layout = out.setdefault(name, TableLayout(name, t.key, 0, t.row_bytes, {}))
         layout.rows += t.rows
         layout.items[t.name] = design.state[t.name]
@@ -118,20 +123,26 @@ def placement_notes(layout: TableLayout, ppm: int) -> list[str]:
         notes.append(f"table {t}: the design keeps it on partition {p} (machine {p // ppm}), VoltDB "
                      f"cannot pin a table to a partition: partitioned on {key}, its rows hashed over "
                      "every partition")
-    elif any(FRAGMENT_NAME.match(i) for i in items):
-        where = ", ".join(f"{i}->{p}" for i, p in items.items() if FRAGMENT_NAME.match(i))
+    elif any(i != t and FRAGMENT_NAME.match(i) for i in items):  # (a table `T#0` of its own is no fragment)
+        where = ", ".join(f"{i}->{p}" for i, p in items.items() if i != t and FRAGMENT_NAME.match(i))
         notes.append(f"table {t}: the design's fragments ({where}) follow crc32(key) mod N, VoltDB "
                      f"hashes {key} with its own function over its own partitions")
-    hot = [i for i in items if TUPLE_NAME.match(i) and not FRAGMENT_NAME.match(i)]
+    hot = [i for i in items if i != t and TUPLE_NAME.match(i) and not FRAGMENT_NAME.match(i)]
     if hot:
         notes.append(f"table {t}: hot tuples {', '.join(hot)} have partitions of their own in the "
                      "design, VoltDB places a row by the hash of its key only")
     return notes
 
 
+def folded_into(layouts: dict[str, TableLayout]) -> dict[str, str]:
+    """Each state item -> the base table (a key of `layouts`) it was folded into (a window: none)."""
+    return {item: layout.name for layout in layouts.values() for item in layout.items}
+
+
 def routing(proc: Procedure, layouts: dict[str, TableLayout]) -> tuple[str | None, str | None, str]:
     """(table, input field, why) of a single-partition procedure, or (None, None, why not)."""
-    accesses = [(base_table(a.table), a) for a in proc.accesses if base_table(a.table) in layouts]
+    base = folded_into(layouts)
+    accesses = [(base[a.table], a) for a in proc.accesses if a.table in base]
     if not accesses:
         return None, None, "it touches no table (only its windows or no state)"
     replicated_writes = [t for t, a in accesses if a.mode == "write" and not layouts[t].partitioned]
@@ -201,7 +212,8 @@ def procedure_ddl(p: Procedure, layouts: dict[str, TableLayout],
         return [f"-- {p.name}: single-partition: {why}, passed as its parameter 0",
                 f"CREATE PROCEDURE {name} PARTITION ON TABLE {t} COLUMN {k} AS",
                 f"    SELECT COUNT(*) FROM {t} WHERE {k} = ?;"]
-    first = next((base_table(a.table) for a in p.accesses if base_table(a.table) in layouts), None)
+    base = folded_into(layouts)
+    first = next((base[a.table] for a in p.accesses if a.table in base), None)
     if first is None:
         return [f"-- {p.name}: multi-partition, {why}: a Java class of that name must be loaded",
                 f"CREATE PROCEDURE FROM CLASS sstore.procedures.{name};"]

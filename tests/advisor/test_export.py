@@ -1,5 +1,6 @@
 """`advisor export`: VoltDB DDL parsed back, CSV and GraphML read back, equal to the design."""
 import csv
+from dataclasses import replace
 import io
 import re
 from pathlib import Path
@@ -133,6 +134,30 @@ def test_voltdb_routes_procedures_by_their_input_keys(trade):
     assert procedures["ScoreCard"][:2] == ("CardProfiles", "card_id")
     assert procedures["Ingest"] == (None, None, None)  # no table: FROM CLASS
     assert any(n.startswith("data-parallel lanes: ScoreCard") for n in fraud.not_expressible)
+
+
+def test_voltdb_keeps_a_table_named_like_a_fragment_beside_its_namesake_as_a_table(tmp_path):
+    """A spec with tables `T` and `T#0` (a name `advisor tune` writes): `T#0` is a table of its
+    own, not a fragment of T (the export used to fold it into T and route its SP to T)."""
+    from costmodel.spec_reader import read_spec
+    from costmodel.spec_writer import workload_to_toml
+
+    base = read_spec("voter-leaderboard")
+    twin = replace(base.table("Contestants"), name="Contestants#0", rows=7, key="twin_key")
+    reader = replace(base.procedure("Vote"), name="ReadTwin", code=None,
+                     accesses=(replace(base.procedure("Vote").accesses[0], table="Contestants#0"),))
+    spec = tmp_path / "twin.toml"
+    spec.write_text(workload_to_toml(replace(base, tables=(*base.tables, twin), procedures=(*base.procedures, reader))))
+    workload = read_spec(spec)
+    design = Design(workload.name, 2, 1, {p: 0 for p in workload.procedure_names},
+                    {t: i % 2 for i, t in enumerate(workload.table_names)} | {w: 0 for w in workload.window_names})
+    result = export_design(design, str(spec), "voltdb")
+    tables, partitions, procedures = parse_ddl(result.text)
+    assert {"Contestants", "Contestants_0"} <= set(tables)
+    assert ("Contestants_0", "twin_key") in partitions
+    assert "-- Contestants#0 (7 rows" in result.text
+    assert procedures["ReadTwin"][:2] == ("Contestants_0", "twin_key")  # its own table, not Contestants
+    assert not any("fragments (Contestants#0" in n for n in result.not_expressible)
 
 
 def test_voltdb_lists_what_it_cannot_express(trade, cases):
