@@ -15,7 +15,6 @@ from pathlib import Path
 
 from costmodel.design import Design
 from advisor.errors import AdvisorError
-from costmodel.granularity import base_table
 from advisor.export_voltdb import escaped, voltdb_ddl
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
@@ -74,7 +73,7 @@ def node_rows(design: Design, graph: WorkloadGraph) -> list[dict]:
             for i, n in enumerate(graph.proc_names)]
     for j, n in enumerate(graph.state_names):
         p, kind = design.state[n], graph.state_kind(j)
-        rows.append({"kind": kind, "name": n, "table": "" if kind == "window" else base_table(n),
+        rows.append({"kind": kind, "name": n, "table": "" if kind == "window" else graph.table_of(j),
                      "owner": graph.owner_of(n) or "", "partition": p,
                      "machine": None if p is None else p // ppm, "replicated": p is None,
                      "bytes": float(c.state_bytes[j]), "load": None, "data_parallel": ""})

@@ -134,15 +134,24 @@ class WorkloadGraph:
 
     def state_kind(self, j: int) -> str:
         """What state item j is: "window" (owned by an SP), "fragment" (`T#i`), "tuple"
-        (`T@KEY`) or "table"."""
+        (`T@KEY`) or "table" (also a table named `T#0` beside a table `T`: a graph holds a
+        table's items or the table, never both)."""
         from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
 
-        name = self.state_names[j]
         if self.is_window(j):
             return "window"
-        if FRAGMENT_NAME.match(name):
-            return "fragment"
-        return "tuple" if TUPLE_NAME.match(name) else "table"
+        if self.table_of(j) == self.state_names[j]:
+            return "table"
+        return "fragment" if FRAGMENT_NAME.match(self.state_names[j]) else "tuple"
+
+    def table_of(self, j: int) -> str:
+        """The table state item j belongs to: its own name, or T for a fragment `T#i` or a hot
+        tuple `T@KEY` whose T is not a state item of this graph itself."""
+        from costmodel.granularity import base_table
+
+        name = self.state_names[j]
+        table = base_table(name)
+        return name if table in self._state_index else table
 
     def window_owners(self) -> dict[str, str]:
         """Window name -> the SP that owns it."""

@@ -158,6 +158,9 @@ def test_voltdb_keeps_a_table_named_like_a_fragment_beside_its_namesake_as_a_tab
     assert "-- Contestants#0 (7 rows" in result.text
     assert procedures["ReadTwin"][:2] == ("Contestants_0", "twin_key")  # its own table, not Contestants
     assert not any("fragments (Contestants#0" in n for n in result.not_expressible)
+    rows = {r["name"]: r for r in csv.DictReader(io.StringIO(export_design(design, str(spec), "csv").text))}
+    assert (rows["Contestants#0"]["kind"], rows["Contestants#0"]["table"]) == ("table", "Contestants#0")
+    assert (rows["Contestants"]["kind"], rows["Contestants"]["table"]) == ("table", "Contestants")
 
 
 def test_voltdb_lists_what_it_cannot_express(trade, cases):

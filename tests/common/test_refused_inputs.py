@@ -481,7 +481,7 @@ def _changed_workloads():
     return {
         "unknown table": (lambda w: first_access(w, table="NOPE"), "unknown table or window 'NOPE'"),
         "negative rows": (lambda w: changed(w, tables=(changed(w.tables[0], rows=-5), *w.tables[1:])),
-                          "rows must be >= 0"),
+                          "tables[0] 'Contestants': rows must be >= 0, got -5"),  # docs/python-api.md's example
         "negative tuples": (lambda w: changed(w, streams=(changed(w.streams[0], tuples=-3), *w.streams[1:])),
                             "tuples must be > 0"),
         "unknown SP in a stream": (lambda w: changed(w, streams=(changed(w.streams[0], target="ZZ"), *w.streams[1:])),
@@ -511,7 +511,7 @@ def test_a_workload_changed_in_python_is_held_to_what_a_spec_may_say(case, verb)
     with pytest.raises(UserError) as exc:
         run()
     assert problem in _one_line(exc)
-    assert "workload 'voter-leaderboard'" in str(exc.value)
+    assert str(exc.value).startswith("workload 'voter-leaderboard': ")
 
 
 def test_every_bundled_workload_and_a_split_one_pass_the_check_unchanged():
