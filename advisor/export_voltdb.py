@@ -20,9 +20,8 @@ import unicodedata
 from dataclasses import dataclass
 
 from costmodel.design import Design
-from costmodel.granularity import base_table
 from costmodel.workload import Procedure, Workload
-from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
+from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME, table_among
 
 VARCHAR_MAX = 1_048_576  # VoltDB's longest VARCHAR
 KEY_BYTES = 8  # the key column, a BIGINT
@@ -99,11 +98,9 @@ def table_layouts(design: Design, workload: Workload) -> dict[str, TableLayout]:
     names `T#0` beside a table `T` is a table of its own, not a fragment of T (a workload at
     a design's granularity holds a table's items or the table, never both)."""
     out: dict[str, TableLayout] = {}
-    names = set(workload.table_names)
+    names = {*workload.table_names, *workload.window_names}  # every state item's name, as the graph's
     for t in workload.tables:
-        name = base_table(t.name)
-        if name != t.name and name in names:
-            name = t.name
+        name = table_among(t.name, names)
         layout = out.setdefault(name, TableLayout(name, t.key, 0, t.row_bytes, {}))
         layout.rows += t.rows
         layout.items[t.name] = design.state[t.name]

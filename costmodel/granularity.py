@@ -17,7 +17,7 @@ import zlib
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import Iterable
+from typing import Container, Iterable
 
 import numpy as np
 
@@ -52,6 +52,15 @@ def base_table(item: str) -> str:
     """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`."""
     m = FRAGMENT_NAME.match(item) or TUPLE_NAME.match(item)
     return m.group("table") if m else item
+
+
+def table_among(item: str, names: Container[str]) -> str:
+    """The table a state item belongs to, given the state `names` beside it: T for a fragment
+    `T#i` or a hot tuple `T@KEY`, unless a table T is among them (a workload at a design's
+    granularity holds a table's items or the table, never both: then `T#0` is a table of its
+    own, a name `advisor tune` writes)."""
+    table = base_table(item)
+    return item if table in names else table
 
 
 def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:

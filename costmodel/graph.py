@@ -145,13 +145,11 @@ class WorkloadGraph:
         return "fragment" if FRAGMENT_NAME.match(self.state_names[j]) else "tuple"
 
     def table_of(self, j: int) -> str:
-        """The table state item j belongs to: its own name, or T for a fragment `T#i` or a hot
-        tuple `T@KEY` whose T is not a state item of this graph itself."""
-        from costmodel.granularity import base_table
+        """The table state item j belongs to (`costmodel.granularity.table_among` this
+        graph's state items)."""
+        from costmodel.granularity import table_among
 
-        name = self.state_names[j]
-        table = base_table(name)
-        return name if table in self._state_index else table
+        return table_among(self.state_names[j], self._state_index)
 
     def window_owners(self) -> dict[str, str]:
         """Window name -> the SP that owns it."""
