@@ -14,6 +14,7 @@ from typing import Any
 
 from costmodel.files import as_path, read_user_text
 from costmodel.errors import SpecError
+from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
@@ -344,8 +345,6 @@ def check_workload(workload: Workload) -> None:
 
     One set of rules for both: the object is written as its spec text and read back (a few
     milliseconds; the result is discarded, so nothing of the object changes)."""
-    from costmodel.spec_writer import workload_to_toml  # (the writer imports nothing of this module)
-
     if not isinstance(workload, Workload):
         raise SpecError(f"a Workload is needed, got {type(workload).__name__}")
     label = f"workload {getattr(workload, 'name', '?')!r:.80}"
