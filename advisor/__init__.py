@@ -84,11 +84,9 @@ def plot_workload(source: Source, ax=None):
     `load_workload` takes (a bundled name, a spec, statistics) or the Workload itself, as the
     other verbs do; `reports.figures.plot_workload` draws a Workload only."""
     from advisor.sources import load_workload
-    from costmodel.errors import is_a
-    from costmodel.workload import Workload
     from reports.figures import plot_workload as draw
 
-    return draw(source if is_a(source, Workload) else load_workload(source), ax=ax)
+    return draw(load_workload(source), ax=ax)
 
 
 def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: int = 80):

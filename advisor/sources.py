@@ -9,7 +9,7 @@ from pathlib import Path
 from advisor.errors import AdvisorError
 from advisor.selection import MAX_SIM_BATCH_WORK
 from costmodel.design import Design
-from costmodel.errors import SpecError
+from costmodel.errors import SpecError, is_a
 from costmodel.files import as_path
 from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
@@ -18,13 +18,20 @@ from costmodel.spec_reader import check_workload, read_spec
 from costmodel.workload import Workload, check_cluster_size
 
 
-def load_workload(source: str | Path) -> Workload:
+def load_workload(source: str | Path | Workload) -> Workload:
     """A bundled workload by name, a spec file by path, or a statistics directory (the
-    workload rebuilt from it, `advisor.statistics_workload`)."""
+    workload rebuilt from it, `advisor.statistics_workload`); a Workload itself is checked as
+    a spec would be (`check_workload`) and returned, as every verb takes one."""
     if isinstance(source, WorkloadGraph):  # its text is no path: say what it lacks
         raise SpecError(f"graph {source.name!r} holds no dataflow to load a workload from: give the "
                         f"workload itself (a bundled name, a spec file, statistics or a Workload)")
-    path = as_path(str(source), SpecError)
+    if is_a(source, Workload):  # (is_a: also one made before a notebook's reload)
+        check_workload(source)  # built or changed in Python: held to what a spec may say
+        return source
+    if not isinstance(source, (str, Path)):  # str() of a Design was "path too long"
+        raise SpecError(f"expected a bundled workload name, a spec file or a statistics directory, "
+                        f"got {source!r:.60}")
+    path = as_path(source, SpecError)
     if path.is_dir():
         from advisor.statistics_workload import workload_from_statistics
         from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas

@@ -46,8 +46,10 @@ from pathlib import Path
 from advisor.errors import AdvisorError
 from advisor.priced_weights import CalibrationSource
 from advisor.statistics_graph import read_mostly_items
-from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_PER_BATCH, Access, Cluster, InputSpec, Procedure,
-                              Stream, Table, Window, Workload, dataflow_cycle)
+from costmodel.errors import SpecError
+from costmodel.spec_reader import check_workload
+from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_PER_BATCH, MAX_ROW_BYTES, Access, Cluster, InputSpec,
+                              Procedure, Stream, Table, Window, Workload, dataflow_cycle)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
 MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
@@ -259,7 +261,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
     rate = inp.get("rate")
     description = (f"rebuilt from statistics ({manifest.get('granularity')} granularity, "
                    f"{int(batches):,} batches)")
-    return Workload(
+    workload = Workload(
         name=str(manifest.get("workload") or Path(where).name), tables=tuple(table_list),
         procedures=tuple(procedures), streams=tuple(stream_list), nested=nested,
         windows=windows,
@@ -267,7 +269,13 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
                         fields=tuple(inp.get("fields") or ()), cost_unit_us=unit_us),
         cluster=cluster, description=description, source=where,
         sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
-    ), timings
+    )
+    try:  # what the checks above miss: refused here, as a spec would be, by every command alike
+        check_workload(workload)
+    except SpecError as exc:
+        raise AdvisorError(f"{where}: the workload rebuilt from these statistics is not one a spec "
+                           f"could declare: {exc}") from None
+    return workload, timings
 
 
 def _measured_work(procs) -> dict[str, float]:
@@ -363,3 +371,7 @@ def _within_a_run(procedures: list[Procedure], streams: list[Stream], where) -> 
         if st.tuples > MAX_PER_BATCH:
             raise AdvisorError(f"{where}: stream {st.source} -> {st.target}: {st.tuples:.3g} tuples a batch, "
                                f"past what any run can take (at most {MAX_PER_BATCH:.0e})")
+        if st.tuple_bytes > MAX_ROW_BYTES:
+            raise AdvisorError(f"{where}: stream {st.source} -> {st.target}: {st.tuple_bytes:,} bytes a tuple "
+                               f"(streams.parquet's bytes / tuples), past what a spec may declare "
+                               f"(at most {MAX_ROW_BYTES:,})")

@@ -64,6 +64,7 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
 
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise fail(f"not a design file (expected \"format\": \"{FORMAT}\")")
+    _known_keys(data, TOP_KEYS, "", "a design", fail)
     machines, ppm = _cluster(data, fail)
     n = machines * ppm
 
@@ -71,6 +72,9 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
         where = f"{kind}.{name}"
         if not isinstance(entry, dict):
             raise fail(f"{where}: must be an object with \"partition\" or \"replicated\"")
+        _known_keys(entry, ENTRY_KEYS, f"{where}.", "a placement", fail)
+        if not isinstance(entry.get("replicated", False), bool):
+            raise fail(f"{where}: replicated must be true or false, got {entry['replicated']!r}")
         if entry.get("replicated") is True:
             if kind == "procedures":
                 raise fail(f"{where}: a procedure cannot be replicated")
@@ -116,6 +120,20 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
     )
 
 
+# the keys a design file may hold: any other is a typo (`"partiton"`) that would have been
+# dropped without a word, the entry then read without what the user meant
+TOP_KEYS = ("format", "workload", "cluster", "weights", "method", "procedures", "state", "cost",
+            "provenance", "data_parallel")
+CLUSTER_KEYS = ("machines", "partitions_per_machine")
+ENTRY_KEYS = ("machine", "partition", "replicated")
+
+
+def _known_keys(obj: dict, known: tuple[str, ...], where: str, what: str, fail) -> None:
+    stray = [k for k in obj if k not in known]
+    if stray:
+        raise fail(f"{where}{stray[0]}: not a field of a design file ({what} has {', '.join(known)})")
+
+
 def _cluster(data: dict, fail) -> tuple[int, int]:
     try:
         cluster = data["cluster"]
@@ -123,6 +141,7 @@ def _cluster(data: dict, fail) -> tuple[int, int]:
         ppm = cluster["partitions_per_machine"]
     except (KeyError, TypeError):
         raise fail("missing cluster.machines or cluster.partitions_per_machine") from None
+    _known_keys(cluster, CLUSTER_KEYS, "cluster.", "a cluster", fail)
     for label, v in (("cluster.machines", machines), ("cluster.partitions_per_machine", ppm)):
         if not is_count(v):
             raise fail(f"{label} must be an integer >= 1, got {v!r}")

@@ -50,6 +50,19 @@ def is_a(value, cls: type) -> bool:
                                          for c in type(value).__mro__)
 
 
+# a latency bound outside these is no bound a run can be held to: 1e308 s printed "inf ms",
+# 1e-300 s "1e-297 ms"
+MIN_LATENCY_BOUND_S, MAX_LATENCY_BOUND_S = 1e-6, 86_400.0
+
+
+def check_latency_bound(bound, error: type[Exception] = UserError) -> None:
+    """One `error` line where a mean batch latency bound (seconds) is no number, or is outside
+    MIN_LATENCY_BOUND_S..MAX_LATENCY_BOUND_S (a microsecond to a day)."""
+    if not (finite_number(bound) and MIN_LATENCY_BOUND_S <= bound <= MAX_LATENCY_BOUND_S):
+        raise error(f"latency bound must be > 0 seconds, from {MIN_LATENCY_BOUND_S:g} to "
+                    f"{MAX_LATENCY_BOUND_S:,.0f} (a day), got {bound!r}")
+
+
 def check_seed(seed, error: type[UserError] = UserError) -> int:
     """A seed a user gave (the Python API's `seed=`): an integer >= 0, or one `error` line.
     Why: numpy's own refusal ('expected non-negative integer', or a TypeError from

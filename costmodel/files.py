@@ -7,8 +7,12 @@ files and directories are created with the modes `open` and `mkdir` would give (
 applies), so what we publish is readable like any other file the user writes.
 
 A directory is replaced only when it is ours: missing, empty, or holding one of the marker
-files our writers leave in it (`_trace.json`, `_stats.json`, `demo.json`...). Anything else is
-refused in one line, never overwritten.
+files our writers leave in it (`_trace.json`, `_stats.json`, `demo.json`...) and nothing our
+writer did not put there. A published directory keeps a record of every path it was published
+with (`WRITTEN`), so a file the user added since (notes beside a trace, statistics aggregated
+into a tuning folder) makes it theirs too: refused in one line, never deleted with the rest.
+A directory of ours without that record (written before the record existed) is replaced on
+its marker alone.
 """
 from __future__ import annotations
 
@@ -27,6 +31,8 @@ from costmodel.errors import UserError
 from costmodel.temp_dirs import pid_alive
 
 OURS = "a directory this tool wrote"
+WRITTEN = ".advisor-written.json"  # in a directory we published: every path it was published with
+WRITTEN_FORMAT = "sstore-advisor.written/1"
 
 # a disk that is full: the input was fine, the run failed (exit 1); any other reason a path
 # cannot be written (read-only, no permission, a file in the way) is the path's (exit 2)
@@ -102,7 +108,9 @@ def file_target(path: str | Path) -> Path:
     output), a pipe or a socket named as the output would be replaced by a plain file (as
     root, /dev/null itself), and a link by a file that no longer points where the user meant.
     Also for a long command to call before its work, so a bad `--out` costs nothing."""
+    typed = path
     path = as_path(path)
+    check_file_name(typed)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     _no_file_above(target)
     if target.is_dir():
@@ -111,6 +119,15 @@ def file_target(path: str | Path) -> Path:
         raise UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
                         f"not replaced; name a file to write")
     return target
+
+
+def check_file_name(path, error: type[Exception] = UserError) -> None:
+    """One `error` line where a file's path, as the user typed it, ends in a slash: that names
+    a directory. Why: a Path drops the slash, so `-o notes.txt/` replaced notes.txt and
+    `-o results/` wrote a file named results."""
+    if isinstance(path, str) and path.endswith(("/", os.sep)):
+        shown = path if len(path) <= 80 else f"...{path[-60:]}"
+        raise error(f"{shown}: ends in {path[-1]!r}, so it names a directory; name a file to write")
 
 
 def check_writable(path: str | Path, markers: str | Iterable[str] | None = None, what: str = OURS, *,
@@ -272,6 +289,47 @@ def check_replaceable(target: str | Path, markers: str | Iterable[str], what: st
     if entries and not names & entries:
         raise UserError(f"{target}: exists and is not {what}; refusing to replace it "
                         "(choose another path or remove it)")
+    added = _added_since_written(target)
+    if added:
+        more = f" and {len(added) - 1:,} more" if len(added) > 1 else ""
+        raise UserError(f"{target}: holds {added[0]}{more}, which this tool did not write there; "
+                        "refusing to replace it (move it out, or choose another path)")
+
+
+def _paths_within(folder: Path) -> list[str]:
+    """Every file and directory under `folder` (links not followed), relative, sorted; the
+    record itself left out."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            relative = os.path.relpath(os.path.join(top, name), folder)
+            if relative != WRITTEN:
+                found.append(relative)
+    return sorted(found)
+
+
+def record_written(folder: str | Path) -> None:
+    """Record every path in `folder`, which we are about to publish (`check_replaceable`
+    reads it the next time the folder would be replaced)."""
+    folder = Path(folder)
+    record = {"format": WRITTEN_FORMAT, "paths": _paths_within(folder)}
+    (folder / WRITTEN).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def _added_since_written(target: Path) -> list[str]:
+    """The paths in our directory `target` that its record does not hold (none without a
+    record); a record that cannot be read counts as every path (whose they are is unknown)."""
+    record = target / WRITTEN
+    if not record.exists():
+        return []
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        written = set(data["paths"]) if data.get("format") == WRITTEN_FORMAT else None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        written = None
+    if written is None:
+        return [f"{WRITTEN} (not a record this tool wrote)"]
+    return [p for p in _paths_within(target) if p not in written]
 
 
 def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OURS) -> Path:
@@ -295,6 +353,7 @@ def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[
     check_replaceable(target, markers, what)
     old = None
     try:
+        record_written(staged)
         if target.exists():
             old = _new_dir(target, "old")
             os.rename(target, old / "previous")
@@ -339,6 +398,8 @@ def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str =
         raise cannot_write(target, exc) from None
     try:
         yield target
+        with writing(target):
+            record_written(target)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         if aside is not None:

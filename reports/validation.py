@@ -267,6 +267,9 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     from engine_sim.sim import SimError
     from engine_sim.sim.compiled import MAX_BATCHES, MIN_BATCHES
 
+    for flag, value in (("engine", engine), ("sim", sim)):
+        if not isinstance(value, bool):  # engine="no" ran the engine
+            raise SimError(f"{flag} must be True or False, got {value!r}")
     if not (engine or sim):
         raise SimError("nothing to validate: engine and sim are both off")
     check_seed(seed, SimError)

@@ -56,7 +56,7 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     gran = parse_granularity(granularity, hot_tuples)
     if out is not None:
         # before Spark starts, not after its job
-        check_writable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory")
+        check_writable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory", inputs=(trace_dir,))
     steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     local = is_local_trace(trace_dir)

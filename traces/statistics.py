@@ -207,6 +207,9 @@ def _untimed_work_as_null(procs: pa.Table) -> pa.Table:
     return procs.set_column(i, procs.schema.field(i), pa.nulls(procs.num_rows, pa.float64()))
 
 
+FRACTIONS = {("procedures", "abort_rate"), ("procedure_state", "probability")}  # shares: 0 to 1
+
+
 def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) -> None:
     """What every reader relies on: `batches` a number > 0 and at most the invocations, every
     count and size a finite number >= 0, no missing names, one row per name, the format's state
@@ -232,6 +235,11 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
                 row = int(np.argmax(bad))
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: must be a "
                                  f"finite number >= 0, got {values[row]:g}")
+            over = known & (values > 1) if (name, field_.name) in FRACTIONS else None
+            if over is not None and over.any():
+                row = int(np.argmax(over))
+                raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: a share, "
+                                 f"must be from 0 to 1, got {values[row]:g}")
     _check_rows(tables, path)
     invocations = pc.sum(tables["procedures"].column("invocations")).as_py() or 0
     if batches > invocations and tables["procedures"].num_rows:  # none: the workload's reader says so

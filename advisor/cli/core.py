@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.app import PPM_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, jobs_option, json_option,
+from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, jobs_option, json_option,
                                  load_calibration, not_applicable, seed_option, weight_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
@@ -55,7 +55,7 @@ def recommend(
                                            "from it, with the frontier of megabytes moved against speed"),
     max_move_mb: Optional[float] = typer.Option(None, "--max-move-mb", help="with --current: move at "
                                                 "most this many megabytes of state"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the design JSON here"),
+    out: Optional[Path] = file_out_option(None, "write the design JSON here"),
     as_json: bool = json_option("print the design JSON instead of a summary"),
     jobs: Optional[int] = jobs_option("the pick's simulations"),
 ) -> None:

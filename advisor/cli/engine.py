@@ -65,7 +65,7 @@ def run(
     d = Design.load(design)
     target = None if migrate_to is None else Design.load(migrate_to)
     if trace_out is not None:  # before the run, not after it
-        check_writable(trace_out, MANIFEST, "a trace directory")
+        check_writable(trace_out, MANIFEST, "a trace directory", inputs=(design, source, migrate_to))
     options = dict(batches=batches, scheduler=scheduler, move=move, in_process=in_process, seed=seed,
                    trace_out=trace_out, batch_size=batch_size, data_parallel=data_parallel, timeout_s=timeout,
                    client=ClientOptions(latency_bound_s=latency_bound),

@@ -8,7 +8,7 @@ from typing import Literal, Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.grammar import (DesignCommand, design_option, json_option, not_applicable, workload_argument,
+from advisor.cli.grammar import (DesignCommand, file_out_option, design_option, json_option, not_applicable, workload_argument,
                                  workload_for)
 from advisor.cli.terminal import say
 
@@ -21,7 +21,7 @@ def export(
     workload: Optional[str] = workload_argument(),
     fmt: Literal["voltdb", "csv", "graphml"] = typer.Option(
         ..., "--format", "-f", help="voltdb (DDL), csv (placement table) or graphml"),
-    out: Path = typer.Option(..., "--out", "-o", help="file to write (its directory must exist)"),
+    out: Path = file_out_option(..., "file to write (its directory must exist)"),
     as_json: bool = json_option("print {out, format, not_expressible} as JSON instead of a summary"),
 ) -> None:
     """Export a design for a real system; print what the target cannot express."""

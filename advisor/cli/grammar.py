@@ -27,6 +27,20 @@ SHARED_OPTIONS = ("--json", "--calibration", "--seed")
 simulates or prices, where anything is random."""
 
 
+def file_path(typed: str) -> Path:
+    """An output file's path as typed (the `parser` of every file output option): one that
+    ends in a slash is refused, which a Path would drop (`costmodel.files.check_file_name`)."""
+    from costmodel.files import check_file_name
+
+    check_file_name(typed, typer.BadParameter)
+    return Path(typed)
+
+
+def file_out_option(default, text: str):
+    """`--out/-o PATH`: the file a command writes (see `file_path`)."""
+    return typer.Option(default, "--out", "-o", parser=file_path, metavar="<path>", help=text)
+
+
 def design_option(text: str = DESIGN_HELP):
     """`--design/-d PATH`, required: the one way every command is given its design."""
     return typer.Option(..., "--design", "-d", help=text)

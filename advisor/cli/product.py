@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, jobs_option, json_option,
+from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, jobs_option, json_option,
                                  load_calibration, not_applicable, print_result, seed_option,
                                  weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
@@ -19,7 +19,7 @@ from advisor.cli.terminal import say
 def report(
     design: Path = design_option("design JSON (from `advisor recommend --out`)"),
     workload: Optional[str] = workload_argument(),
-    out: Path = typer.Option(..., "--out", "-o", help="the HTML file to write"),
+    out: Path = file_out_option(..., "the HTML file to write"),
     validation: Optional[Path] = typer.Option(None, help="RESULT.json from `advisor validate --out`"),
     spec: Optional[str] = typer.Option(None, "--spec", help="workload spec to simulate when WORKLOAD is "
                                                             "statistics (enables throughput and suggestions)"),
@@ -106,7 +106,7 @@ def tune(
         from costmodel.files import check_writable
         from reports.tuning import SAVED_MARKER
 
-        check_writable(out, SAVED_MARKER, "a previous `advisor tune` output")
+        check_writable(out, SAVED_MARKER, "a previous `advisor tune` output", inputs=(source, calibration))
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration,
                               source=source if calibration is not None else None,
                               machines=machines, partitions_per_machine=partitions_per_machine)

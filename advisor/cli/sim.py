@@ -10,7 +10,7 @@ import typer
 from advisor.cli.app import app
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, json_option,
+from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, json_option,
                                  load_calibration, not_applicable, print_result, seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import say, working
@@ -50,7 +50,7 @@ def simulate(
                                    "engine on the measuring host (its cores shared by every "
                                    "emulated machine) instead of a real cluster"),
     as_json: bool = json_option(),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
+    out: Optional[Path] = file_out_option(None, "write the result JSON here"),
 ) -> None:
     """Predict what a design does on a cluster of any size."""
     from costmodel.design import Design
@@ -78,8 +78,8 @@ def simulate(
 @app.command()
 @not_applicable(calibration="it makes a calibration (--refit names the one to fit again)")
 def calibrate(
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="where to write it (default: "
-                                       "the user's calibration, which the advisor then prices with)"),
+    out: Optional[Path] = file_out_option(None, "where to write it (default: the user's calibration, "
+                                                    "which the advisor then prices with)"),
     quick: bool = typer.Option(False, "--quick", help="fewer batches per micro-benchmark"),
     in_process: bool = typer.Option(False, "--in-process", help="measure the in-process engine "
                                     "(one thread) instead of one process per partition"),
@@ -133,7 +133,7 @@ def validate(
     batches: int = typer.Option(300, help="batches for the engine run (and the simulator's)"),
     seed: int = seed_option(),
     as_json: bool = json_option(),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="write the result JSON here"),
+    out: Optional[Path] = file_out_option(None, "write the result JSON here"),
 ) -> None:
     """Run a design on the engine and the simulator; print both, the predicted cost and the
     bottleneck."""

@@ -15,7 +15,9 @@ import socket
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from costmodel.errors import DISK_ERRNOS, describe_os_error
 from costmodel.files import errno_of
@@ -42,6 +44,28 @@ def _context():
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
     return ctx
+
+
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """While a partition's process starts, multiprocessing is not told of this program's main
+    module, so the process does not run it again. Why: a user's script that calls
+    `advisor.validate` at its top level (no `if __name__ == "__main__":`) ran again in every
+    partition as it started, which then tried to start a run of its own: 147 lines of three
+    tracebacks and a failed run. A partition needs nothing of the main module: its code and
+    its arguments are all the engine's."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
 def _own_mp_temp_dir() -> None:
@@ -249,7 +273,8 @@ class MultiProcessRuntime:
     def _spawn(self, node: int, epoch: int, clock: int, era: int | None = None) -> None:
         args = dict(self.args, epoch=epoch, clock=clock, era=self.driver.era if era is None else era)
         p = self.ctx.Process(target=site_main, args=(node, args), name=f"partition-{node}", daemon=True)
-        p.start()
+        with _main_module_hidden():
+            p.start()
         self.procs[node] = p
         self.pids.append(p.pid)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from costmodel.design import Design
+from costmodel.errors import check_latency_bound
 from engine_sim.engine.crash import parse_crash_at
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.migration import MODES as MIGRATION_MODES
@@ -59,9 +60,7 @@ class ClientOptions:
 
     def __post_init__(self) -> None:
         check_positive_int("in_flight", self.in_flight)
-        bound = self.latency_bound_s
-        if not isinstance(bound, (int, float)) or isinstance(bound, bool) or not bound > 0:
-            raise EngineError(f"latency bound must be > 0 seconds, got {bound!r}")
+        check_latency_bound(self.latency_bound_s, EngineError)
         rate = self.abort_rate
         if not isinstance(rate, (int, float)) or isinstance(rate, bool) or not 0.0 <= rate < 1.0:
             raise EngineError(f"abort rate must be in [0, 1), got {rate!r}")

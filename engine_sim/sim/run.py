@@ -9,7 +9,7 @@ from pathlib import Path
 
 from costmodel.calibration import Calibration
 from costmodel.design import Design
-from costmodel.errors import check_seed, finite_number
+from costmodel.errors import check_latency_bound, check_seed, finite_number
 from costmodel.sim_params import SimParams
 from costmodel.spec_reader import check_workload, read_spec
 from costmodel.workload import Workload
@@ -57,6 +57,7 @@ def _run_plan(plan, rate: float | None, latency_bound_s: float, in_flight: int |
         rate = None
     elif not (rate is not None and rate > 0 and math.isfinite(rate)):
         raise SimError(f"input rate must be a positive number of batches per second, got {rate}")
+    check_latency_bound(latency_bound_s, SimError)
     started = time.perf_counter()
     model = EngineModel(plan, rate, in_flight)
     model.run()
@@ -116,8 +117,7 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
     `stop_below_tps` (tuples/s) is for a caller that only asks whether the design beats that
     figure: the search stops once it is known not to (the result is then the best rate
     found so far, below the figure)."""
-    if not finite_number(latency_bound_s) or not latency_bound_s > 0:
-        raise SimError(f"latency bound must be > 0 seconds, got {latency_bound_s!r}")
+    check_latency_bound(latency_bound_s, SimError)
     if not finite_number(tolerance) or not 0 < tolerance < 1:  # -1 or nan searched on without a bracket
         raise SimError(f"tolerance must be a fraction in (0, 1), got {tolerance!r}")
     kw.pop("input_rate", None)

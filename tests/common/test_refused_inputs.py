@@ -7,6 +7,7 @@ import json
 import os
 import re
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -301,6 +302,10 @@ def _api_cases():
         "simulate, a graph as the workload": lambda w, r: advisor.simulate(r.graph, r.design),
         "simulate, calibration 5": lambda w, r: advisor.simulate(w, r.design, calibration=5),
         "validate, no design": lambda w, r: advisor.validate(w, None, engine=False),
+        "validate, engine a string": lambda w, r: advisor.validate(w, r.design, engine="no"),  # ran it
+        # str() of the object was read as a path: "path too long"
+        "load_workload, a design": lambda w, r: advisor.load_workload(r.design),
+        "plot_workload, a changed Workload": lambda w, r: advisor.plot_workload(replace(w, tables=None)),
         # values compared or iterated deep inside: a TypeError, or a run on a nonsense value
         "simulate, batches a string": lambda w, r: advisor.simulate(w, r.design, batches="300"),
         "simulate, batch size 2.5": lambda w, r: advisor.simulate(w, r.design, batch_size=2.5),
@@ -523,3 +528,94 @@ def test_every_bundled_workload_and_a_split_one_pass_the_check_unchanged():
     split = split_procedure(read_spec("linear-road"), "TollCalculation", 3)  # tables T#0.. of its own
     check_workload(split)
     assert "SegmentStats#2" in split.table_names and "TollCalculation#2" in split.procedure_names
+
+
+@pytest.mark.parametrize("command", [
+    ["recommend", "bank-transfer", "--machines", "2", "--objective", "cost"],
+    ["export", "--design", "{design}", "--format", "csv"],
+    ["simulate", "--design", "{design}", "--batches", "20"],
+    ["validate", "--design", "{design}", "--sim", "--batches", "20"],
+    ["report", "--design", "{design}", "--quiet"],
+], ids=lambda c: c[0])
+def test_a_file_output_that_ends_in_a_slash_is_refused_and_nothing_written(command, tmp_path, capsys):
+    """A Path drops the slash: `-o notes.txt/` replaced notes.txt, `-o results/` wrote a file."""
+    design = tmp_path / "x.json"
+    assert run_app(["recommend", "bank-transfer", "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the user's notes")
+    capsys.readouterr()
+    args = [a.replace("{design}", str(design)) for a in command]
+    for out in (f"{notes}/", f"{tmp_path / 'results'}/"):
+        assert run_app(args + ["--out", out]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{Path(out).name}/: ends in '/', so it names a directory" in err
+    assert notes.read_text() == "the user's notes" and not (tmp_path / "results").exists()
+
+
+def test_the_python_api_refuses_a_file_path_that_ends_in_a_slash(bank, tmp_path):
+    _, rec = bank
+    with pytest.raises(UserError, match="ends in '/', so it names a directory"):
+        rec.design.save(f"{tmp_path}/d.json/")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_rerunning_into_an_output_folder_keeps_what_the_user_added_there(tmp_path, capsys):
+    """`trace synth` and `tune` replaced the whole folder, the user's files in it too."""
+    trace = tmp_path / "tr"
+    synth = ["trace", "synth", "bank-transfer", "--batches", "5", "--out", str(trace), "--quiet"]
+    assert run_app(synth) == 0
+    assert run_app(synth) == 0  # its own output: replaced
+    (trace / "NOTES.md").write_text("the user's")
+    capsys.readouterr()
+    assert run_app(synth) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds NOTES.md, which this tool did not write there" in err
+    assert (trace / "NOTES.md").read_text() == "the user's" and (trace / "_trace.json").exists()
+
+
+DESIGN_TYPOS = [
+    (lambda d: d.update(zzz=1), "zzz: not a field of a design file (a design has format, workload"),
+    (lambda d: d["cluster"].update(machine=2), "cluster.machine: not a field of a design file"),
+    (lambda d: d["procedures"][next(iter(d["procedures"]))].update(partiton=1), ".partiton: not a field"),
+    (lambda d: d["state"][next(iter(d["state"]))].update(replicated="yes"), "replicated must be true or false"),
+]
+
+
+@pytest.mark.parametrize("change, message", DESIGN_TYPOS, ids=["top", "cluster", "placement", "replicated"])
+def test_a_design_file_with_a_key_it_does_not_have_is_refused(change, message, bank, tmp_path, capsys):
+    """A typo was dropped without a word and the entry read without what the user meant."""
+    _, rec = bank
+    data = json.loads(rec.design.to_json())
+    change(data)
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(data))
+    assert run_app(["evaluate", "--design", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+
+
+@pytest.mark.parametrize("bound", [1e308, 1e-300, 10**400, float("nan")])
+def test_a_latency_bound_no_run_can_be_held_to_is_refused(bound, bank, capsys):
+    """1e308 s printed "bound inf ms"; 1e-300 s "1e-297 ms, NOT MET" (at a fixed rate too)."""
+    import advisor
+    from engine_sim.engine import ClientOptions
+    from engine_sim.engine.errors import EngineError
+    from engine_sim.sim import SimError
+
+    workload, rec = bank
+    for call in (lambda: advisor.simulate(workload, rec.design, latency_bound_s=bound),
+                 lambda: advisor.simulate(workload, rec.design, latency_bound_s=bound, input_rate=100.0)):
+        with pytest.raises(SimError, match="latency bound must be > 0 seconds, from 1e-06 to 86,400"):
+            call()
+    with pytest.raises(EngineError, match="latency bound must be > 0 seconds"):
+        ClientOptions(latency_bound_s=bound)
+
+
+def test_a_name_with_a_line_break_is_refused_in_a_spec(tmp_path, capsys):
+    """It broke `recommend`'s first line in two."""
+    spec = tmp_path / "nl.toml"
+    text = (ROOT / "costmodel" / "workloads" / "bank-transfer.toml").read_text()
+    spec.write_text(re.sub(r'^name = ".*"$', 'name = "bank\\\\ntransfer"', text, count=1, flags=re.M))
+    assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"error: {spec}: top level: name must be printable text on one line, got 'bank\\ntransfer'\n"

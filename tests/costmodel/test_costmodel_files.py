@@ -13,7 +13,7 @@ import pytest
 
 from costmodel import files
 from costmodel.errors import UserError
-from costmodel.files import (atomic_write_bytes, atomic_write_text, check_replaceable, check_writable,
+from costmodel.files import (WRITTEN, atomic_write_bytes, atomic_write_text, check_replaceable, check_writable,
                           discard_dir, publish_dir, read_user_text, staging_dir)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,11 +139,49 @@ def _build(target: Path, marker: str, text: str) -> Path:
 
 def test_a_directory_is_published_and_replaced_in_one_step(tmp_path):
     target = tmp_path / "out"
-    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
-    (target / "extra").write_text("from the first run")
+    first = _build(target, "_m.json", "1")
+    (first / "extra").write_text("from the first run")
+    publish_dir(first, target, "_m.json")
     publish_dir(_build(target, "_m.json", "2"), target, "_m.json")
-    assert sorted(os.listdir(target)) == ["_m.json"] and (target / "_m.json").read_text() == "2"
+    assert sorted(os.listdir(target)) == [WRITTEN, "_m.json"] and (target / "_m.json").read_text() == "2"
     assert os.listdir(tmp_path) == ["out"]  # no staging or old directory left behind
+
+
+@pytest.mark.parametrize("added", ["NOTES.md", "sub/notes.txt", "stats/_stats.json"])
+def test_a_file_added_to_our_directory_since_makes_it_the_users(tmp_path, added):
+    """Re-running into a folder of ours deleted what the user had put there since."""
+    target = tmp_path / "out"
+    first = _build(target, "_m.json", "1")
+    (first / "sub").mkdir()
+    publish_dir(first, target, "_m.json")
+    (target / added).parent.mkdir(exist_ok=True)
+    (target / added).write_text("the user's")
+    before = sorted(str(p.relative_to(target)) for p in target.rglob("*"))
+    for attempt in (lambda: staging_dir(target, "_m.json"), lambda: check_writable(target, "_m.json")):
+        with pytest.raises(UserError) as info:
+            attempt()
+        assert f"holds {added.split('/')[0] if added.startswith('stats') else added}" in str(info.value)
+        assert "\n" not in str(info.value)
+    assert sorted(str(p.relative_to(target)) for p in target.rglob("*")) == before
+    assert (target / added).read_text() == "the user's"
+
+
+def test_a_directory_of_ours_from_before_the_record_is_replaced_on_its_marker(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / "_m.json").write_text("old")
+    (target / "part.parquet").write_text("old")
+    publish_dir(_build(target, "_m.json", "new"), target, "_m.json")
+    assert sorted(os.listdir(target)) == [WRITTEN, "_m.json"]
+
+
+def test_a_record_that_is_not_ours_keeps_the_directory(tmp_path):
+    target = tmp_path / "out"
+    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
+    (target / WRITTEN).write_text("{not json")
+    with pytest.raises(UserError, match="not a record this tool wrote"):
+        staging_dir(target, "_m.json")
+    assert (target / "_m.json").read_text() == "1"
 
 
 def test_a_foreign_directory_is_never_replaced(tmp_path):

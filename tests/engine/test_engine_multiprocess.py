@@ -62,3 +62,25 @@ def test_move_as_transaction_across_processes():
     clean = run_workload(w, d, batches=60, in_process=True, move="txn",
                          recovery=RecoveryOptions(mode="strong"))
     assert r.history_check == "ok" and r.move_txns == 60 and r.state_digest == clean.state_digest
+
+
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_a_script_without_a_main_guard_runs_the_engine_once(tmp_path, how):
+    """The partitions' processes ran the user's main module again as they started: a script
+    calling `advisor.validate` at its top level, with no `if __name__ == "__main__":`, started
+    a run in each of them (147 lines, three tracebacks, a failed run)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "noguard.py").write_text(
+        "import advisor\n"
+        "rec = advisor.recommend('bank-transfer', machines=2, objective='cost')\n"
+        "result = advisor.validate('bank-transfer', rec.design, batches=20, sim=False)\n"
+        "print('top level ran; engine committed', result.engine['committed'])\n")
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, "noguard.py"] if how == "script" else [sys.executable, "-m", "noguard"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(tmp_path)])}
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert done.stdout.count("top level ran") == 1 and "engine committed 40" in done.stdout

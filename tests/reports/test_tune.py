@@ -6,6 +6,7 @@ import pytest
 
 from advisor.cli import run_app
 from costmodel.design import Design
+from costmodel.files import WRITTEN
 from costmodel.graph import WorkloadGraph
 from advisor.sources import load_workload
 from reports.predict import predicted_tps
@@ -121,7 +122,7 @@ def test_tune_out_refuses_a_foreign_directory_up_front_and_replaces_its_own(tmp_
     for _ in range(2):  # a previous output of tune is replaced whole
         assert run_app(["tune", "tpcdi-trade", "--machines", "4", "--rounds", "0", "--out", str(out)]) == 0
         names = sorted(p.name for p in out.iterdir())
-        assert names == ["round-00.design.json", "round-00.toml", "tuning.json"]
+        assert names == [WRITTEN, "round-00.design.json", "round-00.toml", "tuning.json"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no staging left
 
 

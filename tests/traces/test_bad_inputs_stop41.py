@@ -292,14 +292,63 @@ def _set_column(table: str, column: str, value):
     return change
 
 
+def _renamed_procedure(old: str, new: str):
+    """Procedure `old` called `new` in every file of the statistics (a name a trace may hold)."""
+    def change(stats):
+        for table, columns in (("procedures", ["procedure"]), ("procedure_state", ["procedure"]),
+                               ("streams", ["from_procedure", "to_procedure"])):
+            t = pq.read_table(stats / f"{table}.parquet")
+            for column in columns:
+                names = [new if n == old else n for n in t.column(column).to_pylist()]
+                t = t.set_column(t.schema.get_field_index(column), column, pa.array(names))
+            pq.write_table(t, stats / f"{table}.parquet")
+        manifest = json.loads((stats / "_stats.json").read_text())
+        manifest["procedures"] = [new if n == old else n for n in manifest["procedures"]]
+        (stats / "_stats.json").write_text(json.dumps(manifest))
+    return change
+
+
 @pytest.mark.parametrize("change, message", [
     (_set_column("procedure_state", "read_rows", 10**18), "SP0 -> T0: 1e+17 rows a batch, past what any run"),
     (_set_column("streams", "tuples", 10**18), "stream SP0 -> SP1: 1e+17 tuples a batch, past what any run"),
-], ids=["rows", "tuples"])
-def test_statistics_past_what_a_run_can_take_are_one_line(stats, capsys, change, message):
+    # recommend and run took these, validate refused the first: each command alike now
+    (_set_column("streams", "bytes", 2**62), "stream SP0 -> SP1: 46,116,860,184,273,880 bytes a tuple"),
+    (_set_column("procedures", "abort_rate", 2.0),
+     "procedures.parquet: column 'abort_rate', row 0: a share, must be from 0 to 1, got 2"),
+    (_set_column("procedure_state", "probability", 2.0),
+     "procedure_state.parquet: column 'probability', row 0: a share, must be from 0 to 1, got 2"),
+    # what no check of the statistics' own sees, the spec's rules do (the workload rebuilt from them)
+    (_renamed_procedure("SP2", "SP\n2"), "not one a spec could declare: "),
+], ids=["rows", "tuples", "tuple-bytes", "abort-rate", "probability", "name-with-a-line-break"])
+def test_statistics_past_what_a_run_can_take_are_one_line(stats, tmp_path, capsys, change, message):
+    design = tmp_path / "d.json"
+    assert run_app(["recommend", str(stats), "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    capsys.readouterr()
     change(stats)
     assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
     assert message in one_error_line(capsys)
+    for command in (["evaluate", "--design", str(design), str(stats)],
+                    ["simulate", "--design", str(design), str(stats), "--batches", "20"],
+                    ["validate", "--design", str(design), str(stats), "--sim", "--batches", "20"]):
+        assert run_app(command) == 2, command
+        assert message in one_error_line(capsys)
+
+
+def test_an_output_inside_the_statistics_or_trace_it_reads_is_refused(stats, good_trace, tmp_path, capsys):
+    """`recommend` and `simulate` refused such a path; `tune`, `run --trace-out` and `trace
+    aggregate` wrote into their own input."""
+    before = sorted(p.name for p in stats.iterdir())
+    design = tmp_path / "d.json"
+    assert run_app(["recommend", str(stats), "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    capsys.readouterr()
+    for command, inside in (
+            (["tune", str(stats), "--machines", "2", "--rounds", "0", "--out", str(stats / "sub")], stats),
+            (["run", "--design", str(design), str(stats), "--batches", "5", "--in-process",
+              "--trace-out", str(stats / "tr")], stats),
+            (["trace", "aggregate", str(good_trace), "--out", str(good_trace / "stats"), "--quiet"], good_trace)):
+        assert run_app(command) == 2, command
+        assert f"is inside this command's input {inside}" in one_error_line(capsys)
+    assert sorted(p.name for p in stats.iterdir()) == before and not (good_trace / "stats").exists()
 
 
 def test_a_statistics_integer_json_cannot_read_is_one_line(stats, capsys):
