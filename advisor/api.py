@@ -16,8 +16,9 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
-from costmodel.errors import check_seed, finite_number
+from costmodel.errors import DesignError, check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
+from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
 from advisor.parallel_runs import CallAhead, pick_processes
@@ -45,6 +46,7 @@ class Recommendation:
     selection: Selection | None = None
     data_parallel: DataParallelChoice | None = None  # the data-parallel variant it was weighed against
     migration: object = None  # advisor.migration_pick.MigrationPlan: from a deployed design (`current`)
+    lanes_not_weighed: str = ""  # why data-parallel lanes asked for were not weighed (none: they were, or not asked)
 
     @property
     def design_graph(self) -> WorkloadGraph:
@@ -67,6 +69,8 @@ class Recommendation:
         where a data-parallel variant was weighed, which granularity won and why."""
         if self.data_parallel is not None:
             return self.data_parallel.describe()
+        if self.lanes_not_weighed:
+            return f"granularity: data-parallel lanes not weighed: {self.lanes_not_weighed}"
         tables = [base_table(t) for t in self.graph.state_tables]
         finer = sum(1 for n, t in zip(self.graph.state_names, tables) if n != t)
         if not finer:
@@ -242,6 +246,8 @@ def recommend(source: Source, machines: int | None = None,
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
     graph = graph.with_cluster(machines, partitions_per_machine)
+    if current is not None:  # before the search: one that places other SPs or state, said now
+        _places_the_workload(current, graph)
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -285,9 +291,14 @@ def recommend(source: Source, machines: int | None = None,
         provenance["workload_profile"] = profile
     design = Design.from_arrays(graph, chosen.proc_part, chosen.state_part, weights,
                                 method="advisor", provenance=provenance)
-    choice = None
+    choice, lanes_note = None, ""
+    if data_parallel and (selection.objective != "throughput" or spec is None):
+        lanes_note = ("the simulator judges them, and this pick is by cost" if spec is not None
+                      else "a bare graph holds no dataflow to run them on")
     if data_parallel and selection.objective == "throughput" and spec is not None:
         choice = weigh_data_parallel(spec, design, calibration, seed, simulator=simulator)
+        if choice is None:
+            lanes_note = lanes_not_weighed(spec, design)
         if choice is not None:  # scored as the cost model sees it: the lanes' base partitions
             at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
             choice.variant.cost = choice.variant.score(at, weights)
@@ -297,7 +308,7 @@ def recommend(source: Source, machines: int | None = None,
                                          "predicted_tuples_per_s": round(choice.variant_tps, 1),
                                          "table_level_predicted_tuples_per_s": round(choice.table_tps, 1)})
     out = Recommendation(design, graph, workload=loaded or workload,
-                         search=search, selection=selection, data_parallel=choice)
+                         search=search, selection=selection, data_parallel=choice, lanes_not_weighed=lanes_note)
     if current is not None:
         from advisor.migration_pick import plan_migration
 
@@ -350,6 +361,17 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
         raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
                            f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
     return asked
+
+
+def _places_the_workload(current: Design, graph: WorkloadGraph) -> None:
+    """The deployed design places exactly the workload's SPs and state items; else one line
+    naming the first that differs, in the user's terms (the pick's own check said "only the
+    second design places ...", of a second design the user never gave)."""
+    try:
+        current.arrays(graph)
+    except DesignError as exc:
+        raise AdvisorError(f"the deployed design (--current) does not fit the workload as it is now: {exc} "
+                           f"(`advisor check` says what changed; recommend without it for a new design)") from None
 
 
 def evaluate(design: Design | str | Path, source: Source, weights: Weights | None = None

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from costmodel.design import Design
 from costmodel.granularity import FRAGMENT_NAME, fragment_shares
-from costmodel.lanes import keyed_field, lane_tables
+from costmodel.lanes import data_parallel_blocker, keyed_field, lane_tables
 from costmodel.workload import Workload
 
 
@@ -33,11 +33,13 @@ def data_parallel_variant(workload: Workload, design: Design,
     if design.data_parallel or any(FRAGMENT_NAME.match(n) and n not in workload.table_names
                                    for n in design.state):
         return None
-    chosen = {p: t for p, t in lane_tables(workload).items() if only is None or p in only}
+    rows = {t.name: t.rows for t in workload.tables}
+    # (a table the workload holds only as fragments, as statistics at fragment granularity do:
+    # its lanes are weighed on a table-level workload, `lanes_not_weighed`)
+    chosen = {p: t for p, t in lane_tables(workload).items() if (only is None or p in only) and t in rows}
     if not chosen:
         return None
     n = design.n_partitions
-    rows = {t.name: t.rows for t in workload.tables}
     load = [0.0] * n
     for p in workload.procedures:
         if p.name not in chosen:
@@ -77,3 +79,20 @@ def data_parallel_variant(workload: Workload, design: Design,
             state[name] = part
     return replace(design, state=state, data_parallel=dict(chosen), cost=None,
                    method=f"{design.method} + data-parallel".strip(" +"))
+
+
+def lanes_not_weighed(workload: Workload, design: Design) -> str:
+    """Why `data_parallel_variant` has no variant of `design` (one line, for a user who asked
+    for data-parallel lanes and would otherwise hear nothing)."""
+    if design.data_parallel:
+        return "the design already runs data-parallel lanes"
+    if any(FRAGMENT_NAME.match(n) and n not in workload.table_names for n in design.state):
+        return "the design already splits tables into fragments"
+    lanes = lane_tables(workload)
+    whole = {t.name for t in workload.tables}
+    if lanes and not any(t in whole for t in lanes.values()):
+        return ("the workload holds the tables its SPs would split on as fragments only (statistics at "
+                "fragment or tuple granularity); aggregate the trace at table granularity to weigh lanes")
+    blockers = [f"{p.name}: {why}" for p in workload.procedures if (why := data_parallel_blocker(workload, p.name))]
+    return ("no SP can run as lanes (" + "; ".join(blockers[:3]) + (" ..." if len(blockers) > 3 else "")
+            + "); from a trace, an SP's input-keyed accesses are the manifest's access_keys")

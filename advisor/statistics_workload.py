@@ -173,8 +173,9 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
     keyed = manifest.get("access_keys") or {}
 
     def keys_of(procedure: str, table: str) -> str:
-        """A table access keyed by a field of the input tuple, as the manifest says; else the
-        key distribution is not modelled (uniform)."""
+        """A table access keyed by a field of the input tuple, as the manifest says (an access
+        to a fragment or hot tuple of the table too, as `workload_at` keeps it); else the key
+        distribution is not modelled (uniform)."""
         return (keyed.get(procedure) or {}).get(table, "uniform")
 
     invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
@@ -191,7 +192,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             per_batch = float(total) / batches
             rows_per_batch[r.procedure] += per_batch
             accesses[r.procedure].append(Access(r.state, mode, per_batch / probability,
-                                                keys_of(r.procedure, r.state), probability))
+                                                keys_of(r.procedure, r.table), probability))
 
     # one timed transaction: an SP, or a nested group whose members report its shared duration
     timed = {n: shared.get(n, (n,)) for n in names}

@@ -276,11 +276,21 @@ class Workload:
         )
 
 
+def input_access_keys(workload: Workload) -> dict[str, dict[str, str]]:
+    """Per SP, the tables it reaches by a field of its input tuple (`input:FIELD`), what
+    data-parallel lanes split on: every trace's manifest carries it (`access_keys`), so the
+    workload rebuilt from the trace's statistics can run the same lanes as its spec."""
+    return {p.name: keyed for p in workload.procedures
+            if (keyed := {a.table: a.keys for a in p.accesses if a.key_kind == "input"})}
+
+
 def workload_as_plain(workload: Workload) -> dict:
-    """The spec as plain data (dicts, lists, numbers) with its dataflow order: what
-    traces.synth reads, since traces must not import the advisor."""
+    """The spec as plain data (dicts, lists, numbers) with its dataflow order and its input
+    keyed accesses (`input_access_keys`): what traces.synth reads, since traces must not
+    import the advisor."""
     spec = asdict(workload)
     spec["topological_order"] = workload.topological_order()
+    spec["access_keys"] = input_access_keys(workload)
     return spec
 
 

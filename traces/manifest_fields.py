@@ -80,6 +80,11 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     procedures = manifest.get("procedures")
     if procedures is not None and not (isinstance(procedures, list) and all(isinstance(p, str) for p in procedures)):
         raise fail("procedures", "a list of procedure names", procedures)
+    named: set[str] = set()
+    for i, name in enumerate(procedures or ()):  # aggregated, a twice-named SP was an internal error
+        if name in named:
+            raise TraceError(f"{where}: 'procedures[{i}]': procedure {name!r} is named twice")
+        named.add(name)
     for key in ("key",):
         for name, info in (manifest.get("tables") or {}).items():
             if isinstance(info, dict) and info.get(key) is not None and not isinstance(info[key], str):

@@ -167,6 +167,9 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         "streams": [{"from": plan.procs[s], "to": plan.procs[d], "tuples": t, "tuple_bytes": b}
                     for s, d, t, b in plan.streams],
         "nested": [list(g) for g in spec.get("nested", [])],
+        # the accesses keyed by a field of the SP's input tuple (what data-parallel lanes split
+        # on), as the engine's traces say them
+        "access_keys": dict(spec.get("access_keys") or {}),
         "cluster": dict(spec.get("cluster") or {}),
         "windows": {w.name: w.to_manifest() for w in plan.windows},
     }

@@ -15,6 +15,7 @@ from typing import Iterable
 
 import pyarrow as pa
 
+from costmodel.workload import input_access_keys
 from traces.writer import TraceWriter
 
 ROW_GROUP_ROWS = 65_536  # rows a dataset holds in memory before they go to disk as a row group
@@ -74,8 +75,7 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
         # the accesses keyed by a field of the SP's input tuple (what data-parallel lanes split on)
-        "access_keys": {p.name: keyed for p in w.procedures
-                        if (keyed := {a.table: a.keys for a in p.accesses if a.key_kind == "input"})},
+        "access_keys": input_access_keys(w),
         "windows": {win.name: {"procedure": win.procedure, "size": win.size, "slide": win.slide,
                                "kind": win.kind, "tuple_bytes": int(win.tuple_bytes),
                                **({"max_tuples": int(win.max_tuples)} if win.max_tuples else {}),

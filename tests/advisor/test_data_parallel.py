@@ -133,3 +133,43 @@ def test_a_statistics_manifest_says_which_accesses_follow_an_input_field():
     with pytest.raises(TraceError, match="'access_keys' must be an object"):
         check_manifest_fields({"access_keys": ["x"]}, "s")
 
+
+
+def test_a_synthesized_trace_says_which_accesses_are_input_keyed():
+    """Its manifest had no access_keys, so the workload rebuilt from its statistics had no SP
+    that could run as lanes: `--data-parallel` from it was 0.37x the spec's on 6 machines."""
+    from costmodel.workload import input_access_keys, workload_as_plain
+    from traces.synth import synthesize
+
+    spec = load_workload("fraud-scoring")
+    assert input_access_keys(spec) == {"ScoreCard": {"CardProfiles": "input:card_id", "CardStats": "input:card_id"}}
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as root:
+        synthesize(workload_as_plain(spec), Path(root) / "t", batches=5, seed=1)
+        manifest = json.loads((Path(root) / "t" / "_trace.json").read_text())
+    assert manifest["access_keys"] == input_access_keys(spec)
+
+
+def test_lanes_asked_for_and_not_weighed_say_why():
+    """`--data-parallel` said nothing when no variant could be weighed."""
+    from advisor.api import recommend
+    from advisor.data_parallel import lanes_not_weighed
+    from costmodel.granularity import workload_at
+
+    code = recommend("voter-leaderboard", machines=2, data_parallel=True)
+    assert code.data_parallel is None
+    assert code.granularity_note().startswith("granularity: data-parallel lanes not weighed: no SP can run as lanes "
+                                              "(Vote: it runs bundled code")
+    by_cost = recommend("fraud-scoring", machines=2, data_parallel=True, objective="cost")
+    assert by_cost.granularity_note() == ("granularity: data-parallel lanes not weighed: the simulator judges "
+                                          "them, and this pick is by cost")
+    # a workload that holds a table as fragments only (statistics at fragment granularity)
+    spec, design = table_design(2)
+    state = {n: p for n, p in design.state.items() if n != "CardProfiles"}
+    state.update({f"CardProfiles#{i}": design.state["CardProfiles"] for i in range(4)})
+    fragments = workload_at(spec, state)
+    at = Design(spec.name, 2, 1, dict(design.procedures), state)
+    assert data_parallel_variant(fragments, at) is None
+    assert "holds the tables its SPs would split on as fragments only" in lanes_not_weighed(fragments, at)

@@ -103,3 +103,24 @@ def test_a_deployed_design_that_is_already_the_pick_moves_nothing():
     assert plan.judged_by == "cost" and plan.chosen is plan.reachable[0] and plan.chosen.megabytes == 0
     assert not any(r.label.startswith("path:") for r in plan.reachable)
     assert rec.design.procedures == deployed.procedures and rec.design.state == deployed.state
+
+
+def test_a_deployed_design_of_the_workload_as_it_was_is_one_line_before_the_search():
+    """A workload grown an SP since the deployment: "only the second design places procedure
+    'Audit'", of a second design the user never gave, after the whole search."""
+    import dataclasses
+
+    from advisor.api import recommend
+    from advisor.errors import AdvisorError
+    from advisor.sources import load_workload
+    from costmodel.workload import Procedure, Stream
+
+    before = load_workload("voter-leaderboard")
+    deployed = recommend(before, machines=2, objective="cost").design
+    grown = dataclasses.replace(before, procedures=before.procedures + (Procedure("Audit", 1.0),),
+                                streams=before.streams + (Stream(before.procedures[0].name, "Audit", 1.0),))
+    with pytest.raises(AdvisorError) as info:
+        recommend(grown, current=deployed)
+    assert str(info.value) == ("the deployed design (--current) does not fit the workload as it is now: design "
+                               "does not place 'Audit' of workload 'voter-leaderboard' (`advisor check` says "
+                               "what changed; recommend without it for a new design)")

@@ -99,12 +99,14 @@ def test_a_bad_work_us_is_one_line(tmp_path, bad, shown):
         validate_trace(tmp_path / "t")
 
 
-def test_a_work_us_of_another_type_is_refused(tmp_path):
+@pytest.mark.parametrize("column", [pa.array(["x"]), pa.array([5], pa.int64())], ids=["string", "int64"])
+def test_a_work_us_of_another_type_is_refused(tmp_path, column):
+    """An int64 column passed the validation and failed in the Spark job, which reads a double."""
     _write(tmp_path / "t", _txns(1))
     file = next((tmp_path / "t" / "txns").glob("*.parquet"))
     table = pq.read_table(file)
-    pq.write_table(table.append_column("work_us", pa.array(["x"])), file)
-    with pytest.raises(TraceError, match="column 'work_us' has type string, expected a number"):
+    pq.write_table(table.append_column("work_us", column), file)
+    with pytest.raises(TraceError, match=f"column 'work_us' has type {column.type}, expected a number of type double"):
         validate_trace(tmp_path / "t")
 
 
