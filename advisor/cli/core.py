@@ -9,9 +9,9 @@ import typer
 
 from advisor.cli.app import PPM_HELP, app
 from advisor.cli.format import assumption_lines, candidate_table, design_table
-from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, jobs_option, json_option,
-                                 load_calibration, not_applicable, seed_option, weight_option,
-                                 workload_argument, workload_for)
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
+                                 jobs_option, json_option, load_calibration, not_applicable, seed_option,
+                                 weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
 from costmodel.workload import cluster_text
 

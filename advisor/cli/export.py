@@ -8,8 +8,8 @@ from typing import Literal, Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.grammar import (DesignCommand, file_out_option, design_option, json_option, not_applicable, workload_argument,
-                                 workload_for)
+from advisor.cli.grammar import (DesignCommand, design_option, file_out_option, json_option, not_applicable,
+                                 workload_argument, workload_for)
 from advisor.cli.terminal import say
 
 

@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, jobs_option, json_option,
-                                 load_calibration, not_applicable, print_result, seed_option,
-                                 weight_option, workload_argument, workload_for)
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
+                                 jobs_option, json_option, load_calibration, not_applicable, print_result,
+                                 seed_option, weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
 
 

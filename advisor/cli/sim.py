@@ -10,8 +10,8 @@ import typer
 from advisor.cli.app import app
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
-from advisor.cli.grammar import (DesignCommand, file_out_option, calibration_option, design_option, json_option,
-                                 load_calibration, not_applicable, print_result, seed_option,
+from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
+                                 json_option, load_calibration, not_applicable, print_result, seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import say, working
 
