@@ -8,6 +8,7 @@ this module.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -60,9 +61,21 @@ def shorten(text: str, width: int | None) -> str:
     return text[:max(width - 3, 0)] + "..."
 
 
+# control characters but the line break: a name from a trace or a spec may hold any character,
+# and an escape sequence printed raw acts on the user's terminal (`\x1b[2J` clears it)
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character but the line break shown as its escape (`\\x1b`,
+    `\\t`), as an error line's quoted names already are."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """`typer.echo` for human output, fitted to the terminal's width."""
-    typer.echo(fit_lines(str(text), output_width(err)), err=err, nl=nl)
+    """`typer.echo` for human output, its control characters shown escaped (`visible`) and
+    fitted to the terminal's width."""
+    typer.echo(fit_lines(visible(str(text)), output_width(err)), err=err, nl=nl)
 
 
 @contextmanager

@@ -196,3 +196,18 @@ def test_the_command_list_gives_every_summary_on_one_line_when_it_fits(argv, mon
     names = [ln.strip("│ ").split()[0] for ln in panel if not ln.startswith("│  ")]
     continued = [ln for ln in panel if ln.startswith("│  ")]
     assert len(names) >= 3 and continued == [], continued
+
+
+def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, capsys):
+    """Names may hold any character (a spec round-trips them); printed raw, an escape sequence
+    in an SP's name from an untrusted trace acted on the user's terminal (`ESC [2J` cleared it)."""
+    from advisor.cli.terminal import visible
+
+    assert visible("a\x1b[2Jb\tc\nd\x7f é 中") == "a\\x1b[2Jb\\tc\nd\\x7f é 中"
+    spec = tmp_path / "w.toml"
+    spec.write_text('name = "w"\n[[tables]]\nname = "T"\nrows = 10\nrow_bytes = 10\nkey = "k"\n'
+                    '[[procedures]]\nname = "Clear\\u001b[2J\\tScreen"\ncost = 1.0\n'
+                    'accesses = [{table = "T", mode = "write", rows = 1}]\n')
+    assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\t" not in out and "[Clear\\x1b[2J\\tScreen]" in out
