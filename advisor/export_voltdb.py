@@ -53,12 +53,15 @@ def _unsafe(ch: str) -> bool:
 
 class Identifiers:
     """Spec names as VoltDB identifiers (letters, digits, `_`; not a reserved word), unique
-    within one namespace when `unique`; every rename is remembered so the export can say so."""
+    within one namespace when `unique`, case aside (VoltDB's identifiers ignore case: `Orders`
+    and `ORDERS` were two CREATE TABLEs of one table); every rename is remembered so the
+    export can say so."""
 
     def __init__(self, unique: bool = True) -> None:
         self.unique = unique
         self.names: dict[str, str] = {}
         self.renamed: list[tuple[str, str]] = []
+        self._taken: set[str] = set()  # the identifiers given, upper-cased
 
     def __call__(self, name: str) -> str:
         if name in self.names:
@@ -69,9 +72,10 @@ class Identifiers:
         if ident.upper() in RESERVED:
             ident += "_"
         base, n = ident, 2
-        while self.unique and ident in self.names.values():
+        while self.unique and ident.upper() in self._taken:
             ident, n = f"{base}_{n}", n + 1
         self.names[name] = ident
+        self._taken.add(ident.upper())
         if ident != name:
             self.renamed.append((name, ident))
         return ident

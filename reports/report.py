@@ -18,6 +18,7 @@ from typing import Callable
 
 from costmodel import machine_loads, machine_memory
 from costmodel.files import atomic_write_text
+from costmodel.text import html_visible
 from costmodel.design import Design
 from advisor.parallel_runs import serial_picks
 from reports.parallel import InlinePool, section_pool, usable_cores
@@ -277,7 +278,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     from reports.migration_view import migration_context
 
     context["migration"] = migration_context(migration)
-    return _environment().get_template(TEMPLATE).render(**context)
+    return html_visible(_environment().get_template(TEMPLATE).render(**context))
 
 
 # -- the independent sections, side by side -------------------------------------------------
@@ -399,7 +400,7 @@ def _predictions_section(workload, designs: dict[str, Design], options: PredictO
 def write_report(path: str | Path, html: str) -> Path:
     """Write a built report atomically (a reader never sees half a file); readable by everyone
     the umask allows, as a document to share (the temporary file was private)."""
-    out = atomic_write_text(path, html)
+    out = atomic_write_text(path, html_visible(html))
     mask = os.umask(0)
     os.umask(mask)
     os.chmod(out, 0o666 & ~mask)

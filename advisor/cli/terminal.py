@@ -8,7 +8,6 @@ this module.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import textwrap
@@ -20,6 +19,7 @@ from typing import Iterator
 import typer
 
 from advisor.sigterm import off_this_thread as sigterm_off_this_thread
+from costmodel.text import visible
 
 HANGING_INDENT = 4  # a wrapped line's continuation, past the line's own indent
 SPINNER_AFTER_S = 2.0  # a step slower than this shows a spinner (on a terminal only)
@@ -61,20 +61,9 @@ def shorten(text: str, width: int | None) -> str:
     return text[:max(width - 3, 0)] + "..."
 
 
-# control characters but the line break: a name from a trace or a spec may hold any character,
-# and an escape sequence printed raw acts on the user's terminal (`\x1b[2J` clears it)
-_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-
-
-def visible(text: str) -> str:
-    """`text` with every control character but the line break shown as its escape (`\\x1b`,
-    `\\t`), as an error line's quoted names already are."""
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
-
-
 def say(text: str = "", *, err: bool = False, nl: bool = True) -> None:
-    """`typer.echo` for human output, its control characters shown escaped (`visible`) and
-    fitted to the terminal's width."""
+    """`typer.echo` for human output, its control characters shown escaped
+    (`costmodel.text.visible`) and fitted to the terminal's width."""
     typer.echo(fit_lines(visible(str(text)), output_width(err)), err=err, nl=nl)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from engine_sim.engine.errors import EngineError
 from engine_sim.engine.metrics import RunResult
 from engine_sim.engine.run_options import MigrationOptions
 from engine_sim.engine.runner import run_workload
@@ -46,7 +47,12 @@ class MigrationComparison:
 def compare_migration(workload, design, migrate_to, *, batches: int, at_batch: int, **options) -> MigrationComparison:
     """Run `workload` under `design` twice, migrating to `migrate_to` at `at_batch`: live, then
     by stop, move and restart (the same `run_workload` options otherwise, `migration` aside; a
-    trace is written of the live run only)."""
+    trace is written of the live run only). A crash is refused before either run: the restart
+    half cannot take one (it was said after the whole live run, naming "restart")."""
+    recovery = options.get("recovery")
+    if recovery is not None and (recovery.crash_at is not None or recovery.crash_after is not None):
+        raise EngineError("--migration compare runs the migration twice, live and by restart, and a crash "
+                          "is tested in the live one only: use --migration live with a crash option")
     live = run_workload(workload, design, batches=batches, **options,
                         migration=MigrationOptions(to=migrate_to, at_batch=at_batch, mode="live"))
     options.pop("trace_out", None)

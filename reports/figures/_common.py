@@ -10,6 +10,7 @@ import numpy as np
 from costmodel.design import Design
 from costmodel.errors import UserError, is_a
 from costmodel.graph import WorkloadGraph
+from costmodel.text import visible
 
 REPLICATED_COLOUR = "#9e9e9e"
 WINDOW_MARKER = "D"  # a window: a diamond, next to its owner
@@ -52,8 +53,9 @@ def machine_colours(n: int) -> list:
 
 
 def label(text: str, limit: int = 22) -> str:
-    """A name as matplotlib draws it literally: `$` would start mathtext, long names clip."""
-    text = str(text)
+    """A name as matplotlib draws it literally: `$` would start mathtext, long names clip,
+    control characters are shown as their escapes (`costmodel.text.visible`; no font draws them)."""
+    text = visible(str(text))
     if len(text) > limit:
         text = text[: limit - 1] + "\u2026"
     return text.replace("\\", "\\\\").replace("$", r"\$")

@@ -201,9 +201,9 @@ def test_the_command_list_gives_every_summary_on_one_line_when_it_fits(argv, mon
 def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, capsys):
     """Names may hold any character (a spec round-trips them); printed raw, an escape sequence
     in an SP's name from an untrusted trace acted on the user's terminal (`ESC [2J` cleared it)."""
-    from advisor.cli.terminal import visible
+    from costmodel.text import visible
 
-    assert visible("a\x1b[2Jb\tc\nd\x7f é 中") == "a\\x1b[2Jb\\tc\nd\\x7f é 中"
+    assert visible("a\x1b[2Jb\tc\nd\x7f é 中\u2028") == "a\\x1b[2Jb\\tc\nd\\x7f é 中\\u2028"
     spec = tmp_path / "w.toml"
     spec.write_text('name = "w"\n[[tables]]\nname = "T"\nrows = 10\nrow_bytes = 10\nkey = "k"\n'
                     '[[procedures]]\nname = "Clear\\u001b[2J\\tScreen"\ncost = 1.0\n'

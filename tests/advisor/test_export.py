@@ -187,6 +187,15 @@ def test_identifiers_are_valid_unique_and_renames_are_said():
     assert len(ids.renamed) == 4
 
 
+def test_identifiers_that_differ_only_in_case_are_two_names():
+    """VoltDB ignores an identifier's case: `Orders` and `ORDERS` were two CREATE TABLEs of one
+    table, `Select_` and `select_` (two reserved words renamed) too."""
+    ids = Identifiers()
+    given = [ids(n) for n in ("Orders", "ORDERS", "Select", "select", "orders_2")]
+    assert given == ["Orders", "ORDERS_2", "Select_", "select__2", "orders_2_2"]
+    assert len({g.upper() for g in given}) == len(given) and ("ORDERS", "ORDERS_2") in ids.renamed
+
+
 def export_rows(text: str) -> dict[str, dict]:
     return {r["name"]: r for r in csv.DictReader(io.StringIO(text))}
 

@@ -78,3 +78,18 @@ def test_run_workload_refuses_a_bare_value_where_a_record_goes():
     w = load_workload("move-micro")
     with pytest.raises(EngineError, match="client must be a ClientOptions"):
         run_workload(w, round_robin_design(w), batches=2, in_process=True, client=8)
+
+
+@pytest.mark.parametrize("recovery", [RecoveryOptions(crash_after=30), RecoveryOptions(crash_at="participant,after_vote")],
+                         ids=["crash-after", "crash-at"])
+def test_a_migration_compare_with_a_crash_is_refused_before_either_run(recovery):
+    """It was refused after the whole live run, in words naming "restart", which the user did
+    not ask for (or, with --crash-at, failed on "never happened")."""
+    from advisor.sources import load_workload
+    from costmodel.simple_designs import round_robin_design
+    from engine_sim.engine.migration_compare import compare_migration
+
+    w = load_workload("tpcdi-trade").with_cluster(2, 1)
+    d = round_robin_design(w)
+    with pytest.raises(EngineError, match="--migration compare runs the migration twice"):
+        compare_migration(w, d, d, batches=200, at_batch=100, recovery=recovery)

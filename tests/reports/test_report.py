@@ -95,6 +95,20 @@ def test_names_from_the_spec_are_shown_as_text(tmp_path):
             assert attrs["src"].startswith("data:image/png;base64,")
 
 
+def test_control_characters_in_names_are_shown_escaped_not_written_raw():
+    """A NUL from a name made the report invalid HTML (and `grep` called it binary); a U+2028
+    broke its line in some viewers. Export escaped both; the report wrote them raw."""
+    from dataclasses import replace
+
+    w = evil_workload()
+    odd = "proc\u2028x\x00y\x1b[2J"
+    w = replace(w, procedures=(replace(w.procedures[2], name=odd),) + w.procedures[:2],
+                streams=w.streams[:1] + (Stream("Post & <i>Book</i>", odd, 10),))
+    html = build_report(recommend(w), options=ReportOptions(sensitivity=False, scaling=False, suggestions=False))
+    assert "\x00" not in html and "\u2028" not in html and "\x1b" not in html
+    assert "proc&#x2028;x\\x00y\\x1b[2J" in html
+
+
 def test_cli_report_writes_the_file_atomically(tmp_path, capsys):
     spec = write_workload(evil_workload(), tmp_path / "evil.toml")
     design = tmp_path / "design.json"
