@@ -43,7 +43,26 @@ def _context():
     _own_mp_temp_dir()
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(_PRELOAD)
+    _start_forkserver_deaf_to_ctrl_c()
     return ctx
+
+
+def _start_forkserver_deaf_to_ctrl_c() -> None:
+    """Start multiprocessing's forkserver (once a process) with SIGINT ignored. It shares the
+    terminal with this process, and a Ctrl-C while it imports its preload (numpy, a few tenths
+    of a second) printed a traceback of its own under the command's one line. An ignored
+    signal stays ignored across its exec; this process answers the Ctrl-C for the run (it
+    stops the partitions), and the forkserver ignores SIGINT once started anyway."""
+    from multiprocessing import forkserver
+
+    if threading.current_thread() is not threading.main_thread():  # (signals are the main thread's)
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

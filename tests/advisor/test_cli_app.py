@@ -252,3 +252,38 @@ def test_a_sigterm_that_lands_in_a_finaliser_still_ends_the_command(capsys):
     assert run_app([], application) == 143
     assert not went_on
     assert capsys.readouterr().err.strip().splitlines()[-1] == "terminated"
+
+
+class _InterruptedImport:
+    """A meta path finder that interrupts the import of `advisor.cli` (a Ctrl-C, or a SIGTERM
+    sent to this process, while the CLI's modules load)."""
+
+    def __init__(self, how: str):
+        self.how = how
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "advisor.cli":
+            return None
+        if self.how == "sigterm":
+            import os
+            import signal
+
+            os.kill(os.getpid(), signal.SIGTERM)
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("how, said, status", [("ctrl-c", "interrupted\n", 130), ("sigterm", "terminated\n", 143)])
+def test_an_interrupt_while_the_cli_loads_is_one_line(how, said, status, monkeypatch, capsys):
+    """Before the CLI's own handling was in place, it was a Python traceback."""
+    import signal
+    import sys
+
+    from advisor.command import main
+
+    monkeypatch.delitem(sys.modules, "advisor.cli")
+    monkeypatch.setattr(sys, "meta_path", [_InterruptedImport(how), *sys.meta_path])
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    assert exit_.value.code == status and capsys.readouterr().err == said
+    assert signal.getsignal(signal.SIGTERM) == before

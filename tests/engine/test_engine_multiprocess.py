@@ -84,3 +84,26 @@ def test_a_script_without_a_main_guard_runs_the_engine_once(tmp_path, how):
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert done.stdout.count("top level ran") == 1 and "engine committed 40" in done.stdout
+
+
+def test_the_forkserver_starts_deaf_to_ctrl_c(tmp_path):
+    """It shares the terminal with the command, and a Ctrl-C while it imported its preload
+    printed a traceback of its own under the command's `interrupted` line."""
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = ("import signal\n"
+              "from engine_sim.engine import multiproc\n"
+              "from multiprocessing import forkserver\n"
+              "multiproc._context()\n"
+              "pid = forkserver._forkserver._forkserver_pid\n"
+              "status = open(f'/proc/{pid}/status').read()\n"  # read at once: it is still importing
+              "print(next(line for line in status.splitlines() if line.startswith('SigIgn')).split()[1])\n")
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.strip(), 16) & (1 << (signal.SIGINT - 1))
