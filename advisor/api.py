@@ -240,6 +240,7 @@ def recommend(source: Source, machines: int | None = None,
     loaded, graph = load_source(source)
     if current is not None:
         current = current if isinstance(current, Design) else Design.load(current)
+        current.check_fields()  # one changed in Python: as its file would be read
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)

@@ -10,6 +10,7 @@ it) refuses a design that puts it elsewhere.
 """
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,10 @@ class Design:
         dp = self.data_parallel
         if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
             raise DesignError(f"design: data_parallel must be a dict of procedure -> table names, got {dp!r}")
+        for label, value, kind in (("workload", self.workload, str), ("method", self.method, str),
+                                   ("provenance", self.provenance, dict)):
+            if not isinstance(value, kind):
+                raise DesignError(f"design: {label} must be a {'name' if kind is str else 'dict'}, got {value!r}")
 
     # -- where things live -----------------------------------------------------------------
     @property
@@ -150,6 +155,7 @@ class Design:
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def save(self, path: str | Path) -> Path:
+        self.check_fields()  # one changed in Python is written only as a file could hold it
         return atomic_write_text(path, self.to_json())
 
     @classmethod
@@ -164,9 +170,16 @@ class Design:
         return assignment_rows(self, graph)
 
     def to_frame(self, graph: WorkloadGraph | None = None):
+        self.check_fields()
         return assignment_frame(self, graph)
 
     def _repr_html_(self) -> str:
+        """Never raises (a notebook shows it): a design changed into one no file could hold
+        renders as the one line that says why."""
+        try:
+            self.check_fields()
+        except DesignError as exc:
+            return f"<p><b>Not a valid design:</b> {html.escape(str(exc))}</p>"
         return design_html(self)
 
 

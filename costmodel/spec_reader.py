@@ -348,11 +348,26 @@ def check_workload(workload: Workload) -> None:
     if not isinstance(workload, Workload):
         raise SpecError(f"a Workload is needed, got {type(workload).__name__}")
     label = f"workload {getattr(workload, 'name', '?')!r:.80}"
+    shape = _not_a_sequence(workload)  # the writer leaves an empty (or None) list out
+    if shape:
+        raise SpecError(f"{label}: not a workload a spec could hold: {shape}")
     try:
         text = workload_to_toml(workload)
     except (TypeError, ValueError, AttributeError) as exc:
         raise SpecError(f"{label}: not a workload a spec could hold: {exc}") from None
     parse_workload(text, label)
+
+
+def _not_a_sequence(workload: Workload) -> str:
+    """What of the workload's lists is no tuple or list ("" where none): `accesses=None` was
+    written as no accesses, so it passed, and every verb then failed iterating it."""
+    parts = [(name, getattr(workload, name, None)) for name in ("tables", "procedures", "streams", "windows", "nested")]
+    parts += [(f"procedures[{i}].accesses", getattr(p, "accesses", None))
+              for i, p in enumerate(workload.procedures if isinstance(workload.procedures, (tuple, list)) else ())]
+    for name, value in parts:
+        if not isinstance(value, (tuple, list)):
+            return f"{name} must be a tuple, got {value!r:.60}"
+    return ""
 
 
 def read_spec(source: str | Path) -> Workload:

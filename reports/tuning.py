@@ -51,7 +51,8 @@ class TuningRound:
     def to_dict(self) -> dict:
         return {"round": self.index, "change": self.change or "", "procedures": len(self.workload.procedures),
                 "tables": len(self.workload.tables), "cost": self.cost, "predicted_tps": self.predicted_tps,
-                "bottleneck": self.suggestions.bottleneck.resource if self.suggestions else ""}
+                # (`is not None`: Suggestions of which none helps are empty, and still name the bottleneck)
+                "bottleneck": self.suggestions.bottleneck.resource if self.suggestions is not None else ""}
 
 
 @dataclass

@@ -86,6 +86,7 @@ def graph_for(design, graph):
     if not is_a(graph, WorkloadGraph):
         raise wrong_kind("graph", "a WorkloadGraph (rec.graph; advisor.plot_graph reads one from any source)",
                          graph)
+    design.check_fields()  # one changed in Python: a partition 5 of 2 was numpy's IndexError
     return graph.with_cluster(design.machines, design.partitions_per_machine)
 
 

@@ -306,6 +306,16 @@ def _api_cases():
         # str() of the object was read as a path: "path too long"
         "load_workload, a design": lambda w, r: advisor.load_workload(r.design),
         "plot_workload, a changed Workload": lambda w, r: advisor.plot_workload(replace(w, tables=None)),
+        # a changed deployed design reached numpy's IndexError in the migration's pick
+        "recommend, current changed to partition 5": lambda w, r: advisor.recommend(
+            w, current=replace(r.design, procedures={n: 5 for n in r.design.procedures})),
+        "recommend, current without provenance": lambda w, r: advisor.recommend(w, current=replace(r.design, provenance=None)),
+        # written as no accesses, so it passed the check; every verb then iterated None
+        "recommend, an SP's accesses None": lambda w, r: advisor.recommend(
+            replace(w, procedures=(replace(w.procedures[0], accesses=None),) + w.procedures[1:]), machines=2),
+        "plot_machine_load, a changed design": lambda w, r: __import__("reports.figures", fromlist=["_"]).plot_machine_load(
+            replace(r.design, procedures={n: 5 for n in r.design.procedures}), r.graph),
+        "Design.save, 0 partitions a machine": lambda w, r: replace(r.design, partitions_per_machine=0).save("never.json"),
         # values compared or iterated deep inside: a TypeError, or a run on a nonsense value
         "simulate, batches a string": lambda w, r: advisor.simulate(w, r.design, batches="300"),
         "simulate, batch size 2.5": lambda w, r: advisor.simulate(w, r.design, batch_size=2.5),
@@ -609,3 +619,12 @@ def test_a_latency_bound_no_run_can_be_held_to_is_refused(bound, bank, capsys):
             call()
     with pytest.raises(EngineError, match="latency bound must be > 0 seconds"):
         ClientOptions(latency_bound_s=bound)
+
+
+def test_a_design_changed_into_one_no_file_holds_still_renders_in_a_notebook(bank):
+    """`_repr_html_` raised ZeroDivisionError (0 partitions a machine) or AttributeError."""
+    _, rec = bank
+    for changed in (replace(rec.design, partitions_per_machine=0), replace(rec.design, method=None),
+                    replace(rec.design, procedures=None)):
+        shown = changed._repr_html_()
+        assert shown.startswith("<p><b>Not a valid design:</b> design: ") and "\n" not in shown

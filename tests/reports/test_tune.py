@@ -90,6 +90,9 @@ def test_a_study_stops_when_nothing_helps():
     # the reason says whether changes were tried and found not to help, or none could be made
     tried = s.rounds[0].suggestions
     assert ("predicted to help" in s.stopped) == bool(tried.not_helping)
+    # the round's bottleneck is in its row though no change helps (`Suggestions` is then empty)
+    assert len(tried) == 0 and tried.bottleneck.resource
+    assert s.to_frame()["bottleneck"].iloc[0] == tried.bottleneck.resource
 
 
 def test_the_rounds_are_the_same_side_by_side_and_in_one_process(study):
