@@ -423,9 +423,16 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
         return Selection(objective, **by_cost, note=f"picked by cost: {blocker}")
     unique = distinct(candidates, graph)
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
-    if len(unique) < 2:
-        return Selection(objective, **by_cost, **counts, note="picked by cost: only one candidate design")
     runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator, jobs=jobs)
+    if len(unique) < 2:  # nothing to pick between; its prediction is simulated all the same, so
+        # `Recommendation.prediction` is the figure a report and `simulate` give it (it was None)
+        try:
+            prediction, batches = _prediction(runs, candidates[0], None)
+        finally:
+            runs.close()
+        return Selection(objective, **by_cost, **counts, prediction=prediction, prediction_batches=batches,
+                         note="picked by cost: only one candidate design", simulator_runs=runs.runs,
+                         calibration_label=_calibration_label(runs.calibration))
     try:
         return _select_by_throughput(candidates, unique, counts, runs, objective, by_cost)
     finally:

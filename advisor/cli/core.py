@@ -128,6 +128,9 @@ def objective_lines(sel) -> list[str]:
         head = "objective: cost (the cheapest design by the cost model; nothing simulated)"
         if sel.requested != "cost":
             head = f"objective: throughput requested, FELL BACK to cost: {sel.note.removeprefix('picked by cost: ')}"
+            if sel.prediction is not None:  # (the one candidate: simulated all the same)
+                head += (f"; predicted {sel.prediction:,.0f} tuples/s (simulator, {sel.calibration_label}, "
+                         f"{sel.prediction_batches} batches)")
         return [head]
     c = sel.chosen
     shown = sel.prediction if sel.prediction is not None else c.predicted_tps

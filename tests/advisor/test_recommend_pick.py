@@ -243,3 +243,15 @@ def test_simulate_repeats_the_figure_recommend_gave_its_pick(tmp_path, capsys):
     assert run_app(["simulate", "--design", str(out_path), "--json"]) == 0
     simulated = json.loads(capsys.readouterr().out)["throughput_tps"]
     assert round(simulated, 1) == json.loads(out_path.read_text())["provenance"]["predicted_tuples_per_s"]
+
+
+def test_one_candidate_is_still_predicted_as_the_report_and_simulate_predict_it(capsys):
+    """A single-SP dataflow has one distinct design: picked by cost, and `rec.prediction` was
+    None while the report's headline and `simulate` gave 54,508 tuples/s."""
+    from engine_sim.sim import simulate
+
+    rec = recommend("window-micro", machines=2)
+    assert rec.selection.distinct == 1 and rec.selection.objective == "cost"
+    assert rec.prediction is not None and rec.prediction == simulate(rec.workload, rec.design).throughput_tps
+    assert run_app(["recommend", "window-micro", "--machines", "2"]) == 0
+    assert f"; predicted {rec.prediction:,.0f} tuples/s" in capsys.readouterr().out.splitlines()[1]
