@@ -71,6 +71,7 @@ def as_calibration(calibration: CalibrationSource = None) -> Calibration:
     """The calibration meant: an object as it is, a path read by the one reader
     (`costmodel.calibration`), None the default file (`calibration_path()`)."""
     if isinstance(calibration, Calibration):
+        calibration.check_fields()  # built or changed in Python: as its file would be read
         return calibration
     return Calibration.load(calibration if calibration is not None else calibration_path())
 

@@ -104,6 +104,17 @@ class Calibration:
             raise CalibrationError(f"calibration target must be one of {', '.join(TARGETS)}, "
                                    f"got {self.target!r}")
 
+    def check_fields(self) -> None:
+        """One built or changed in Python (`dataclasses.replace`) is held to what a calibration
+        file may say: written as the file's JSON and read back, one CalibrationError line where
+        it could not be (`prices=None` was a TypeError in the weights' pricing, `params=None`
+        an AttributeError in the simulator)."""
+        try:
+            data = json.loads(json.dumps(self.to_dict()))
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"calibration: not one a calibration file could hold: {exc}") from None
+        Calibration.from_dict(data, "calibration")
+
     def on_host(self) -> "Calibration":
         """A copy that predicts the engine on the measuring host, emulation included."""
         return replace(self, target="host")

@@ -156,6 +156,8 @@ def api_inputs(workload, design, calibration) -> tuple[Workload, Design, Calibra
         calibration = Calibration.load(calibration)
     if calibration is not None and not isinstance(calibration, (Calibration, SimParams)):
         raise SimError(f"calibration must be a Calibration, SimParams or its file, got {calibration!r:.80}")
+    if isinstance(calibration, Calibration):
+        calibration.check_fields()  # built or changed in Python: as its file would be read
     return workload, design, calibration
 
 

@@ -315,6 +315,11 @@ def _api_cases():
             replace(w, procedures=(replace(w.procedures[0], accesses=None),) + w.procedures[1:]), machines=2),
         "plot_machine_load, a changed design": lambda w, r: __import__("reports.figures", fromlist=["_"]).plot_machine_load(
             replace(r.design, procedures={n: 5 for n in r.design.procedures}), r.graph),
+        # a Calibration changed in Python: a TypeError in the weights' pricing, an AttributeError in the simulator
+        "recommend, calibration without prices": lambda w, r: advisor.recommend(
+            w, machines=2, calibration=replace(advisor.Calibration.reference(), prices=None)),
+        "simulate, calibration without params": lambda w, r: advisor.simulate(
+            w, r.design, calibration=replace(advisor.Calibration.reference(), params=None)),
         "Design.save, 0 partitions a machine": lambda w, r: replace(r.design, partitions_per_machine=0).save("never.json"),
         # values compared or iterated deep inside: a TypeError, or a run on a nonsense value
         "simulate, batches a string": lambda w, r: advisor.simulate(w, r.design, batches="300"),
