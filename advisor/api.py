@@ -148,7 +148,10 @@ class Recommendation:
                          "processing_colocation": c.processing_colocation,
                          "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible,
                          "estimated_tps": estimated.get(name), "predicted_tps": predicted.get(name)})
-        return pd.DataFrame(rows).set_index("design")
+        frame = pd.DataFrame(rows).set_index("design")
+        figures = ["estimated_tps", "predicted_tps"]  # None where not simulated: NaN, float columns
+        frame[figures] = frame[figures].astype(float)
+        return frame
 
     def plot(self, ax=None):
         """Stacked weighted cost terms per design (matplotlib Axes)."""

@@ -101,9 +101,12 @@ class Suggestions:
     def to_frame(self):
         import pandas as pd
 
-        return pd.DataFrame([s.to_dict() for s in self.items],
-                            columns=["kind", "target", "change", "reason", "cost_before", "cost_after",
-                                     "tps_before", "tps_after", "gain"])
+        frame = pd.DataFrame([s.to_dict() for s in self.items],
+                             columns=["kind", "target", "change", "reason", "cost_before", "cost_after",
+                                      "tps_before", "tps_after", "gain"])
+        figures = ["cost_before", "cost_after", "tps_before", "tps_after", "gain"]
+        frame[figures] = frame[figures].astype(float)  # (None, or no rows at all: NaN, float columns)
+        return frame
 
     def _repr_html_(self) -> str:
         e = html.escape

@@ -306,7 +306,10 @@ class ValidationView:
                 row[f"engine_{key}"] = e.value("engine", key)
                 row[f"sim_{key}"] = e.value("simulator", key)
             rows.append(row)
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        figures = [c for c in frame.columns if c != "design"]  # a side not run: NaN, not an object column of None
+        frame[figures] = frame[figures].astype(float)
+        return frame
 
     def plot(self, ax=None, metric: str = "throughput_tps"):
         from reports.figures import plot_engine_vs_simulator

@@ -185,3 +185,17 @@ def test_a_numpy_machine_count_is_a_machine_count(tmp_path):
     assert type(study.machines) is int
     with pytest.raises(AdvisorError, match=r"^machines must be an integer >= 1, got np.float64\(2.0\)$"):
         advisor.recommend("move-micro", machines=np.float64(2.0))
+
+
+def test_the_notebook_frames_hold_numbers_as_floats_where_a_figure_is_missing(rec):
+    """A side not run, or a design not simulated, left an `object` column of None."""
+    import advisor
+    from reports.suggestions import Suggestions
+
+    frame = rec.to_frame()
+    assert frame["estimated_tps"].dtype == float and frame["predicted_tps"].dtype == float
+    checked = advisor.validate(rec.workload, rec.design, engine=False, batches=20).to_frame()
+    assert all(checked[c].dtype == float for c in checked.columns if c.startswith(("engine_", "sim_")))
+    assert checked["engine_throughput_tps"].isna().all() and checked["sim_throughput_tps"].notna().all()
+    empty = Suggestions(rec.bottleneck).to_frame()
+    assert empty.empty and all(empty[c].dtype == float for c in ("cost_before", "tps_after", "gain"))
