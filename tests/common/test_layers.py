@@ -8,7 +8,8 @@ module-level or inside a function alike, with no exemptions.
              simulator reaches it as a judge it is given, never an import
     engine   engine_sim: the engine and the simulator, over plain data only
     top      the public API (advisor/__init__, advisor.api), the workflows and reports
-             (reports/*), the CLI (advisor.cli, advisor.__main__)
+             (reports/*), the CLI (advisor.cli, its entry points advisor.command and
+             advisor.__main__)
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ ALLOWED = {
     "engine": {"data", "traces", "engine"},
     "top": {"data", "traces", "search", "engine", "top"},
 }
-TOP_OF_ADVISOR = ("advisor", "advisor.api", "advisor.__main__")
+CLI_ENTRY_POINTS = ("advisor.command", "advisor.__main__")  # the console script, python -m advisor
+TOP_OF_ADVISOR = ("advisor", "advisor.api", *CLI_ENTRY_POINTS)
 
 
 def layer(module: str) -> str:
@@ -83,7 +85,7 @@ def test_every_import_points_down_or_sideways():
 
 def test_only_the_cli_entry_point_imports_the_cli():
     bad = [f"{p.relative_to(ROOT)}:{line}" for p in sources()
-           if not module_name(p).startswith("advisor.cli") and module_name(p) != "advisor.__main__"
+           if not module_name(p).startswith("advisor.cli") and module_name(p) not in CLI_ENTRY_POINTS
            for target, line in imports(p) if target.startswith("advisor.cli")]
     assert bad == []
 
