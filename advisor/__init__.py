@@ -38,6 +38,7 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "load_workload": ("advisor.sources", "load_workload"),
     "recommend": ("advisor.api", "recommend"),
     "evaluate": ("advisor.api", "evaluate"),
+    "diff": ("advisor.api", "diff"),  # what `advisor diff` runs
     "simulate": ("engine_sim.sim", "simulate"),  # what `advisor simulate` runs
     "validate": ("reports.validation", "validate_design"),  # what `advisor validate` runs
     "Calibration": ("costmodel.calibration", "Calibration"),

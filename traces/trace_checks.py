@@ -268,6 +268,17 @@ class _Batch:
                 row = self.first(pc.less(col, 0))
                 self.fail(name, row, f"negative value {col[row].as_py()!r}")
 
+    def partitions_non_negative(self) -> None:
+        """Every element of the `partitions` lists a partition: an integer >= 0 (a null or a
+        negative one was taken)."""
+        col = self.batch.column("partitions")
+        flat = pc.list_flatten(col)
+        bad = pc.fill_null(pc.less(flat, 0), True)
+        if len(flat) and pc.any(bad).as_py():
+            i = pc.index(bad, True).as_py()
+            row = pc.list_parent_indices(col)[i].as_py()
+            self.fail("partitions", row, f"a partition must be an integer >= 0, got {flat[i].as_py()!r}")
+
     def values(self, name: str, ok, problem) -> list[str]:
         """Check each distinct value of a dictionary column with `ok`; return the values."""
         col = self.batch.column(name)
@@ -282,12 +293,13 @@ class _Batch:
 
 def _check_txns(where: str, files: list[Path]) -> set[str]:
     procedures: set[str] = set()
-    columns = ["txn_id", "procedure", "batch_id", "base_partition", "start_us", "end_us",
+    columns = ["txn_id", "procedure", "batch_id", "base_partition", "partitions", "start_us", "end_us",
                "status", "restarts"]
     for offset, file, batch in _batches(where, "txns", files, columns):
         b = _Batch(where, "txns", offset, file, batch)
         b.no_nulls()
         b.non_negative("start_us", "batch_id", "base_partition", "restarts")
+        b.partitions_non_negative()
         start, end = batch.column("start_us"), batch.column("end_us")
         row = b.first(pc.less(end, start))
         if row is not None:

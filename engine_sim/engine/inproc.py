@@ -118,7 +118,7 @@ class InProcessRuntime:
                         continue
                     raise EngineFailure(f"engine stalled: {self.describe()}")
             if deadline_s is not None and time.perf_counter() - started > deadline_s:
-                raise EngineFailure(f"engine run exceeded its {deadline_s:.0f} s deadline (timeout_s): "
+                raise EngineFailure(f"engine run exceeded its {deadline_s:g} s deadline (timeout_s): "
                                     f"{self.describe()}")
         return driver
 

@@ -411,7 +411,7 @@ class MultiProcessRuntime:
                 f"exited with status {p.exitcode}"
             raise EngineFailure(f"partition {k} process {how} while {what}")
         if deadline_s is not None and time.perf_counter() - started > deadline_s:
-            raise EngineFailure(f"engine run exceeded its {deadline_s:.0f} s deadline while {what} "
+            raise EngineFailure(f"engine run exceeded its {deadline_s:g} s deadline while {what} "
                                 f"(timeout_s)")
 
     def _stop(self, grace_s: float = 5.0) -> None:

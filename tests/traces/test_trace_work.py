@@ -168,3 +168,15 @@ def test_spark_validation_refuses_a_negative_work_us(tmp_path, spark):
         validate_with_spark(str(tmp_path / "t"), spark)
     _write(tmp_path / "ok", _txns(3))
     assert validate_with_spark(str(tmp_path / "ok"), spark).rows["txns"] == 3
+
+
+@pytest.mark.parametrize("element, shown", [(-1, "-1"), (None, "None")])
+def test_a_partition_list_with_a_negative_or_missing_element_is_one_line(tmp_path, element, shown):
+    """A trace's `partitions` lists took a -1 or a null (nothing reads them yet; a trace that
+    says so is still not one the format allows)."""
+    txns = _txns(3)
+    txns["partitions"] = [[0], [0, 1], [2, element]]
+    _write(tmp_path / "t", txns)
+    with pytest.raises(TraceError, match=rf"txns: column 'partitions', row 2 .*a partition must be an integer >= 0, "
+                                         rf"got {shown}"):
+        validate_trace(tmp_path / "t")
