@@ -30,8 +30,7 @@ def data_parallel_variant(workload: Workload, design: Design,
     `txn_overhead`, so a partition's first lane costs one more transaction). The rest stays where `design`
     put it. `only` limits the split to those SPs. None when no SP can, or the design already
     splits tables."""
-    if design.data_parallel or any(FRAGMENT_NAME.match(n) and n not in workload.table_names
-                                   for n in design.state):
+    if design.data_parallel or _splits_tables(workload, design):
         return None
     rows = {t.name: t.rows for t in workload.tables}
     # (a table the workload holds only as fragments, as statistics at fragment granularity do:
@@ -86,7 +85,7 @@ def lanes_not_weighed(workload: Workload, design: Design) -> str:
     for data-parallel lanes and would otherwise hear nothing)."""
     if design.data_parallel:
         return "the design already runs data-parallel lanes"
-    if any(FRAGMENT_NAME.match(n) and n not in workload.table_names for n in design.state):
+    if _splits_tables(workload, design):
         return "the design already splits tables into fragments"
     lanes = lane_tables(workload)
     whole = {t.name for t in workload.tables}
@@ -96,3 +95,9 @@ def lanes_not_weighed(workload: Workload, design: Design) -> str:
     blockers = [f"{p.name}: {why}" for p in workload.procedures if (why := data_parallel_blocker(workload, p.name))]
     return ("no SP can run as lanes (" + "; ".join(blockers[:3]) + (" ..." if len(blockers) > 3 else "")
             + "); from a trace, an SP's input-keyed accesses are the manifest's access_keys")
+
+
+def _splits_tables(workload: Workload, design: Design) -> bool:
+    """The design places fragments of the workload's tables (not tables the workload itself
+    names `T#i`, as statistics at fragment granularity do)."""
+    return any(FRAGMENT_NAME.match(n) and n not in workload.table_names for n in design.state)

@@ -253,11 +253,13 @@ def parse_crash_at(spec) -> tuple | None:
     return (role, step, n)
 
 
-def crash_point(partition, role: str, step: str) -> None:
-    """Called by a partition at each step of 2PC; dies there when the run asked for it. Only
-    before the first recovery (epoch 0): a crash point fires once per run."""
+def crash_point(partition, role: str, step: str, kind: str = "") -> None:
+    """Called by a partition at each step of 2PC (`kind`: the transaction's); dies there when
+    the run asked for it. Only before the first recovery (epoch 0): a crash point fires once
+    per run. Never in a snapshot's 2PC: that is the multi-process runtime's own (the in-process
+    one runs none), so the n-th distributed transaction is the same one in both."""
     spec = getattr(partition.plan, "crash_at", None)
-    if spec is None or spec[0] != role or spec[1] != step:
+    if spec is None or spec[0] != role or spec[1] != step or kind == "snapshot":
         return
     site = partition.site
     if site.epoch != 0:

@@ -45,7 +45,7 @@ class Partition:
         self.seq = 0
         self.coords: dict[int, _Coord] = {}  # transactions this partition coordinates
         self.part_txn = None  # (txn id, coordinator, position) while a participant
-        self.part_snapshot = False  # that transaction is a snapshot's (`_grant`)
+        self.part_kind = ""  # "snapshot" where that transaction is a snapshot's (`_grant`)
         self.busy_s = 0.0  # executing
         self.held_s = 0.0  # locked by a transaction, executing or waiting (up to `held_since`)
         self.held_since: float | None = None
@@ -114,9 +114,9 @@ class Partition:
         self.take(req.txn_id)
         self.store.begin()
         self.part_txn = (req.txn_id, req.coord, self._position())
-        # a snapshot's 2PC is the runtime's own (multi-process only): no crash point of a
-        # run's distributed transactions fires in it, so both runtimes count the same ones
-        self.part_snapshot = any(isinstance(op, tuple) and op[:1] == ("snapshot",) for op in req.ops)
+        # (a snapshot's is told by its ops: where no crash point fires, `crash_point`)
+        self.part_kind = "snapshot" if any(isinstance(op, tuple) and op[:1] == ("snapshot",)
+                                           for op in req.ops) else ""
         try:
             results = [self.exec_op(op) for op in req.ops]
             ok = True
@@ -141,16 +141,14 @@ class Partition:
         if self.holder != msg.txn_id or self.part_txn is None:
             self.site.send(src, Vote(msg.txn_id, self.pid, False, 0, [], ()))
             return
-        if not self.part_snapshot:
-            crash_point(self, "participant", "before_vote")
+        crash_point(self, "participant", "before_vote", self.part_kind)
         if msg.logged:
             self.site.log.append(("prepare", msg.txn_id))
             self.site.flush()  # 2PC: a participant's log (and all before it) is durable first
         _, _, position = self.part_txn
         self.site.send(src, Vote(msg.txn_id, self.pid, True, self.site.clock,
                                  list(self.store.accesses), position))
-        if not self.part_snapshot:
-            crash_point(self, "participant", "after_vote")
+        crash_point(self, "participant", "after_vote", self.part_kind)
 
     def on_decide(self, msg: Decide) -> None:
         if self.holder == msg.txn_id and self.part_txn is not None:
@@ -161,8 +159,7 @@ class Partition:
                 self.store.rollback()
             self.free()
             self.part_txn = None
-            if not self.part_snapshot:
-                crash_point(self, "participant", "after_decision")
+            crash_point(self, "participant", "after_decision", self.part_kind)
         elif not msg.commit:
             self.cancelled.add(msg.txn_id)  # not granted yet: drop the request when served
 
@@ -248,8 +245,8 @@ class Partition:
                 forced = True
         for q in out.locked:
             self.site.send(q, Decide(txn.id, True, out.commit_ts))
-        if out.locked and txn.kind != "snapshot":  # (a snapshot's 2PC is the runtime's, `_grant`)
-            crash_point(self, "coordinator", "after_decision")
+        if out.locked:
+            crash_point(self, "coordinator", "after_decision", txn.kind)
         local = self.store.commit()
         self._release(c)
         self.commits += 1

@@ -85,17 +85,14 @@ def coordinate(p, txn, out: Outcome):
                     raise Abort("injected abort")
         clock = 0
         if out.locked:
-            ours = txn.kind != "snapshot"  # a snapshot's 2PC is the runtime's: no crash point of the run's
-            if ours:
-                crash_point(p, "coordinator", "before_vote")
+            crash_point(p, "coordinator", "before_vote", txn.kind)
             votes = yield {q: Prepare(txn.id, txn.log) for q in out.locked}
             for q, v in votes.items():
                 if not v.ok:
                     raise Abort(f"partition {q} voted no")
                 clock = max(clock, v.clock)
                 out.remote[q] = (v.accesses, v.position)
-            if ours:
-                crash_point(p, "coordinator", "after_vote")
+            crash_point(p, "coordinator", "after_vote", txn.kind)
         out.commit_ts = p.site.commit_ts(clock)
     except Abort:
         _undo(p, txn, sent, holding)
