@@ -123,6 +123,6 @@ def find_bottleneck(graph: WorkloadGraph, proc_part, state_part, *, busy=None,
 
 
 def cost_model_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:
-    """The cost model's bottleneck of `design` on `graph` (put on the design's cluster)."""
-    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
-    return find_bottleneck(graph, *design.arrays(graph))
+    """The cost model's bottleneck of `design` on `graph` (put on the design's cluster, each
+    data-parallel lane on its own machine: `Design.cost_view`)."""
+    return find_bottleneck(*design.cost_view(graph))

@@ -23,6 +23,7 @@ from costmodel.design_view import assignment_frame, assignment_rows, design_html
 from costmodel.errors import DesignError
 from costmodel.files import atomic_write_text, read_user_json
 from costmodel.graph import WorkloadGraph
+from costmodel.lane_graph import expand_lanes
 
 __all__ = ["FORMAT", "Design", "check_comparable"]
 
@@ -141,10 +142,15 @@ class Design:
                 if part != owner_part:
                     raise _misplaced_window(w.name, w.procedure, owner_part, part)
 
+    def cost_view(self, graph: WorkloadGraph) -> tuple[WorkloadGraph, np.ndarray, np.ndarray]:
+        """(graph, SP partitions, state partitions) as the cost model scores this design: on
+        its cluster, each data-parallel SP one node per lane (`costmodel.lane_graph`)."""
+        graph = graph.with_cluster(self.machines, self.partitions_per_machine)
+        return expand_lanes(self, graph, *self.arrays(graph))
+
     def score(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
         """The cost of this design on `graph`, put on the design's cluster."""
-        graph = graph.with_cluster(self.machines, self.partitions_per_machine)
-        proc, state = self.arrays(graph)
+        graph, proc, state = self.cost_view(graph)
         return score(graph.cost, proc, state, weights or self.weights)
 
     # -- the file (design_file.py) and the display (design_view.py) -----------------------

@@ -7,19 +7,34 @@ from __future__ import annotations
 
 import html
 
+from costmodel.granularity import FRAGMENT_NAME
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import cluster_text
+
+
+def lane_partitions(design) -> dict[str, list[int]]:
+    """Data-parallel SP -> the partitions its lanes run on beside its own (those holding
+    fragments `T#i` of the table it splits on, in fragment order), for the views to show."""
+    out = {}
+    for sp, table in design.data_parallel.items():
+        held = [(int(m.group("index")), p) for n, p in design.state.items()
+                if p is not None and (m := FRAGMENT_NAME.match(n)) and m.group("table") == table]
+        out[sp] = [p for p in dict.fromkeys(p for _, p in sorted(held)) if p != design.procedures.get(sp)]
+    return out
 
 
 def assignment_rows(design, graph: WorkloadGraph | None = None) -> list[dict]:
     """One dict per SP, state item and window: kind, name, machine, partition, replicated,
     owner (the SP a window belongs to, else None). A window is listed on its owner's
     partition, where it lives; without the graph windows cannot be told from tables and
-    are listed as the design has them."""
+    are listed as the design has them. A data-parallel SP's other lanes are rows of kind
+    "lane", owned by it."""
     ppm = design.partitions_per_machine
     owners = graph.window_owners() if graph is not None else {}
     rows = [{"kind": "procedure", "name": n, "machine": p // ppm, "partition": p,
              "replicated": False, "owner": None} for n, p in design.procedures.items()]
+    rows += [{"kind": "lane", "name": n, "machine": p // ppm, "partition": p, "replicated": False,
+              "owner": n} for n, parts in lane_partitions(design).items() for p in parts]
     for n, p in design.state.items():
         if n in owners:
             continue
@@ -48,6 +63,9 @@ def design_html(design) -> str:
     by_machine: dict[int, list[str]] = {}
     for n, p in design.procedures.items():
         by_machine.setdefault(p // ppm, []).append(f"<b>{e(n)}</b>@p{p}")
+    for n, parts in lane_partitions(design).items():
+        for p in parts:
+            by_machine.setdefault(p // ppm, []).append(f"<b>{e(n)}</b> lane@p{p}")
     for n, p in design.state.items():
         if p is not None:
             by_machine.setdefault(p // ppm, []).append(f"{e(n)}@p{p}")

@@ -16,8 +16,7 @@ def simulated_bottleneck(design: Design, graph, sim=None) -> Bottleneck:
     cost model's where there is no simulation to go by."""
     if sim is None or not sim.machine_utilisation:
         return cost_model_bottleneck(design, graph)
-    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     busy = np.maximum(sim.machine_utilisation, sim.coordinator_utilisation or 0.0)
-    return find_bottleneck(graph, *design.arrays(graph), busy=busy, machine=sim.bottleneck_machine,
+    return find_bottleneck(*design.cost_view(graph), busy=busy, machine=sim.bottleneck_machine,
                            near_peak=NEAR_PEAK_UTILISATION, source="simulated",
                            resource=sim.bottleneck, utilisation=float(sim.peak_utilisation))

@@ -458,9 +458,10 @@ def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
 def _machine_rows(design: Design, graph, sim) -> dict:
     from reports.figures._common import node_partitions
 
-    proc, state = node_partitions(design, graph)  # a window counts on its owner's machine
+    _, state = node_partitions(design, graph)  # a window counts on its owner's machine
     c = graph.cost
-    loads = machine_loads(c, proc)
+    lanes_graph, proc, _ = design.cost_view(graph)  # each data-parallel lane on its machine
+    loads = machine_loads(lanes_graph.cost, proc)
     mem = machine_memory(c, state) / 2**20
     total = loads.sum() or 1.0
     limit = "" if c.memory_limit_bytes is None else f"{c.memory_limit_bytes / 2**20:,.0f}"

@@ -228,7 +228,7 @@ def _with_evidence(graph, design: Design, base: Bottleneck, evidence: dict, sim:
         source, resource = "simulated", sim["bottleneck"]
     else:
         return replace(base, evidence=evidence)
-    b = find_bottleneck(graph, *design.arrays(graph), busy=busy, machine=machine,
+    b = find_bottleneck(*design.cost_view(graph), busy=busy, machine=machine,
                         near_peak=NEAR_PEAK_UTILISATION, source=source, resource=resource,
                         utilisation=float(busy[machine]))
     return replace(b, evidence=evidence)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from costmodel.design import Design
+from costmodel.design_view import lane_partitions
 from costmodel.graph import WorkloadGraph
 
 
@@ -43,6 +44,9 @@ def design_table(design: Design, graph: WorkloadGraph, limit: int = 40) -> str:
     holds: dict[int, list[str]] = {}
     for name, p in design.procedures.items():
         holds.setdefault(p, []).append(f"[{name}]")
+    for name, parts in lane_partitions(design).items():
+        for p in parts:
+            holds.setdefault(p, []).append(f"[{name} lane]")
     for name, p in design.state.items():
         if p is not None:
             holds.setdefault(p, []).append(name)

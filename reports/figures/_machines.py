@@ -24,8 +24,8 @@ class _StackInfo:
 
 
 def _load_info(design, graph) -> _StackInfo:
-    graph = graph_for(design, graph)
-    proc, _ = design.arrays(graph)
+    graph = graph_for(design, graph)  # (first: it checks the design and the graph)
+    graph, proc, _ = design.cost_view(graph)  # a data-parallel SP: a segment per lane
     c = graph.cost
     mach = proc // design.partitions_per_machine
     segments = [(int(mach[i]), n, float(c.proc_load[i]), False) for i, n in enumerate(graph.proc_names)]
