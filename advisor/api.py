@@ -394,18 +394,21 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
 
 
 def diff(current: Design | str | Path, new: Design | str | Path, source: Source, calibration=None,
-         seed: int = 0, relabel: bool = True, simulator: Simulator | None = None):
+         seed: int | None = None, relabel: bool = True, simulator: Simulator | None = None):
     """What moving a deployment from `current` to `new` takes (`advisor.migration.DesignDiff`):
     every SP and state item that moves, the bytes, the copy time at the simulator's (or the
     calibration's) prices, and both designs' predicted throughput (the busy-time estimate
     where the workload is too large to simulate; none for a bare graph). `simulator`: what
-    predicts them (default: engine_sim's)."""
+    predicts them (default: engine_sim's). `seed` None: the one `new` was recommended with,
+    so its figure is `recommend`'s (`Design.recorded_seed`)."""
     from advisor.migration import diff as diff_of
     from advisor.migration_pick import predict_designs
     from costmodel.lanes import lane_routes
 
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
     new.check_fields()
+    seed = new.seed_or_recorded(seed)
+    check_seed(seed, AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s

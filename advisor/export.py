@@ -17,6 +17,7 @@ from costmodel.design import Design
 from advisor.errors import AdvisorError
 from advisor.export_voltdb import escaped, voltdb_ddl
 from costmodel.graph import WorkloadGraph
+from costmodel.model import REPLICATED
 from costmodel.workload import Workload
 from costmodel.files import atomic_write_text
 
@@ -65,14 +66,15 @@ def placed_graph(design: Design, graph: WorkloadGraph) -> WorkloadGraph:
 def node_rows(design: Design, graph: WorkloadGraph) -> list[dict]:
     """One record per node of the graph with its placement (partition and machine None when
     replicated), the state's bytes and the procedures' load: what CSV and GraphML carry."""
-    graph = placed_graph(design, graph)
+    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
+    _, state = design.arrays(graph)  # (checks it; a window the design leaves out sits by its owner)
     c, ppm = graph.cost, design.partitions_per_machine
     rows = [{"kind": "procedure", "name": n, "table": "", "owner": "", "partition": design.procedures[n],
              "machine": design.procedures[n] // ppm, "replicated": False, "bytes": None,
              "load": float(c.proc_load[i]), "data_parallel": design.data_parallel.get(n, "")}
             for i, n in enumerate(graph.proc_names)]
     for j, n in enumerate(graph.state_names):
-        p, kind = design.state[n], graph.state_kind(j)
+        p, kind = (None if state[j] == REPLICATED else int(state[j])), graph.state_kind(j)
         rows.append({"kind": kind, "name": n, "table": "" if kind == "window" else graph.table_of(j),
                      "owner": graph.owner_of(n) or "", "partition": p,
                      "machine": None if p is None else p // ppm, "replicated": p is None,

@@ -142,6 +142,18 @@ class Design:
                 if part != owner_part:
                     raise _misplaced_window(w.name, w.procedure, owner_part, part)
 
+    @property
+    def recorded_seed(self) -> int:
+        """The seed the advisor recommended this design with (`provenance["seed"]`), else 0:
+        what predicting it again uses unless told otherwise, so `simulate`, `validate`,
+        `diff`, `check` and `report` repeat `recommend`'s figure for it."""
+        seed = self.provenance.get("seed")
+        return seed if type(seed) is int and seed >= 0 else 0
+
+    def seed_or_recorded(self, seed: int | None) -> int:
+        """`seed` where one is given, else `recorded_seed`."""
+        return self.recorded_seed if seed is None else seed
+
     def cost_view(self, graph: WorkloadGraph) -> tuple[WorkloadGraph, np.ndarray, np.ndarray]:
         """(graph, SP partitions, state partitions) as the cost model scores this design: on
         its cluster, each data-parallel SP one node per lane (`costmodel.lane_graph`)."""

@@ -89,13 +89,15 @@ class DriftCheck:
 
 
 def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT_TOLERANCE,
-                since: Source | None = None, calibration=None, seed: int = 0) -> DriftCheck:
-    """How far `design` is from the best design for `source` now, and what changed."""
+                since: Source | None = None, calibration=None, seed: int | None = None) -> DriftCheck:
+    """How far `design` is from the best design for `source` now, and what changed. `seed`
+    None: the one the design was recommended with (`Design.recorded_seed`)."""
     from advisor.errors import AdvisorError
 
     if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise AdvisorError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
     design = design if isinstance(design, Design) else Design.load(design)
+    seed = design.seed_or_recorded(seed)
     _, graph = load_source(source)
     if graph.name != design.workload:
         raise AdvisorError(f"the design is of workload {design.workload!r}, the source is {graph.name!r}")

@@ -137,16 +137,19 @@ def compared_designs(design: Design, graph, workload, seed: int = 0, calibration
     return compared
 
 
-def report_design(design: Design | str | Path, source, *, workload=None, seed: int = 0,
+def report_design(design: Design | str | Path, source, *, workload=None, seed: int | None = None,
                   calibration=None, options: ReportOptions | None = None, **build) -> str:
     """`build_report(report_recommendation(...))` with the comparison (a full `recommend`)
     worked out side by side with the report's sections rather than before them: the report
     of a design file (`advisor report`), the same HTML. `build`: `build_report`'s other
-    keywords (validation, title, progress, migration; `source` is passed on)."""
+    keywords (validation, title, progress, migration; `source` is passed on). `seed` None: the
+    one the design was recommended with (`Design.recorded_seed`), for the options too where
+    none are given."""
     from advisor.api import Recommendation
 
-    o = options or ReportOptions()
     design, graph, workload = report_subject(design, source, workload=workload)
+    seed = design.seed_or_recorded(seed)
+    o = options or ReportOptions(seed=seed, predict=PredictOptions(seed=seed))
     compare = (compared_designs, (design, graph, workload, seed, calibration)) if o.baselines else None
     return build_report(Recommendation(design, graph, {}, workload=workload), source=source, options=o,
                         compare=compare, **build)

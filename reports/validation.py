@@ -254,7 +254,7 @@ def _api_inputs(workload, design, calibration):
 
 
 def validate_design(workload: Workload, design: Design, *, engine: bool = True, sim: bool = True,
-             calibration=None, batches: int = 300, seed: int = 0, scheduler: str = "dls",
+             calibration=None, batches: int = 300, seed: int | None = None, scheduler: str = "dls",
              move: str = "rpc", latency_bound_s: float = 1.0, in_flight: int = 64) -> ValidationResult:
     """Engine and simulator side by side.
 
@@ -272,8 +272,9 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
             raise SimError(f"{flag} must be True or False, got {value!r}")
     if not (engine or sim):
         raise SimError("nothing to validate: engine and sim are both off")
-    check_seed(seed, SimError)
     workload, design, calibration = _api_inputs(workload, design, calibration)
+    seed = design.seed_or_recorded(seed)  # None: the design's own, as `simulate` takes it
+    check_seed(seed, SimError)
     batches, in_flight = as_python_int(batches), as_python_int(in_flight)  # numpy's too, as the simulator takes them
     if sim and not (isinstance(batches, int) and MIN_BATCHES <= batches <= MAX_BATCHES):  # before any engine run
         raise SimError(f"--batches must be {MIN_BATCHES} to {MAX_BATCHES:,} for the simulator, got {batches!r}")

@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.app import app
 from advisor.cli.grammar import (DeployedAndNewCommand, DesignCommand, calibration_option, design_option,
-                                 json_option, load_calibration, print_result, seed_option,
+                                 json_option, load_calibration, print_result, design_seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import working
 
@@ -39,7 +39,7 @@ def diff(
                                                      "and the prediction (default: the reference cluster)"),
     relabel: bool = typer.Option(True, "--relabel/--no-relabel",
                                  help="rename the new design's machines and partitions to move least"),
-    seed: int = seed_option(),
+    seed: Optional[int] = design_seed_option(),
     as_json: bool = json_option(),
 ) -> None:
     """What moves from the deployed design (--current) to another (--design): SPs, state items,
@@ -61,7 +61,7 @@ def check(
     since: Optional[str] = typer.Option(None, help="the source the design was made from, to say what "
                                         "changed (default: the profile kept in the design)"),
     calibration: Optional[Path] = calibration_option("calibration.json for the simulator"),
-    seed: int = seed_option(),
+    seed: Optional[int] = design_seed_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Is the deployed design still within --tolerance of the best one now? Exit 0 when it

@@ -63,6 +63,13 @@ def seed_option(text: str = SEED_HELP):
     return typer.Option(0, "--seed", min=0, help=text)
 
 
+def design_seed_option():
+    """`--seed` of a command about a design file: None (not given) is the seed the design
+    was recommended with, so the command repeats `recommend`'s figure for it."""
+    return typer.Option(None, "--seed", min=0, help="seed of the simulated input (default: the one "
+                        "the design was recommended with, in its provenance, else 0)")
+
+
 def jobs_option(what: str):
     """`--jobs/-j N`: processes for `what`, run side by side; None (not given): the cores this
     process may use. The answer is the same for any N."""

@@ -10,7 +10,7 @@ import typer
 from advisor.cli.app import PPM_HELP, app
 from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
                                  jobs_option, json_option, load_calibration, not_applicable, print_result,
-                                 seed_option, weight_option, workload_argument, workload_for)
+                                 design_seed_option, seed_option, weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
 
 
@@ -32,7 +32,7 @@ def report(
     calibration: Optional[Path] = calibration_option("calibration.json for every prediction and pick in "
                                                      "the report (default: the reference-cluster "
                                                      "parameters)"),
-    seed: int = seed_option(),
+    seed: Optional[int] = design_seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
     jobs: Optional[int] = jobs_option("the report's independent sections (at most 3)"),
 ) -> None:
@@ -46,6 +46,7 @@ def report(
     check_writable(out, inputs=(design, validation, current, calibration, workload, spec))  # said now, not after the work
     source = workload_for(design, workload)
     d = Design.load(design)
+    seed = d.seed_or_recorded(seed)  # not given: the design's own, so its figure is recommend's
     result = read_validation(validation, d.workload) if validation is not None else None
     simulated = None  # the spec to simulate, when WORKLOAD is statistics
     if spec is not None:

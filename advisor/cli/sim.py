@@ -11,7 +11,7 @@ from advisor.cli.app import app
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
 from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
-                                 json_option, load_calibration, not_applicable, print_result, seed_option,
+                                 json_option, load_calibration, not_applicable, print_result, design_seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import say, working
 
@@ -45,7 +45,7 @@ def simulate(
     batches: int = typer.Option(300, help="batches to simulate per run (300: as `recommend`'s figure for "
                                           "its pick, which this then repeats)"),
     batch_size: Optional[int] = typer.Option(None, help="tuples per batch (default: the spec's)"),
-    seed: int = seed_option(),
+    seed: Optional[int] = design_seed_option(),
     this_host: bool = typer.Option(False, "--this-host", help="with --calibration: predict the "
                                    "engine on the measuring host (its cores shared by every "
                                    "emulated machine) instead of a real cluster"),
@@ -131,7 +131,7 @@ def validate(
     sim: bool = typer.Option(False, "--sim", help="run the simulator (only; default: both)"),
     calibration: Optional[Path] = calibration_option("calibration.json for the simulator"),
     batches: int = typer.Option(300, help="batches for the engine run (and the simulator's)"),
-    seed: int = seed_option(),
+    seed: Optional[int] = design_seed_option(),
     as_json: bool = json_option(),
     out: Optional[Path] = file_out_option(None, "write the result JSON here"),
 ) -> None:

@@ -163,8 +163,8 @@ def api_inputs(workload, design, calibration) -> tuple[Workload, Design, Calibra
 
 def simulate(workload: Workload | str | Path, design: Design | str | Path, *, scheduler: str = "dls",
              move: str = "rpc", calibration: Calibration | SimParams | str | Path | None = None,
-             input_rate: float | None = None, batches: int = PREDICTION_BATCHES, seed: int = 0,
-             latency_bound_s: float = 1.0, batch_size: int | None = None,
+             input_rate: float | None = None, batches: int = PREDICTION_BATCHES,
+             seed: int | None = None, latency_bound_s: float = 1.0, batch_size: int | None = None,
              tolerance: float = PREDICTION_TOLERANCE) -> SimResult:
     """Simulate `design` running `workload`.
 
@@ -172,9 +172,11 @@ def simulate(workload: Workload | str | Path, design: Design | str | Path, *, sc
     the maximum throughput within `latency_bound_s` (what the dissertation reports), searched
     to `tolerance`. A `calibration` predicts its target (a real cluster, or the measuring host
     after `on_host()`); bare SimParams are used exactly as given. The defaults are those of the
-    advisor's figure for its pick, so this repeats it.
+    advisor's figure for its pick, so this repeats it (`seed` None: the one the design was
+    recommended with, `Design.recorded_seed`).
     """
     workload, design, calibration = api_inputs(workload, design, calibration)
+    seed = design.seed_or_recorded(seed)
     rate = input_rate if input_rate is not None else workload.input.rate
     if input_rate is not None:
         check_offered_rate(input_rate)
