@@ -281,3 +281,23 @@ def test_cli_bad_inputs_are_one_line_and_write_nothing(trade, tmp_path, capsys, 
     err = capsys.readouterr().err
     assert problem in err and err.count("\n") == 1
     assert [p.name for p in tmp_path.iterdir()] == ["d.json"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "graphml"])
+def test_a_window_the_design_leaves_out_is_exported_beside_its_owner(fmt):
+    """A design may leave a window out (it lives with its owner, as `simulate` and `report`
+    take it): the CSV and GraphML rows put it on its owner's partition. It was an internal
+    KeyError."""
+    rec = recommend("linear-road", machines=4)
+    owners = rec.graph.window_owners()
+    assert owners  # linear-road has windows
+    design = replace(rec.design, state={n: p for n, p in rec.design.state.items() if n not in owners})
+    text = export_design(design, "linear-road", fmt).text
+    if fmt == "csv":
+        rows = {r["name"]: r for r in csv.DictReader(io.StringIO(text))}
+        for window, owner in owners.items():
+            assert rows[window]["partition"] == rows[owner]["partition"] == str(design.procedures[owner])
+    else:
+        g = nx.parse_graphml(text)
+        for window, owner in owners.items():
+            assert g.nodes[window]["partition"] == g.nodes[owner]["partition"] == design.procedures[owner]
