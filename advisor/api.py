@@ -318,11 +318,8 @@ def recommend(source: Source, machines: int | None = None,
 
         plan = plan_migration(out, current, max_move_mb, calibration, seed, simulator=simulator)
         out.migration = plan
-        out.design = replace(plan.chosen.design, method="advisor", provenance={
-            **provenance, "migration": {"from": current.provenance.get("input_sha256"),
-                                        "picked": plan.chosen.label,
-                                        "megabytes_moved": round(plan.chosen.megabytes, 6),
-                                        "max_move_mb": max_move_mb, "judged_by": plan.judged_by}})
+        out.design = replace(plan.chosen.design, method="advisor",
+                             provenance=_migration_provenance(provenance, plan, current, max_move_mb))
     request = None if (own_search or own_simulator or current is not None) else pick_request(
         graph, spec, weights, seed, calibration, objective, replicate, data_parallel)
     if request is not None:  # a later report of this design need not search again (`advisor.pick_digest`)
@@ -333,6 +330,24 @@ def recommend(source: Source, machines: int | None = None,
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,
                                                      method=name, provenance=dict(base_provenance))
     return out
+
+
+def _migration_provenance(provenance: dict, plan, current: Design, max_move_mb: float | None) -> dict:
+    """The provenance of the design a migration pick writes: its own figures (the pick's,
+    and its simulated search, describe the unconstrained design; they are kept under
+    `migration.unconstrained`), and the frontier of budgets, so `--json` holds it too."""
+    chosen = plan.chosen
+    unconstrained = {k: provenance[k] for k in ("picked", "predicted_tuples_per_s", "simulated_search")
+                     if k in provenance}
+    own = {k: v for k, v in provenance.items() if k not in unconstrained}
+    figures = {"predicted_tuples_per_s": None if chosen.predicted_tps is None else round(chosen.predicted_tps, 1)}
+    if chosen.estimated_tps is not None:
+        figures["estimated_tuples_per_s"] = round(chosen.estimated_tps, 1)
+    return {**own, "picked": chosen.label, **figures,
+            "migration": {"from": current.provenance.get("input_sha256"), "picked": chosen.label,
+                          "megabytes_moved": round(chosen.megabytes, 6), "max_move_mb": max_move_mb,
+                          "judged_by": plan.judged_by, "unconstrained": unconstrained,
+                          "frontier": plan.to_dict()["frontier"]}}
 
 
 def _check_collaborators(search, simulator, workload) -> None:

@@ -53,6 +53,15 @@ def test_a_budget_bounds_the_bytes_the_recommendation_moves(deployed, tmp_path, 
     moved = diff(current, picked, "tpcdi-trade", relabel=False)
     assert moved.megabytes_moved <= budget + 1e-9
     assert picked.provenance["migration"]["max_move_mb"] == budget
+    # the file's figures are the design it holds (they were the unconstrained pick's), and it
+    # holds the frontier, as `--json` prints it
+    from engine_sim.sim import simulate
+
+    p = picked.provenance
+    assert p["picked"] == p["migration"]["picked"] != p["migration"]["unconstrained"]["picked"]
+    assert p["predicted_tuples_per_s"] == pytest.approx(simulate("tpcdi-trade", picked).throughput_tps, abs=0.1)
+    assert p["predicted_tuples_per_s"] < p["migration"]["unconstrained"]["predicted_tuples_per_s"]
+    assert [f["budget"] for f in p["migration"]["frontier"]][0] == "no move"
     # the API gives the same design (same input, same design)
     api = recommend("tpcdi-trade", current=current, max_move_mb=budget).design
     assert api.procedures == picked.procedures and api.state == picked.state
