@@ -244,13 +244,17 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         current = current if isinstance(current, Design) else Design.load(current)
         current.check_fields()  # one changed in Python: as its file would be read
+        check_table_level(current)
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
     graph = graph.with_cluster(machines, partitions_per_machine)
+    gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
+        current, gone = current.without_gone(graph)  # what the workload dropped: judged without it
+        current = current.with_windows(graph)  # one it leaves out: beside its owner, as everywhere
         _places_the_workload(current, graph)
     spec = loaded or workload
     if spec is not None:
@@ -317,6 +321,7 @@ def recommend(source: Source, machines: int | None = None,
         from advisor.migration_pick import plan_migration
 
         plan = plan_migration(out, current, max_move_mb, calibration, seed, simulator=simulator)
+        plan.gone = gone
         out.migration = plan
         out.design = replace(plan.chosen.design, method="advisor",
                              provenance=_migration_provenance(provenance, plan, current, max_move_mb))
@@ -347,6 +352,7 @@ def _migration_provenance(provenance: dict, plan, current: Design, max_move_mb: 
             "migration": {"from": current.provenance.get("input_sha256"), "picked": chosen.label,
                           "megabytes_moved": round(chosen.megabytes, 6), "max_move_mb": max_move_mb,
                           "judged_by": plan.judged_by, "unconstrained": unconstrained,
+                          **({"gone": list(plan.gone)} if plan.gone else {}),
                           "frontier": plan.to_dict()["frontier"]}}
 
 
@@ -380,6 +386,14 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
         raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
                            f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
     return asked
+
+
+def check_table_level(current: Design) -> None:
+    """A migration weighs table-level designs: a deployed design with data-parallel lanes is
+    refused in one line, by `recommend --current` and `check` alike."""
+    if current.data_parallel:
+        raise AdvisorError(f"the deployed design runs data-parallel lanes ({', '.join(current.data_parallel)}): "
+                           "drift checks and migrations weigh table-level designs only")
 
 
 def _places_the_workload(current: Design, graph: WorkloadGraph) -> None:
@@ -428,6 +442,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)
+    current, new = current.with_windows(graph), new.with_windows(graph)  # one left out: beside its owner
     if workload is not None:
         workload = workload.with_cluster(current.machines, current.partitions_per_machine)
     simulator = simulator if simulator is not None else default_simulator()

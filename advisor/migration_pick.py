@@ -62,6 +62,7 @@ class MigrationPlan:
     max_move_mb: float | None = None
     judged_by: str = "simulator"  # "simulator", "estimate" or "cost"
     diff_: DesignDiff | None = field(default=None, repr=False)
+    gone: list[str] = field(default_factory=list)  # what the deployed design placed that the workload dropped
 
     def best_within(self, megabytes: float) -> Reachable:
         """The fastest design that moves at most `megabytes` (ties within 2 %: fewer megabytes)."""
@@ -79,7 +80,7 @@ class MigrationPlan:
                 + [("unconstrained", self.best)])
 
     def to_dict(self) -> dict:
-        return {"max_move_mb": self.max_move_mb, "judged_by": self.judged_by,
+        return {"max_move_mb": self.max_move_mb, "judged_by": self.judged_by, "gone": list(self.gone),
                 "chosen": self.chosen.label, "chosen_megabytes": self.chosen.megabytes,
                 "frontier": [{"budget": b, "design": r.label, "megabytes": r.megabytes,
                               "estimated_tuples_per_s": r.estimated_tps,

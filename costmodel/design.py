@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +141,24 @@ class Design:
                 part, owner_part = self.state[w.name], self.procedures[w.procedure]
                 if part != owner_part:
                     raise _misplaced_window(w.name, w.procedure, owner_part, part)
+
+    def without_gone(self, graph: WorkloadGraph) -> tuple["Design", list[str]]:
+        """This design without the SPs and state items `graph` no longer has, and their names:
+        a deployed design of a workload that dropped some still runs the rest, so a drift check
+        and a migration judge it without them."""
+        gone = ([n for n in self.procedures if n not in graph._proc_index]
+                + [n for n in self.state if n not in graph._state_index])
+        if not gone:
+            return self, []
+        return replace(self, procedures={n: p for n, p in self.procedures.items() if n in graph._proc_index},
+                       state={n: p for n, p in self.state.items() if n in graph._state_index}), gone
+
+    def with_windows(self, graph: WorkloadGraph) -> "Design":
+        """This design naming every window of `graph` it leaves out, on its owner's partition
+        (where it lives anyway: `arrays`), so two designs of one workload compare item by item."""
+        unplaced = {w: self.procedures[o] for w, o in graph.window_owners().items()
+                    if w not in self.state and o in self.procedures}
+        return replace(self, state={**self.state, **unplaced}) if unplaced else self
 
     @property
     def recorded_seed(self) -> int:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advisor.sources import Source, load_source
-from advisor.api import recommend
+from advisor.api import check_table_level, recommend
 from costmodel.design import Design
+from costmodel.errors import DesignError
 from advisor.profile import Change, check_profile, compare_profiles, workload_profile
 
 DEFAULT_TOLERANCE = 0.10
@@ -101,22 +102,25 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     _, graph = load_source(source)
     if graph.name != design.workload:
         raise AdvisorError(f"the design is of workload {design.workload!r}, the source is {graph.name!r}")
+    check_table_level(design)
     out = DriftCheck(design, tolerance)
     before, out.compared_with = _profile_before(design, since, graph.name)
     if before is not None:
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
     _check_granularity(design, graph)
+    windows = graph.window_owners()  # a window the design leaves out lives with its owner
     out.unplaced = ([n for n in graph.proc_names if n not in design.procedures]
-                    + [n for n in graph.state_names if n not in design.state])
+                    + [n for n in graph.state_names if n not in design.state and n not in windows])
     if out.unplaced:
         return out
     # SPs or state the design places that the workload no longer has: the design still runs
-    # the rest, so it is judged without them
-    gone_procs = [n for n in design.procedures if n not in graph._proc_index]
-    gone_state = [n for n in design.state if n not in graph._state_index]
-    out.gone = gone_procs + gone_state
-    design = _without(design, set(gone_procs), set(gone_state))
+    # the rest, so it is judged without them (as `recommend --current` does)
+    design, out.gone = design.without_gone(graph)
+    try:  # what is left must fit (a window moved off its owner, say): said as this command's
+        design.arrays(graph.with_cluster(design.machines, design.partitions_per_machine))
+    except DesignError as exc:
+        raise AdvisorError(f"the deployed design does not fit the workload as it is now: {exc}") from None
     rec = recommend(source, current=design,
                     calibration=calibration, seed=seed)
     plan = rec.migration
@@ -157,12 +161,3 @@ def _check_granularity(design: Design, graph) -> None:
                                                     for n in graph.state_names):
         raise AdvisorError("the design and the source place state at different granularities "
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")
-
-
-def _without(design: Design, procs: set[str], state: set[str]) -> Design:
-    from dataclasses import replace
-
-    if not procs and not state:
-        return design
-    return replace(design, procedures={n: p for n, p in design.procedures.items() if n not in procs},
-                   state={n: p for n, p in design.state.items() if n not in state})

@@ -115,6 +115,9 @@ def migration_lines(plan) -> list[str]:
              + (f" (budget {plan.max_move_mb:,.3f} MB)" if plan.max_move_mb is not None else "")
              + f"; {len(plan.reachable)} designs weighed, by {by}",
              f"  {'budget':<30}  {'MB moved':>10}  {by:>18}  design"]
+    if plan.gone:
+        lines.insert(1, f"the workload no longer has {len(plan.gone)} of what the deployed design places "
+                        f"({', '.join(plan.gone[:5])}{' ...' if len(plan.gone) > 5 else ''}): judged without them")
     for budget, r in plan.frontier():
         value = r.speed(plan.judged_by)
         shown = "-" if value is None else (f"{-value:.4f}" if plan.judged_by == "cost" else f"{value:,.0f}")

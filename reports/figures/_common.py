@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import replace
 
 import numpy as np
 
@@ -93,9 +92,6 @@ def graph_for(design, graph):
 def node_partitions(design, graph) -> tuple[np.ndarray, np.ndarray]:
     """(partition of each SP, of each state item) as the figures show them: a window sits on
     its owner's partition (where it lives; a design may predate it and not name it)."""
-    unplaced = {w: design.procedures[o] for w, o in graph.window_owners().items()
-                if w not in design.state and o in design.procedures}
-    if unplaced:
-        design = replace(design, state={**design.state, **unplaced})
+    design = design.with_windows(graph)
     # `arrays` checks the rest: another workload's design is one DesignError line (a KeyError here)
     return design.arrays(graph)

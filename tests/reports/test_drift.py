@@ -117,3 +117,57 @@ def test_a_hand_broken_profile_is_one_line_and_a_gone_sp_is_named(deployed, tmp_
     assert run_app(["check", "--design", str(tmp_path / "ghost.json"), "tpcdi-trade"]) == 0
     assert ("judged without 1 SP(s) or state item(s) the design places and the workload no longer has "
             "(Ghost)") in capsys.readouterr().out
+
+
+def test_recommend_current_judges_a_dropped_sp_as_check_does(deployed, tmp_path, capsys):
+    """A workload that dropped an SP and its table: `check` judges the deployed design without
+    them, and `recommend --current` (which `check` runs) does too, saying so. It refused the
+    design "does not fit the workload" while `check` said OK."""
+    spec, design, path, _ = deployed
+    shrunk = replace(spec, procedures=tuple(p for p in spec.procedures if p.name != "TradeInsert"),
+                     tables=tuple(t for t in spec.tables if t.name != "DimTrade"),
+                     streams=tuple(s for s in spec.streams if "TradeInsert" not in (s.source, s.target)))
+    now = tmp_path / "shrunk.toml"
+    now.write_text(workload_to_toml(shrunk))
+    assert run_app(["check", "--design", str(path), str(now)]) == 0
+    assert "(TradeInsert, DimTrade)" in capsys.readouterr().out
+    out = tmp_path / "next.json"
+    assert run_app(["recommend", str(now), "--current", str(path), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "the workload no longer has 2 of what the deployed design places (TradeInsert, DimTrade): judged without them" in text
+    assert json.loads(out.read_text())["provenance"]["migration"]["gone"] == ["TradeInsert", "DimTrade"]
+
+
+def test_a_design_that_leaves_a_window_out_is_checked_and_migrated_from(tmp_path, capsys):
+    """A window lives with its owner whether the design names it or not: `check` called such a
+    design OUT OF DATE and `recommend --current` said "only the second design places" it."""
+    rec = recommend("linear-road", machines=4)
+    owners = rec.graph.window_owners()
+    bare = replace(rec.design, state={n: p for n, p in rec.design.state.items() if n not in owners})
+    path = bare.save(tmp_path / "bare.json")
+    assert run_app(["check", "--design", str(path), "linear-road"]) == 0
+    assert "OK" in capsys.readouterr().out
+    assert run_app(["recommend", "linear-road", "--current", str(path)]) == 0
+    assert run_app(["diff", "--current", str(path), "--design", str(rec.design.save(tmp_path / "full.json")),
+                    "linear-road"]) == 0
+    capsys.readouterr()
+    # a window moved off its owner is one line, in this command's words (not --current's)
+    window, owner = next(iter(owners.items()))
+    moved = replace(rec.design, state={**rec.design.state, window: (rec.design.procedures[owner] + 1) % 8})
+    assert run_app(["check", "--design", str(moved.save(tmp_path / "moved.json")), "linear-road"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: the deployed design does not fit the workload as it is now: window")
+    assert "--current" not in err and err.count("\n") == 1
+
+
+def test_a_design_with_lanes_is_refused_alike_by_check_and_recommend_current(tmp_path, capsys):
+    lanes = recommend("fraud-scoring", machines=4, data_parallel=True).design
+    assert lanes.data_parallel  # the pick ran lanes
+    path = lanes.save(tmp_path / "lanes.json")
+    said = []
+    for argv in (["check", "--design", str(path), "fraud-scoring"],
+                 ["recommend", "fraud-scoring", "--current", str(path)]):
+        assert run_app(argv) == 2
+        said.append(capsys.readouterr().err)
+    assert said[0] == said[1] == ("error: the deployed design runs data-parallel lanes (ScoreCard): drift "
+                                  "checks and migrations weigh table-level designs only\n")
