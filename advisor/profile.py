@@ -16,7 +16,7 @@ from costmodel.graph import WorkloadGraph
 
 MAX_PROFILE_ITEMS = 5_000  # SPs + state items + stream edges
 CHANGE = 0.20  # a figure that moved by more than this share is a change worth naming
-MAX_NAMED = 5  # changes named per kind
+MAX_NAMED = 5  # changes a check's text names per kind (its JSON lists them all)
 
 
 def workload_profile(graph: WorkloadGraph) -> dict | None:
@@ -58,7 +58,7 @@ def check_profile(profile, where: str) -> None:
 class Change:
     """One figure of the workload that moved: what, its name, before and after."""
 
-    kind: str  # "procedure", "state", "stream"
+    kind: str  # "procedure", "state", "state size", "stream"
     name: str
     before: float | None  # None: new
     after: float | None  # None: gone
@@ -78,23 +78,26 @@ class Change:
 
 
 def compare_profiles(before: dict, after: dict, threshold: float = CHANGE) -> list[Change]:
-    """What moved by more than `threshold` (or appeared, or went), the largest moves of each
-    kind first: SP load per batch, rows accessed per batch of each state item (heat), tuples
-    per batch of each stream."""
+    """Every figure that moved by more than `threshold` (or appeared, or went), the largest
+    moves of each kind first: SP load per batch, rows accessed per batch of each state item
+    (heat), each state item's size (MB, 10^6 bytes; a new or gone item is said once, as state),
+    tuples per batch of each stream."""
     out: list[Change] = []
-    kinds = (("procedure", "procedures", None, "load/batch"), ("state", "state", 1, "rows/batch"),
-             ("stream", "streams", None, "tuples/batch"))
-    for kind, key, column, unit in kinds:
+    kinds = (("procedure", "procedures", None, "load/batch", 1.0), ("state", "state", 1, "rows/batch", 1.0),
+             ("state size", "state", 0, "MB", 1e-6), ("stream", "streams", None, "tuples/batch", 1.0))
+    for kind, key, column, unit, scale in kinds:
         old, new = before.get(key, {}), after.get(key, {})
-        pick = (lambda v: v) if column is None else (lambda v: v[column])
+        pick = (lambda v: v * scale) if column is None else (lambda v: v[column] * scale)
         found = []
         for name in sorted(set(old) | set(new)):
             a = pick(old[name]) if name in old else None
             b = pick(new[name]) if name in new else None
+            if (a is None or b is None) and column == 0:
+                continue  # new or gone: the "state" kind says it
             if a is not None and b is not None and abs(b - a) <= threshold * max(abs(a), 1e-12):
                 continue
             size = abs((b or 0.0) - (a or 0.0)) / max(abs(a or 0.0), abs(b or 0.0), 1e-12)
             found.append((size, Change(kind, name, a, b, unit)))
         found.sort(key=lambda t: -t[0])
-        out += [c for _, c in found[:MAX_NAMED]]
+        out += [c for _, c in found]
     return out

@@ -15,7 +15,7 @@ from advisor.sources import Source, load_source
 from advisor.api import check_table_level, recommend
 from costmodel.design import Design
 from costmodel.errors import DesignError
-from advisor.profile import Change, check_profile, compare_profiles, workload_profile
+from advisor.profile import MAX_NAMED, Change, check_profile, compare_profiles, workload_profile
 
 DEFAULT_TOLERANCE = 0.10
 
@@ -77,7 +77,11 @@ class DriftCheck:
             lines.append(f"what changed since {self.compared_with}: nothing beyond 20 %")
         else:
             lines.append(f"what changed since {self.compared_with}:")
-            lines += [f"  {c.describe()}" for c in self.changes]
+            for kind in dict.fromkeys(c.kind for c in self.changes):
+                of_kind = [c for c in self.changes if c.kind == kind]
+                lines += [f"  {c.describe()}" for c in of_kind[:MAX_NAMED]]
+                if len(of_kind) > MAX_NAMED:
+                    lines.append(f"  ... and {len(of_kind) - MAX_NAMED} more {kind} change(s) (--json lists every one)")
         return lines
 
     def to_dict(self) -> dict:

@@ -53,7 +53,7 @@ def _memory_info(design, graph) -> _StackInfo:
     limit = None
     if c.memory_limit_bytes is not None:
         limit = np.full(design.machines, c.memory_limit_bytes / 2**20)
-    return _StackInfo(design.machines, segments, totals, limit, "memory limit", "state (MB)",
+    return _StackInfo(design.machines, segments, totals, limit, "memory limit", "state (MiB)",
                       "memory per machine", hard_limit=True,
                       windows=frozenset(graph.window_owners()))
 

@@ -171,3 +171,22 @@ def test_a_design_with_lanes_is_refused_alike_by_check_and_recommend_current(tmp
         said.append(capsys.readouterr().err)
     assert said[0] == said[1] == ("error: the deployed design runs data-parallel lanes (ScoreCard): drift "
                                   "checks and migrations weigh table-level designs only\n")
+
+
+def test_a_table_that_grew_is_named_and_every_change_is_in_the_json(tmp_path, capsys):
+    """Table sizes are part of the profile, so a 100x growth is a change (it went unnamed); the
+    text names five of a kind and says how many more, the JSON lists every one."""
+    spec = load_workload("chain-32")
+    path = recommend(spec, machines=4).design.save(tmp_path / "d.json")
+    grown = replace(spec, tables=tuple(replace(t, rows=t.rows * 100) for t in spec.tables))
+    now = tmp_path / "grown.toml"
+    now.write_text(workload_to_toml(grown))
+    run_app(["check", "--design", str(path), str(now), "--json"])
+    changes = json.loads(capsys.readouterr().out)["changes"]
+    sizes = [c for c in changes if c["kind"] == "state size"]
+    assert len(sizes) == len(spec.tables) and all(c["after"] == pytest.approx(100 * c["before"]) for c in sizes)
+    assert all(c["unit"] == "MB" for c in sizes)
+    run_app(["check", "--design", str(path), str(now)])
+    text = capsys.readouterr().out
+    assert text.count("  state size ") == 5
+    assert f"  ... and {len(spec.tables) - 5} more state size change(s) (--json lists every one)" in text
