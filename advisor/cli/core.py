@@ -85,7 +85,7 @@ def recommend(
     lines = objective_lines(rec.selection)
     if rec.migration is not None:  # the selection's pick is the best without a move budget
         lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
-    for line in lines + ([note] if note else []) + assumption_lines(rec.workload):
+    for line in lines + ([note] if note else []) + declared_rate_lines(rec) + assumption_lines(rec.workload):
         say(line)
     say("")
     say(design_table(d, rec.design_graph))
@@ -105,6 +105,18 @@ def recommend(
         say(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
     if out is not None:
         say(f"\nwrote {out}")
+
+
+def declared_rate_lines(rec) -> list[str]:
+    """Whether the pick's predicted maximum sustains the rate the workload declares (its
+    `[input] rate`, a trace's too), as `simulate` says it."""
+    from engine_sim.sim.run import declared_rate_line
+
+    w = rec.workload
+    if w is None or not w.input.rate or not rec.prediction:
+        return []
+    batch = w.input.batch_size
+    return [declared_rate_line(w, rec.prediction / batch, batch)]
 
 
 def migration_lines(plan) -> list[str]:

@@ -40,7 +40,9 @@ def simulate(
     calibration: Optional[Path] = calibration_option("calibration.json from `advisor calibrate` "
                                                      "(default: the reference-cluster parameters)"),
     rate: Optional[float] = typer.Option(None, help="offered input batches/s (default: search the "
-                                                   "maximum within the latency bound)"),
+                                                   "maximum within the latency bound, as recommend "
+                                                   "does; a rate the workload declares is compared "
+                                                   "with it)"),
     latency_bound: float = typer.Option(1.0, help="latency bound in seconds (mean batch latency)"),
     batches: int = typer.Option(300, help="batches to simulate per run (300: as `recommend`'s figure for "
                                           "its pick, which this then repeats)"),
@@ -56,6 +58,7 @@ def simulate(
     from costmodel.design import Design
     from advisor.sources import load_workload
     from engine_sim.sim import Calibration, simulate as run
+    from engine_sim.sim.run import declared_rate_line, sustains_declared_rate
 
     if out is not None:
         from costmodel.files import check_writable
@@ -72,7 +75,12 @@ def simulate(
     data = r.to_dict()
     data["calibration"] = {"source": cal.source, "machine": cal.machine.get("hostname"),
                            "target": cal.target}
-    print_result(data, lambda: r.describe(cal.label()) + assumption_lines(spec), as_json, out)
+    declared = declared_rate_line(spec, r.throughput_bps, r.batch_size) if r.search else None
+    if declared:
+        data["declared_rate"] = {"batches_per_s": spec.input.rate,
+                                 "sustained": sustains_declared_rate(spec, r.throughput_bps)}
+    print_result(data, lambda: r.describe(cal.label()) + ([declared] if declared else []) + assumption_lines(spec),
+                 as_json, out)
 
 
 @app.command()

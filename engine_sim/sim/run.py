@@ -168,20 +168,41 @@ def simulate(workload: Workload | str | Path, design: Design | str | Path, *, sc
              tolerance: float = PREDICTION_TOLERANCE) -> SimResult:
     """Simulate `design` running `workload`.
 
-    At `input_rate` (batches/s) if given, else at the workload's declared `input.rate`, else at
-    the maximum throughput within `latency_bound_s` (what the dissertation reports), searched
-    to `tolerance`. A `calibration` predicts its target (a real cluster, or the measuring host
+    At `input_rate` (batches/s) if given, else at the maximum throughput within
+    `latency_bound_s` (what the dissertation reports, and what `recommend` predicts), searched
+    to `tolerance`. A workload's declared `input.rate` is its offered load, not the rate
+    simulated: `sustains_declared_rate` compares the result with it. A `calibration` predicts its target (a real cluster, or the measuring host
     after `on_host()`); bare SimParams are used exactly as given. The defaults are those of the
     advisor's figure for its pick, so this repeats it (`seed` None: the one the design was
     recommended with, `Design.recorded_seed`).
     """
     workload, design, calibration = api_inputs(workload, design, calibration)
     seed = design.seed_or_recorded(seed)
-    rate = input_rate if input_rate is not None else workload.input.rate
     if input_rate is not None:
         check_offered_rate(input_rate)
     kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,
               seed=seed, latency_bound_s=latency_bound_s, batch_size=batch_size)
-    if rate is None:
+    if input_rate is None:
         return max_throughput(workload, design, tolerance=tolerance, **kw)
-    return run_once(workload, design, input_rate=rate, **kw)
+    return run_once(workload, design, input_rate=input_rate, **kw)
+
+
+def sustains_declared_rate(workload: Workload, max_batches_per_s: float) -> bool | None:
+    """Whether a design whose maximum is `max_batches_per_s` sustains the offered load the
+    workload declares (`[input] rate`); None where it declares none."""
+    rate = workload.input.rate
+    return None if not rate else max_batches_per_s >= rate * (1 - 1e-9)
+
+
+def declared_rate_line(workload: Workload, max_batches_per_s: float, batch_size: int) -> str | None:
+    """`sustains_declared_rate` in a line (None where the workload declares no rate)."""
+    sustained = sustains_declared_rate(workload, max_batches_per_s)
+    if sustained is None:
+        return None
+    rate = workload.input.rate
+    said = f"the workload declares {rate:,.6g} batches/s ({rate * batch_size:,.0f} tuples/s)"
+    if sustained:
+        return (f"{said}: this design sustains it, with {max_batches_per_s / rate:.2f}x to spare "
+                f"(`simulate --rate {rate:g}` runs it at that rate)")
+    return (f"{said}: this design does NOT sustain it within the latency bound (at most "
+            f"{max_batches_per_s:,.0f} batches/s)")

@@ -62,3 +62,40 @@ def test_the_cli_and_the_report_say_the_same_figure(seeded, tmp_path, capsys):
                     "--no-scaling", "--no-suggestions"]) == 0
     text = re.sub(r"<[^>]+>", " ", out.read_text())
     assert shown in text and f"{at_zero:,.0f}" not in text
+
+
+def test_a_declared_rate_is_offered_load_compared_with_the_maximum_everywhere(tmp_path, capsys):
+    """A spec (or trace) that declares `[input] rate` was simulated at that rate by `simulate`
+    and `validate` while `recommend` predicted the maximum: two figures for one design. Now
+    every verb predicts the maximum and says whether it sustains the declared rate;
+    `--rate` still runs a fixed rate."""
+    from dataclasses import replace
+
+    from advisor.sources import load_workload
+    from costmodel.spec_writer import workload_to_toml
+
+    spec = load_workload("tpcdi-trade")
+    declared = replace(spec, input=replace(spec.input, rate=50.0))
+    path = tmp_path / "rated.toml"
+    path.write_text(workload_to_toml(declared))
+    out = tmp_path / "d.json"
+    assert run_app(["recommend", str(path), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    line = "the workload declares 50 batches/s (500 tuples/s): this design sustains it"
+    assert line in said
+    rec = advisor.recommend(str(path))
+    assert run_app(["simulate", "-d", str(out), str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["throughput_tps"] == pytest.approx(rec.prediction)
+    assert data["declared_rate"] == {"batches_per_s": 50.0, "sustained": True}
+    assert run_app(["simulate", "-d", str(out), str(path)]) == 0
+    assert line in capsys.readouterr().out
+    v = validate_design(str(path), Design.load(out), engine=False)
+    assert v.simulator["throughput_tps"] == pytest.approx(rec.prediction)
+    assert run_app(["simulate", "-d", str(out), str(path), "--rate", "50", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["throughput_tps"] == pytest.approx(500, rel=0.02)
+    # a rate beyond the design's maximum is said as not sustained
+    beyond = replace(spec, input=replace(spec.input, rate=1e5))
+    path.write_text(workload_to_toml(beyond))
+    assert run_app(["simulate", "-d", str(out), str(path)]) == 0
+    assert "this design does NOT sustain it within the latency bound" in capsys.readouterr().out
