@@ -12,8 +12,15 @@ from contextlib import contextmanager
 from typing import Callable, Iterator
 
 
+_STDERR = threading.Lock()
+
+
 def stderr_line(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    """One whole line on stderr: the steps run in threads, and `print` writes a line's text
+    and its end separately, so two of them interleaved into one line."""
+    with _STDERR:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 class Progress:
@@ -83,5 +90,6 @@ class StageWatcher:
                 self._running[stage_id] = (info.name, info.numTasks)
         for stage_id in set(self._running) - active:
             name, tasks = self._running.pop(stage_id)
-            self.progress.line(f"    spark stage {stage_id} finished ({tasks} tasks): "
-                               f"{name.split(' at ')[0]}")
+            call = name.split(" at ")[0]
+            shown = "" if "$" in call else f": {call}"  # a Scala closure's name means nothing to a user
+            self.progress.line(f"    spark stage {stage_id} finished ({tasks} tasks){shown}")

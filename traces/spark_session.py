@@ -182,11 +182,34 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
         spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
         spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
         _quiet_query_context_loggers()
+        if master.startswith("spark://"):
+            _wait_for_an_executor(spark, master)
     except BaseException:  # a failed or interrupted start leaves no JVM behind
         if jvm is not None:
             jvm.stop()
         raise
     return spark
+
+
+EXECUTOR_WAIT_S = 30.0  # a standalone master that has given the application no executor by then
+
+
+def _wait_for_an_executor(spark, master: str, timeout_s: float = EXECUTOR_WAIT_S) -> None:
+    """A standalone master takes the application even with no worker (or none with the cores
+    and memory it asks for), and its jobs then wait forever, silently (Spark's warning is in
+    the log this tool turns off). One line instead, once `timeout_s` has passed with no
+    executor registered."""
+    import time
+
+    status = spark.sparkContext._jsc.sc()
+    deadline = time.monotonic() + timeout_s
+    while status.getExecutorMemoryStatus().size() < 2:  # the driver counts as one
+        if time.monotonic() > deadline:
+            spark.stop()
+            raise TraceError(f"Spark master {master!r} took the application but gave it no executor "
+                             f"within {timeout_s:g} s (no worker registered, or none with the free cores "
+                             f"and memory asked for: see its web UI; --spark-conf spark.executor.memory=...)")
+        time.sleep(0.2)
 
 
 def _quiet_query_context_loggers() -> None:

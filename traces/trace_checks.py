@@ -112,6 +112,10 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
     if rows["txns"] == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
     procedures = _check_txns(where, files["txns"])
+    for name, w in windows.items():  # (a misspelt owner failed only after the Spark job)
+        if w.procedure not in procedures:
+            raise TraceError(f"{where}: {MANIFEST}: window {name!r} belongs to procedure {w.procedure!r}, "
+                             f"which never ran (no row in txns)")
     tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
     check_integrity(where, files["txns"], files["accesses"], _batches)

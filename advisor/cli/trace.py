@@ -91,13 +91,13 @@ def aggregate(
 ) -> None:
     """Aggregate a trace into workload statistics with PySpark (local or any cluster)."""
     from traces.aggregate import aggregate as run, check_options
-    from traces.progress import stderr_line
     from traces.spark_session import parse_conf
 
     gran = check_options(granularity, hot_tuples)
     conf = parse_conf(spark_conf)
+    # (progress lines come from several threads: `say` writes each, fitted to the terminal, in one write)
     stats = run(trace_dir, out, gran, master=spark_master, conf=conf,
-                progress=None if quiet else stderr_line)
+                progress=None if quiet else (lambda line: say(line, err=True)))
     m = stats.manifest
     if as_json:
         typer.echo(json.dumps({"out": str(out), "granularity": m["granularity"],

@@ -126,3 +126,42 @@ def test_cluster_aggregation_equals_local_mode(standalone_cluster, spark, tmp_pa
     assert cluster["state"].attrs["manifest"]["spark_master"] == url
     for name, frame in local.frames().items():
         pd.testing.assert_frame_equal(cluster[name], frame, check_dtype=False, obj=name)
+
+
+@pytest.mark.slow
+def test_a_master_with_no_worker_is_one_line_not_a_hang(tmp_path):
+    """A standalone master takes the application with no worker registered, and the jobs then
+    waited forever, silently. Now: one line after the executor wait, exit 2, no JVM left."""
+    env = cluster_env()
+    port, webui = free_port(), free_port()
+    master = subprocess.Popen(
+        [str(Path(env["SPARK_HOME"]) / "bin" / "spark-class"), "org.apache.spark.deploy.master.Master",
+         "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui)],
+        stdout=open(tmp_path / "master.log", "w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                master_state(webui)
+                break
+            except OSError:
+                if time.monotonic() > deadline or master.poll() is not None:
+                    pytest.fail("the Spark master did not start")
+                time.sleep(0.5)
+        trace = tmp_path / "trace"
+        synthesize(MIXED, trace, batches=20, seed=1)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "advisor", "trace", "aggregate", str(trace), "--out", str(tmp_path / "out"),
+             "--spark-master", f"spark://127.0.0.1:{port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=180)
+        finally:
+            stop(proc)
+        assert proc.returncode == 2
+        last = err.strip().splitlines()[-1]
+        assert last.startswith(f"error: Spark master 'spark://127.0.0.1:{port}' took the application but "
+                               "gave it no executor within 30 s"), err[-2000:]
+        assert "Traceback" not in err and not (tmp_path / "out").exists()
+    finally:
+        stop(master)

@@ -133,6 +133,19 @@ def test_bad_manifest_windows_are_one_line(trace, tmp_path, capsys):
         assert words in err and "Traceback" not in err
 
 
+def test_a_window_whose_owner_never_ran_is_refused_by_validation(trace, tmp_path, capsys):
+    """A misspelt owner passed `trace validate` and failed only after the Spark job."""
+    bad = tmp_path / "ghost"
+    shutil.copytree(trace, bad)
+    manifest = json.loads((bad / "_trace.json").read_text())
+    manifest["windows"]["RecentBids"]["procedure"] = "Ghost"
+    (bad / "_trace.json").write_text(json.dumps(manifest))
+    assert run_app(["trace", "validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("window 'RecentBids' belongs to procedure 'Ghost', which never ran (no row in txns)\n")
+    assert err.count("\n") == 1
+
+
 # -- aggregation ------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
