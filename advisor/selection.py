@@ -343,7 +343,15 @@ class ThroughputJudge:
         """Fill `predicted_tps` of the candidates it can afford; returns those (in order)."""
         cal = self._calibration()
         started = time.perf_counter()
-        per_batch, spent = self._pilot(candidates)
+        estimate = self._estimates(candidates, cal)
+        for o in candidates:
+            o.estimated_tps = estimate[id(o)]
+        # piloted (and so simulated) best first by the estimate, designs that fit memory first:
+        # where the pilots' share of the budget runs out, it is the slowest by the estimate
+        # that go unsimulated, not the last in the pool's order
+        order = sorted(range(len(candidates)), key=lambda k: (not candidates[k].cost.feasible,
+                                                               -estimate[id(candidates[k])], k))
+        per_batch, spent = self._pilot([candidates[k] for k in order])
         budget = self.event_budget - spent
 
         def batches_for(group: list[Candidate], cap: int, probes: int, share: float) -> int:
@@ -351,9 +359,6 @@ class ThroughputJudge:
             left = share * budget / probes - RUN_OVERHEAD_EVENTS * len(group)
             return int(min(cap, left / max(per_run, 1.0)))
 
-        estimate = self._estimates(candidates, cal)
-        for o in candidates:
-            o.estimated_tps = estimate[id(o)]
         affordable = [o for o in candidates if id(o) in per_batch]
         while len(affordable) > 2 and batches_for(affordable, SCREEN_BATCHES, SCREEN_PROBES,
                                                   SCREEN_SHARE) < MIN_BATCHES:
@@ -484,11 +489,14 @@ def _unsimulated_note(candidates: list[Candidate], simulated: list[Candidate], e
     """Why some candidates have no prediction, and how far behind the estimate puts them: a
     reader should not have to wonder whether the pick missed a fast one."""
     kept = {id(o) for o in simulated}
-    left = [estimate[id(o)] for o in candidates if id(o) not in kept]
-    best = max(estimate.values())
-    share = f", estimated at {max(left) / best:.0%} of the best estimate or less," if best > 0 else ""
-    return (f"simulated {len(simulated)} of {len(candidates)} distinct candidates; the other {len(left)}"
-            f"{share} did not fit the simulation budget")
+    unsimulated = [o for o in candidates if id(o) not in kept]
+    over = sum(1 for o in unsimulated if not o.cost.feasible)
+    left = [estimate[id(o)] for o in unsimulated if o.cost.feasible]
+    best = max((estimate[id(o)] for o in simulated), default=0.0)  # of those simulated
+    share = (f", estimated at {max(left) / best:.0%} of the best simulated candidate's estimate or less"
+             if best > 0 and left else "")
+    return (f"simulated {len(simulated)} of {len(candidates)} distinct candidates; the other {len(unsimulated)}"
+            f"{f' ({over} over memory)' if over else ''}{share}, did not fit the simulation budget")
 
 
 def _prediction(runs: SimulationRuns, chosen: Candidate, improvement) -> tuple[float | None, int]:
