@@ -111,7 +111,7 @@ def file_target(path: str | Path) -> Path:
     typed = path
     path = as_path(path)
     check_file_name(typed)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    target = _followed(path)
     _no_file_above(target)
     if target.is_dir():
         raise UserError(f"{path}: is a directory; name a file to write")
@@ -119,6 +119,29 @@ def file_target(path: str | Path) -> Path:
         raise UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
                         f"not replaced; name a file to write")
     return target
+
+
+def _followed(path: Path) -> Path:
+    """`path`, or where the symbolic link there points (one that loops: one UserError line;
+    the write would replace the link with a file)."""
+    if not path.is_symlink():
+        return path
+    try:
+        return Path(os.path.realpath(path, strict=True))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UserError(f"{path}: a symbolic link that loops (too many levels of links): not "
+                            f"replaced; name a file or folder to write") from None
+        return Path(os.path.realpath(path))  # a link to nothing yet: written where it points
+
+
+def dir_target(path: str | Path) -> Path:
+    """Where a folder output at `path` lands: its parent resolved (`out/../out` is `out`: the
+    previous output is set aside and the new one renamed in through that parent, which the
+    unresolved path no longer reaches once `out` is moved), and a symbolic link followed (the
+    folder it names is replaced, the link kept)."""
+    path = _followed(as_path(path)).absolute()
+    return Path(os.path.realpath(path.parent)) / path.name
 
 
 def check_file_name(path, error: type[Exception] = UserError) -> None:
@@ -335,7 +358,7 @@ def _added_since_written(target: Path) -> list[str]:
 def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OURS) -> Path:
     """A fresh directory beside `target` to build the output in (checked replaceable first,
     so a doomed job fails before it starts)."""
-    target = Path(target).absolute()
+    target = dir_target(target)
     check_replaceable(target, markers, what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -349,7 +372,7 @@ def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[
                 what: str = OURS) -> Path:
     """Move `staged` to `target`, replacing a previous output of ours in one rename step; if
     that rename fails, the previous output is put back."""
-    target = Path(target).absolute()
+    target = dir_target(target)
     check_replaceable(target, markers, what)
     old = None
     try:
@@ -380,7 +403,7 @@ def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str =
     hidden sibling name first, and put back if the build fails or is interrupted (the partial
     build removed), dropped once it succeeds. A build killed outright leaves the set-aside
     copy for the next writer beside it to sweep."""
-    target = Path(target).absolute()
+    target = dir_target(target)
     check_replaceable(target, markers, what)
     aside = None
     try:

@@ -132,7 +132,8 @@ def test_only_missing_empty_or_our_own_directories_are_replaceable(tmp_path):
 
 def _build(target: Path, marker: str, text: str) -> Path:
     staged = staging_dir(target, marker)
-    assert staged.parent == target.parent.absolute() and staged.name.startswith(f".{target.name}.")
+    lands = files.dir_target(target)  # (`out/../out` is `out`; a link, the folder it names)
+    assert staged.parent == lands.parent and staged.name.startswith(f".{lands.name}.")
     (staged / marker).write_text(text)
     return staged
 
@@ -145,6 +146,38 @@ def test_a_directory_is_published_and_replaced_in_one_step(tmp_path):
     publish_dir(_build(target, "_m.json", "2"), target, "_m.json")
     assert sorted(os.listdir(target)) == [WRITTEN, "_m.json"] and (target / "_m.json").read_text() == "2"
     assert os.listdir(tmp_path) == ["out"]  # no staging or old directory left behind
+
+
+def test_a_folder_named_through_its_own_dot_dot_is_replaced_not_lost(tmp_path):
+    """`--out out/../out`: the previous output was set aside and the new one renamed in
+    through `out/..`, which no longer existed once `out` had moved: both ended hidden, and
+    the next write swept them away."""
+    target = tmp_path / "out"
+    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
+    odd = tmp_path / "out" / ".." / "out"
+    publish_dir(_build(odd, "_m.json", "2"), odd, "_m.json")
+    assert (target / "_m.json").read_text() == "2" and os.listdir(tmp_path) == ["out"]
+    with files.rebuilding_dir(odd, "_m.json") as built:
+        (built / "_m.json").write_text("3")
+    assert (target / "_m.json").read_text() == "3" and os.listdir(tmp_path) == ["out"]
+
+
+def test_a_folder_output_that_is_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "link").symlink_to("disk")
+    publish_dir(_build(tmp_path / "link", "_m.json", "1"), tmp_path / "link", "_m.json")
+    assert (tmp_path / "link").is_symlink() and (tmp_path / "disk" / "_m.json").read_text() == "1"
+    assert sorted(os.listdir(tmp_path)) == ["disk", "link"]
+
+
+def test_a_link_that_loops_is_refused_as_a_file_or_a_folder_output(tmp_path):
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    for write in (lambda: atomic_write_text(tmp_path / "a", "x"),
+                  lambda: staging_dir(tmp_path / "b", "_m.json")):
+        with pytest.raises(UserError, match="a symbolic link that loops"):
+            write()
+    assert (tmp_path / "a").is_symlink() and (tmp_path / "b").is_symlink()
 
 
 @pytest.mark.parametrize("added", ["NOTES.md", "sub/notes.txt", "stats/_stats.json"])
