@@ -4,8 +4,11 @@ a full socket, so two busy partitions cannot deadlock writing to each other), no
 between processes (so a killed process cannot wedge the others). Messages to one receiver are
 bundled per loop turn and pickled once, with the sender's Lamport clock and recovery epoch,
 and sealed with the run's secret (sealing.py): a connection whose frame does not check is
-closed unread, so only the run's own processes are heard. An optional delay holds messages
-between different machines for a while (calibration).
+closed unread, so only the run's own processes are heard. A connection's first frame is a
+sealed hello: until a frame of it checks, a connection may send no more than a hello's bytes
+and only so many such connections are kept (the oldest closed first), so a stranger can make
+a partition neither buffer a huge frame nor run out of descriptors. An optional delay holds
+messages between different machines for a while (calibration).
 """
 from __future__ import annotations
 
@@ -19,11 +22,14 @@ import struct
 import time
 from pathlib import Path
 
+from engine_sim.engine.errors import EngineError
 from engine_sim.engine.messages import Bundle
 from engine_sim.engine.sealing import SealError, seal, unseal
 
 _LEN = struct.Struct("<I")
 MAX_FRAME_BYTES = 1 << 30  # a longer length prefix is not a frame of this run
+HELLO_BYTES = 64  # what a connection not yet heard to be the run's may send before its hello checks
+MAX_UNHEARD = 32  # connections kept open before their hello (a run has a few peers a partition)
 
 
 def socket_path(sock_dir: str, node: int) -> str:
@@ -70,6 +76,7 @@ class Net:
         self.outs: dict[int, _Out] = {}
         self.waiting: dict[int, bytearray] = {}  # data for receivers we cannot reach yet
         self.inbuf: dict[socket.socket, bytearray] = {}
+        self.heard: set[socket.socket] = set()  # connections that sent a frame sealed by this run
         self.pending: dict[int, list] = {}
         self.delayed: list = []  # (due, seq, dst, msg)
         self._seq = 0
@@ -112,6 +119,8 @@ class Net:
                 self.waiting.setdefault(dst, bytearray()).extend(data)
                 return
             out = self.outs[dst] = _Out(sock)
+            hello = seal(self.secret, b"")  # what makes the receiver listen to this connection
+            out.buf.extend(_LEN.pack(len(hello)) + hello)
             held = self.waiting.pop(dst, None)
             if held:
                 out.buf.extend(held)
@@ -165,20 +174,16 @@ class Net:
         for key, _ in self.sel.select(timeout):
             sock = key.fileobj
             if sock is self.listener:
-                while True:
-                    try:
-                        conn, _ = self.listener.accept()
-                    except (BlockingIOError, InterruptedError):
-                        break
-                    conn.setblocking(False)
-                    self.inbuf[conn] = bytearray()
-                    self.sel.register(conn, selectors.EVENT_READ, None)
+                self._accept()
                 continue
+            if sock not in self.inbuf:
+                continue  # closed earlier in this turn (an unheard one, to make room)
             buf = self.inbuf[sock]
+            heard = sock in self.heard
             closed = False
-            while True:
+            while heard or len(buf) <= _LEN.size + HELLO_BYTES:  # a stranger: a hello's bytes at most
                 try:
-                    chunk = sock.recv(1 << 20)
+                    chunk = sock.recv(1 << 20 if heard else _LEN.size + HELLO_BYTES + 1)
                 except (BlockingIOError, InterruptedError):
                     break
                 except OSError:
@@ -190,7 +195,7 @@ class Net:
             pos = 0
             while len(buf) - pos >= _LEN.size:
                 (n,) = _LEN.unpack_from(buf, pos)
-                if n > MAX_FRAME_BYTES:
+                if n > (MAX_FRAME_BYTES if heard else HELLO_BYTES):
                     closed = self._refuse(buf)
                     break
                 if len(buf) - pos - _LEN.size < n:
@@ -200,14 +205,52 @@ class Net:
                 except SealError:
                     closed = self._refuse(buf)
                     break
-                bundles.append(pickle.loads(data))
+                if not heard:
+                    heard = True
+                    self.heard.add(sock)
+                if data:  # (a hello is empty)
+                    bundles.append(pickle.loads(data))
                 pos += _LEN.size + n
             del buf[:pos]
+            if not heard and len(buf) > _LEN.size + HELLO_BYTES:
+                closed = self._refuse(buf)  # more than a hello, and none checked
             if closed:
-                self.sel.unregister(sock)
-                sock.close()
-                del self.inbuf[sock]
+                self._close(sock)
         return bundles
+
+    def _accept(self) -> None:
+        """Take the waiting connections; beyond MAX_UNHEARD not yet heard (or with no
+        descriptor left) the oldest of those is closed, so a flood of strangers costs the run
+        nothing but them."""
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of descriptors (EMFILE, ENFILE) or memory: make room
+                if not self._close_oldest_unheard():
+                    raise EngineError(f"partition {self.node}: cannot take a connection: "
+                                      f"{exc.strerror or exc}") from None
+                continue
+            conn.setblocking(False)
+            self.inbuf[conn] = bytearray()
+            self.sel.register(conn, selectors.EVENT_READ, None)
+            if len(self.inbuf) - len(self.heard) > MAX_UNHEARD:
+                self._close_oldest_unheard()
+
+    def _close_oldest_unheard(self) -> bool:
+        oldest = next((s for s in self.inbuf if s not in self.heard), None)  # (dicts keep order)
+        if oldest is None:
+            return False
+        self.refused += 1
+        self._close(oldest)
+        return True
+
+    def _close(self, sock) -> None:
+        self.sel.unregister(sock)
+        sock.close()
+        del self.inbuf[sock]
+        self.heard.discard(sock)
 
     def _refuse(self, buf: bytearray) -> bool:
         """A frame this run did not seal: drop what the connection sent and close it."""

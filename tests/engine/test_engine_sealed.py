@@ -107,3 +107,4 @@ def test_forged_frames_to_every_engine_socket_are_refused(short_tmp_path, monkey
     assert not marker.exists()  # nothing was unpickled
     assert r.refused_frames >= 2 * len(reached) - 2  # a socket may close before its second frame
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
+
