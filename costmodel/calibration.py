@@ -170,11 +170,15 @@ class Calibration:
         for key in ("machine", "measurements", "prices", "fit"):  # (read below)
             if not isinstance(data.get(key, {}), dict):
                 raise CalibrationError(f"{source}: {key} must be an object")
-        simulator = data.get("simulator") or {}
-        if isinstance(simulator, dict) and simulator.get("host_cores") and "crowding" not in simulator:
+        simulator = data.get("simulator")
+        if not isinstance(simulator, dict) or not simulator:  # ([], {} or none: the reference
+            # cluster's parameters were used, labelled as this calibration's)
+            raise CalibrationError(f"{source}: simulator must be the object of fitted simulator parameters "
+                                   f"`advisor calibrate` writes, got {simulator!r}")
+        if simulator.get("host_cores") and "crowding" not in simulator:
             # measured before `crowding` existed: fitted with the mean field, so it predicts with it
             simulator = {**simulator, "crowding": "mean"}
-        if isinstance(simulator, dict) and "serve_slice_s" not in simulator:
+        if "serve_slice_s" not in simulator:
             # measured before the slice was modelled: the engine it measured served as it does now
             in_process = (data.get("machine") or {}).get("engine_mode") == "in-process"
             simulator = {**simulator, "serve_slice_s": engine_serve_slice_s(in_process)}

@@ -84,6 +84,11 @@ def test_a_file_from_before_the_serving_slice_predicts_the_engine_it_measured(tm
     ('{"format": "advisor.calibration/1", "machine": []}', "machine must be an object"),
     ('{"format": "advisor.calibration/1", "simulator": {"crowding": "fast"}}',
      "crowding must be one of occupancy, mean, got 'fast'"),
+    # no parameters at all: the reference cluster's were used, labelled "calibrated on" the file's host
+    ('{"format": "advisor.calibration/1", "simulator": []}', "simulator must be the object of fitted"),
+    ('{"format": "advisor.calibration/1", "simulator": {}}', "simulator must be the object of fitted"),
+    ('{"format": "advisor.calibration/1", "simulator": null}', "simulator must be the object of fitted"),
+    ('{"format": "advisor.calibration/1"}', "simulator must be the object of fitted"),
 ])
 def test_bad_calibration_files_are_one_line_errors(tmp_path, text, problem):
     path = tmp_path / "cal.json"
