@@ -140,7 +140,13 @@ def dir_target(path: str | Path) -> Path:
     previous output is set aside and the new one renamed in through that parent, which the
     unresolved path no longer reaches once `out` is moved), and a symbolic link followed (the
     folder it names is replaced, the link kept)."""
-    path = _followed(as_path(path)).absolute()
+    given = as_path(path)
+    try:  # (a folder output holds Parquet datasets, whose writer and Spark take UTF-8 paths only)
+        str(given.absolute()).encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{repr(os.fsencode(given))[2:-1]}: a folder name that is not UTF-8 text: "
+                        f"Parquet and Spark cannot use it; name the folder in UTF-8") from None
+    path = _followed(given).absolute()
     return Path(os.path.realpath(path.parent)) / path.name
 
 

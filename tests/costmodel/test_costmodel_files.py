@@ -446,3 +446,12 @@ def test_a_path_argument_that_is_no_path_is_one_line():
             files.read_user_text(value)
         with pytest.raises(UserError, match="expected a file path, got"):
             files.atomic_write_text(value, "x")
+
+
+def test_a_folder_name_that_is_not_utf8_is_one_line_and_nothing_is_made(tmp_path):
+    """Parquet's writer (and Spark) take UTF-8 paths only: such a name was an internal
+    UnicodeEncodeError after an empty folder was made."""
+    odd = tmp_path / os.fsdecode(b"ok\xff") / "trace"
+    with pytest.raises(UserError, match=r"ok\\xff/trace: a folder name that is not UTF-8 text"):
+        staging_dir(odd, "_m.json")
+    assert os.listdir(tmp_path) == []
