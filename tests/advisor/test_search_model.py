@@ -179,10 +179,11 @@ def test_a_user_calibration_replaces_the_shipped_one(monkeypatch, tmp_path):
 
 def test_a_broken_calibration_is_one_clear_error(tmp_path):
     bad = tmp_path / "c.json"
-    bad.write_text(json.dumps({"format": "advisor.calibration/1", "prices": {"move_s": 1e-4}}))
+    fitted = {"txn_overhead_s": 5e-5}  # (a calibration carries its simulator parameters)
+    bad.write_text(json.dumps({"format": "advisor.calibration/1", "simulator": fitted, "prices": {"move_s": 1e-4}}))
     with pytest.raises(UserError, match="prices.distributed_txn_s is missing"):
         load_prices(bad)
-    bad.write_text(json.dumps({"format": "advisor.calibration/1",
+    bad.write_text(json.dumps({"format": "advisor.calibration/1", "simulator": fitted,
                                "prices": {"move_s": -1, "distributed_txn_s": 1}}))
     with pytest.raises(UserError, match="prices.move_s must be a finite number >= 0"):
         load_prices(bad)
