@@ -67,11 +67,13 @@ WEIGHT_HELP = {"alpha": "weight of state co-location (distributed transactions)"
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised wherever the command is, so that it unwinds as Ctrl-C does: every
-    `finally` runs (Spark stopped, engine processes stopped, temporary files removed)."""
+    """SIGTERM (or SIGHUP: the terminal closed), raised wherever the command is, so that it
+    unwinds as Ctrl-C does: every `finally` runs (Spark stopped, engine processes stopped,
+    temporary files removed)."""
 
 
-_TERMINATED: list[int] = []  # SIGTERMs this process caught (typer hides what interrupted it)
+_TERMINATED: list[int] = []  # SIGTERMs and SIGHUPs this process caught (typer hides what interrupted it)
+ENDINGS = {signal.SIGTERM: ("terminated", 143), signal.SIGHUP: ("hung up", 129)}  # else Ctrl-C: 130
 
 
 def _raise_terminated(signum, frame) -> None:
@@ -97,6 +99,7 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
     main_thread = threading.current_thread() is threading.main_thread()
     _sane_columns()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
+    hangup = signal.signal(signal.SIGHUP, _raise_terminated) if main_thread else None
     _TERMINATED.clear()
     unraisable = sys.unraisablehook
     if main_thread:
@@ -106,6 +109,7 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
     finally:
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL if hangup is None else hangup)
             sys.unraisablehook = unraisable
 
 
@@ -116,7 +120,8 @@ def _interrupt_again(hook):
     def again(unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             # sent again from a thread a moment later: raised here, it would be dropped again
-            signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+            signum = (_TERMINATED[-1] if _TERMINATED else signal.SIGTERM) if isinstance(
+                unraisable.exc_value, Terminated) else signal.SIGINT
             later = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
             later.daemon = True
             later.start()
@@ -126,9 +131,9 @@ def _interrupt_again(hook):
 
 
 def _interrupted() -> int:
-    terminated = bool(_TERMINATED)
-    typer.echo("terminated" if terminated else "interrupted", err=True)
-    return 143 if terminated else 130
+    said, code = ENDINGS[_TERMINATED[0]] if _TERMINATED else ("interrupted", 130)
+    typer.echo(said, err=True)
+    return code
 
 
 def _internal(exc: Exception) -> int:
@@ -192,7 +197,7 @@ def one_line_summaries(application: typer.Typer) -> None:
 
 def main(application: typer.Typer | None = None) -> None:
     code = run_app(None, application)
-    if code in (130, 143):
+    if code in (129, 130, 143):
         _forget_the_interrupt()
     sys.exit(code)
 

@@ -59,10 +59,12 @@ def _start_forkserver_deaf_to_ctrl_c() -> None:
         forkserver.ensure_running()
         return
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # (a closed terminal: this process answers it too)
     try:
         forkserver.ensure_running()
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGHUP, hangup)
 
 
 @contextmanager

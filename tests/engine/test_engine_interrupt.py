@@ -22,13 +22,16 @@ def _leftovers(tmp: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("sig, code, says", [(signal.SIGTERM, 143, "terminated"),
-                                             (signal.SIGINT, 130, "interrupted")])
+                                             (signal.SIGINT, 130, "interrupted"),
+                                             (signal.SIGHUP, 129, "hung up")])
 def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, short_tmp_path, sig, code, says):
+    """SIGHUP (the terminal closed) reaches every process of the terminal's group, as here;
+    it ended the run with no word and left its temporary directories behind."""
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json")
     tmp = short_tmp_path
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen([*ADVISOR, "run", "move-micro", "--design", str(design), "--batches", "5000000"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     me = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
@@ -38,7 +41,10 @@ def test_a_signal_mid_run_stops_everything_and_cleans_up(tmp_path, short_tmp_pat
         partitions = [c for c in me.children(recursive=True) if c.ppid() != proc.pid]  # the forkserver's
     assert len(partitions) >= 2, "the run never started its partitions"
     time.sleep(1.0)
-    proc.send_signal(sig)
+    if sig == signal.SIGHUP:
+        os.killpg(proc.pid, sig)
+    else:
+        proc.send_signal(sig)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code
     assert err.decode().strip().splitlines() == [says]
