@@ -35,9 +35,12 @@ def cache_dir() -> Path | None:
     base = os.environ.get("XDG_CACHE_HOME")
     if not base:
         try:
-            base = str(Path.home() / ".cache")
+            home = Path.home()
         except (RuntimeError, KeyError, OSError):  # no home directory to be found: no cache
             return None
+        if not home.is_dir():  # (a HOME that does not exist is not made, from / down, to hold one)
+            return None
+        base = str(home / ".cache")
     return Path(base) / "sstore-advisor"
 
 

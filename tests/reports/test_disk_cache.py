@@ -169,6 +169,12 @@ def test_where_the_cache_lives(tmp_path, monkeypatch):
         assert cache_dir() is None
     monkeypatch.setenv(disk_cache.CACHE_ENV, str(tmp_path / "mine"))
     assert cache_dir() == tmp_path / "mine"
+    # a HOME that does not exist keeps no cache (it was made, from / down, to hold one)
+    monkeypatch.delenv(disk_cache.CACHE_ENV)
+    monkeypatch.setenv("HOME", str(tmp_path / "no" / "such" / "home"))
+    assert cache_dir() is None
+    disk_cache.write_entry("picks", "k" * 64, b"x")
+    assert not (tmp_path / "no").exists()
 
 
 def test_a_sensitivity_point_read_back_is_the_pick_by_cost(cache, monkeypatch):
