@@ -395,10 +395,22 @@ def _get_or_create(builder, master: str, timeout_s: float | None):
             raise TraceError(f"Spark master {master!r} did not take the application within "
                              f"{timeout_s:g} s (unreachable, busy, or not a Spark master)")
     if "error" in outcome:
-        exc = outcome["error"]
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise TraceError(f"Spark could not start with master {master!r}: {first}") from None
+        raise TraceError(f"Spark could not start with master {master!r}: {_cause(outcome['error'])}") from None
     return outcome["spark"]
+
+
+def _cause(exc: Exception) -> str:
+    """What a failed start says, in a line: the Java exception's own message where Py4J wraps
+    one ("An error occurred while calling None.org.apache...JavaSparkContext." names no cause;
+    the next line, `: org.apache.spark.SparkException: Could not parse Master URL: 'x'`, does)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    java = next((line[2:] for line in lines[1:] if line.startswith(": ")), None)
+    if java is None:
+        return lines[0]
+    kind, _, message = java.partition(": ")
+    return message if message and "." in kind else java
 
 
 def _stop_gateway() -> None:

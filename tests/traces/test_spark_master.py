@@ -57,3 +57,22 @@ def test_a_master_that_never_answers_is_given_up_within_30_s():
         server.close()
     assert time.perf_counter() - started < 30
     assert done.returncode == 2 and "did not take the application" in done.stdout, done.stderr[-500:]
+
+
+@pytest.mark.process
+def test_a_master_url_spark_cannot_parse_is_said_as_spark_says_it(tmp_path):
+    """It was Py4J's wrapper, "An error occurred while calling None.org...JavaSparkContext.",
+    which names no cause."""
+    from pathlib import Path
+
+    from traces.synth import synthesize
+    from advisor.sources import load_workload
+
+    trace = tmp_path / "trace"
+    synthesize(load_workload("move-micro"), trace, batches=5, seed=1)
+    proc = subprocess.run([sys.executable, "-m", "advisor", "trace", "aggregate", str(trace), "--out",
+                           str(tmp_path / "out"), "-q", "--spark-master", "notaurl"],
+                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert proc.returncode == 2
+    assert proc.stderr == ("error: Spark could not start with master 'notaurl': Could not parse Master URL: "
+                           "'notaurl'\n")
