@@ -65,11 +65,12 @@ def test_a_master_url_spark_cannot_parse_is_said_as_spark_says_it(tmp_path):
     which names no cause."""
     from pathlib import Path
 
+    from costmodel.workload import workload_as_plain
     from traces.synth import synthesize
     from advisor.sources import load_workload
 
     trace = tmp_path / "trace"
-    synthesize(load_workload("move-micro"), trace, batches=5, seed=1)
+    synthesize(workload_as_plain(load_workload("move-micro")), trace, batches=5, seed=1)
     proc = subprocess.run([sys.executable, "-m", "advisor", "trace", "aggregate", str(trace), "--out",
                            str(tmp_path / "out"), "-q", "--spark-master", "notaurl"],
                           capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
