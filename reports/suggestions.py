@@ -62,11 +62,15 @@ class Suggestion:
                 "tps_before": self.tps_before, "tps_after": self.tps_after, "gain": self.gain}
 
 
+MIN_GAIN = 0.01  # a change predicted to raise throughput by less helps nobody (`advisor tune` stops there too)
+
+
 @dataclass
 class Suggestions:
     """The changes predicted to help (`items`, best first) and those tried that are predicted
-    no faster than the design they start from (`not_helping`): a change is only suggested
-    when the same pick as `recommend`, on the changed dataflow, is predicted faster."""
+    to gain less than MIN_GAIN over the design they start from (`not_helping`): a change is
+    only suggested when the same pick as `recommend`, on the changed dataflow, is predicted
+    faster by that much, as `advisor tune` takes one."""
 
     bottleneck: Bottleneck
     items: list[Suggestion] = field(default_factory=list)
@@ -93,8 +97,8 @@ class Suggestions:
         if self.not_helping:
             top = self.not_helping[0]
             tried = max(self.tried, len(self.not_helping))
-            return (f"No change is predicted to help: {tried} tried, the best "
-                    f"({top.text}) is predicted at {top.gain:+.0%}.")
+            return (f"No change is predicted to help by {MIN_GAIN:.0%} or more: {tried} tried, the best "
+                    f"({top.text}) is predicted at {top.gain:+.1%}.")
         return ("No change to try: no SP has a key to split on, no read-mostly table is accessed "
                 "across machines, and no cut stream joins a mergeable pair.")
 
@@ -225,8 +229,8 @@ class SuggestionsStart:
                                            self.tps_before, tps))
         _keep_best_split(result)
         result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
-        result.not_helping = [s for s in result.items if s.gain is not None and s.gain <= 0]
-        result.items = [s for s in result.items if s.gain is None or s.gain > 0][:limit]
+        result.not_helping = [s for s in result.items if s.gain is not None and s.gain < MIN_GAIN]
+        result.items = [s for s in result.items if s.gain is None or s.gain >= MIN_GAIN][:limit]
         return result
 
 

@@ -27,7 +27,7 @@ from costmodel.workload import Workload
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.suggestions import Suggestion, Suggestions, design_for, suggest
+from reports.suggestions import MIN_GAIN, Suggestion, Suggestions, design_for, suggest
 
 
 SAVED_MARKER = "tuning.json"  # the manifest that marks a directory `TuningStudy.save` wrote
@@ -65,7 +65,7 @@ class TuningStudy:
     weights: Weights | None = None  # None: priced from the calibration for each round's graph
     seed: int = 0
     options: PredictOptions = field(default_factory=PredictOptions)
-    min_gain: float = 0.01  # a change must raise predicted throughput by at least this fraction
+    min_gain: float = MIN_GAIN  # a change must raise predicted throughput by at least this fraction
     # processes trying a round's changes side by side (`reports.parallel`; default: the usable
     # cores; 1: all here); the rounds are the same for any value
     jobs: int = field(default_factory=usable_cores)

@@ -14,7 +14,7 @@ from costmodel.spec_reader import parse_workload
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import Access, Procedure, Stream, Table, Workload, InputSpec
 from reports.predict import predicted_tps
-from reports.suggestions import suggest
+from reports.suggestions import MIN_GAIN, suggest
 from reports.transforms import (ChangeError, merge_procedures, mergeable_pairs, replicate_design,
                                 split_key, split_procedure)
 from costmodel import Weights
@@ -145,8 +145,8 @@ def test_a_change_predicted_slower_than_the_start_is_not_suggested(tpcdi):
     design = recommend(w, baselines=False).design
     result = suggest(w, design)
     assert result.not_helping, "the case this test is about: changes that do not help"
-    assert all(s.gain > 0 for s in result.items)
-    assert all(s.gain <= 0 for s in result.not_helping)
+    assert all(s.gain >= MIN_GAIN for s in result.items)  # (a +0 % change was suggested that tune refused)
+    assert all(s.gain < MIN_GAIN for s in result.not_helping)
     if not result.items:
         assert result.best is None
         assert result.note.startswith("No change is predicted to help")
@@ -163,4 +163,4 @@ def test_the_note_counts_every_copy_count_tried():
     assert len(splits) == 1  # the best copy count only
     assert result.tried == 3
     if not result.items:
-        assert result.note.startswith("No change is predicted to help: 3 tried")
+        assert result.note.startswith("No change is predicted to help by 1% or more: 3 tried")
