@@ -190,7 +190,7 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     from engine_sim.engine import run_workload
     from reports.predict import CachedSimulator, PredictOptions, predict
     from reports.report import ReportOptions, build_report, write_report
-    from reports.sensitivity import design_signature
+    from reports.sensitivity import placement_signature
 
     say = progress or (lambda _msg: None)
     step = _Steps(say)
@@ -227,11 +227,11 @@ def _demo(out: Path, batches: int, seed: int, progress: Callable[[str], None] | 
     step(f"simulator: the recommendation beside every baseline on {c.machines} machines (predicted)")
     options = PredictOptions(seed=seed, calibration=calibration)
     result = DemoResult(out, design_path, out / "report.html", stats_dir)
-    own = design_signature(rec.design)
+    own = placement_signature(rec.design)
     predictions = {"recommended": predict(workload, rec.design, options)}
     for name, d in rec.baselines.items():
         predictions[name] = predict(workload, d, options)
-        if design_signature(d) == own:
+        if placement_signature(d) == own:
             result.same_as_recommended.append(name)
     result.predicted_tps = {name: float(p.throughput_tps) for name, p in predictions.items()}
     step.done(f"{len(rec.baselines)} baselines; recommended {result.recommended_tps:,.0f} tuples/s predicted")

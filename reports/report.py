@@ -23,7 +23,7 @@ from costmodel.design import Design
 from advisor.parallel_runs import serial_picks
 from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.sensitivity import design_signature
+from reports.sensitivity import design_signature, placement_signature
 
 TEMPLATE = "report.html.j2"
 THIS_DESIGN = "this design"  # how the report names the design it is about
@@ -131,7 +131,7 @@ def compared_designs(design: Design, graph, workload, seed: int = 0, calibration
         return {name: d for name, d in placed.items() if d is not None}
     current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
     compared = {}
-    if design_signature(current.design) != design_signature(design):
+    if placement_signature(current.design) != placement_signature(design):
         compared[CURRENT_SEARCH] = current.design
     compared.update(current.baselines)
     return compared
@@ -414,7 +414,7 @@ def write_report(path: str | Path, html: str) -> Path:
 
 def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
     own = designs[THIS_DESIGN]
-    own_sig = design_signature(own)
+    own_sig = placement_signature(own)
     own_tps = sims[THIS_DESIGN].throughput_tps if sims.get(THIS_DESIGN) is not None else None
     rows = []
     for name, d in designs.items():
@@ -423,7 +423,7 @@ def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
         tps = None if sim is None else float(sim.throughput_tps)
         rows.append({
             "name": name, "chosen": name == THIS_DESIGN,
-            "same": name != THIS_DESIGN and design_signature(d) == own_sig,
+            "same": name != THIS_DESIGN and placement_signature(d) == own_sig,
             "state": _fmt(c.state_colocation), "processing": _fmt(c.processing_colocation),
             "balance": _fmt(c.load_balance), "total": _fmt(c.total), "feasible": "yes" if c.feasible else "NO",
             "tps": _tps(tps),
@@ -438,12 +438,12 @@ def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
     own = sims.get(THIS_DESIGN)
     if own is None:
         return None
-    own_sig = design_signature(designs[THIS_DESIGN])
+    own_sig = placement_signature(designs[THIS_DESIGN])
     beaten, same, losing = [], [], []
     for name, d in designs.items():
         if name == THIS_DESIGN or sims.get(name) is None:
             continue
-        if design_signature(d) == own_sig:
+        if placement_signature(d) == own_sig:
             same.append(name)
         elif own.throughput_tps > sims[name].throughput_tps:
             beaten.append(name)

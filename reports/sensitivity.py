@@ -47,6 +47,24 @@ def design_signature(design) -> tuple:
     return tuple(sorted(tuple(sorted(g)) for g in groups.values())), replicated
 
 
+def placement_signature(design) -> tuple:
+    """What makes two designs run alike: what shares each partition, the partitions of each
+    machine in their order (a distributed transaction locks partitions in ascending order, so
+    their order is part of the design; machine numbers are arbitrary) and what is replicated.
+    Two designs `design_signature` calls the same may differ here, and run at different
+    speeds (a single-machine baseline at 0.75x of a design with the same machine grouping)."""
+    ppm = design.partitions_per_machine
+    parts: dict[int, list[str]] = {}
+    for n, p in design.procedures.items():
+        parts.setdefault(p, []).append("p:" + n)
+    for n, p in design.state.items():
+        if p is not None:
+            parts.setdefault(p, []).append("s:" + n)
+    machines = {p // ppm for p in parts}
+    layout = sorted(tuple(tuple(sorted(parts.get(m * ppm + k, []))) for k in range(ppm)) for m in machines)
+    return tuple(layout), tuple(sorted(n for n, p in design.state.items() if p is None))
+
+
 @dataclass
 class Sensitivity:
     """The sweep's results: one row per (term, share) with the chosen design's letter, its
