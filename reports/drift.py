@@ -108,7 +108,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         raise AdvisorError(f"the design is of workload {design.workload!r}, the source is {graph.name!r}")
     check_table_level(design)
     out = DriftCheck(design, tolerance)
-    before, out.compared_with = _profile_before(design, since, graph.name)
+    before, out.compared_with = _profile_before(design, since, graph)
     if before is not None:
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
@@ -138,14 +138,21 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     return out
 
 
-def _profile_before(design: Design, since: Source | None, name: str) -> tuple[dict | None, str | None]:
+def _profile_before(design: Design, since: Source | None, graph) -> tuple[dict | None, str | None]:
     if since is not None:
         from advisor.errors import AdvisorError
+        from costmodel.granularity import base_table
 
         _, old = load_source(since)
-        if old.name != name:  # another workload's profile: every difference would be noise
-            raise AdvisorError(f"--since is workload {old.name!r}, the source is {name!r}: compare a "
+        if old.name != graph.name:  # another workload's profile: every difference would be noise
+            raise AdvisorError(f"--since is workload {old.name!r}, the source is {graph.name!r}: compare a "
                                f"workload with its own earlier statistics or spec")
+        whole = [{n for n in g.state_names if base_table(n) == n} for g in (old, graph)]
+        split = [{base_table(n) for n in g.state_names if base_table(n) != n} for g in (old, graph)]
+        mixed = sorted((whole[0] & split[1]) | (split[0] & whole[1]))
+        if mixed:  # compared by name, a split table read as gone and its fragments as new
+            raise AdvisorError(f"--since holds state at another granularity than the source ({mixed[0]!r} is "
+                               f"whole in one and split in the other): compare statistics of one granularity")
         return workload_profile(old), (since if isinstance(since, str) else getattr(since, "name", str(since)))
     profile = design.provenance.get("workload_profile")
     if profile is None:

@@ -94,6 +94,14 @@ def test_a_trace_made_after_the_change_is_out_of_date(spark, tmp_path, capsys):
     assert run_app(["check", "--design", str(design), str(tmp_path / "after")]) == 3
     out = capsys.readouterr().out
     assert "OUT OF DATE" in out and "state DimAccount" in out
+    # --since statistics of another granularity: refused, not compared name by name (every
+    # split table read as gone and its fragments as new, and exit 0)
+    aggregate(tmp_path / "trace-again", tmp_path / "fragments", "fragment:4", spark=spark, progress=None)
+    split = recommend(str(tmp_path / "fragments"), machines=4).design.save(tmp_path / "f.json")
+    assert run_app(["check", "--design", str(split), str(tmp_path / "fragments"), "--since",
+                    str(tmp_path / "before")]) == 2
+    err = capsys.readouterr().err
+    assert "--since holds state at another granularity than the source" in err and err.count("\n") == 1
 
 
 def test_a_hand_broken_profile_is_one_line_and_a_gone_sp_is_named(deployed, tmp_path, capsys):
