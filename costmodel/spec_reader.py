@@ -92,7 +92,9 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{source}: not valid TOML: {exc}") from None
+        looks = text.lstrip().startswith("{") or source.lower().endswith(".json")
+        hint = " (a spec is TOML; this looks like JSON: docs/formats.md shows the format)" if looks else ""
+        raise SpecError(f"{source}: not valid TOML: {exc}{hint}") from None
     except RecursionError:  # arrays nested thousands deep: no spec has them
         raise SpecError(f"{source}: not valid TOML: arrays or tables nested too deeply") from None
     r.unknown(doc, {"name", "description", "input", "cluster", "tables", "procedures",

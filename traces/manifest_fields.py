@@ -48,8 +48,8 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     if capacity is not None:
         if not isinstance(capacity, list):
             raise fail("cluster.machine_capacity", "a list of numbers", capacity)
-        for c in capacity:
-            number(c, "cluster.machine_capacity[]")
+        for i, c in enumerate(capacity):
+            number(c, f"cluster.machine_capacity[{i}]")
     inp = mapping(manifest.get("input"), "input")
     number(inp.get("batch_size"), "input.batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     number(inp.get("rate"), "input.rate")
@@ -64,6 +64,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             kind, _, field_ = keys.partition(":") if isinstance(keys, str) else ("", "", "")
             if kind != "input" or not field_ or (fields is not None and field_ not in fields):
                 raise fail(f"access_keys.{proc}.{table}", "'input:FIELD' naming a field of input.fields", keys)
+            if fields is None:  # (the workload rebuilt from it would name a field no input declares)
+                raise fail(f"access_keys.{proc}.{table}", "an input field the manifest declares, but it has "
+                           "no input.fields", keys)
     number(manifest.get("batches"), "batches", integer=True)  # a trace's own (top level)
     number(manifest.get("batch_size"), "batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     streams = manifest.get("streams")

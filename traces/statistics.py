@@ -161,8 +161,13 @@ def read_stats_manifest(stats_dir: str | Path) -> dict:
         manifest = json.loads(file.read_text())
     except (OSError, ValueError, RecursionError) as exc:  # ValueError: bad UTF-8, JSON or a 4,300-digit int
         raise TraceError(f"{path}: {STATS_MANIFEST}: not valid JSON ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != STATS_FORMAT:
-        fmt = manifest.get("format") if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict):
+        raise TraceError(f"{path}: {STATS_MANIFEST}: must be a JSON object")
+    fmt = manifest.get("format")
+    if fmt is None:
+        raise TraceError(f"{path}: {STATS_MANIFEST}: no \"format\" (a statistics manifest says "
+                         f"\"format\": \"{STATS_FORMAT}\")")
+    if fmt != STATS_FORMAT:
         raise TraceError(f"{path}: {STATS_MANIFEST}: format {fmt!r} is not supported "
                          f"(this version reads {STATS_FORMAT!r})")
     return manifest

@@ -150,6 +150,8 @@ def parse_manifest(text: str, where: str) -> dict:
     if not isinstance(manifest, dict):
         raise TraceError(f"{where}: {MANIFEST}: must be a JSON object")
     fmt = manifest.get("format")
+    if fmt is None:
+        raise TraceError(f"{where}: {MANIFEST}: no \"format\" (a trace manifest says \"format\": \"{TRACE_FORMAT}\")")
     if fmt != TRACE_FORMAT:
         raise TraceError(f"{where}: {MANIFEST}: format {fmt!r} is not supported "
                          f"(this version reads {TRACE_FORMAT!r})")
