@@ -232,8 +232,10 @@ def recommend(source: Source, machines: int | None = None,
     check_weights(weights, AdvisorError)
     if max_move_mb is not None and current is None:
         raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
-    if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and 0 <= max_move_mb < float("inf")):
-        raise AdvisorError(f"the move budget must be a number of megabytes >= 0, got {max_move_mb!r}")
+    if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and not isinstance(max_move_mb, bool)
+                                        and 0 <= max_move_mb <= MAX_MOVE_MB):
+        raise AdvisorError(f"the move budget must be a number of megabytes from 0 to {MAX_MOVE_MB:g}, "
+                           f"got {max_move_mb!r}")
     if current is not None and data_parallel:
         raise AdvisorError("a migration from a deployed design weighs table-level designs: "
                            "leave out data_parallel")
@@ -386,6 +388,9 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
         raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
                            f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
     return asked
+
+
+MAX_MOVE_MB = 1e12  # an exabyte: a larger budget is a typo (1e300 printed as 300 digits)
 
 
 def check_table_level(current: Design) -> None:

@@ -72,7 +72,8 @@ class MigrationPlan:
         """(budget, the best within it), budgets ascending: no move, a few fractions of what the
         unconstrained best moves (and the budget asked for), then the unconstrained best."""
         top = self.best.megabytes
-        budgets = [(f * top, f"<= {f * top:,.3f} MB") for f in BUDGET_FRACTIONS]
+        # (nothing to move: the fractions would all be "<= 0.000 MB", each the deployed design)
+        budgets = [(f * top, f"<= {f * top:,.3f} MB") for f in BUDGET_FRACTIONS] if top > 0 else []
         if self.max_move_mb is not None and self.max_move_mb < top:
             budgets.append((self.max_move_mb, f"<= {self.max_move_mb:,.3f} MB (asked)"))
         return ([("no move", self.reachable[0])]

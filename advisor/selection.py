@@ -474,7 +474,8 @@ def _select_by_throughput(candidates: list[Candidate], unique: list[Candidate], 
         if improvement.improved:
             chosen = scored_candidate(graph, weights, "simulated search", "simulated search",
                                       improvement.proc_part, improvement.state_part)
-            chosen.predicted_tps, chosen.batches = improvement.end_tps, 0
+            # (its figure is the simulated search's, on the prediction's batches)
+            chosen.predicted_tps, chosen.batches = improvement.end_tps, PREDICTION_BATCHES
             chosen.estimated_tps = improvement.end_estimated_tps
             candidates = candidates + [chosen]
     prediction, prediction_batches = _prediction(runs, chosen, improvement)

@@ -132,7 +132,7 @@ def tune(
     say(f"stopped: {study.stopped}")
     say(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
     if out is not None:
-        say(f"wrote {len(written)} files to {out} (round-NN.toml, round-NN.design.json)")
+        say(f"wrote {len(written) + 1} files to {out} (round-NN.toml, round-NN.design.json, tuning.json)")
 
 
 @app.command()

@@ -74,7 +74,8 @@ def test_a_budget_bounds_the_bytes_the_recommendation_moves(deployed, tmp_path, 
 def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys):
     _, path, _ = deployed
     voter = recommend("voter-leaderboard", machines=4, objective="cost").design.save(tmp_path / "v.json")
-    cases = [(["--current", str(path), "--max-move-mb", "-1"], "megabytes >= 0"),
+    cases = [(["--current", str(path), "--max-move-mb", "-1"], "megabytes from 0 to 1e+12"),
+             (["--current", str(path), "--max-move-mb", "1e300"], "megabytes from 0 to 1e+12, got 1e+300"),
              (["--max-move-mb", "5"], "needs the deployed design"),
              (["--current", str(voter)], "voter-leaderboard"),
              (["--current", str(path), "--machines", "5"], "keeps the cluster"),
@@ -87,6 +88,10 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
         assert not out.exists()
     with pytest.raises(UserError):
         recommend("tpcdi-trade", current=str(path), max_move_mb=float("nan"))
+    # nothing to move: the frontier is "no move" and the unconstrained best, no row of 0 MB budgets
+    plan = recommend("tpcdi-trade", current=str(path)).migration
+    same = recommend("tpcdi-trade", current=plan.best.design).migration
+    assert same.best.megabytes == 0 and [b for b, _ in same.frontier()] == ["no move", "unconstrained"]
 
 
 def test_the_report_shows_what_moving_the_deployed_design_takes(deployed, tmp_path, capsys):

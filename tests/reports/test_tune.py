@@ -60,6 +60,8 @@ def test_cli_tune_writes_each_round(tmp_path, capsys):
     specs = sorted(out.glob("round-*.toml"))
     designs = sorted(out.glob("round-*.design.json"))
     assert len(specs) == len(designs) >= 2
+    ours = [p for p in out.iterdir() if not p.name.startswith(".")]  # (the folder's record aside)
+    assert f"wrote {len(ours)} files to {out}" in printed  # tuning.json counted too
     for spec, design in zip(specs, designs):
         w = load_workload(spec)
         d = Design.load(design)
