@@ -82,6 +82,12 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
         p = entry.get("partition")
         if p is None and "machine" in entry and ppm == 1:
             p = entry["machine"]
+        if p is None and "machine" in entry:
+            raise fail(f"{where}: a machine of {ppm} partitions needs \"partition\" too (which of "
+                       f"its partitions), got only \"machine\"")
+        if p is None:
+            raise fail(f"{where}: needs \"partition\" (or \"replicated\": true)" + (
+                ", and \"replicated\": false places it nowhere" if "replicated" in entry else ""))
         if not is_partition(p, n):
             raise fail(f"{where}: partition must be an integer in 0..{n - 1}, got {p!r}")
         m = entry.get("machine")

@@ -32,6 +32,14 @@ def test_design_json_round_trips_and_names_machines(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))  # no temporary file left behind
 
 
+def _two_partitions_a_machine(data: dict) -> None:
+    data["cluster"]["partitions_per_machine"] = 2
+    for kind in ("procedures", "state"):
+        for entry in data[kind].values():
+            if "partition" in entry:
+                entry["machine"] = entry["partition"] // 2
+
+
 @pytest.mark.parametrize("mutate, problem", [
     (lambda d: d.update(format="x"), "not a design file"),
     (lambda d: d["procedures"]["SecurityLookup"].update(partition=9), "partition must be an integer in 0..3"),
@@ -41,6 +49,10 @@ def test_design_json_round_trips_and_names_machines(tmp_path):
     (lambda d: d["weights"].update(alpha=-2), "weights:"),
     (lambda d: d.update(provenance=[1]), "provenance must be an object"),
     (lambda d: d.update(provenance="x"), "provenance must be an object"),
+    (lambda d: d["state"].update(DimDate={"replicated": False}),
+     r'state.DimDate: needs "partition" \(or "replicated": true\), and "replicated": false places it nowhere'),
+    (lambda d: _two_partitions_a_machine(d) or d["procedures"].update(SecurityLookup={"machine": 1}),
+     'a machine of 2 partitions needs "partition" too'),
 ])
 def test_bad_design_files_are_refused_with_one_line(tmp_path, mutate, problem):
     data = recommend("tpcdi-trade", baselines=False).design.to_dict()
