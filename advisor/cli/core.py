@@ -159,13 +159,30 @@ def objective_lines(sel) -> list[str]:
     if imp is not None and imp.simulated:
         lines.append(f"simulated search from the pool's pick: {imp.simulated} designs simulated, "
                      + (f"{imp.start_tps:,.0f} -> {imp.end_tps:,.0f} tuples/s "
-                        f"({imp.end_tps / imp.start_tps:.2f}x: {', '.join(imp.moves)})" if imp.improved
+                        f"({imp.end_tps / imp.start_tps:.2f}x: {moves_text(imp.moves)})" if imp.improved
                         else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)"))
     elif imp is not None and imp.skipped:
         lines.append(f"simulated search skipped: {imp.skipped}")
     if sel.note:
         lines.append(f"note: {sel.note}")
     return lines
+
+
+def moves_text(moves: list[str]) -> str:
+    """The simulated search's moves in a line: a run of moves the estimate's climb took said
+    once as such ("by the estimate: a, b, c"), not "(estimate)" after each."""
+    tag = " (estimate)"
+    parts, run = [], []
+    for m in list(moves) + [None]:
+        if m is not None and m.endswith(tag):
+            run.append(m[: -len(tag)])
+            continue
+        if run:
+            parts.append(f"by the estimate: {', '.join(run)}" if len(run) > 1 else f"{run[0]}{tag}")
+            run = []
+        if m is not None:
+            parts.append(m)
+    return "; ".join(parts)
 
 
 def screening_note(sel) -> str:

@@ -211,3 +211,13 @@ def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, 
     assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\t" not in out and "[Clear\\x1b[2J\\tScreen]" in out
+
+
+def test_the_estimates_moves_are_said_once_as_such():
+    from advisor.cli.core import moves_text
+
+    moves = ["start from 'x'", "A -> partition 1 (estimate)", "B -> partition 2 (estimate)",
+             "partitions 0 and 1 trade places", "C -> partition 3 (estimate)"]
+    assert moves_text(moves) == ("start from 'x'; by the estimate: A -> partition 1, B -> partition 2; "
+                                 "partitions 0 and 1 trade places; C -> partition 3 (estimate)")
+    assert moves_text([]) == ""
