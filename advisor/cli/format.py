@@ -15,6 +15,18 @@ def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | 
 NAME_WIDTH = 32  # a longer candidate name is shortened, so a row fits 80 columns
 
 
+def shortened(name: str, width: int) -> str:
+    """`name` in `width` characters: the search's "search: " prefix dropped first, then cut in
+    the middle (names differ at their ends: "... ufactor=30 seed#1", "... seed#0")."""
+    if len(name) <= width:
+        return name
+    name = name.removeprefix("search: ")
+    if len(name) <= width:
+        return name
+    head = (width - 3) // 2
+    return name[:head] + "..." + name[-(width - 3 - head):]
+
+
 def candidate_table(rows: list[tuple[str, object, float | None, float | None]],
                     show_predicted: bool = True) -> str:
     """Rows of (name, CostBreakdown, estimated tuples/s, predicted tuples/s), each None when
@@ -28,7 +40,7 @@ def candidate_table(rows: list[tuple[str, object, float | None, float | None]],
     best = max((r[3] for r in rows if r[3] is not None), default=None)
     lines = [head, "-" * len(head)]
     for name, c, est, tps in rows:
-        shown = name if len(name) <= width else name[:width - 3] + "..."
+        shown = shortened(name, width)
         line = f"{shown:<{width}} {c.total:>7.4f}  {'yes' if c.feasible else 'NO':<8}"
         if show_predicted:
             line += f" {'-' if est is None else f'{est:,.0f}':>10}"

@@ -221,3 +221,15 @@ def test_the_estimates_moves_are_said_once_as_such():
     assert moves_text(moves) == ("start from 'x'; by the estimate: A -> partition 1, B -> partition 2; "
                                  "partitions 0 and 1 trade places; C -> partition 3 (estimate)")
     assert moves_text([]) == ""
+
+
+def test_long_candidate_names_stay_told_apart():
+    """Cut at their ends, "search: metis 2 machines ufactor=30" and "... 4 machines ..." were
+    one name twice in the candidate table."""
+    from advisor.cli.format import shortened
+
+    names = ["search: metis 2 machines ufactor=30", "search: metis 4 machines ufactor=30",
+             "search: tabu from metis ufactor=1000 seed#0", "search: tabu from metis ufactor=1000 seed#1"]
+    shown = [shortened(n, 32) for n in names]
+    assert len(set(shown)) == len(names) and all(len(s) <= 32 for s in shown)
+    assert shortened("recommended", 32) == "recommended"
