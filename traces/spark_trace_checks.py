@@ -19,7 +19,7 @@ import pyarrow as pa
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import TraceInfo, check_schema, missing_manifest, parse_manifest
-from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_message
+from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
 MAX_REASON_CHARS = 300
@@ -160,14 +160,14 @@ def _validate(where: str, spark) -> TraceInfo:
         _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))
         for c in ("from_procedure", "to_procedure")]
     flow_rows, _ = _run_checks(where, "flows", flows, flow_checks)
-    _check_integrity(where, txns, accesses, access_rows)
+    _check_integrity(where, txns, accesses, access_rows, flows, flow_rows)
     rows_bound = accesses.agg(F.sum("rows")).first()[0]
     rows = {"txns": txn_rows, "accesses": access_rows, "flows": flow_rows}
     return TraceInfo(where, manifest, files, rows, key_type, known, sorted(tables),
                      int(rows_bound or 0), windows)
 
 
-def _check_integrity(where: str, txns, accesses, access_rows: int) -> None:
+def _check_integrity(where: str, txns, accesses, access_rows: int, flows, flow_rows: int) -> None:
     """The referential checks of `traces.trace_integrity`, as two Spark jobs."""
     from pyspark.sql import functions as F
 
@@ -190,6 +190,13 @@ def _check_integrity(where: str, txns, accesses, access_rows: int) -> None:
     if found["n"] > MAX_UNMATCHED_FRACTION * access_rows:
         raise TraceError(unmatched_message(where, found["n"], access_rows, None,
                                            str(found["file"]).rsplit("/", 1)[-1], found["txn"]))
+    stray = (flows.select("batch_id", F.col("_metadata.file_path").alias("file"))
+             .join(txns.select("batch_id").distinct(), "batch_id", "left_anti"))
+    found = stray.agg(F.count(F.lit(1)).alias("n"), F.min("batch_id").alias("batch"),
+                      F.min("file").alias("file")).first()
+    if found["n"] > MAX_UNMATCHED_FRACTION * flow_rows:
+        raise TraceError(unmatched_flows_message(where, found["n"], flow_rows, None,
+                                                 str(found["file"]).rsplit("/", 1)[-1], found["batch"]))
 
 
 def _footer_schema(spark, files: list[str]) -> pa.Schema:

@@ -118,7 +118,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
                              f"which never ran (no row in txns)")
     tables = _check_accesses(where, files["accesses"])
     _check_flows(where, files["flows"], procedures)
-    check_integrity(where, files["txns"], files["accesses"], _batches)
+    check_integrity(where, files["txns"], files["accesses"], _batches, files["flows"])
     return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables),
                      _rows_bound(files["accesses"]), windows)
 

@@ -5,6 +5,8 @@
 - Every access belongs to a transaction of `txns`: up to 1 % of the access rows may not (a
   trace cut out of a running system can catch accesses whose transaction it does not hold);
   those are counted and left out (`unmatched_access_rows` in the statistics), more is refused.
+- Every flow belongs to a batch some transaction of `txns` ran in: up to 1 % of the flow rows
+  may not (the same cut), more is refused (their tuples would count in batches that never ran).
 
 Without these, a trace whose rows all share one id, or whose accesses match no transaction,
 would aggregate into a workload that never ran. The check holds three small columns of
@@ -43,7 +45,8 @@ class _Rows:
         return self.files[bisect_right(self.starts, row) - 1].name
 
 
-def check_integrity(where: str, txn_files: list, access_files: list, batches: BatchReader) -> None:
+def check_integrity(where: str, txn_files: list, access_files: list, batches: BatchReader,
+                    flow_files: list = ()) -> None:
     """Raise TraceError (one line naming the row and its file) on the first broken reference."""
     ids, procs, batch_ids = [], [], []
     names: dict[str, int] = {}
@@ -92,6 +95,19 @@ def check_integrity(where: str, txn_files: list, access_files: list, batches: Ba
                 first = (offset + i, file.name, int(refs[i]))
     if first is not None and unmatched > MAX_UNMATCHED_FRACTION * total:
         raise TraceError(unmatched_message(where, unmatched, total, *first))
+    ran = _membership(np.unique(bid))
+    unmatched, total, first = 0, 0, None
+    for offset, file, batch in batches(where, "flows", list(flow_files), ["batch_id"]):
+        refs = batch.column("batch_id").to_numpy()
+        missing = ~ran(refs)
+        total += len(refs)
+        if missing.any():
+            unmatched += int(missing.sum())
+            if first is None:
+                i = int(np.argmax(missing))
+                first = (offset + i, file.name, int(refs[i]))
+    if first is not None and unmatched > MAX_UNMATCHED_FRACTION * total:
+        raise TraceError(unmatched_flows_message(where, unmatched, total, *first))
 
 
 def unmatched_message(where: str, unmatched: int, total: int, row: int | None, file: str,
@@ -100,6 +116,14 @@ def unmatched_message(where: str, unmatched: int, total: int, row: int | None, f
     return (f"{where}: accesses: column 'txn_id', {at}(in {file}): transaction {txn} has no row "
             f"in txns, and {unmatched:,} of {total:,} access rows have none (more than "
             f"{MAX_UNMATCHED_FRACTION:.0%}; an access belongs to an execution)")
+
+
+def unmatched_flows_message(where: str, unmatched: int, total: int, row: int | None, file: str,
+                            batch: int) -> str:
+    at = f"row {row} " if row is not None else ""
+    return (f"{where}: flows: column 'batch_id', {at}(in {file}): batch {batch} has no transaction in "
+            f"txns, and {unmatched:,} of {total:,} flow rows have none (more than "
+            f"{MAX_UNMATCHED_FRACTION:.0%}; a flow belongs to a batch that ran)")
 
 
 def _membership(known: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
