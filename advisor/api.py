@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+import numbers
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
 from advisor.errors import AdvisorError
-from costmodel.errors import DesignError, check_seed, finite_number
+from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
 from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
@@ -232,6 +233,8 @@ def recommend(source: Source, machines: int | None = None,
     check_weights(weights, AdvisorError)
     if max_move_mb is not None and current is None:
         raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
+    if isinstance(max_move_mb, numbers.Real) and not isinstance(max_move_mb, (bool, int, float)):
+        max_move_mb = float(max_move_mb)  # numpy's
     if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and not isinstance(max_move_mb, bool)
                                         and 0 <= max_move_mb <= MAX_MOVE_MB):
         raise AdvisorError(f"the move budget must be a number of megabytes from 0 to {MAX_MOVE_MB:g}, "
@@ -250,6 +253,7 @@ def recommend(source: Source, machines: int | None = None,
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
+    jobs = as_python_int(jobs)  # (numpy's too, as the cluster's counts)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
     graph = graph.with_cluster(machines, partitions_per_machine)
@@ -329,9 +333,11 @@ def recommend(source: Source, machines: int | None = None,
                              provenance=_migration_provenance(provenance, plan, current, max_move_mb))
     request = None if (own_search or own_simulator or current is not None) else pick_request(
         graph, spec, weights, seed, calibration, objective, replicate, data_parallel)
-    if request is not None:  # a later report of this design need not search again (`advisor.pick_digest`)
-        out.design = replace(out.design, provenance={**out.design.provenance, "request_sha256": request,
-                                                     "placement_sha256": placement_digest(out.design)})
+    # the placement it was made with (a design edited since keeps no figure of this one:
+    # `costmodel.design_file.edited_since_made`); and with the request, a later report of it
+    # need not search again (`advisor.pick_digest`)
+    made = {"placement_sha256": placement_digest(out.design)} | ({"request_sha256": request} if request else {})
+    out.design = replace(out.design, provenance={**out.design.provenance, **made})
     if baselines:
         for name, o in scored_baselines.items():
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,

@@ -21,6 +21,7 @@ from pathlib import Path
 from advisor.priced_weights import as_calibration
 from costmodel import Weights
 from costmodel.calibration import Calibration
+from costmodel.design_file import placement_digest  # (re-exported: the pick's digests are here)
 from costmodel.sim_params import SimParams
 
 # the packages a pick runs (the search, the cost model, the simulator)
@@ -123,13 +124,6 @@ def _feed(digest, value) -> None:
         digest.update(b")")
     else:
         digest.update(f"{type(value).__name__}:{value!r}|".encode())
-
-
-def placement_digest(design) -> str:
-    """Where `design` puts every SP and state item, on its cluster, as a digest."""
-    placed = {"workload": design.workload, "cluster": [design.machines, design.partitions_per_machine],
-              "procedures": design.procedures, "state": design.state, "data_parallel": design.data_parallel}
-    return hashlib.sha256(json.dumps(placed, sort_keys=True).encode()).hexdigest()
 
 
 def is_the_pick(design, request: str | None) -> bool:

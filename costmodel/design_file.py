@@ -13,6 +13,8 @@ than a Design, so this module sits below `design.py` and the Design's `load`/`sa
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import numbers
 
@@ -26,23 +28,53 @@ _COST_NUMBERS = ("state_colocation", "processing_colocation", "load_balance", "t
                  "partition_load_balance", "machines_used")
 
 
+# what a design's provenance claims of the placement it was made with: dropped from a design
+# edited since (`edited_since_made`), whose figures they no longer are
+PLACEMENT_CLAIMS = ("placement_sha256", "request_sha256", "picked", "predicted_tuples_per_s",
+                    "table_level_predicted_tuples_per_s", "simulator", "simulated_search", "migration")
+
+
+def placement_digest(design) -> str:
+    """Where `design` puts every SP and state item, on its cluster, as a digest (numpy's
+    integers as Python's: a design built from arrays digests as its file does)."""
+    placed = {"workload": design.workload, "cluster": [int(design.machines), int(design.partitions_per_machine)],
+              "procedures": {n: int(p) for n, p in design.procedures.items()},
+              "state": {n: None if p is None else int(p) for n, p in design.state.items()},
+              "data_parallel": dict(design.data_parallel)}
+    return hashlib.sha256(json.dumps(placed, sort_keys=True).encode()).hexdigest()
+
+
+def edited_since_made(design) -> bool:
+    """Whether `design` places anything otherwise than when the advisor made it (its
+    provenance's `placement_sha256`): a design changed in Python (`dataclasses.replace`)
+    keeps the cost and the figures of the one it was made from."""
+    made = (design.provenance or {}).get("placement_sha256")
+    return made is not None and made != placement_digest(design)
+
+
 def design_to_dict(design) -> dict:
-    """The file's JSON object for `design` (a costmodel.design.Design)."""
-    ppm = design.partitions_per_machine
+    """The file's JSON object for `design` (a costmodel.design.Design). An edited design
+    (`edited_since_made`) is written without the cost and the figures it no longer has, its
+    provenance saying `"edited": true`."""
+    ppm = int(design.partitions_per_machine)
 
     def place(p):
-        return {"replicated": True} if p is None else {"machine": p // ppm, "partition": p}
+        return {"replicated": True} if p is None else {"machine": int(p) // ppm, "partition": int(p)}
 
+    edited = edited_since_made(design)
+    provenance = design.provenance
+    if edited:
+        provenance = {k: v for k, v in provenance.items() if k not in PLACEMENT_CLAIMS} | {"edited": True}
     return {
         "format": FORMAT,
         "workload": design.workload,
-        "cluster": {"machines": design.machines, "partitions_per_machine": ppm},
+        "cluster": {"machines": int(design.machines), "partitions_per_machine": ppm},
         "weights": design.weights.to_dict(),
         "method": design.method,
         "procedures": {n: place(p) for n, p in design.procedures.items()},
         "state": {n: place(p) for n, p in design.state.items()},
-        "cost": design.cost.to_dict() if design.cost is not None else None,
-        "provenance": design.provenance,
+        "cost": design.cost.to_dict() if design.cost is not None and not edited else None,
+        "provenance": provenance,
     } | ({"data_parallel": dict(design.data_parallel)} if design.data_parallel else {})
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 
+from costmodel.design_file import edited_since_made
 from costmodel.granularity import FRAGMENT_NAME
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import cluster_text
@@ -59,7 +60,10 @@ def design_html(design) -> str:
     """The design by machine, its cost and its replicated items, every name escaped."""
     e = html.escape
     ppm = design.partitions_per_machine
-    cost = "" if design.cost is None else design.cost._repr_html_()
+    if edited_since_made(design):  # its cost is the design's it was made from
+        cost = "cost not known: edited since the advisor made it (<code>d.score(graph)</code> prices it)"
+    else:
+        cost = "" if design.cost is None else design.cost._repr_html_()
     by_machine: dict[int, list[str]] = {}
     for n, p in design.procedures.items():
         by_machine.setdefault(p // ppm, []).append(f"<b>{e(n)}</b>@p{p}")

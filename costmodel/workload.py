@@ -234,6 +234,11 @@ class Workload:
     def with_cluster(self, machines: int | None = None,
                      partitions_per_machine: int | None = None) -> "Workload":
         cluster = self.cluster
+        for label, value in (("machines", machines), ("partitions per machine", partitions_per_machine)):
+            if value is not None and (not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1):
+                raise SpecError(f"{label} must be an integer >= 1, got {value!r}")  # (was taken, refused later)
+        machines = None if machines is None else int(machines)
+        partitions_per_machine = None if partitions_per_machine is None else int(partitions_per_machine)
         if machines is not None:
             cap = cluster.machine_capacity
             if cap is not None and len(cap) != machines:

@@ -21,7 +21,7 @@ from costmodel.files import atomic_write_text, discard_dir, publish_dir, staging
 from costmodel import Weights
 from costmodel.design import Design
 from advisor.errors import AdvisorError
-from costmodel.errors import check_seed
+from costmodel.errors import as_python_int, check_seed
 from costmodel.weights import check_weights
 from costmodel.workload import Workload
 from advisor.parallel_runs import serial_picks
@@ -99,7 +99,8 @@ class TuningStudy:
 
     def run(self, rounds: int = 5, progress: Callable[[TuningRound], None] | None = None) -> "TuningStudy":
         """Run up to `rounds` more changes (round 0, the starting design, comes first)."""
-        if not isinstance(rounds, int) or rounds < 0:
+        rounds = as_python_int(rounds)  # (numpy's too)
+        if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 0:
             raise AdvisorError(f"rounds must be an integer >= 0, got {rounds!r}")
         if progress is not None and not callable(progress):
             raise AdvisorError(f"progress must be a function of a round, got {progress!r}")

@@ -1,0 +1,51 @@
+"""What a notebook does to the objects it is given: a Design changed with
+`dataclasses.replace` (its cost and figures were the original's, shown and saved as its own),
+numpy's integers wherever a count goes (a raw TypeError from JSON, or refused as "not an
+integer"), a cluster of no machines (taken, and refused only by the next verb)."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import advisor
+from advisor.sources import load_workload
+from costmodel.design import Design
+from costmodel.errors import UserError
+
+
+@pytest.fixture(scope="module")
+def rec():
+    return advisor.recommend("tpcdi-trade", machines=4)
+
+
+def test_an_edited_design_keeps_no_cost_or_figure_of_the_one_it_came_from(rec, tmp_path):
+    d = dataclasses.replace(rec.design, procedures={**rec.design.procedures, "TradeInsert": 0},
+                            state={**rec.design.state, "DimTrade": 0})
+    assert "cost not known: edited since the advisor made it" in d._repr_html_()
+    data = json.loads(d.save(tmp_path / "edited.json").read_text())
+    assert data["cost"] is None and data["provenance"]["edited"] is True
+    assert "predicted_tuples_per_s" not in data["provenance"] and "placement_sha256" not in data["provenance"]
+    assert data["provenance"]["seed"] == rec.design.provenance["seed"]  # what still holds is kept
+    back = Design.load(tmp_path / "edited.json")
+    assert back.cost is None and back.procedures == d.procedures
+    # a copy that places the same keeps its cost and figures
+    same = json.loads(dataclasses.replace(rec.design).save(tmp_path / "same.json").read_text())
+    assert same["cost"] is not None and same["provenance"]["predicted_tuples_per_s"] > 0
+
+
+def test_numpy_integers_go_where_counts_go(rec, tmp_path):
+    w = load_workload("tpcdi-trade")
+    two = advisor.recommend(w.with_cluster(machines=np.int64(2)))
+    assert two.design.machines == 2 and type(two.design.machines) is int
+    d = dataclasses.replace(rec.design, procedures={k: np.int64(v) for k, v in rec.design.procedures.items()})
+    assert Design.load(d.save(tmp_path / "np.json")).procedures == rec.design.procedures
+    assert advisor.recommend(w, jobs=np.int64(1)).design.procedures == advisor.recommend(w).design.procedures
+    assert advisor.tune(w, machines=2, rounds=np.int64(0)).rounds
+    assert advisor.recommend(w, current=two.design, max_move_mb=np.int64(1)).migration is not None
+
+
+@pytest.mark.parametrize("machines", [0, -3, 2.5, True])
+def test_a_cluster_of_no_machines_is_refused_where_it_is_asked_for(machines):
+    with pytest.raises(UserError, match="machines must be an integer >= 1"):
+        load_workload("tpcdi-trade").with_cluster(machines=machines)
