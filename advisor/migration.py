@@ -15,6 +15,7 @@ machine sets the time. It is an estimate of a bulk copy, not a measurement.
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -82,7 +83,8 @@ class DesignDiff:
         """What moves, in two lines, and both designs' speed where they were judged."""
         c = self.current
         lines = [f"{c.workload}: {cluster_text(c.machines, c.partitions_per_machine)}"
-                 + ("; the new design's machines and partitions renamed to move least" if self.relabelled else ""),
+                 + ("; the new design's machines and partitions renamed to move least (and predicted "
+                    "as renamed: the partitions' order is the locks' order)" if self.relabelled else ""),
                  f"moves: {len(self.procedure_moves)} SPs, {len(self.state_moves)} state items, "
                  f"{self.megabytes_moved:,.3f} MB; estimated copy {self.copy_seconds:.3f} s"]
         now, new = self.predicted_tps.get("current"), self.predicted_tps.get("new")
@@ -90,6 +92,27 @@ class DesignDiff:
             ratio = f" ({new / now:.2f}x)" if now else ""
             lines.append(f"{self.judged_by}: current {now:,.0f} tuples/s, new {new:,.0f} tuples/s{ratio}")
         return lines
+
+    def to_frame(self):
+        """One row per move: kind, name, from and to (partition, machine), bytes."""
+        import pandas as pd
+
+        cols = ["kind", "name", "from_partition", "from_machine", "to_partition", "to_machine", "bytes"]
+        frame = pd.DataFrame([{c: m.to_dict().get(c) for c in cols} for m in self.moves], columns=cols)
+        frame["bytes"] = frame["bytes"].astype(float)
+        return frame
+
+    def _repr_html_(self) -> str:
+        """The summary and the moves (the first 50), every name escaped."""
+        e = html.escape
+        rows = "".join(f"<tr><td>{e(m.kind)}</td><td>{e(m.name)}</td><td>{e(place_label(m.from_partition, m.from_machine))}"
+                       f"</td><td>{e(place_label(m.to_partition, m.to_machine))}</td>"
+                       f"<td>{'-' if m.kind == 'procedure' else f'{m.bytes / 1e6:,.3f}'}</td></tr>"
+                       for m in self.moves[:50])
+        more = f"<p>... and {len(self.moves) - 50} more moves</p>" if len(self.moves) > 50 else ""
+        return ("<br>".join(e(line) for line in self.summary())
+                + (f"<table><tr><th>kind</th><th>name</th><th>from</th><th>to</th><th>MB</th></tr>{rows}</table>"
+                   if self.moves else "") + more)
 
     def to_dict(self) -> dict:
         return {"workload": self.current.workload, "machines": self.current.machines,

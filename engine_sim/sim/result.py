@@ -78,13 +78,13 @@ class SimResult:
         load = [max(p, c) for p, c in zip(self.machine_utilisation, self.coordinator_utilisation)]
         return int(np.argmax(load)) if load else 0
 
-    def describe(self, calibration_label: str) -> list[str]:
+    def describe(self, calibration_label: str | None = None) -> list[str]:
         """The terminal summary (`advisor simulate`); `calibration_label` says what the
-        parameters stand for (`Calibration.label`)."""
+        parameters stand for (`Calibration.label`; a notebook's call may leave it out)."""
         rate = "max within the latency bound" if self.search else "as given"
         lines = [
             f"simulated {self.workload} on {cluster_text(self.machines, self.partitions_per_machine)} "
-            f"({self.scheduler} scheduler, {self.move} MOVE, {calibration_label})",
+            f"({self.scheduler} scheduler, {self.move} MOVE" + (f", {calibration_label})" if calibration_label else ")"),
             f"  input rate          {self.input_rate:,.0f} batches/s ({rate}; batch of {self.batch_size} tuples)",
             f"  throughput          {self.throughput_tps:,.0f} tuples/s ({self.throughput_bps:,.0f} batches/s)",
             f"  latency p50 / p99   {self.latency_p50_ms:.2f} / {self.latency_p99_ms:.2f} ms "

@@ -49,3 +49,17 @@ def test_numpy_integers_go_where_counts_go(rec, tmp_path):
 def test_a_cluster_of_no_machines_is_refused_where_it_is_asked_for(machines):
     with pytest.raises(UserError, match="machines must be an integer >= 1"):
         load_workload("tpcdi-trade").with_cluster(machines=machines)
+
+
+def test_a_diff_renders_itself_and_a_simulation_describes_itself_without_a_label(rec):
+    """A notebook showed a DesignDiff as a 3,300-character repr, and `simulate(...).describe()`
+    raised a TypeError (its label argument was required)."""
+    w = load_workload("tpcdi-trade")
+    cheap = advisor.recommend(w, machines=4, objective="cost").design
+    d = advisor.diff(rec.design, cheap, w)
+    frame = d.to_frame()
+    assert len(frame) == len(d.moves) > 0 and frame["bytes"].sum() == pytest.approx(d.bytes_moved)
+    page = d._repr_html_()
+    assert "<table>" in page and all(m.name in page for m in d.moves)
+    lines = advisor.simulate(w, rec.design).describe()
+    assert lines[0].endswith("(dls scheduler, rpc MOVE)") and "throughput" in lines[2]
