@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from costmodel import DEFAULT_WEIGHTS, Weights
+from costmodel import Weights
 from costmodel.design import Design
 from costmodel.workload import Workload
 from engine_sim.sim import SimError, spread_design
@@ -104,9 +104,12 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
     from advisor.sources import load_graph
     from costmodel.design import Design
 
-    weights = weights or DEFAULT_WEIGHTS
     w = workload.with_cluster(machines=machines, partitions_per_machine=partitions_per_machine)
     graph = load_graph(w)  # the graph `recommend` searches on
+    if weights is None:  # what `recommend` prices for this cluster's graph (not the old fixed ones)
+        from advisor.priced_weights import default_weights
+
+        weights = default_weights(graph, (options or PredictOptions()).calibration)
     if fixed is not None:
         own, own_tps = fixed
     else:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from advisor.errors import AdvisorError
-from costmodel import DEFAULT_WEIGHTS, Weights
+from costmodel import Weights
 from costmodel.errors import finite_number
 from costmodel.weights import check_weights
 
@@ -117,14 +117,16 @@ def check_shares(shares) -> tuple[float, ...]:
 def sensitivity(source, machines: int | None = None, partitions_per_machine: int | None = None,
                 weights: Weights | None = None, shares: tuple[float, ...] = DEFAULT_SHARES,
                 seed: int = 0, base_design=None) -> Sensitivity:
-    """Recommend at every point of the three sweeps (baselines skipped: only the choice matters)."""
+    """Recommend at every point of the three sweeps (baselines skipped: only the choice matters),
+    around `weights` (None: those `recommend` prices for the graph, so design A is its pick)."""
+    from advisor.priced_weights import default_weights
     from advisor.sources import load_graph
     from advisor.api import recommend
 
     shares = check_shares(shares)
     check_weights(weights, AdvisorError)
-    base = weights or DEFAULT_WEIGHTS
     graph = load_graph(source, machines, partitions_per_machine)
+    base = weights or default_weights(graph)
     if base_design is None:
         base_design = recommend(graph, weights=base, seed=seed, baselines=False).design
     swept = {term: sweep_term(graph, base, term, shares, seed) for term in TERMS}

@@ -111,6 +111,22 @@ def test_sensitivity_sweeps_keep_the_other_ratio_and_name_designs():
     assert len(ax.lines) >= 6
 
 
+def test_sensitivity_and_scaling_without_weights_sweep_around_recommends_own():
+    """They swept around the old fixed weights (0.3, 0.1, 0.6), so design A was not the
+    recommendation and the "given weights" lines not the user's."""
+    from advisor.priced_weights import default_weights
+    from advisor.sources import load_graph, load_workload
+    from reports.scaling import scaling_rows
+
+    s = sensitivity("tpcdi-trade", shares=(0.5,))
+    priced = default_weights(load_graph("tpcdi-trade"))
+    assert s.base == priced and priced != Weights(0.3, 0.1, 0.6)
+    rec = recommend("tpcdi-trade", baselines=False, objective="cost")
+    assert s.designs["A"].procedures == rec.design.procedures
+    rows = scaling_rows(load_workload("tpcdi-trade"), 4, baselines=(), objective="cost")
+    assert rows[0]["cost"] == pytest.approx(rec.design.cost.total)  # the pick at recommend's weights
+
+
 @pytest.mark.parametrize("shares", ["0.5", 0.5, (1.5,), (-0.1,), ("a",), (), (float("nan"),), (True,),
                                     {0.5}, {0.5: 1}, np.zeros((2, 2))])
 def test_sensitivity_refuses_shares_that_are_not_numbers_in_0_1_in_one_line(shares):
