@@ -14,7 +14,7 @@ import numpy as np
 from costmodel.errors import UserError, finite_number, is_a
 from costmodel.workload import Workload
 from reports.figures._common import (REPLICATED_COLOUR, WINDOW_MARKER, graph_for, label,
-                                     machine_colours, new_axes, node_partitions, wrong_kind)
+                                     machine_colours, new_axes, wrong_kind)
 
 
 @dataclass
@@ -52,49 +52,49 @@ def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     if not (finite_number(max_nodes) and float(max_nodes).is_integer() and max_nodes >= 1):  # 40.0 draws as 40
         raise UserError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")  # (a TypeError below)
     max_nodes = int(max_nodes)
-    proc, state = node_partitions(design, graph)
+    plain = graph.n_proc
+    # each data-parallel lane a node on its machine, reaching its own fragments (`Design.cost_view`)
+    graph, proc, state = design.cost_view(graph)
     c = graph.cost
     ppm = design.partitions_per_machine
     info = _GraphInfo(machines=design.machines)
     if graph.n_nodes > max_nodes:
         return _aggregated_info(info, graph, proc // ppm, state, ppm)
-    owners = graph.window_owners()
-    columns: dict[int | None, list[tuple[str, str]]] = {}
-    for i, n in enumerate(graph.proc_names):
-        columns.setdefault(int(proc[i] // ppm), []).append((n, "processing"))
-        for w in (w for w, o in owners.items() if o == n):  # its windows right under it
-            columns[int(proc[i] // ppm)].append((w, "window"))
-    for j, n in enumerate(graph.state_names):
-        if n in owners:
-            continue
-        m = None if state[j] < 0 else int(state[j] // ppm)
-        columns.setdefault(m, []).append((n, "state"))
-    index: dict[tuple[str, str], int] = {}
+    owned = c.state_owner
+    columns: dict[int | None, list[tuple[int, str]]] = {}  # (SP node or state index, kind)
+    for i in range(graph.n_proc):
+        columns.setdefault(int(proc[i] // ppm), []).append((i, "processing"))
+        for j in np.flatnonzero(owned == i):  # its windows right under it
+            columns[int(proc[i] // ppm)].append((int(j), "window"))
+    for j in range(graph.n_state):
+        if owned[j] < 0:
+            m = None if state[j] < 0 else int(state[j] // ppm)
+            columns.setdefault(m, []).append((j, "state"))
+    index: dict[tuple[str, int], int] = {}
     load = c.proc_load / c.proc_load.max() if c.proc_load.size and c.proc_load.max() > 0 else None
     # columns in dataflow order (by each machine's earliest SP) so a pipeline reads left to right
-    first = {m: min((graph.proc_index(n) for n, k in items if k == "processing"), default=10**9)
+    first = {m: min((k for k, kind in items if kind == "processing"), default=10**9)
              for m, items in columns.items() if m is not None}
     order = sorted(first, key=lambda m: (first[m], m))
     info.column_order = order
     for m in order + ([None] if None in columns else []):
         x = len(order) if m is None else order.index(m)
-        for row, (n, kind) in enumerate(columns[m]):
+        for row, (k, kind) in enumerate(columns[m]):
             size = 1.0
             if kind == "processing" and load is not None:
-                size = 0.6 + 0.8 * load[graph.proc_index(n)]
-            index[("processing" if kind == "processing" else "state", n)] = len(info.nodes)
-            info.nodes.append(_Node(n, kind, m, float(x), -float(row), size))
+                size = 0.6 + 0.8 * load[k]
+            name = graph.proc_names[k] + (" (lane)" if k >= plain else "") if kind == "processing" else graph.state_names[k]
+            index[("processing" if kind == "processing" else "state", k)] = len(info.nodes)
+            info.nodes.append(_Node(name, kind, m, float(x), -float(row), size))
     info.columns_height = max(len(v) for v in columns.values())
     pmach = proc // ppm
     for p, s, w in zip(c.ps_proc, c.ps_state, c.ps_weight):
         sm = None if state[s] < 0 else state[s] // ppm
-        info.edges.append(_Edge(index[("processing", graph.proc_names[p])],
-                                index[("state", graph.state_names[s])], "processing-state",
+        info.edges.append(_Edge(index[("processing", int(p))], index[("state", int(s))], "processing-state",
                                 sm is not None and sm != pmach[p], float(w)))
     for a, b, w in zip(c.pp_src, c.pp_dst, c.pp_weight):
-        info.edges.append(_Edge(index[("processing", graph.proc_names[a])],
-                                index[("processing", graph.proc_names[b])], "processing-processing",
-                                bool(pmach[a] != pmach[b]), float(w)))
+        info.edges.append(_Edge(index[("processing", int(a))], index[("processing", int(b))],
+                                "processing-processing", bool(pmach[a] != pmach[b]), float(w)))
     return info
 
 

@@ -98,3 +98,17 @@ def test_the_load_figure_puts_each_lane_on_its_machine(lanes_case):
     on = sorted(m for m, name, amount, _ in info.segments if name == "ScoreCard" and amount > 0)
     assert on == [1, 2, 3]
     assert info.totals.sum() == pytest.approx(graph.cost.proc_load.sum())
+
+
+def test_the_graph_figure_draws_each_lane_on_its_machine_and_no_false_cut(lanes_case):
+    """It drew ScoreCard on its base machine only, with a red "distributed" edge to every
+    fragment elsewhere, where state co-location is 0 and the engine runs no distributed txn."""
+    from reports.figures._graph import _graph_info
+
+    _, _, variant, graph = lanes_case
+    info = _graph_info(variant, graph, max_nodes=200)
+    lanes = {n.machine for n in info.nodes if n.kind == "processing" and n.name.startswith("ScoreCard")}
+    assert lanes == {1, 2, 3}
+    fragment_cuts = [e for e in info.edges if e.cut and e.kind == "processing-state"
+                     and "#" in info.nodes[e.b].name]
+    assert fragment_cuts == []
