@@ -75,7 +75,9 @@ def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bot
     procs = {p.name: p for p in workload.procedures}
     c = graph.cost  # loads and edges: the same on any cluster
     heaviest = graph.proc_names[int(np.argmax(c.proc_load))] if c.proc_load.size else None
-    hot = [n for n in dict.fromkeys([bottleneck.hot_procedure, heaviest]) if n in procs]
+    # (an SP that already runs as data-parallel lanes is split by key: more copies of it is no change)
+    lanes = set(design.data_parallel)
+    hot = [n for n in dict.fromkeys([bottleneck.hot_procedure, heaviest]) if n in procs and n not in lanes]
     for name in hot:
         key, why_key = split_key(procs[name], workload)
         if key is None:
@@ -94,7 +96,8 @@ def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bot
                             f"{name} is {where}; its copies share the read-mostly {', '.join(shared)}",
                             lambda n=name, k=copies, f=key, t=tuple(shared):
                             (split_procedure(workload, n, k, f), replicated + t)))
-    together = [n for n in bottleneck.saturated if n in procs and split_key(procs[n], workload)[0]]
+    together = [n for n in bottleneck.saturated
+                if n in procs and n not in lanes and split_key(procs[n], workload)[0]]
     # several machines saturate at once: splitting one alone cannot help, so split the busiest
     # two, three, ... together
     for size in range(2, len(together) + 1):
@@ -125,7 +128,8 @@ def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bot
                         f"{cut_rows[table]:g} rows/batch of it are read across machines",
                         lambda t=table: (None, replicated + (t,))))
     pairs = set(mergeable_pairs(workload))
-    if bottleneck.move and (bottleneck.move[0], bottleneck.move[1]) in pairs:
+    if (bottleneck.move and (bottleneck.move[0], bottleneck.move[1]) in pairs
+            and not lanes & {bottleneck.move[0], bottleneck.move[1]}):  # (merged, lanes would run as one)
         a, b = bottleneck.move[0], bottleneck.move[1]
         out.append(("merge", f"{a}+{b}", f"merge {a} and {b} into one SP",
                     f"{a} -> {b} is the heaviest cut stream and they always run one after the other",

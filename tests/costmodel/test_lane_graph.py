@@ -112,3 +112,15 @@ def test_the_graph_figure_draws_each_lane_on_its_machine_and_no_false_cut(lanes_
     fragment_cuts = [e for e in info.edges if e.cut and e.kind == "processing-state"
                      and "#" in info.nodes[e.b].name]
     assert fragment_cuts == []
+
+
+def test_no_suggestion_splits_or_merges_an_sp_that_runs_as_lanes(lanes_case):
+    """A report of the data-parallel pick suggested "partition ScoreCard on card_id (3 copies)"
+    for an SP that already runs as lanes split by that key."""
+    from reports.suggestions import suggest
+
+    w, _, variant, graph = lanes_case
+    from costmodel.granularity import workload_at
+
+    found = suggest(workload_at(w, variant.state), variant)
+    assert not any("ScoreCard" in s.target for s in found.items + found.not_helping)
