@@ -51,6 +51,10 @@ class Bottleneck:
     resource: str = ""
     utilisation: float | None = None
     evidence: dict = field(default_factory=dict)
+    # the cut edge above joins partitions of one machine: the cost model's terms, which count
+    # machines, do not see it (a MOVE there is a local message; an access, a local 2PC)
+    move_on_one_machine: bool = False
+    access_on_one_machine: bool = False
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -66,11 +70,14 @@ class Bottleneck:
             out.append(f"busiest resource: {self.resource} ({self.utilisation:.0%} utilised)")
         out.append(f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"
                    + (f", hottest SP there: {self.hot_procedure}" if self.hot_procedure else ""))
+        local = ", between partitions of one machine"
         if self.move:
-            out.append(f"most expensive MOVE: {self.move[0]} -> {self.move[1]} ({self.move[2]:g} tuples/batch)")
+            out.append(f"most expensive MOVE: {self.move[0]} -> {self.move[1]} ({self.move[2]:g} tuples/batch"
+                       + (local if self.move_on_one_machine else "") + ")")
         if self.distributed_access:
             out.append(f"most frequent distributed access: {self.distributed_access[0]} -> "
-                       f"{self.distributed_access[1]} ({self.distributed_access[2]:g} rows/batch)")
+                       f"{self.distributed_access[1]} ({self.distributed_access[2]:g} rows/batch"
+                       + (local if self.access_on_one_machine else "") + ")")
         return out
 
 
@@ -102,24 +109,27 @@ def find_bottleneck(graph: WorkloadGraph, proc_part, state_part, *, busy=None,
     hottest = [hottest_procedure(c, proc, m) for m in near]
     saturated = tuple(dict.fromkeys(graph.proc_names[p] for p in hottest if p is not None))
     hot = hottest_procedure(c, proc, machine)
-    move = None
+    ppm = c.partitions_per_machine
+    move, move_local = None, False
     if c.pp_weight.size:
         cut = proc[c.pp_src] != proc[c.pp_dst]
         if cut.any():
             e = int(np.flatnonzero(cut)[np.argmax(c.pp_weight[cut])])
             move = (graph.proc_names[c.pp_src[e]], graph.proc_names[c.pp_dst[e]], float(c.pp_weight[e]))
-    dist = None
+            move_local = bool(proc[c.pp_src[e]] // ppm == proc[c.pp_dst[e]] // ppm)
+    dist, dist_local = None, False
     if c.ps_weight.size:
         where = state[c.ps_state]
         cut = (where != REPLICATED) & (proc[c.ps_proc] != where)
         if cut.any():
             e = int(np.flatnonzero(cut)[np.argmax(c.ps_weight[cut])])
             dist = (graph.proc_names[c.ps_proc[e]], graph.state_names[c.ps_state[e]], float(c.ps_weight[e]))
+            dist_local = bool(proc[c.ps_proc[e]] // ppm == state[c.ps_state[e]] // ppm)
     if resource is None:
         resource = f"machine {machine} (cost model: largest load relative to capacity)"
     return Bottleneck(source, machine, float(loads[machine] / total) if total > 0 else 0.0,
                       None if hot is None else graph.proc_names[hot], saturated, move, dist,
-                      resource, utilisation)
+                      resource, utilisation, move_on_one_machine=move_local, access_on_one_machine=dist_local)
 
 
 def cost_model_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:

@@ -190,3 +190,16 @@ def test_one_module_defines_the_bottleneck_and_the_cost_model_imports_nothing_of
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
                 assert not any(n.split(".")[0] in PACKAGES[:1] + PACKAGES[2:] for n in names), (p, names)
+
+
+def test_a_cut_between_partitions_of_one_machine_is_said_as_such():
+    """The report put "most expensive MOVE" beside a processing co-location of 0: the cost
+    model's terms count machines, and that MOVE was between partitions of one machine."""
+    rec = recommend("linear-road", machines=4)
+    b = rec.bottleneck
+    assert rec.design.cost.processing_colocation == 0.0 and b.move is not None
+    assert b.move_on_one_machine
+    assert any(line.endswith(", between partitions of one machine)") and line.startswith("most expensive MOVE")
+               for line in b.describe())
+    spread = recommend("tpcdi-trade", machines=4, objective="cost")
+    assert spread.bottleneck.move is not None and not spread.bottleneck.move_on_one_machine
