@@ -38,15 +38,16 @@ def new_axes(ax=None, figsize=(6.4, 3.6)):
 
 
 def machine_colours(n: int) -> list:
-    """One distinct colour per machine (tab10, then tab20, then a hue wheel)."""
+    """One distinct colour per machine (tab10, then tab20, then a hue wheel), never the greys
+    (tab10's 8th, tab20's 15th and 16th), which read as replicated state (REPLICATED_COLOUR)."""
     import matplotlib
 
-    if n <= 10:
+    if n <= 9:
         cmap = matplotlib.colormaps["tab10"]
-        return [cmap(i) for i in range(n)]
-    if n <= 20:
+        return [cmap(i) for i in range(10) if i != 7][:n]
+    if n <= 18:
         cmap = matplotlib.colormaps["tab20"]
-        return [cmap(i) for i in range(n)]
+        return [cmap(i) for i in range(20) if i not in (14, 15)][:n]
     cmap = matplotlib.colormaps["hsv"]
     return [cmap(i / n) for i in range(n)]
 

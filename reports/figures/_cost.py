@@ -72,4 +72,6 @@ def _draw_cost(info: _CostInfo, ax) -> None:
     ax.set_xlabel("design cost (lower is better)", fontsize=8)
     ax.set_title("cost breakdown: recommendation vs baselines", fontsize=9)
     ax.tick_params(labelsize=7)
-    ax.legend(fontsize=7, loc="lower right", frameon=False)
+    # below the axes: inside, at lower right, it covered the last bar and its total
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22 if len(ys) < 6 else -0.12),
+              ncol=3, frameon=False)

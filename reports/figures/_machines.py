@@ -58,6 +58,9 @@ def _memory_info(design, graph) -> _StackInfo:
                       windows=frozenset(graph.window_owners()))
 
 
+OFF_THE_SCALE = 4.0  # a memory limit this many times the fullest machine's state is said, not drawn
+
+
 def plot_machine_load(design, graph, ax=None):
     """Processing load per machine, stacked by SP, against each machine's fair share."""
     info = _load_info(design, graph)  # (first: it checks the design and the graph)
@@ -87,20 +90,27 @@ def _draw_stacks(info: _StackInfo, ax) -> None:
                hatch="//" if replicated else WINDOW_HATCH if window else None,
                alpha=0.55 if replicated else 0.9)
         if amount >= 0.08 * top and info.machines <= 16:
-            text = label(name, 14) + (" (window)" if window else "")
+            # (narrower bars on more machines: a longer label spilled into the next bar)
+            text = label(name, 14 if info.machines <= 4 else 9) + (" (window)" if window else "")
             ax.text(m, bottom[m] + amount / 2, text, ha="center", va="center", fontsize=6)
         bottom[m] += amount
-    if info.limit is not None:
+    title = info.title
+    limit = info.limit
+    if limit is not None and info.hard_limit and float(np.min(limit)) > OFF_THE_SCALE * top:
+        # a limit far above the state: drawn, it squeezed every bar flat against the axis
+        title += f" (limit {float(np.min(limit)):,.0f} {info.unit.split('(')[-1].rstrip(')')} a machine, far above)"
+        limit = None
+    if limit is not None:
         xs = np.arange(info.machines)
-        ax.hlines(info.limit, xs - 0.45, xs + 0.45, colors="#d62728", linestyles="--",
+        ax.hlines(limit, xs - 0.45, xs + 0.45, colors="#d62728", linestyles="--",
                   label=info.limit_label)
         if info.hard_limit:
-            over = info.totals > info.limit * (1 + 1e-9)
+            over = info.totals > limit * (1 + 1e-9)
             for m in np.flatnonzero(over):
                 ax.text(m, info.totals[m], "over the limit", color="#d62728", ha="center",
                         va="bottom", fontsize=7)
         ax.legend(fontsize=7, loc="upper right", frameon=False)
-        ymax = max(top, float(np.max(info.limit)))
+        ymax = max(top, float(np.max(limit)))
     else:
         ymax = top
     ax.set_ylim(0, ymax * 1.15)
@@ -108,5 +118,5 @@ def _draw_stacks(info: _StackInfo, ax) -> None:
     ax.set_xticklabels([f"m{m}" for m in range(info.machines)], fontsize=7)
     ax.set_xlabel("machine", fontsize=8)
     ax.set_ylabel(info.unit, fontsize=8)
-    ax.set_title(info.title, fontsize=9)
+    ax.set_title(title, fontsize=9)
     ax.tick_params(labelsize=7)

@@ -72,8 +72,13 @@ def test_machine_load_bars_sum_to_the_load(rec):
 
 
 def test_memory_shows_the_limit(rec):
-    ax = F.plot_machine_memory(rec.design, rec.graph, ax=axes())
-    limit = rec.graph.cost.memory_limit_bytes / 2**20
+    from costmodel.model import machine_memory
+
+    _, state = rec.design.arrays(rec.graph)
+    near = 2 * float(machine_memory(rec.graph.cost, state).max())  # a limit in the bars' scale
+    graph = rec.graph.with_cluster(None, None, memory_limit_bytes=near)
+    ax = F.plot_machine_memory(rec.design, graph, ax=axes())
+    limit = graph.cost.memory_limit_bytes / 2**20
     segments = [c for c in ax.collections if c.get_segments()]
     assert any(np.allclose(s[0][1], limit) for c in segments for s in [c.get_segments()[0]])
 
@@ -223,3 +228,20 @@ def test_notebook_objects_plot(tpcdi_trade, rec):
     assert list(w.to_frame()["procedure"]) == w.procedure_names
     ax = axes()
     assert F.plot_workload(w, ax=ax) is ax
+
+
+def test_machines_are_never_the_replicated_grey_and_a_far_limit_is_said_not_drawn():
+    """Machine 7 was tab10's grey, read as replicated state; a 2,048 MiB limit over state of
+    1-150 MiB squeezed every bar flat against the axis."""
+    from matplotlib.colors import to_hex
+
+    from reports.figures._common import REPLICATED_COLOUR, machine_colours
+
+    for n in (8, 9, 16, 18):
+        hexes = [to_hex(c) for c in machine_colours(n)]
+        assert len(set(hexes)) == n and "#7f7f7f" not in hexes and "#c7c7c7" not in hexes
+        assert REPLICATED_COLOUR not in hexes
+    rec = recommend("tpcdi-trade", machines=8)
+    ax = F.plot_machine_memory(rec.design, rec.graph, ax=axes())
+    assert ax.get_title().endswith("(limit 2,048 MiB a machine, far above)")
+    assert ax.get_ylim()[1] < 1000  # the bars, not the limit, set the scale
