@@ -110,6 +110,8 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
         if entry.get("replicated") is True:
             if kind == "procedures":
                 raise fail(f"{where}: a procedure cannot be replicated")
+            if "partition" in entry or "machine" in entry:  # (both: it was taken as replicated)
+                raise fail(f"{where}: replicated and placed on a partition too: give one of them")
             return None
         p = entry.get("partition")
         if p is None and "machine" in entry and ppm == 1:

@@ -9,6 +9,7 @@ from pathlib import Path
 from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
+from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import MAX_BATCH_SIZE, Workload
 from engine_sim.engine.driver import DriverConfig
@@ -47,6 +48,10 @@ def check_design(workload: Workload, design: Design) -> None:
         # a design naming every table and window is checked as the advisor checks it (a window
         # on its owner's partition); one that leaves windows out gets them with their owners
         design.arrays(WorkloadGraph.from_workload(workload))  # raises DesignError when it does not fit
+    elif set(design.state) - set(workload.table_names) - set(workload.window_names):
+        # fragments or tuples: held to what every other command holds them to (a table placed
+        # both whole and in parts ran, its whole placement ignored, where the rest refuse it)
+        design.arrays(WorkloadGraph.from_workload(workload_at(workload, design.state)))
 
 
 def _options(batches, batch_size, scheduler, move) -> None:

@@ -53,6 +53,8 @@ def _two_partitions_a_machine(data: dict) -> None:
      r'state.DimDate: needs "partition" \(or "replicated": true\), and "replicated": false places it nowhere'),
     (lambda d: _two_partitions_a_machine(d) or d["procedures"].update(SecurityLookup={"machine": 1}),
      'a machine of 2 partitions needs "partition" too'),
+    (lambda d: d["state"].update(DimDate={"machine": 0, "replicated": True}),
+     "state.DimDate: replicated and placed on a partition too"),
 ])
 def test_bad_design_files_are_refused_with_one_line(tmp_path, mutate, problem):
     data = recommend("tpcdi-trade", baselines=False).design.to_dict()

@@ -196,3 +196,17 @@ def test_a_cross_machine_delay_slows_moves_between_machines_only():
     near = run_workload(w, one, batches=20, in_process=True, client=ClientOptions(in_flight=1),
                         network=NetworkOptions(machine_delay_ms=5))
     assert near.latency_p50_ms < slow.latency_p50_ms
+
+
+@pytest.mark.parametrize("part", ["DimTrade@5", "DimTrade#0"])
+def test_a_table_placed_whole_and_in_parts_is_refused_as_everywhere(part):
+    """The engine ran such a design (row 5 routed apart, or the whole placement ignored) where
+    evaluate, simulate, validate and export refuse it."""
+    from advisor.api import recommend
+    from costmodel.errors import DesignError
+    from dataclasses import replace
+
+    d = recommend("tpcdi-trade", machines=2, objective="cost").design
+    odd = replace(d, state={**d.state, part: 1})
+    with pytest.raises(DesignError, match="design places 'DimTrade' both whole and in parts"):
+        run_workload(load_workload("tpcdi-trade"), odd, batches=5, in_process=True)
