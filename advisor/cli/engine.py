@@ -34,8 +34,9 @@ def run(
     group_commit: bool = typer.Option(True, "--group-commit/--no-group-commit", help="batch log writes"),
     latency_bound: float = typer.Option(1.0, "--latency-bound", help="seconds of mean batch latency"),
     crash_at: Optional[str] = typer.Option(None, "--crash-at",
-                                           help="ROLE,STEP[,N]: the coordinator or participant of the N-th "
-                                                "distributed txn dies before_vote, after_vote or "
+                                           help="ROLE,STEP[,N]: the first partition whose N-th distributed "
+                                                "txn as coordinator or participant (each partition "
+                                                "counts its own) dies before_vote, after_vote or "
                                                 "after_decision of 2PC, then the cluster recovers; "
                                                 "migration,moving|switched[,P]: partition P dies during "
                                                 "the migration's move or on its switch"),
