@@ -39,7 +39,9 @@ class RunResult:
     scheduler: str = "dls"
     move: str = "rpc"
     recovery: str = "weak"
-    data_parallel: bool = False
+    data_parallel: bool = False  # whether any SP ran as lanes (the design's or --data-parallel's)
+    lanes: list[str] = field(default_factory=list)  # the SPs that ran as lanes
+    seed: int = 0
     crashed: bool = False
     recovery_s: float = 0.0
     replayed: int = 0
@@ -88,6 +90,8 @@ class RunResult:
             ("MOVEs", f"{self.moves}" + (f" ({self.move_txns} as transactions)" if self.move_txns else "")),
             ("partition busy", ", ".join(f"p{i} {b:.2f}s" for i, b in enumerate(self.partition_busy_s))),
         ]
+        if self.lanes:
+            rows.insert(1, ("lanes", ", ".join(self.lanes) + " (data-parallel: one transaction a partition a batch)"))
         if any(self.partition_held_s):
             rows.append(("partition held", ", ".join(f"p{i} {h:.2f}s ({h / self.wall_s:.0%})"
                                                      for i, h in enumerate(self.partition_held_s))))

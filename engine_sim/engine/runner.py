@@ -264,7 +264,11 @@ def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound,
         within_latency_bound=mean / 1000.0 <= bound, in_flight=driver.in_flight, batches=batches,
         batch_size=plan.batch_size, workload=plan.workload.name, machines=d.machines,
         partitions_per_machine=d.partitions_per_machine, mode=mode, scheduler=plan.scheduler,
-        move=plan.move, recovery=plan.recovery, data_parallel=plan.data_parallel,
+        move=plan.move, recovery=plan.recovery,
+        # what ran as lanes (a design's own, or --data-parallel's), not the flag: the flag with no
+        # partition key to split on said true, a design with lanes and no flag false
+        data_parallel=any(len(u.lanes) > 1 for u in plan.units.values()),
+        lanes=sorted(m for u in plan.units.values() if len(u.lanes) > 1 for m in u.members), seed=plan.seed,
         crashed=driver.crashed, recovery_s=driver.recovery_s, replayed=driver.replayed,
         move_txns=counts.move_txns,
         log_records=sum(a for a, _ in log_stats), log_flushes=sum(b for _, b in log_stats),

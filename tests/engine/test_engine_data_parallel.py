@@ -130,3 +130,19 @@ def test_every_command_refuses_lanes_the_workload_cannot_run(tmp_path, capsys, c
     errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("report: ")]
     assert len(errors) == 1 and errors[0].startswith("error: data_parallel: 'RaiseAlert' cannot run data-parallel")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_run_says_which_sps_ran_as_lanes():
+    """Its `data_parallel` was the flag: true where no SP had a key to split on, false where the
+    design's own lanes ran."""
+    from advisor.api import recommend
+
+    w = load_workload("fraud-scoring")
+    lanes = recommend(w, machines=2, partitions_per_machine=2, data_parallel=True).design
+    assert lanes.data_parallel
+    r = run_workload(w, lanes, batches=10, in_process=True, seed=4)
+    assert r.data_parallel and r.lanes == ["ScoreCard"] and r.seed == 4
+    assert any(line.split()[:2] == ["lanes", "ScoreCard"] for line in r.describe())
+    plain = recommend(w, machines=2, partitions_per_machine=2).design
+    flagged = run_workload(w, plain, batches=10, in_process=True, data_parallel=True)
+    assert not flagged.data_parallel and flagged.lanes == []  # fraud-scoring has no partition_key
