@@ -95,16 +95,21 @@ class Lane:
         self.last_committed = max(self.last_committed, txn.batch)
         self.last_restart = max(self.last_restart, txn.batch)
 
-    def on_abort(self, txn) -> bool:
-        """Queue the restart; False when the batch hit the restart limit (given up)."""
+    def on_abort(self, txn, purged: bool = False) -> bool:
+        """Queue the restart; False when the batch hit the restart limit (given up). A purge
+        (another batch's abort cleared the lane behind it) is not this batch's failure and
+        costs it no restart: charged one, a batch given up at the limit purged the lane behind
+        it, which was given up in turn, and so on (42 of 400 transactions committed at a 10 %
+        injected abort rate and a limit of 0)."""
         self.live.pop(txn.batch, None)
         self.epoch = max(self.epoch, txn.epoch + 1)
-        if txn.restarts + 1 > self.owner.plan.restart_limit:
+        restarts = txn.restarts + (0 if purged else 1)
+        if restarts > self.owner.plan.restart_limit:
             self.last_committed = max(self.last_committed, txn.batch)
             self.last_restart = max(self.last_restart, txn.batch)
             return False
         self._n += 1
-        heapq.heappush(self.restart, (txn.batch, txn.restarts + 1, self._n, txn.inputs, txn.recovering,
+        heapq.heappush(self.restart, (txn.batch, restarts, self._n, txn.inputs, txn.recovering,
                                       txn.age))
         if self.last_committed < txn.batch:
             self.last_restart = min(self.last_restart, txn.batch - 1)
@@ -192,7 +197,7 @@ class UnitScheduler:
         if audit.committed:
             lane.on_commit(txn)
             self.lane_finished(lane, txn.batch, audit.outputs if txn.trigger else {})
-        elif not lane.on_abort(txn):
+        elif not lane.on_abort(txn, purged=audit.purged):
             self.host.report_failure(txn, audit.reason)
             self.lane_finished(lane, txn.batch, None, skipped=True)
         lane.pump()
