@@ -35,6 +35,7 @@ _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.work
             "costmodel.design", "numpy"]
 
 
+PHASE_WORDS = {"run": "running the batches", "finish": "finishing the run", "recover": "recovering"}
 MP_TEMP_PREFIX = "pymp-"  # the name multiprocessing gives its own temporary directory
 MP_SOCKET_NAME = len("listener-") + 8  # the forkserver's socket in it: a prefix and 8 random characters
 
@@ -362,7 +363,7 @@ class MultiProcessRuntime:
                 now = time.perf_counter()
                 if now - checked > 0.1:  # the processes' health, 10 times a second: not per message
                     checked = now
-                    self._check(started, deadline_s, d.phase)
+                    self._check(started, deadline_s, PHASE_WORDS.get(d.phase, d.phase))
             d.cpu_s = time.process_time() - cpu_started
             self.messages = self.net.sent + sum(r.sent for r in d.finals.values())
             self.refused = self.net.refused + sum(r.refused for r in d.finals.values())
