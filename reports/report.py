@@ -88,7 +88,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     from advisor.api import Recommendation
 
     design, graph, workload = report_subject(design, source, workload=workload)
-    compared = compared_designs(design, graph, workload, seed, calibration) if baselines else {}
+    compared = compared_designs(design, graph, workload, seed, calibration, source) if baselines else {}
     return Recommendation(design, graph, compared, workload=workload)
 
 
@@ -116,14 +116,22 @@ def report_subject(design: Design | str | Path, source, *, workload=None) -> tup
     return replace(design, cost=design.score(graph)), graph, workload  # the caller's object stays
 
 
-def compared_designs(design: Design, graph, workload, seed: int = 0, calibration=None) -> dict[str, Design]:
+def compared_designs(design: Design, graph, workload, seed: int = 0, calibration=None,
+                     source=None) -> dict[str, Design]:
     """The designs a report puts beside `design`: the current search's pick (`recommend` at the
-    design's weights, with `calibration`) where it differs, then every baseline."""
+    design's weights, with `calibration`) where it differs, then every baseline. A design with
+    data-parallel lanes is compared as `recommend --data-parallel` compares it (with `source`,
+    its table-level workload): that pick, the table-level pick and the table-level baselines,
+    each at the design's items (`_at_items`)."""
     from advisor import __version__
     from advisor.api import recommend
     from advisor.baselines import BASELINES, baseline_design
     from advisor.pick_digest import is_the_pick, pick_request
 
+    if design.data_parallel and workload is not None and source is not None:
+        lanes = _compared_with_lanes(design, graph, source, seed, calibration)
+        if lanes is not None:
+            return lanes
     if workload is not None and is_the_pick(design, pick_request(graph, workload, design.weights, seed, calibration)):
         # the file is, unedited, what this search gives: only the baselines are new
         provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
@@ -135,6 +143,42 @@ def compared_designs(design: Design, graph, workload, seed: int = 0, calibration
         compared[CURRENT_SEARCH] = current.design
     compared.update(current.baselines)
     return compared
+
+
+def _compared_with_lanes(design: Design, graph, source, seed: int, calibration) -> dict[str, Design] | None:
+    """`compared_designs` of a design with lanes: on the fragment graph, searched again there,
+    it met an "advisor (current search)" that never weighs lanes and baselines that split
+    every table, none of which `recommend` showed; None where the source holds no spec."""
+    from advisor.api import recommend
+    from advisor.sources import load_source
+
+    spec, _ = load_source(source)
+    if spec is None:
+        return None
+    rec = recommend(spec.with_cluster(design.machines, design.partitions_per_machine), weights=design.weights,
+                    seed=seed, calibration=calibration, data_parallel=True)
+    chosen = rec.selection.chosen
+    table_pick = Design.from_arrays(rec.graph, chosen.proc_part, chosen.state_part, design.weights,
+                                    method="table-level pick")
+    compared = {}
+    for name, d in {CURRENT_SEARCH: rec.design, "table-level pick": table_pick, **rec.baselines}.items():
+        at = _at_items(d, design, graph)
+        if name == CURRENT_SEARCH and placement_signature(at) == placement_signature(design):
+            continue
+        compared[name] = replace(at, cost=at.score(graph, design.weights))
+    return compared
+
+
+def _at_items(d: Design, like: Design, graph) -> Design:
+    """`d` placing `like`'s state items: a table's fragments where `d` places the table whole
+    (the same placement at the finer grain; a design with its own fragments keeps them)."""
+    from costmodel.granularity import base_table
+
+    if set(d.state) == set(like.state):
+        return d
+    state = {n: d.state[n] if n in d.state else d.state.get(base_table(n)) for n in like.state
+             if n in d.state or base_table(n) in d.state}
+    return replace(d, state=state).with_windows(graph)
 
 
 def report_design(design: Design | str | Path, source, *, workload=None, seed: int | None = None,
@@ -150,7 +194,7 @@ def report_design(design: Design | str | Path, source, *, workload=None, seed: i
     design, graph, workload = report_subject(design, source, workload=workload)
     seed = design.seed_or_recorded(seed)
     o = options or ReportOptions(seed=seed, predict=PredictOptions(seed=seed))
-    compare = (compared_designs, (design, graph, workload, seed, calibration)) if o.baselines else None
+    compare = (compared_designs, (design, graph, workload, seed, calibration, source)) if o.baselines else None
     return build_report(Recommendation(design, graph, {}, workload=workload), source=source, options=o,
                         compare=compare, **build)
 
@@ -188,6 +232,9 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     o = options or ReportOptions()
     say = progress or (lambda _msg: None)
     design, graph, workload = recommendation.design, recommendation.graph, recommendation.workload
+    lanes = bool(design.data_parallel)  # the sweep and the chart's picks weigh no lanes (see their notes)
+    if lanes and (o.sensitivity or o.scaling):
+        o = replace(o, sensitivity=False, scaling=False)
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     if workload is not None:
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
@@ -256,6 +303,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
 
     context.update(sensitivity_context)
     context["scaling_figure"], context["scaling_notes"] = None, []
+    context["scaling_note"] = ("Not computed: the picks at other cluster sizes weigh no data-parallel lanes, "
+                               "so the chart would set this design beside designs of another kind.") if lanes else ""
     if curve is not None:
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
         context["scaling_notes"] = [dip.describe() for dip in curve.dips()]
@@ -477,7 +526,11 @@ def _machine_rows(design: Design, graph, sim) -> dict:
 def _sensitivity_section(o: ReportOptions, graph, design: Design, futures: dict) -> dict:
     """The sensitivity part of the report's context, once its sweeps are done (empty when off)."""
     if not o.sensitivity:
-        return {"sensitivity_figure": None, "sensitivity_text": "", "sensitivity_designs": []}
+        note = ("Not computed: the sweep picks by the cost model at table level and never weighs "
+                "data-parallel lanes, so it would find this design's choice changed at every point."
+                if design.data_parallel else "Not computed.")
+        return {"sensitivity_figure": None, "sensitivity_text": "", "sensitivity_designs": [],
+                "sensitivity_note": note}
     from reports.sensitivity import DEFAULT_SHARES, TERMS, sensitivity_of
 
     swept = {term: [d for share in DEFAULT_SHARES for d in futures[f"sensitivity {term} {share}"].result()]

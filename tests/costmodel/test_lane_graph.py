@@ -124,3 +124,24 @@ def test_no_suggestion_splits_or_merges_an_sp_that_runs_as_lanes(lanes_case):
 
     found = suggest(workload_at(w, variant.state), variant)
     assert not any("ScoreCard" in s.target for s in found.items + found.not_helping)
+
+
+@pytest.mark.process  # the report's sections run in worker processes
+def test_the_report_of_the_lanes_pick_compares_it_as_recommend_did(tmp_path):
+    """It searched again on the fragment graph ("advisor (current search)" at 31,648 tuples/s,
+    a design never weighed for lanes), set baselines that split every table beside it (round-
+    robin 0.7889 where recommend's table said 0.5638), swept weights that never weigh lanes
+    ("changes at 18 of 18 points") and charted table-level picks beside it."""
+    import re
+
+    from advisor.api import recommend
+    from reports.report import report_design
+
+    rec = recommend("fraud-scoring", machines=4, data_parallel=True)
+    path = rec.design.save(tmp_path / "lanes.json")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", report_design(path, "fraud-scoring")))
+    assert "advisor (current search)" not in text
+    for name, d in rec.baselines.items():  # the baselines recommend showed, at the same cost
+        assert f"{name} " in text and f"{d.cost.total:.4f}" in text
+    assert "table-level pick" in text
+    assert "never weighs data-parallel lanes" in text and "weigh no data-parallel lanes" in text
