@@ -23,6 +23,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -259,18 +260,41 @@ def read_user_text(path: str | Path, error: type[Exception] = UserError) -> str:
     path = as_path(path, error)
     if path.is_dir():
         raise error(f"{path}: is a directory, not a file")
-    try:
-        with path.open("rb") as f:
-            data = f.read(MAX_INPUT_BYTES + 1)
-    except FileNotFoundError:
-        raise error(f"{path}: no such file") from None
-    except OSError as exc:
-        raise error(f"{path}: cannot read: {exc}") from None
+    piped = _pipe_key(path)  # a pipe (`<(...)`, a FIFO) gives its bytes once
+    if piped is not None and piped in _PIPED:  # (a command may read its design twice: what it holds, then the file)
+        data = _PIPED[piped]
+    else:
+        data = _read_bytes(path, error)
+        if piped is not None:
+            _PIPED[piped] = data
     if len(data) > MAX_INPUT_BYTES:
         raise error(f"{path}: over {MAX_INPUT_BYTES // 2**20} MB, not a file this tool reads")
     try:  # as `read_text` reads it: universal newlines
         return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8").read()
     except UnicodeDecodeError as exc:
+        raise error(f"{path}: cannot read: {exc}") from None
+
+
+_PIPED: dict[tuple, bytes] = {}  # what each pipe this process read gave: (name, device, inode) -> bytes
+
+
+def _pipe_key(path: Path) -> tuple | None:
+    """(name, device, inode) of a pipe, None for anything else (that very pipe: another one
+    at the same name later, `/dev/fd/63` again, is read afresh)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_dev, st.st_ino) if stat.S_ISFIFO(st.st_mode) else None
+
+
+def _read_bytes(path: Path, error: type[Exception]) -> bytes:
+    try:
+        with path.open("rb") as f:
+            return f.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except OSError as exc:
         raise error(f"{path}: cannot read: {exc}") from None
 
 

@@ -635,3 +635,19 @@ def test_a_design_changed_into_one_no_file_holds_still_renders_in_a_notebook(ban
                     replace(rec.design, procedures=None)):
         shown = changed._repr_html_()
         assert shown.startswith("<p><b>Not a valid design:</b> design: ") and "\n" not in shown
+
+
+@pytest.mark.process  # a shell's process substitution feeds the pipe
+def test_a_design_given_through_a_pipe_is_read_once(tmp_path):
+    """Without WORKLOAD a command read the design twice (the workload it names, then the
+    design): through `<(...)` the second read found the pipe empty ("not valid JSON"), and a
+    FIFO hung on its second open."""
+    import subprocess
+    import sys
+
+    design = tmp_path / "d.json"
+    design.write_text(json.dumps(_design()))
+    proc = subprocess.run(["bash", "-c", f'"{sys.executable}" -m advisor evaluate -d <(cat "{design}")'],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("/dev/fd/") and "state co-location" in proc.stdout
