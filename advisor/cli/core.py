@@ -18,7 +18,7 @@ from costmodel.workload import cluster_text
 
 @app.command()
 @not_applicable(calibration="lists names; nothing is priced", seed="lists names; nothing is random")
-def workloads(as_json: bool = json_option("print {name: description} as JSON")) -> None:
+def workloads(as_json: bool = json_option('print {"workloads": {name: description}} as JSON')) -> None:
     """List the bundled workloads with a one-line description each."""
     from costmodel.spec_reader import bundled_workloads
 

@@ -22,7 +22,8 @@ def report(
     out: Path = file_out_option(..., "the HTML file to write"),
     validation: Optional[Path] = typer.Option(None, help="RESULT.json from `advisor validate --out`"),
     spec: Optional[str] = typer.Option(None, "--spec", help="workload spec to simulate when WORKLOAD is "
-                                                            "statistics (enables throughput and suggestions)"),
+                                                            "statistics (default: the workload rebuilt "
+                                                            "from them)"),
     sensitivity: bool = typer.Option(True, "--sensitivity/--no-sensitivity", help="the alpha/beta/gamma sweep"),
     scaling: bool = typer.Option(True, "--scaling/--no-scaling", help="throughput against machines"),
     suggestions: bool = typer.Option(True, "--suggestions/--no-suggestions", help="changes with predicted gain"),

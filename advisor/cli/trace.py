@@ -23,7 +23,7 @@ TRACE_HELP = ("trace directory: a path, a file:// URI, or any URI the Spark sess
 @trace_app.command("synth")
 @not_applicable(calibration="times come from the spec's costs and --cost-unit-us; nothing is priced")
 def synth(
-    source: str = workload_argument(optional=False, text="bundled workload name or spec .toml"),
+    source: str = workload_argument(optional=False, text="bundled workload name, spec .toml or statistics directory"),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to generate"),
     out: Path = typer.Option(..., "--out", "-o", help="trace directory to write"),
     seed: int = seed_option("same seed, same trace"),
