@@ -141,18 +141,30 @@ class Recommendation:
         the recommendation's own figure is `prediction`)."""
         import pandas as pd
 
-        rows = []
         predicted, estimated = self.predicted_tps(), self.estimated_tps()
-        for name, d in self.all_designs().items():
-            c = d.cost
-            rows.append({"design": name, "state_colocation": c.state_colocation,
-                         "processing_colocation": c.processing_colocation,
-                         "load_balance": c.load_balance, "total": c.total, "feasible": c.feasible,
-                         "estimated_tps": estimated.get(name), "predicted_tps": predicted.get(name)})
+        costs = [(name, d.cost, estimated.get(name), predicted.get(name)) for name, d in self.all_designs().items()]
+        other = self.granularity_row()
+        if other is not None:
+            costs.insert(1, other)
+        rows = [{"design": name, "state_colocation": c.state_colocation,
+                 "processing_colocation": c.processing_colocation, "load_balance": c.load_balance,
+                 "total": c.total, "feasible": c.feasible, "estimated_tps": est, "predicted_tps": tps}
+                for name, c, est, tps in costs]
         frame = pd.DataFrame(rows).set_index("design")
         figures = ["estimated_tps", "predicted_tps"]  # None where not simulated: NaN, float columns
         frame[figures] = frame[figures].astype(float)
         return frame
+
+    def granularity_row(self) -> tuple[str, object, float | None, float | None] | None:
+        """(name, cost, estimated, predicted tuples/s) of the other side of the granularity
+        comparison, where lanes were weighed: the table-level pick beside lanes that won, or
+        the data-parallel variant beside a table-level pick (its cost on the table graph)."""
+        dp = self.data_parallel
+        if dp is None:
+            return None
+        c = self.selection.chosen
+        return (("table-level pick", c.cost, c.estimated_tps, dp.table_tps) if dp.picked
+                else ("data-parallel variant", dp.variant.cost, None, dp.variant_tps))
 
     def plot(self, ax=None):
         """Stacked weighted cost terms per design (matplotlib Axes)."""
@@ -183,9 +195,17 @@ class Recommendation:
         head = f"<b>Recommendation for {e(self.graph.name)}</b>"
         if figure is not None:  # the figure every output shows for it (the frame: the side-by-side runs)
             head += f": predicted {figure:,.0f} tuples/s by the simulator"
+        note = self.granularity_note()
+        shorter = self.selection is not None and any(  # as the CLI's footnote says it
+            0 < c.batches < self.selection.prediction_batches for c in self.selection.candidates
+            if c.predicted_tps is not None)
+        formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps")}
         return (head + "<br>" + self.design._repr_html_()
+                + ("<br>" + e(note) if note else "")
                 + "<br>" + "<br>".join(e(x) for x in self.bottleneck.describe())
-                + frame.to_html(float_format=lambda x: f"{x:.4f}"))
+                + frame.to_html(formatters=formats, float_format=lambda x: f"{x:.4f}", na_rep="-")
+                + ("<p>predicted_tps: the candidates side by side on shorter runs than the figure above, "
+                   "so theirs differ from it; they rank the candidates</p>" if shorter else ""))
 
 
 def _beside_the_search(graph: WorkloadGraph, weights: Weights, seed: int, together: bool = True,

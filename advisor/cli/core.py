@@ -205,10 +205,9 @@ def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:
     sel = rec.selection
     predicted, estimated = rec.predicted_tps(), rec.estimated_tps()
     rows = [("recommended", rec.design.cost, estimated["recommended"], predicted["recommended"])]
-    dp = rec.data_parallel
-    if dp is not None:  # the other side of the granularity comparison (cost: on the table graph)
-        rows.append(("table-level pick", sel.chosen.cost, sel.chosen.estimated_tps, dp.table_tps)
-                    if dp.picked else ("data-parallel variant", dp.variant.cost, None, dp.variant_tps))
+    other = rec.granularity_row()  # the other side of the granularity comparison
+    if other is not None:
+        rows.append(other)
     seen = set()
     for o in sel.candidates:
         if o.source == "search" and o.label not in seen:

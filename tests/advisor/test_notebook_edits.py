@@ -63,3 +63,15 @@ def test_a_diff_renders_itself_and_a_simulation_describes_itself_without_a_label
     assert "<table>" in page and all(m.name in page for m in d.moves)
     lines = advisor.simulate(w, rec.design).describe()
     assert lines[0].endswith("(dls scheduler, rpc MOVE)") and "throughput" in lines[2]
+
+
+def test_a_lanes_pick_renders_in_a_notebook_as_the_cli_shows_it():
+    """The notebook's frame and HTML lacked the granularity note and the table-level pick row
+    the CLI shows, and printed throughput with 4 decimals (37979.4911)."""
+    lanes = advisor.recommend("fraud-scoring", machines=4, data_parallel=True)
+    frame = lanes.to_frame()
+    assert list(frame.index[:2]) == ["recommended", "table-level pick"]
+    assert frame.loc["table-level pick", "predicted_tps"] == pytest.approx(lanes.data_parallel.table_tps)
+    page = lanes._repr_html_()
+    assert "granularity: picked data-parallel ScoreCard" in page and "table-level pick" in page
+    assert "58,718" in page and not any(f"{v:.4f}" in page for v in frame["predicted_tps"].dropna())
