@@ -192,10 +192,13 @@ class TuningStudy:
         e = html.escape
         frame = self.to_frame()
         best = self.best if self.rounds else None
-        head = (f"<b>Tuning study</b>: {len(self.rounds)} rounds"
+        # (round 0 is the starting dataflow: "4 rounds" beside "reached 3 rounds" read as a miscount)
+        changed = max(len(self.rounds) - 1, 0)
+        head = (f"<b>Tuning study</b>: the starting dataflow and {changed} round{'' if changed == 1 else 's'} of changes"
                 + (f", best round {best.index} at {best.predicted_tps:,.0f} tuples/s predicted" if best else "")
                 + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
-        return head + frame.to_html(index=False, float_format=lambda x: f"{x:,.4g}")
+        formats = {"predicted_tps": lambda x: f"{x:,.0f}", "cost": lambda x: f"{x:.4f}"}
+        return head + frame.to_html(index=False, formatters=formats, na_rep="-")
 
 
 def check_min_gain(value, name: str = "min_gain") -> None:

@@ -146,3 +146,14 @@ def test_a_failed_save_leaves_no_partial_set(tmp_path, monkeypatch):
         study.save(out)
     assert sorted(p.read_bytes() for p in out.iterdir()) == before  # the previous set, whole
     assert [p.name for p in tmp_path.iterdir()] == ["tuned"]
+
+
+def test_a_study_renders_its_figures_as_numbers_and_counts_its_rounds_as_stopped_does():
+    """It showed predicted throughput as 3.771e+04, and "4 rounds" beside "stopped: reached 3
+    rounds" (round 0 is the starting dataflow)."""
+    import advisor
+
+    study = advisor.tune("tpcdi-trade", machines=4, rounds=1)
+    page = study._repr_html_()
+    assert "e+0" not in page and f"{study.rounds[0].predicted_tps:,.0f}" in page
+    assert f"the starting dataflow and {len(study.rounds) - 1} round" in page
