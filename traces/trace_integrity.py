@@ -82,10 +82,18 @@ def check_integrity(where: str, txn_files: list, access_files: list, batches: Ba
         first, row = _first_pair(order, other_batch)
         raise fail(row, first, f"transaction {txn[row]} is in batch {bid[row]} and in batch {bid[first]}")
     known = ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
-    is_known = _membership(known)
+    _references(where, batches, "accesses", access_files, "txn_id", _membership(known), unmatched_message)
+    _references(where, batches, "flows", list(flow_files), "batch_id", _membership(np.unique(bid)),
+                unmatched_flows_message)
+
+
+def _references(where: str, batches: BatchReader, dataset: str, files: list, column: str,
+                is_known: Callable[[np.ndarray], np.ndarray], message: Callable[..., str]) -> None:
+    """Stream `column` of `dataset` and refuse it (`message`) where more than
+    MAX_UNMATCHED_FRACTION of its rows name nothing `is_known` knows."""
     unmatched, total, first = 0, 0, None
-    for offset, file, batch in batches(where, "accesses", access_files, ["txn_id"]):
-        refs = batch.column("txn_id").to_numpy()
+    for offset, file, batch in batches(where, dataset, files, [column]):
+        refs = batch.column(column).to_numpy()
         missing = ~is_known(refs)
         total += len(refs)
         if missing.any():
@@ -94,36 +102,26 @@ def check_integrity(where: str, txn_files: list, access_files: list, batches: Ba
                 i = int(np.argmax(missing))
                 first = (offset + i, file.name, int(refs[i]))
     if first is not None and unmatched > MAX_UNMATCHED_FRACTION * total:
-        raise TraceError(unmatched_message(where, unmatched, total, *first))
-    ran = _membership(np.unique(bid))
-    unmatched, total, first = 0, 0, None
-    for offset, file, batch in batches(where, "flows", list(flow_files), ["batch_id"]):
-        refs = batch.column("batch_id").to_numpy()
-        missing = ~ran(refs)
-        total += len(refs)
-        if missing.any():
-            unmatched += int(missing.sum())
-            if first is None:
-                i = int(np.argmax(missing))
-                first = (offset + i, file.name, int(refs[i]))
-    if first is not None and unmatched > MAX_UNMATCHED_FRACTION * total:
-        raise TraceError(unmatched_flows_message(where, unmatched, total, *first))
+        raise TraceError(message(where, unmatched, total, *first))
 
 
 def unmatched_message(where: str, unmatched: int, total: int, row: int | None, file: str,
                       txn: int) -> str:
-    at = f"row {row} " if row is not None else ""
-    return (f"{where}: accesses: column 'txn_id', {at}(in {file}): transaction {txn} has no row "
-            f"in txns, and {unmatched:,} of {total:,} access rows have none (more than "
-            f"{MAX_UNMATCHED_FRACTION:.0%}; an access belongs to an execution)")
+    return _unmatched(where, "accesses", "txn_id", row, file, f"transaction {txn} has no row in txns",
+                      f"{unmatched:,} of {total:,} access rows", "an access belongs to an execution")
 
 
 def unmatched_flows_message(where: str, unmatched: int, total: int, row: int | None, file: str,
                             batch: int) -> str:
+    return _unmatched(where, "flows", "batch_id", row, file, f"batch {batch} has no transaction in txns",
+                      f"{unmatched:,} of {total:,} flow rows", "a flow belongs to a batch that ran")
+
+
+def _unmatched(where: str, dataset: str, column: str, row: int | None, file: str, first: str,
+               how_many: str, why: str) -> str:
     at = f"row {row} " if row is not None else ""
-    return (f"{where}: flows: column 'batch_id', {at}(in {file}): batch {batch} has no transaction in "
-            f"txns, and {unmatched:,} of {total:,} flow rows have none (more than "
-            f"{MAX_UNMATCHED_FRACTION:.0%}; a flow belongs to a batch that ran)")
+    return (f"{where}: {dataset}: column '{column}', {at}(in {file}): {first}, and {how_many} have "
+            f"none (more than {MAX_UNMATCHED_FRACTION:.0%}; {why})")
 
 
 def _membership(known: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
