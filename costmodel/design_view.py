@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 
 from costmodel.design_file import edited_since_made
-from costmodel.granularity import FRAGMENT_NAME
+from costmodel.granularity import placed_fragments
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import cluster_text
 
@@ -18,9 +18,9 @@ def lane_partitions(design) -> dict[str, list[int]]:
     fragments `T#i` of the table it splits on, in fragment order), for the views to show."""
     out = {}
     for sp, table in design.data_parallel.items():
-        held = [(int(m.group("index")), p) for n, p in design.state.items()
-                if p is not None and (m := FRAGMENT_NAME.match(n)) and m.group("table") == table]
-        out[sp] = [p for p in dict.fromkeys(p for _, p in sorted(held)) if p != design.procedures.get(sp)]
+        held = placed_fragments(design.state, table)
+        lanes = dict.fromkeys(held[i] for i in sorted(held) if held[i] is not None)
+        out[sp] = [p for p in lanes if p != design.procedures.get(sp)]
     return out
 
 

@@ -37,6 +37,16 @@ FRAGMENT_NAME = re.compile(r"^(?P<table>.+)#(?P<index>\d+)$")
 TUPLE_NAME = re.compile(r"^(?P<table>[^@]+)@(?P<key>.+)$")
 
 
+
+def placed_fragments(placements: dict, table: str) -> dict[int, int | None]:
+    """Fragment index -> partition (None: replicated) of every `table#i` a design places."""
+    found = {}
+    for name, part in placements.items():
+        m = FRAGMENT_NAME.match(name)
+        if m and m.group("table") == table:
+            found[int(m.group("index"))] = part
+    return found
+
 def fragment_name(table: str, index: int) -> str:
     return f"{table}#{index}"
 

@@ -48,7 +48,7 @@ def expand_lanes(design, graph: WorkloadGraph, proc_part: np.ndarray, state_part
         if not layout:
             continue  # no fragments placed: `lane_routes` refuses such a design where it runs
         lanes = list(dict.fromkeys(layout))
-        fragments = fragment_items[table]
+        fragments = set(fragment_items[table])
         local = {j: int(state_part[j]) for t, lay in layouts.items() if lay == layout
                  for j in fragment_items[t]}
         mass = dict.fromkeys(lanes, 0.0)

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from costmodel.design import Design
 from costmodel.errors import DesignError
-from costmodel.granularity import FRAGMENT_NAME, base_table, fragment_of
+from costmodel.granularity import base_table, fragment_of, placed_fragments
 from costmodel.workload import Workload
 
 _ROUTE_MEMO_ROWS = 1 << 16  # rows whose lane a route remembers (the hash is the cost)
@@ -134,11 +134,7 @@ def _table_rows(workload: Workload) -> dict[str, int]:
 
 
 def _fragment_partitions(design: Design, table: str) -> tuple[int, ...]:
-    found: dict[int, int | None] = {}
-    for name, part in design.state.items():
-        m = FRAGMENT_NAME.match(name)
-        if m and m.group("table") == table:
-            found[int(m.group("index"))] = part
+    found = placed_fragments(design.state, table)
     if not found:
         return ()
     n = max(found) + 1
