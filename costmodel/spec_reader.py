@@ -53,6 +53,9 @@ class _Reader:
         value = self.required(data, key, entry) if default is ... else data.get(key, default)
         if value is not default and (not isinstance(value, str) or not value.strip()):
             raise self.fail(entry, f"{key} must be a non-empty string, got {value!r}")
+        if value is not default and "\n" in value:  # every output escapes a name's other controls,
+            # but a line break is one it keeps: a name holding one broke each listing's lines
+            raise self.fail(entry, f"{key} must be one line, got {value!r}")
         return value
 
     def number(self, data: dict, key: str, entry: str, default: Any = ..., *,

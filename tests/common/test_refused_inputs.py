@@ -53,6 +53,27 @@ def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
     assert problem in _one_line(exc)
 
 
+@pytest.mark.parametrize("old, new", [
+    ('name = "tpcdi-trade"', 'name = "trade\\nsecond line"'),
+    ('name = "TradeInsert"\n', 'name = "Trade\\nInsert"\n'),
+    ('name = "DimDate"', 'name = "Dim\\nDate"'),
+])
+def test_a_name_holding_a_line_break_is_refused_as_every_listing_would_break_on_it(old, new):
+    # every output shows a name's other control characters as escapes; a line break it keeps
+    assert old in TPCDI
+    with pytest.raises(UserError) as exc:
+        parse_workload(TPCDI.replace(old, new, 1), "t.toml")
+    assert "must be one line, got" in _one_line(exc) and "\\n" in str(exc.value)
+
+
+def test_a_workload_built_in_python_with_a_line_break_in_a_name_is_refused_too():
+    from advisor.sources import load_workload  # (statistics are rebuilt and checked the same way)
+    workload = parse_workload(TPCDI, "t.toml")
+    with pytest.raises(UserError) as exc:
+        load_workload(replace(workload, name="a\nb"))
+    assert "must be one line" in _one_line(exc)
+
+
 def test_the_bounds_leave_the_bundled_values_alone():
     assert parse_workload(TPCDI, "t.toml").input.batch_size == 10
 
