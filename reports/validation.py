@@ -29,6 +29,12 @@ def engine_partition_limit() -> int:
     return max(8, 4 * (os.cpu_count() or 1))
 
 
+def partitions_in_use(design: Design) -> int:
+    """The partitions that hold an SP or state: an empty one is a process that idles, so it
+    does not count towards `engine_partition_limit` (a design of 16 machines using 2 ran here)."""
+    return len(set(design.procedures.values()) | {p for p in design.state.values() if p is not None})
+
+
 @dataclass
 class ValidationResult:
     workload: str
@@ -282,10 +288,13 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
     result = ValidationResult(workload.name, design.method or "design", design.machines,
                               design.partitions_per_machine, cost)
     if engine:
-        limit = engine_partition_limit()
-        if design.n_partitions > limit:
-            result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions, "
-                                f"more than this machine runs ({limit}); the simulator predicts it")
+        from engine_sim.engine.runner import MAX_PROCESSES
+
+        limit, busy = engine_partition_limit(), partitions_in_use(design)
+        if busy > limit or design.n_partitions > MAX_PROCESSES:
+            result.notes.append(f"engine skipped: the design has {design.n_partitions} partitions"
+                                f"{f' ({busy} in use)' if busy < design.n_partitions else ''}, more than "
+                                f"this machine runs ({limit}); the simulator predicts it")
         else:
             from engine_sim.calibrate import ENGINE_COMMAND_LOG
             from engine_sim.engine import ClientOptions, run_workload

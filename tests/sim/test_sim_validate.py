@@ -6,6 +6,8 @@ import json
 import pytest
 
 from advisor.cli import run_app
+from advisor.sources import load_workload
+from costmodel.design import Design
 from engine_sim.sim import scenario_designs as designs
 from engine_sim.sim import scenarios as S
 from reports.validation import engine_partition_limit, measured_bottleneck, static_hotspots, validate_design
@@ -74,6 +76,16 @@ def test_a_design_too_big_for_this_machine_is_simulated_only(chain32, tmp_path, 
     [data] = json.loads(capsys.readouterr().out)["designs"]
     assert data["engine"] is None and data["simulator"]["machines"] == machines
     assert any("engine skipped" in n for n in data["notes"])
+
+
+def test_a_design_of_many_partitions_that_uses_two_still_runs_on_the_engine():
+    # empty partitions idle: only those holding an SP or state count against this machine
+    many = engine_partition_limit() + 4
+    design = Design("move-micro", many, 1, {"SP1": 0, "SP2": many - 1}, {"T1": 0, "T2": many - 1})
+    result = validate_design(load_workload("move-micro"), design, batches=40)
+    assert result.engine is not None and result.engine["batches"] == 40
+    assert result.engine["history_check"] == "ok" and result.engine["machines"] == many
+    assert not any("engine skipped" in n for n in result.notes)
 
 
 def test_validate_errors_are_one_line(tpcdi4, tmp_path, capsys):
