@@ -291,8 +291,8 @@ class Partition:
                 if child < len(out.child_outputs):
                     for to_sp, batch in out.child_outputs[child].items():
                         to_unit = plan.procs[to_sp].unit if to_sp in plan.procs else None
-                        moved = to_unit is not None and to_unit != txn.unit and \
-                            plan.units[to_unit].base != self.pid
+                        moved = 0 if to_unit is None or to_unit == txn.unit else \
+                            plan.units[to_unit].handoffs_from(self.pid)
                         rec.outputs.append((to_sp, len(batch.tuples),
                                             len(batch.tuples) * plan.tuple_bytes.get((m, to_sp), 64), moved))
             records.append(rec)

@@ -67,6 +67,14 @@ class Unit:
     lane_partitions: tuple = ()  # per lane: the partitions every txn of the lane locks
     route: LaneRoute | None = None  # the design's lanes (else: the key modulo every partition)
 
+    def handoffs_from(self, partition: int) -> int:
+        """The MOVEs a batch for this unit sent from `partition` counts: one where its base is
+        elsewhere, or, data-parallel, one for each lane elsewhere (every lane gets its sub-batch,
+        empty or not), as the simulator counts them (it counted one for all the lanes)."""
+        if self.dp:
+            return sum(1 for p in self.lanes if p != partition)
+        return int(self.base != partition)
+
     def partitions_of(self, lane: int) -> frozenset[int]:
         return self.lane_partitions[lane] if self.lane_partitions else self.static_partitions
 

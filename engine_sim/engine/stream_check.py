@@ -72,7 +72,7 @@ class HistoryCounts:
         commit = r.status == "commit"
         if commit and r.kind in ("stream", "oltp"):
             self.committed += 1
-            self.moves += sum(1 for o in r.outputs if o[3])
+            self.moves += sum(int(o[3]) for o in r.outputs)  # (one per lane elsewhere: Unit.handoffs_from)
         if r.child == 0:
             if commit:
                 if len(r.partitions) > 1 and r.kind in ("stream", "oltp", "move"):

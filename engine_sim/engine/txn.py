@@ -70,7 +70,7 @@ class TxnRecord:
     group: int | None = None
     positions: dict = field(default_factory=dict)  # partition -> (epoch, seq, child)
     accesses: list = field(default_factory=list)  # (partition, table, key, mode, rows)
-    outputs: list = field(default_factory=list)  # (to SP, tuples, bytes, moved across partitions)
+    outputs: list = field(default_factory=list)  # (to SP, tuples, bytes, MOVEs to other partitions)
     replay: bool = False
     epoch: int = 0  # recovery epoch it ran in
     reason: str = ""  # why it aborted

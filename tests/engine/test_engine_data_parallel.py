@@ -146,3 +146,19 @@ def test_a_run_says_which_sps_ran_as_lanes():
     plain = recommend(w, machines=2, partitions_per_machine=2).design
     flagged = run_workload(w, plain, batches=10, in_process=True, data_parallel=True)
     assert not flagged.data_parallel and flagged.lanes == []  # fraud-scoring has no partition_key
+
+
+@pytest.mark.parametrize("machines", [2, 3, 4])
+def test_the_engine_counts_the_moves_to_and_from_lanes_as_the_simulator_does(machines):
+    # each lane elsewhere gets its sub-batch (empty or not): a MOVE each, not one for all lanes
+    from engine_sim.sim import simulate
+
+    w, _, v = variant(machines)
+    r = run_workload(w, v, batches=30, in_process=True)
+    sim = simulate(w, v, batches=100, seed=0)
+    route = lane_routes(w, v)["ScoreCard"]
+    ingest, alert = v.procedures["Ingest"], v.procedures["RaiseAlert"]
+    expected = sum(p != ingest for p in route.lanes) + sum(p != alert for p in route.lanes)
+    assert r.moves == 30 * expected
+    done = sim.to_dict()
+    assert done["moves"] / done["completed_batches"] == pytest.approx(expected)
