@@ -55,6 +55,9 @@ class Bottleneck:
     # machines, do not see it (a MOVE there is a local message; an access, a local 2PC)
     move_on_one_machine: bool = False
     access_on_one_machine: bool = False
+    # how busy `machine` is by its source's own measure (a simulation's utilisation of its
+    # partitions); None for the cost model, whose `machine_load_share` says it
+    machine_busy: float | None = None
 
     def __post_init__(self) -> None:
         if self.source not in SOURCES:
@@ -68,7 +71,11 @@ class Bottleneck:
         out = []
         if self.utilisation is not None:
             out.append(f"busiest resource: {self.resource} ({self.utilisation:.0%} utilised)")
-        out.append(f"most loaded machine: {self.machine} ({self.machine_load_share:.0%} of all load)"
+        # (a simulated machine may be the busiest with no SP load of its own: its state's
+        # remote accesses and the MOVEs it receives; its cost-model share then said 0 %)
+        how = (f"its partitions {self.machine_busy:.0%} busy in the simulator" if self.machine_busy is not None
+               else f"{self.machine_load_share:.0%} of all load")
+        out.append(f"most loaded machine: {self.machine} ({how})"
                    + (f", hottest SP there: {self.hot_procedure}" if self.hot_procedure else ""))
         local = ", between partitions of one machine"
         if self.move:
@@ -129,7 +136,8 @@ def find_bottleneck(graph: WorkloadGraph, proc_part, state_part, *, busy=None,
         resource = f"machine {machine} (cost model: largest load relative to capacity)"
     return Bottleneck(source, machine, float(loads[machine] / total) if total > 0 else 0.0,
                       None if hot is None else graph.proc_names[hot], saturated, move, dist,
-                      resource, utilisation, move_on_one_machine=move_local, access_on_one_machine=dist_local)
+                      resource, utilisation, move_on_one_machine=move_local, access_on_one_machine=dist_local,
+                      machine_busy=float(busy[machine]) if source == "simulated" else None)
 
 
 def cost_model_bottleneck(design: Design, graph: WorkloadGraph) -> Bottleneck:

@@ -177,14 +177,14 @@ def measured_bottleneck(workload: Workload, design: Design, sim: dict | None,
             name, s = max(streams, key=lambda kv: (kv[1]["crosses_machine"], kv[1]["mean_move_ms"],
                                                    kv[1]["bytes_per_batch"]))
             evidence["move"] = {"stream": name, **s, "text": (
-                f"most expensive MOVE: {name} ({s['bytes_per_batch']:.0f} bytes per batch"
+                f"most expensive MOVE in the simulator: {name} ({s['bytes_per_batch']:.0f} bytes per batch"
                 f"{', across machines' if s['crosses_machine'] else ', inside one machine'}"
                 + (f", {s['mean_move_ms']:.3f} ms each" if s["mean_move_ms"] else "") + ")")}
         procs = [(name, p) for name, p in sim["procedures"].items() if p["distributed"]]
         if procs:
             name, p = max(procs, key=lambda kv: kv[1]["distributed"])
             evidence["distributed_txn"] = {"procedure": name, "count": p["distributed"], "text": (
-                f"most frequent distributed transaction: {name} ({p['distributed']} of "
+                f"most frequent distributed transaction in the simulator: {name} ({p['distributed']} of "
                 f"{p['txns']} transactions)")}
         return _with_evidence(graph, design, base, evidence, sim, engine_busy)
     if base.move is not None:

@@ -111,6 +111,29 @@ def test_the_simulator_view_keeps_the_cost_model_edges():
     assert with_sim.describe()[0].startswith(f"busiest resource: {sim.bottleneck} (")
 
 
+def test_a_simulated_busiest_machine_is_described_by_how_busy_it_is_not_its_sp_share():
+    # the machine holding DimTrade alone is the simulator's busiest (TradeInsert reaches it
+    # remotely); by the cost model it has no SP load: "most loaded machine: 1 (0% of all load)"
+    from costmodel.design import Design
+    from reports.bottleneck import simulated_bottleneck
+    from reports.predict import predict
+
+    graph = load_graph("tpcdi-trade", 4, 1)
+    d = Design("tpcdi-trade", 4, 1, {"DateTimeLookup": 3, "SecurityLookup": 2, "AccountLookup": 0,
+                                     "TradeInsert": 3},
+               {"DimDate": 3, "DimTime": 3, "StatusType": 3, "TradeType": 3, "DimSecurity": 2,
+                "DimAccount": 0, "DimTrade": 1})
+    from advisor.sources import load_workload
+
+    sim = predict(load_workload("tpcdi-trade"), d)
+    b = simulated_bottleneck(d, graph, sim)
+    assert b.machine == 1 and b.hot_procedure is None and b.machine_load_share == 0.0
+    busy = sim.machine_utilisation[1]
+    line = next(x for x in b.describe() if x.startswith("most loaded machine"))
+    assert line == f"most loaded machine: 1 (its partitions {busy:.0%} busy in the simulator)" and busy > 0.5
+    assert cost_model_bottleneck(d, graph).describe()[0].startswith("most loaded machine: 3 (")
+
+
 def test_the_validation_view_falls_back_to_the_cost_model():
     from advisor.sources import load_workload
     from engine_sim.sim import scenario_designs as designs
