@@ -94,7 +94,7 @@ class Recommendation:
         """The recommendation's predicted tuples/s: the figure every output shows for it (a
         report's simulation of the design on its default settings is this figure). None where
         nothing was simulated. The lanes' or the migration's pick where one of those won."""
-        if self._lanes_picked:
+        if self.lanes_picked:
             return self.data_parallel.variant_tps
         if self.migration is not None:
             return self.migration.chosen.predicted_tps
@@ -106,7 +106,7 @@ class Recommendation:
         pick's side-by-side runs, which rank them (None where nothing was simulated; shorter
         runs than `prediction`'s where the budget is tight)."""
         figures = self._pick_figures("predicted_tps")
-        if self._lanes_picked:
+        if self.lanes_picked:
             figures["recommended"] = self.data_parallel.variant_tps
         if self.migration is not None:
             figures["recommended"] = self.migration.chosen.predicted_tps
@@ -117,14 +117,16 @@ class Recommendation:
         baseline (None where the pick did not judge by throughput, and for data-parallel lanes,
         which the graph does not show)."""
         figures = self._pick_figures("estimated_tps")
-        if self._lanes_picked:
+        if self.lanes_picked:
             figures["recommended"] = None
         if self.migration is not None:
             figures["recommended"] = self.migration.chosen.estimated_tps
         return figures
 
     @property
-    def _lanes_picked(self) -> bool:
+    def lanes_picked(self) -> bool:
+        """Whether the design is the pick's data-parallel variant (the selection's chosen
+        candidate is then the table-level pick it was weighed against)."""
         return self.data_parallel is not None and self.data_parallel.picked
 
     def _pick_figures(self, field: str) -> dict[str, float | None]:

@@ -85,6 +85,8 @@ def recommend(
     lines = objective_lines(rec.selection)
     if rec.migration is not None:  # the selection's pick is the best without a move budget
         lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
+    elif rec.lanes_picked:  # the pool's pick, before its lanes won (the granularity line's figure is the design's)
+        lines[0] = lines[0].replace(": picked ", ": table-level pick ", 1)
     for line in lines + ([note] if note else []) + declared_rate_lines(rec) + assumption_lines(rec.workload):
         say(line)
     say("")

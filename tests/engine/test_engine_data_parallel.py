@@ -92,6 +92,11 @@ def test_recommend_takes_lanes_only_where_they_are_predicted_faster(capsys):
     out = capsys.readouterr().out
     assert "granularity: picked data-parallel ScoreCard over CardProfiles" in out
     assert "table-level pick" in out
+    # the objective line names the pool's pick as such: its figure is not the design's
+    objective = next(line for line in out.splitlines() if line.startswith("objective:"))
+    assert objective.startswith("objective: throughput: table-level pick '")
+    assert f"predicted {dp.table_tps:,.0f} tuples/s" in objective
+    assert f"predicted {dp.variant_tps:,.0f} tuples/s vs" in out
     assert run_app(["recommend", "fraud-scoring", "--machines", "4", "--json"]) == 0
     assert "data_parallel" not in json.loads(capsys.readouterr().out)
 
