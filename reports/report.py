@@ -296,6 +296,11 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         "assumed": list(getattr(workload, "assumed", ()) or ()),
     }
     context.update(_cost_rows(designs, sims))
+    context["items_note"] = (
+        "The table-level designs beside it are placed at this design's fragments (each table's fragments "
+        "where the table is) and simulated so, on the same workload as this design; recommend --data-parallel "
+        "simulates them at table level, so its figures for them read a few percent apart."
+        if lanes and len(designs) > 1 else "")
     context["verdict"] = _verdict(designs, sims)
     context.update(_machine_rows(design, graph, own_sim))
 
