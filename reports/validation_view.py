@@ -26,7 +26,11 @@ METRICS = (("throughput_tps", "throughput (tuples/s)", "{:,.0f}"),
            ("latency_p50_ms", "latency p50 (ms)", "{:.2f}"),
            ("latency_p99_ms", "latency p99 (ms)", "{:.2f}"),
            ("distributed_txns_per_batch", "distributed txns per batch", "{:.2f}"),
-           ("moves_per_batch", "MOVEs per batch", "{:.2f}"))
+           ("moves_per_batch", "MOVEs per batch", "{:.2f}"),
+           # each side's length: a validation's simulator runs as many batches as its engine
+           # (`--batches`), so its figure may differ from recommend's 300-batch one
+           ("batches", "batches run", "{:,.0f}"))
+NO_RATIO = {"batches"}
 PER_BATCH = {"distributed_txns_per_batch": "distributed_txns", "moves_per_batch": "moves"}
 # the fields those are read from (checked finite and >= 0 when a file is read)
 SHOWN_FIELDS = ("throughput_tps", "latency_p50_ms", "latency_p99_ms", "distributed_txns", "moves",
@@ -258,7 +262,7 @@ class ValidationView:
                 a, b = e.value("engine", key), e.value("simulator", key)
                 if a is None and b is None:
                     continue
-                ratio = f"{b / a:.2f}" if a and b is not None and math.isfinite(b / a) else ""
+                ratio = f"{b / a:.2f}" if a and b is not None and math.isfinite(b / a) and key not in NO_RATIO else ""
                 out.append([e.design, title, "" if a is None else fmt.format(a),
                             "" if b is None else fmt.format(b), ratio])
         return out

@@ -3,6 +3,7 @@ demo, read exactly by the report (no guessed key aliases), refused in one line o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -60,7 +61,7 @@ def test_counts_are_compared_per_batch_each_side_completed():
     # the demo's engine runs 200 batches and its simulator 300: 200 MOVEs against 300 are one
     # a batch on both sides, not a simulator "1.50x" the engine
     doc = document(engine={**ENGINE, "batches": 200, "moves": 200, "distributed_txns": 50},
-                   simulator={**SIM, "completed_batches": 300, "moves": 300, "distributed_txns": 150})
+                   simulator={**SIM, "batches": 300, "completed_batches": 300, "moves": 300, "distributed_txns": 150})
     view = parse_validation(doc)
     rows = {r[1]: r[2:] for r in view.rows}
     assert rows["MOVEs per batch"] == ["1.00", "1.00", "1.00"]
@@ -70,6 +71,9 @@ def test_counts_are_compared_per_batch_each_side_completed():
                               engine=doc["designs"][0]["engine"], simulator=doc["designs"][0]["simulator"])
     text = "\n".join(result.describe())  # `advisor validate`'s table reads the same
     assert "MOVEs per batch" in text and "0.25" in text and "0.50" in text
+    # how long each side ran is shown (a simulator's 100 batches read apart from recommend's 300)
+    assert rows["batches run"] == ["200", "300", ""]
+    assert re.search(r"batches run +200 +300\n", text)
 
 
 @pytest.mark.parametrize("change, message", [
@@ -104,7 +108,7 @@ def test_plot_refuses_an_unknown_metric_naming_the_ones_it_draws():
     view = parse_validation(document())
     with pytest.raises(UserError, match=r"^unknown metric 'nope': the comparison has throughput_tps, "
                                         r"latency_p50_ms, latency_p99_ms, distributed_txns_per_batch, "
-                                        r"moves_per_batch$"):
+                                        r"moves_per_batch, batches$"):
         view.plot(metric="nope")
     ax = Figure().add_subplot()
     assert view.plot(ax=ax, metric="moves_per_batch") is ax  # each one named draws
