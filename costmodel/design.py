@@ -172,6 +172,24 @@ class Design:
         """`seed` where one is given, else `recorded_seed`."""
         return self.recorded_seed if seed is None else seed
 
+    @property
+    def recorded_calibration(self) -> str | None:
+        """What `recommend` predicted this design's figures for (the `Calibration.label` in
+        `provenance["simulator"]`), None where nothing says."""
+        simulator = self.provenance.get("simulator")
+        label = simulator.get("calibration") if isinstance(simulator, dict) else None
+        return label if isinstance(label, str) and label else None
+
+    def calibration_note(self, label: str) -> str:
+        """A line where predictions for `label` are not what the design's recorded figures were
+        predicted for ("" where they are, or nothing was recorded): a design recommended with
+        `--calibration` read 18,149 tuples/s there and 37,715 in `simulate` without it, unsaid."""
+        recorded = self.recorded_calibration
+        if recorded is None or recorded == label:
+            return ""
+        return (f"recommend's figures for this design are for '{recorded}', these for '{label}' "
+                f"(give that calibration with --calibration to repeat them)")
+
     def cost_view(self, graph: WorkloadGraph) -> tuple[WorkloadGraph, np.ndarray, np.ndarray]:
         """(graph, SP partitions, state partitions) as the cost model scores this design: on
         its cluster, each data-parallel SP one node per lane (`costmodel.lane_graph`)."""

@@ -35,6 +35,7 @@ class DriftCheck:
     compared_with: str | None = None  # where the changes were read against, None: nothing to compare
     unplaced: list[str] = field(default_factory=list)  # SPs or state of the workload the design lacks
     gone: list[str] = field(default_factory=list)  # what the design places that the workload no longer has
+    note: str = ""  # where the figures are for other parameters than the design's recorded ones
 
     @property
     def ratio(self) -> float | None:
@@ -68,6 +69,8 @@ class DriftCheck:
                      f"tuples/s ({self.judged_by}): {self.ratio:.3f} of the best",
                      f"{verdict}: tolerance {self.tolerance:.0%}; reaching the best moves "
                      f"{self.megabytes_to_best:,.2f} MB"]
+        if self.note:
+            lines.append(f"note: {self.note}")
         if self.gone:
             lines.append(f"judged without {len(self.gone)} SP(s) or state item(s) the design places and the "
                          f"workload no longer has ({', '.join(self.gone[:5])}{', ...' if len(self.gone) > 5 else ''})")
@@ -89,7 +92,7 @@ class DriftCheck:
                 "tolerance": self.tolerance, "judged_by": self.judged_by,
                 "deployed": self.deployed_tps, "best": self.best_tps, "ratio": self.ratio,
                 "megabytes_to_best": self.megabytes_to_best, "unplaced": list(self.unplaced),
-                "gone": list(self.gone),
+                "gone": list(self.gone), "note": self.note,
                 "compared_with": self.compared_with, "changes": [c.to_dict() for c in self.changes]}
 
 
@@ -129,6 +132,8 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
                     calibration=calibration, seed=seed)
     plan = rec.migration
     out.judged_by = plan.judged_by
+    if rec.selection is not None and rec.selection.calibration_label:
+        out.note = design.calibration_note(rec.selection.calibration_label)
     deployed, best = plan.reachable[0], plan.best
     if plan.judged_by == "cost":
         out.deployed_tps, out.best_tps = deployed.cost, best.cost

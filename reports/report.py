@@ -169,6 +169,16 @@ def _compared_with_lanes(design: Design, graph, source, seed: int, calibration) 
     return compared
 
 
+def _predicted_for(calibration) -> str:
+    """What the report's predictions stand for, as `recommend` words it (`Calibration.label`)."""
+    from engine_sim.sim import Calibration
+
+    if calibration is None:
+        return Calibration.reference().label()
+    label = getattr(calibration, "label", None)
+    return label() if callable(label) else "given simulator parameters"
+
+
 def _at_items(d: Design, like: Design, graph) -> Design:
     """`d` placing `like`'s state items: a table's fragments where `d` places the table whole
     (the same placement at the finer grain; a design with its own fragments keeps them)."""
@@ -296,6 +306,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         "assumed": list(getattr(workload, "assumed", ()) or ()),
     }
     context.update(_cost_rows(designs, sims))
+    context["predicted_for"] = _predicted_for(o.predict.calibration)
+    context["calibration_note"] = design.calibration_note(context["predicted_for"])
     context["items_note"] = (
         "The table-level designs beside it are placed at this design's fragments (each table's fragments "
         "where the table is) and simulated so, on the same workload as this design; recommend --data-parallel "

@@ -79,8 +79,11 @@ def simulate(
     if declared:
         data["declared_rate"] = {"batches_per_s": spec.input.rate,
                                  "sustained": sustains_declared_rate(spec, r.throughput_bps)}
-    print_result(data, lambda: r.describe(cal.label()) + ([declared] if declared else []) + assumption_lines(spec),
-                 as_json, out)
+    other = d.calibration_note(cal.label())
+    if other:
+        data["calibration"]["note"] = other
+    print_result(data, lambda: r.describe(cal.label()) + ([declared] if declared else []) + assumption_lines(spec)
+                 + ([f"note: {other}"] if other else []), as_json, out)
 
 
 @app.command()
