@@ -11,9 +11,10 @@ throughput. Stop when no change helps or after the given number of rounds.
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -175,8 +176,9 @@ class TuningStudy:
         try:
             names = []
             for r in self.rounds:
-                names.append(write_workload(r.workload, staged / f"round-{r.index:02d}.toml").name)
-                names.append(r.design.save(staged / f"round-{r.index:02d}.design.json").name)
+                spec = write_workload(r.workload, staged / f"round-{r.index:02d}.toml")
+                names.append(spec.name)
+                names.append(_made_from(r.design, spec).save(staged / f"round-{r.index:02d}.design.json").name)
             best = self.best if self.rounds else None
             manifest = {"rounds": len(self.rounds), "stopped": self.stopped, "files": names,
                         "best_round": None if best is None else best.index,
@@ -217,3 +219,13 @@ def _sentence_part(note: str) -> str:
     """'No change to try: ...' as part of a sentence: 'no change to try: ...'."""
     note = note.rstrip(".")
     return note[:1].lower() + note[1:]
+
+
+def _made_from(design: Design, spec: Path) -> Design:
+    """`design` recording the digest of the round's spec file it was picked for, where its own
+    workload (changed in Python) had none: without it, `simulate -d round-02.design.json` took
+    the bundled spec of the same name and failed on an SP the change had split."""
+    if design.provenance.get("input_sha256"):
+        return design
+    digest = hashlib.sha256(spec.read_text().encode()).hexdigest()
+    return replace(design, provenance={**design.provenance, "input_sha256": digest})

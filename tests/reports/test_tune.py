@@ -70,6 +70,14 @@ def test_cli_tune_writes_each_round(tmp_path, capsys):
     first, last = load_workload(specs[0]), load_workload(specs[-1])
     assert len(last.procedures) > len(first.procedures)
     assert sum(p.cost for p in last.procedures) == pytest.approx(sum(p.cost for p in first.procedures))
+    # a changed round's design names its own spec's digest: without WORKLOAD it is not judged on
+    # the bundled spec of its name (that failed on an SP the change split), but asks for it
+    assert Design.load(designs[-1]).provenance["input_sha256"] == last.sha256
+    capsys.readouterr()
+    assert run_app(["simulate", "--design", str(designs[-1])]) == 2
+    assert "made from a source other than the bundled 'tpcdi-trade'" in capsys.readouterr().err
+    assert run_app(["simulate", "--design", str(designs[-1]), str(specs[-1])]) == 0
+    assert run_app(["simulate", "--design", str(designs[0])]) == 0  # the start is the bundled spec
 
 
 def test_cli_tune_rejects_bad_input(tmp_path, capsys):
