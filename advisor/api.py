@@ -16,6 +16,7 @@ from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
 from costmodel.design import Design
+from costmodel.design_file import edited_since_made
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
 from costmodel.granularity import base_table, workload_at
@@ -195,7 +196,10 @@ class Recommendation:
         frame = self.to_frame()
         figure = self.prediction
         head = f"<b>Recommendation for {e(self.graph.name)}</b>"
-        if figure is not None:  # the figure every output shows for it (the frame: the side-by-side runs)
+        if edited_since_made(self.design):  # changed in place: the figures below are the pick's, not its
+            head += (": its design was edited since (the figures and the table below are the pick's; "
+                     "<code>advisor.simulate</code> predicts the edited one)")
+        elif figure is not None:  # the figure every output shows for it (the frame: the side-by-side runs)
             head += f": predicted {figure:,.0f} tuples/s by the simulator"
         note = self.granularity_note()
         shorter = self.selection is not None and any(  # as the CLI's footnote says it

@@ -61,7 +61,8 @@ def design_html(design) -> str:
     e = html.escape
     ppm = design.partitions_per_machine
     if edited_since_made(design):  # its cost is the design's it was made from
-        cost = "cost not known: edited since the advisor made it (<code>d.score(graph)</code> prices it)"
+        cost = ("cost not known: edited since the advisor made it (<code>advisor.evaluate(d, source)</code> "
+                "prices it with the weights recommend uses)")
     else:
         cost = "" if design.cost is None else design.cost._repr_html_()
     by_machine: dict[int, list[str]] = {}

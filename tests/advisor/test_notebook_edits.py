@@ -34,6 +34,15 @@ def test_an_edited_design_keeps_no_cost_or_figure_of_the_one_it_came_from(rec, t
     assert same["cost"] is not None and same["provenance"]["predicted_tuples_per_s"] > 0
 
 
+def test_a_recommendation_whose_design_was_edited_in_place_does_not_show_its_figure_as_the_designs():
+    fresh = advisor.recommend("tpcdi-trade", machines=2)  # (its own: the module's stays as made)
+    assert f"predicted {fresh.prediction:,.0f} tuples/s" in fresh._repr_html_()
+    fresh.design.procedures["TradeInsert"] = 1 - fresh.design.procedures["TradeInsert"]
+    page = fresh._repr_html_()
+    assert "its design was edited since" in page and f"predicted {fresh.prediction:,.0f}" not in page
+    assert "advisor.evaluate(d, source)" in page  # the design's own line says what prices it
+
+
 def test_numpy_integers_go_where_counts_go(rec, tmp_path):
     w = load_workload("tpcdi-trade")
     two = advisor.recommend(w.with_cluster(machines=np.int64(2)))
