@@ -29,6 +29,7 @@ except PackageNotFoundError:  # a source tree that was never installed
 
 if TYPE_CHECKING:  # for the annotations only: at run time these load on first use
     from costmodel import Weights
+    from costmodel.calibration import Calibration
     from costmodel.design import Design
     from advisor.sources import Source
     from reports.tuning import TuningRound, TuningStudy
@@ -66,16 +67,26 @@ def __dir__() -> list[str]:
 
 def tune(source: Source, machines: int | None = None, rounds: int = 5, *,
          partitions_per_machine: int | None = None, weights: Weights | None = None,
-         seed: int = 0, min_gain: float = 0.01, jobs: int | None = None,
-         progress: Callable[[TuningRound], None] | None = None) -> TuningStudy:
+         seed: int = 0, calibration: Calibration | str | Path | None = None, min_gain: float = 0.01,
+         jobs: int | None = None, progress: Callable[[TuningRound], None] | None = None) -> TuningStudy:
     """What `advisor tune` does, in one call: `reports.tuning.TuningStudy(...).run(rounds)`
-    (the study renders itself; `.best`, `.to_frame()`, `.plot()`). `jobs`: processes trying a
-    round's changes side by side (default: the usable cores; the same rounds for any value)."""
+    (the study renders itself; `.best`, `.to_frame()`, `.plot()`). `calibration` (an object or
+    its file) prices every round's pick and prediction, and `seed` their simulated input, as
+    `advisor tune --calibration --seed` do. `jobs`: processes trying a round's changes side by
+    side (default: the usable cores; the same rounds for any value)."""
+    import os
+
     from reports.parallel import usable_cores
+    from reports.predict import PredictOptions
     from reports.tuning import TuningStudy
 
+    if isinstance(calibration, (str, os.PathLike)):
+        from costmodel.calibration import Calibration as _Calibration
+
+        calibration = _Calibration.load(calibration)
     study = TuningStudy(source, machines=machines, partitions_per_machine=partitions_per_machine,
                         weights=weights, seed=seed, min_gain=min_gain,
+                        options=PredictOptions(calibration=calibration, seed=seed),
                         jobs=usable_cores() if jobs is None else jobs)
     return study.run(rounds=rounds, progress=progress)
 

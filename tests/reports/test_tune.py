@@ -2,6 +2,8 @@
 predicted throughput, and every round's spec and design are written and read back."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from advisor.cli import run_app
@@ -165,3 +167,17 @@ def test_a_study_renders_its_figures_as_numbers_and_counts_its_rounds_as_stopped
     page = study._repr_html_()
     assert "e+0" not in page and f"{study.rounds[0].predicted_tps:,.0f}" in page
     assert f"the starting dataflow and {len(study.rounds) - 1} round" in page
+
+
+def test_the_api_tune_takes_a_calibration_and_a_seed_as_the_cli_does():
+    # advisor.tune had no calibration (a TypeError) and left the predictions' seed at 0
+    import advisor
+
+    calibration = str(Path(__file__).resolve().parents[2] / "bench" / "calibration.json")
+    start = advisor.tune("tpcdi-trade", machines=4, rounds=0, calibration=calibration, jobs=1).rounds[0]
+    rec = advisor.recommend("tpcdi-trade", machines=4, calibration=calibration)
+    assert start.predicted_tps == pytest.approx(rec.prediction)
+    plain = advisor.tune("tpcdi-trade", machines=4, rounds=0, jobs=1).rounds[0]
+    assert plain.predicted_tps != pytest.approx(start.predicted_tps, rel=0.05)
+    seeded = advisor.tune("tpcdi-trade", machines=4, rounds=0, seed=3, jobs=1)
+    assert seeded.options.seed == 3
