@@ -28,7 +28,7 @@ from engine_sim.engine.crash import start_recovery
 from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
-from engine_sim.engine.transport import Net, longest_socket_name, socket_path
+from engine_sim.engine.transport import Net, hello_frame, longest_socket_name, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 _PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
@@ -149,7 +149,7 @@ def _serve(node: int, args: dict) -> None:
     from engine_sim.engine.recovery import FileLogStore
     from engine_sim.engine.site import Site
 
-    _die_with_parent(args["sock_dir"])
+    _die_with_parent(args["sock_dir"], args["site_cfg"].secret)
     plans = []  # the plan of each era: the run's design, and the design it migrates to
     for design in args["designs"]:
         plans.append(build_plan(args["workload"], design, **args["plan"]))
@@ -221,12 +221,14 @@ PR_SET_PDEATHSIG = 1
 WATCH_INTERVAL_S = 0.2
 
 
-def _die_with_parent(sock_dir: str) -> None:
+def _die_with_parent(sock_dir: str, secret: bytes) -> None:
     """A partition must not outlive its driver. On Linux the kernel kills it when its parent
     (the forkserver) dies (PR_SET_PDEATHSIG); but the forkserver outlives the driver while any
     partition lives, so a watchdog thread also holds a connection to the driver's socket: the
     driver's death closes it (EOF), and the partition exits at once. The watchdog also exits
-    when the parent changed (portable, where prctl is missing)."""
+    when the parent changed (portable, where prctl is missing). Its connection says the run's
+    hello first: unheard, the driver counted it among strangers, and past 32 partitions closed
+    the oldest such, ending its partition ("exited with status 1 while starting partitions")."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         try:
@@ -239,6 +241,7 @@ def _die_with_parent(sock_dir: str) -> None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(socket_path(sock_dir, DRIVER))
+        sock.sendall(hello_frame(secret))
     except OSError:
         os._exit(1)  # no driver to serve
     sock.settimeout(WATCH_INTERVAL_S)

@@ -32,6 +32,13 @@ HELLO_BYTES = 64  # what a connection not yet heard to be the run's may send bef
 MAX_UNHEARD = 32  # connections kept open before their hello (a run has a few peers a partition)
 
 
+def hello_frame(secret: bytes) -> bytes:
+    """The sealed empty frame a connection of the run's sends first: what makes the receiver
+    listen to it (and count it as the run's, not among the unheard a flood may fill)."""
+    hello = seal(secret, b"")
+    return _LEN.pack(len(hello)) + hello
+
+
 def socket_path(sock_dir: str, node: int) -> str:
     return str(Path(sock_dir) / _socket_name(node))
 
@@ -119,8 +126,7 @@ class Net:
                 self.waiting.setdefault(dst, bytearray()).extend(data)
                 return
             out = self.outs[dst] = _Out(sock)
-            hello = seal(self.secret, b"")  # what makes the receiver listen to this connection
-            out.buf.extend(_LEN.pack(len(hello)) + hello)
+            out.buf.extend(hello_frame(self.secret))
             held = self.waiting.pop(dst, None)
             if held:
                 out.buf.extend(held)
@@ -174,61 +180,66 @@ class Net:
         for key, _ in self.sel.select(timeout):
             sock = key.fileobj
             if sock is self.listener:
-                self._accept()
-                continue
-            if sock not in self.inbuf:
-                continue  # closed earlier in this turn (an unheard one, to make room)
-            buf = self.inbuf[sock]
-            heard = sock in self.heard
-            closed = False
-            while heard or len(buf) <= _LEN.size + HELLO_BYTES:  # a stranger: a hello's bytes at most
-                try:
-                    chunk = sock.recv(1 << 20 if heard else _LEN.size + HELLO_BYTES + 1)
-                except (BlockingIOError, InterruptedError):
-                    break
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    closed = True
-                    break
-                buf.extend(chunk)
-            pos = 0
-            while len(buf) - pos >= _LEN.size:
-                (n,) = _LEN.unpack_from(buf, pos)
-                if n > (MAX_FRAME_BYTES if heard else HELLO_BYTES):
-                    closed = self._refuse(buf)
-                    break
-                if len(buf) - pos - _LEN.size < n:
-                    break
-                try:
-                    data = unseal(self.secret, bytes(buf[pos + _LEN.size:pos + _LEN.size + n]))
-                except SealError:
-                    closed = self._refuse(buf)
-                    break
-                if not heard:
-                    heard = True
-                    self.heard.add(sock)
-                if data:  # (a hello is empty)
-                    bundles.append(pickle.loads(data))
-                pos += _LEN.size + n
-            del buf[:pos]
-            if not heard and len(buf) > _LEN.size + HELLO_BYTES:
-                closed = self._refuse(buf)  # more than a hello, and none checked
-            if closed:
-                self._close(sock)
+                self._accept(bundles)
+            elif sock in self.inbuf:  # (else closed earlier in this turn: an unheard one, to make room)
+                self._read(sock, bundles)
         return bundles
 
-    def _accept(self) -> None:
+    def _read(self, sock, bundles: list[Bundle]) -> None:
+        """What `sock` has sent: its frames onto `bundles`; closed where it ended or sent
+        what this run did not seal (a stranger: a hello's bytes at most)."""
+        buf = self.inbuf[sock]
+        heard = sock in self.heard
+        closed = False
+        while heard or len(buf) <= _LEN.size + HELLO_BYTES:
+            try:
+                chunk = sock.recv(1 << 20 if heard else _LEN.size + HELLO_BYTES + 1)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                closed = True
+                break
+            buf.extend(chunk)
+        pos = 0
+        while len(buf) - pos >= _LEN.size:
+            (n,) = _LEN.unpack_from(buf, pos)
+            if n > (MAX_FRAME_BYTES if heard else HELLO_BYTES):
+                closed = self._refuse(buf)
+                break
+            if len(buf) - pos - _LEN.size < n:
+                break
+            try:
+                data = unseal(self.secret, bytes(buf[pos + _LEN.size:pos + _LEN.size + n]))
+            except SealError:
+                closed = self._refuse(buf)
+                break
+            if not heard:
+                heard = True
+                self.heard.add(sock)
+            if data:  # (a hello is empty)
+                bundles.append(pickle.loads(data))
+            pos += _LEN.size + n
+        del buf[:pos]
+        if not heard and len(buf) > _LEN.size + HELLO_BYTES:
+            closed = self._refuse(buf)  # more than a hello, and none checked
+        if closed:
+            self._close(sock)
+
+    def _accept(self, bundles: list[Bundle]) -> None:
         """Take the waiting connections; beyond MAX_UNHEARD not yet heard (or with no
         descriptor left) the oldest of those is closed, so a flood of strangers costs the run
-        nothing but them."""
+        nothing but them. Before that, what the unheard have sent is read: the run's own say
+        their hello as they connect, and must not be taken for strangers because dozens of
+        them connected in one turn (a design of 32 partitions could not start)."""
         while True:
             try:
                 conn, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:  # out of descriptors (EMFILE, ENFILE) or memory: make room
-                if not self._close_oldest_unheard():
+                if not self._close_oldest_unheard(bundles, descriptor=True):
                     raise EngineError(f"partition {self.node}: cannot take a connection: "
                                       f"{exc.strerror or exc}") from None
                 continue
@@ -236,9 +247,17 @@ class Net:
             self.inbuf[conn] = bytearray()
             self.sel.register(conn, selectors.EVENT_READ, None)
             if len(self.inbuf) - len(self.heard) > MAX_UNHEARD:
-                self._close_oldest_unheard()
+                self._close_oldest_unheard(bundles)
 
-    def _close_oldest_unheard(self) -> bool:
+    def _close_oldest_unheard(self, bundles: list[Bundle], descriptor: bool = False) -> bool:
+        """Make room among the unheard (`descriptor`: free a descriptor too): hear first what
+        they have sent, then close the oldest still unheard; False where none is left to close."""
+        open_before = len(self.inbuf)
+        for sock in [s for s in self.inbuf if s not in self.heard]:  # first, hear who has spoken
+            self._read(sock, bundles)
+        if (len(self.inbuf) < open_before if descriptor
+                else len(self.inbuf) - len(self.heard) <= MAX_UNHEARD):
+            return True  # room made without closing one of the run's
         oldest = next((s for s in self.inbuf if s not in self.heard), None)  # (dicts keep order)
         if oldest is None:
             return False

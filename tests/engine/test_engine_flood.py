@@ -20,7 +20,7 @@ import glob, resource, socket, struct, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 path = None
 while path is None:
-    found = glob.glob(sys.argv[1] + "/engs-*/p0.sock")
+    found = glob.glob(sys.argv[1] + "/engs-*/" + sys.argv[2])
     path = found[0] if found else time.sleep(0.01)
 big = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 big.connect(path)
@@ -47,10 +47,14 @@ def _partition_descriptors() -> None:
 
 
 @pytest.mark.process
-def test_a_flood_of_strangers_costs_the_run_nothing(short_tmp_path):
+@pytest.mark.parametrize("socket_name", ["p0.sock", "driver.sock"])
+def test_a_flood_of_strangers_costs_the_run_nothing(short_tmp_path, socket_name):
+    # (on the driver's socket, 31 idle strangers ended the run: every partition's watchdog
+    # connection was unheard, so the oldest of them was closed to make room)
     design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(short_tmp_path / "d.json")
     env = dict(os.environ, TMPDIR=str(short_tmp_path), PYTHONPATH=str(ROOT))
-    flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(short_tmp_path)], stdout=subprocess.PIPE, text=True)
+    flood = subprocess.Popen([sys.executable, "-c", FLOOD, str(short_tmp_path), socket_name],
+                             stdout=subprocess.PIPE, text=True)
     run = subprocess.run([sys.executable, "-m", "advisor", "run", "-d", str(design), "--batches", "6000", "--json"],
                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
                          preexec_fn=_partition_descriptors)
@@ -61,3 +65,17 @@ def test_a_flood_of_strangers_costs_the_run_nothing(short_tmp_path):
     result = json.loads(run.stdout)
     assert result["history_check"] == "ok" and result["state_digest"] == result["serial_digest"]
     assert result["refused_frames"] >= int(out) - 64
+
+
+@pytest.mark.process
+def test_a_design_of_more_partitions_than_strangers_kept_runs():
+    # every partition's watchdog held an unheard connection to the driver: past 32 partitions
+    # the driver closed the oldest, and the run ended "while starting partitions"
+    from advisor.sources import load_workload
+    from engine_sim.engine import run_workload
+    from engine_sim.engine.transport import MAX_UNHEARD
+
+    n = MAX_UNHEARD + 8
+    design = Design("move-micro", n, 1, {"SP1": 0, "SP2": n - 1}, {"T1": 0, "T2": n - 1})
+    r = run_workload(load_workload("move-micro"), design, batches=30)
+    assert r.history_check == "ok" and r.state_digest == r.serial_digest and r.committed == 60
