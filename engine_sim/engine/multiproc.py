@@ -125,7 +125,9 @@ def _own_cpu_share() -> None:
 def site_main(node: int, args: dict) -> None:
     """A partition process (see `_serve`). A disk error (a full or read-only log directory)
     ends it with one line naming the file (or, where the error does not say which, the run's
-    log directory) and the errno, sent to the driver, which ends the run with it."""
+    log directory) and the errno, sent to the driver, which ends the run with it; so does a
+    failure it says in a line (a command log or snapshot changed on disk, found recovering:
+    it reached multiprocessing's traceback, and the driver said only "exited with status 1")."""
     try:
         _serve(node, args)
     except OSError as exc:
@@ -133,13 +135,19 @@ def site_main(node: int, args: dict) -> None:
         if number not in DISK_ERRNOS:
             raise
         where = exc.filename or args["site_cfg"].run_dir
-        line = f"partition {node}: {describe_os_error(OSError(number, os.strerror(number), where))}"
-        try:
-            args["disk_errors"].send(line)
-        except OSError:  # no driver to tell: say it here
-            sys.stderr.write(line + "\n")
-            sys.stderr.flush()
-        os._exit(1)
+        _tell_driver(args, f"partition {node}: {describe_os_error(OSError(number, os.strerror(number), where))}")
+    except EngineFailure as exc:
+        _tell_driver(args, f"partition {node}: {exc}")
+
+
+def _tell_driver(args: dict, line: str) -> None:
+    """End this partition with `line`, sent to the driver (which ends the run with it)."""
+    try:
+        args["failures"].send(line)
+    except OSError:  # no driver to tell: say it here
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    os._exit(1)
 
 
 def _serve(node: int, args: dict) -> None:
@@ -279,8 +287,8 @@ class MultiProcessRuntime:
                                              "data_parallel")}
         designs = (design,) if next_plan is None else (design, next_plan.design)
         # the one line a partition that hit a disk error says, for the driver to end the run with
-        self.disk_errors, disk_errors = self.ctx.Pipe(duplex=False)
-        self.args = dict(disk_errors=disk_errors, workload=workload, designs=designs, plan=plan_opts, era=0,
+        self.failures, failures = self.ctx.Pipe(duplex=False)
+        self.args = dict(failures=failures, workload=workload, designs=designs, plan=plan_opts, era=0,
                          abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
                          site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
                          crash_at=options.get("crash_at"))
@@ -411,8 +419,8 @@ class MultiProcessRuntime:
                 self.net.drop(k)
                 self._spawn(k, d.epoch, d.clock)
                 continue
-            if self.disk_errors.poll():
-                raise EngineFailure(self.disk_errors.recv())
+            if self.failures.poll():
+                raise EngineFailure(self.failures.recv())
             how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
                 f"exited with status {p.exitcode}"
             raise EngineFailure(f"partition {k} process {how} while {what}")
@@ -438,7 +446,7 @@ class MultiProcessRuntime:
         for p in self.procs.values():
             p.join(1.0)
         self.net.close()
-        self.disk_errors.close()
-        self.args["disk_errors"].close()
+        self.failures.close()
+        self.args["failures"].close()
         shutil.rmtree(self.sock_dir, ignore_errors=True)
         self.log_stats = [(r.log_records, r.log_flushes) for r in self.driver.finals.values()]

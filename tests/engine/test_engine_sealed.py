@@ -108,3 +108,27 @@ def test_forged_frames_to_every_engine_socket_are_refused(short_tmp_path, monkey
     assert r.refused_frames >= 2 * len(reached) - 2  # a socket may close before its second frame
     assert r.history_check == "ok" and r.state_digest == r.serial_digest
 
+
+
+def test_a_partition_that_fails_in_a_line_ends_the_run_with_that_line(monkeypatch):
+    # a log changed on disk, found by a partition process recovering, reached multiprocessing's
+    # 20-line traceback, and the run ended "partition 0 process exited with status 1"
+    import multiprocessing
+
+    from engine_sim.engine import multiproc
+
+    def tampered(node, args):
+        raise EngineFailure("command log /x/p0.log: record 5 fails its integrity check")
+
+    class Exited(Exception):
+        pass
+
+    def exit_(code):
+        raise Exited(code)
+
+    monkeypatch.setattr(multiproc, "_serve", tampered)
+    monkeypatch.setattr(multiproc.os, "_exit", exit_)
+    receive, send = multiprocessing.Pipe(duplex=False)
+    with pytest.raises(Exited):
+        multiproc.site_main(0, {"failures": send})
+    assert receive.recv() == "partition 0: command log /x/p0.log: record 5 fails its integrity check"
