@@ -8,10 +8,12 @@ run with "AF_UNIX path too long". Such a directory goes to /tmp instead.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from costmodel.errors import UserError
@@ -53,6 +55,41 @@ def owned_temp_dir(prefix: str, *, longest_socket_name: int = 0) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     (folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
     return folder
+
+
+def remove_owned_dir(folder: Path, attempts: int = 40, pause_s: float = 0.05) -> bool:
+    """Remove a directory of `owned_temp_dir`: its contents first and its owner file last,
+    again while a late writer puts files in (a partition process still writing its snapshot
+    as the run ends on a signal). Where it cannot, the owner file stays, so the next run's
+    sweep takes it: removed in one go (rmtree), the owner file went first, the late file
+    stayed, and an ownerless directory was never swept. True where it is gone."""
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(pause_s)
+        try:
+            for entry in [e for e in folder.iterdir() if e.name != OWNER_FILE]:
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        entry.unlink()
+            if any(e.name != OWNER_FILE for e in folder.iterdir()):
+                continue  # still written to
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        with contextlib.suppress(OSError):
+            (folder / OWNER_FILE).unlink()
+        try:
+            folder.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:  # a file came in meanwhile: own the directory again, go round
+            with contextlib.suppress(OSError):
+                (folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    return False
 
 
 def sweep_abandoned_dirs(prefix: str) -> list[Path]:

@@ -6,7 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
-from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
+from costmodel.temp_dirs import owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.granularity import workload_at
@@ -209,7 +209,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     finally:
         remove_spool_dir(history_dir)
         if own_dir:
-            shutil.rmtree(run_dir, ignore_errors=True)
+            remove_owned_dir(run_dir)
 
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,

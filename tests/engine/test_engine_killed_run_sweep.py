@@ -52,3 +52,30 @@ def test_the_next_run_removes_what_a_killed_multi_process_run_left(tmp_path, sho
     again = subprocess.run([*run, "--batches", "20"], capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0, again.stderr[-2000:]
     assert _ours(tmp) == ["pymp-live", "pymp-not-ours"]
+
+
+def test_a_run_directory_written_to_as_it_is_removed_keeps_its_owner_until_it_goes(monkeypatch):
+    # a partition still writing its snapshot as a signalled run ended: rmtree took the owner
+    # file first, the late file stayed, and the ownerless directory was never swept
+    from pathlib import Path
+
+    from costmodel.temp_dirs import OWNER_FILE, owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
+
+    folder = owned_temp_dir("eng-")
+    (folder / "p0.log").write_text("log")
+    real_rmdir = Path.rmdir
+
+    def late_writer(self):  # a file lands just before each removal of the directory itself
+        (self / "snap-1-p1.pkl").write_text("late")
+        return real_rmdir(self)
+
+    monkeypatch.setattr(Path, "rmdir", late_writer)
+    assert remove_owned_dir(folder, attempts=3, pause_s=0.0) is False
+    assert (folder / OWNER_FILE).read_text().strip() == str(os.getpid())  # still ours: sweepable
+    monkeypatch.undo()
+    (folder / OWNER_FILE).write_text("999999999\n")  # its run gone: the next run's sweep takes it
+    assert folder in sweep_abandoned_dirs("eng-") and not folder.exists()
+    quiet = owned_temp_dir("eng-")
+    (quiet / "sub").mkdir()
+    (quiet / "sub" / "f").write_text("x")
+    assert remove_owned_dir(quiet) and not quiet.exists()
