@@ -144,7 +144,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
     t0 = time.monotonic_ns()
     site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=command_log.group_commit,
-                          use_time=not in_process, t0_ns=t0, ship_size=16 if in_process else 256)
+                          use_time=not in_process, t0_ns=t0, ship_size=_ship_size(in_process, crash_after))
     driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
                               latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
                               crash_after=crash_after, crash_partition=crash_partition,
@@ -299,6 +299,17 @@ def default_timeout_s(plan, batches: int) -> float:
     a crash's replay runs some of them twice)."""
     per_batch = sum(len(u.lanes) for u in plan.units.values())
     return 60.0 + 0.04 * batches * per_batch
+
+
+def _ship_size(in_process: bool, crash_after: int | None) -> int:
+    """History records a site ships to the driver at once. The driver hears a partition's
+    commit count only with them, and crashes it after K only while batches run: in-process,
+    16 at a time told the last count after the run had ended, so a K among the last 16 never
+    fired. Asked for a crash, each is shipped as it commits (multi-process sites also ship
+    on a timer)."""
+    if not in_process:
+        return 256
+    return 1 if crash_after is not None else 16
 
 
 def most_commits(plan, batches: int, partition: int, snapshot_every: int) -> int:

@@ -162,6 +162,20 @@ def test_a_crash_after_more_commits_than_the_run_has_is_refused_up_front():
     assert not isinstance(exc.value, EngineFailure)  # a bad input: exit status 2
 
 
+@pytest.mark.parametrize("late", [0, 1, 7])
+def test_a_crash_after_one_of_the_last_commits_fires_in_process(late):
+    # the driver heard commit counts 16 at a time, the last after the run had ended: a crash
+    # after any of a partition's last 16 commits "never happened"
+    w = load_workload("tpcdi-trade")
+    design = Design("tpcdi-trade", 2, 1, {"DateTimeLookup": 1, "SecurityLookup": 1, "AccountLookup": 0,
+                                          "TradeInsert": 0},
+                    {"DimDate": 1, "DimTime": 1, "StatusType": 1, "TradeType": 1, "DimSecurity": 1,
+                     "DimAccount": 0, "DimTrade": 0})
+    r = run_workload(w, design, batches=200, in_process=True,  # partition 1: two SPs, 400 commits
+                     recovery=RecoveryOptions(crash_after=400 - late, crash_partition=1))
+    assert r.crashed and r.history_check == "ok" and r.state_digest == r.serial_digest
+
+
 def test_a_crash_point_no_transaction_reaches_fails_the_run():
     w = load_workload("streaming-ledger")
     with pytest.raises(EngineFailure, match="never happened"):  # one partition: no 2PC at all
