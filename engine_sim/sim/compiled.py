@@ -250,9 +250,11 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         nbytes = sum(n for _, n in streams)
         e = Edge(a, b, f"{ua.name}->{ub.name}", tuples, nbytes, ua.base != ub.base,
                  ua.base // ppm != ub.base // ppm, streams=len(streams), msg_share=ua.share * ub.share)
-        if move == "txn" and e.crosses_partition:
+        if move == "txn" and e.crosses_partition and not (ua.lane_tables or ub.lane_tables):
             # the engine's MOVE transaction: based on the producer's partition, it pops the
             # batch from its stream table, pushes it into the consumer's by a fragment, 2PC
+            # (to or from a data-parallel lane the engine sends an RPC whatever --move says:
+            # priced as one, a lanes design read 6x slower than it ran)
             e.move_txns = tuple(
                 DistSpec(ua.base, tuple(sorted((ua.base, ub.base))), P.txn_overhead_s + t * P.row_write_s,
                          {}, (Round({ub.base: P.fragment_s + t * P.row_write_s}, n),))
