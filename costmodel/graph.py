@@ -166,10 +166,13 @@ class WorkloadGraph:
         return adjacency(self.cost, ps_scale, pp_scale)
 
     def to_networkx(self):
-        """A networkx Graph for exploration (not used on the search's hot path)."""
+        """A networkx DiGraph for exploration (not used on the search's hot path): streams
+        from the sending SP to the receiving one, accesses from the SP to the state (an SP
+        that reads and writes an item has one edge, `write` true, the rows summed). Each state
+        node's `table` is the table it belongs to (`table_of`; a fragment's table, not itself)."""
         import networkx as nx
 
-        g = nx.Graph(name=self.name)
+        g = nx.DiGraph(name=self.name)
         c = self.cost
         for i, n in enumerate(self.proc_names):
             g.add_node(n, kind="processing", load=float(c.proc_load[i]))
@@ -177,8 +180,8 @@ class WorkloadGraph:
             owner = int(c.state_owner[j])
             extra = {"owner": self.proc_names[owner]} if owner >= 0 else {}
             g.add_node(n, kind="window" if owner >= 0 else "state", bytes=float(c.state_bytes[j]),
-                       table=self.state_tables[j], read_mostly=bool(self.state_read_mostly[j]),
-                       **extra)
+                       table="" if owner >= 0 else self.table_of(j),
+                       read_mostly=bool(self.state_read_mostly[j]), **extra)
         for p, s, w, wr in zip(c.ps_proc, c.ps_state, c.ps_weight, c.ps_write):
             a, b = self.proc_names[p], self.state_names[s]
             if g.has_edge(a, b):

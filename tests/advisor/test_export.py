@@ -301,3 +301,29 @@ def test_a_window_the_design_leaves_out_is_exported_beside_its_owner(fmt):
         g = nx.parse_graphml(text)
         for window, owner in owners.items():
             assert g.nodes[window]["partition"] == g.nodes[owner]["partition"] == design.procedures[owner]
+
+
+def test_graphml_keeps_each_streams_direction_and_each_fragments_table(tmp_path):
+    # the graph was undirected (a stream SP2 -> SP1 read back as SP1 - SP2), and a fragment's
+    # `table` was its own name where the CSV gives its table
+    from advisor.api import recommend
+    from advisor.data_parallel import data_parallel_variant
+    from advisor.sources import load_workload
+    from costmodel.workload import Stream
+
+    move = load_workload("move-micro")
+    [s] = move.streams
+    reversed_ = replace(move, name="rev", streams=(Stream(s.target, s.source, s.tuples, s.tuple_bytes),))
+    design = recommend(reversed_, machines=2, objective="cost").design
+    g = nx.read_graphml(export_design(design, reversed_, "graphml").write(tmp_path / "rev.graphml"))
+    assert g.is_directed()
+    flows = [(a, b) for a, b, k in g.edges(data="kind") if k == "processing-processing"]
+    assert flows == [(s.target, s.source)]
+    assert all(g.nodes[a]["kind"] == "procedure" for a, _, k in g.edges(data="kind") if k == "processing-state")
+    fraud = load_workload("fraud-scoring").with_cluster(2, 1)
+    table = recommend(fraud, objective="cost").design
+    lanes = data_parallel_variant(fraud, table)
+    g = nx.read_graphml(export_design(lanes, "fraud-scoring", "graphml").write(tmp_path / "f.graphml"))
+    csv_rows = export_design(lanes, "fraud-scoring", "csv").text.splitlines()
+    assert "fragment,CardProfiles#0,CardProfiles," in "\n".join(csv_rows)
+    assert g.nodes["CardProfiles#0"]["table"] == "CardProfiles" and g.nodes["CardProfiles#0"]["kind"] == "fragment"
