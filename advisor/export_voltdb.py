@@ -125,7 +125,7 @@ def placement_notes(layout: TableLayout, ppm: int) -> list[str]:
                      f"cannot pin a table to a partition: partitioned on {key}, its rows hashed over "
                      "every partition")
     elif any(i != t and FRAGMENT_NAME.match(i) for i in items):  # (a table `T#0` of its own is no fragment)
-        where = ", ".join(f"{i}->{p}" for i, p in items.items() if i != t and FRAGMENT_NAME.match(i))
+        where = ", ".join(f"{i}->{'replicated' if p is None else p}" for i, p in items.items() if i != t and FRAGMENT_NAME.match(i))
         notes.append(f"table {t}: the design's fragments ({where}) follow crc32(key) mod N, VoltDB "
                      f"hashes {key} with its own function over its own partitions")
     hot = [i for i in items if i != t and TUPLE_NAME.match(i) and not FRAGMENT_NAME.match(i)]

@@ -327,3 +327,16 @@ def test_graphml_keeps_each_streams_direction_and_each_fragments_table(tmp_path)
     csv_rows = export_design(lanes, "fraud-scoring", "csv").text.splitlines()
     assert "fragment,CardProfiles#0,CardProfiles," in "\n".join(csv_rows)
     assert g.nodes["CardProfiles#0"]["table"] == "CardProfiles" and g.nodes["CardProfiles#0"]["kind"] == "fragment"
+
+
+def test_voltdb_names_a_replicated_fragment_replicated_not_none():
+    from advisor.api import recommend
+    from advisor.data_parallel import data_parallel_variant
+    from advisor.sources import load_workload
+
+    fraud = load_workload("fraud-scoring").with_cluster(2, 1)
+    lanes = data_parallel_variant(fraud, recommend(fraud, objective="cost").design)
+    state = {**lanes.state, "CardProfiles#3": None}
+    design = replace(lanes, data_parallel={}, state=state)
+    text = export_design(design, "fraud-scoring", "voltdb").text
+    assert "CardProfiles#3->replicated" in text and "->None" not in text
