@@ -81,13 +81,13 @@ class MigrationResult:
                 ("moved", f"{self.rows_moved:,} rows, {self.bytes_moved:,} bytes declared "
                           f"({self.wire_bytes:,} on the wire), {len(self.items_moved)} state items, "
                           f"{len(self.procedures_moved)} SPs"),
-                ("throughput", "  ".join(f"{span} {_span_tps(tps, n)}" for span, tps, n in (
+                ("throughput", "  ".join(f"{span} {span_tps(tps, n)}" for span, tps, n in (
                     ("before", self.tps_before, self.batches_before), ("during", self.tps_during, self.batches_during),
                     ("after", self.tps_after, self.batches_after))) + " tuples/s")]
         return rows
 
 
-def _span_tps(tps: float, batches: int) -> str:
+def span_tps(tps: float, batches: int) -> str:
     """A span's throughput, or n/a where no batch completed in it (a pause before the first
     window of batches completed, or a run that ends with the backlog): not a measured 0."""
     return f"{tps:,.0f}" if batches else "n/a"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine_sim.engine.errors import EngineError
+from engine_sim.engine.migration import span_tps
 from engine_sim.engine.metrics import RunResult
 from engine_sim.engine.run_options import MigrationOptions
 from engine_sim.engine.runner import run_workload
@@ -33,9 +34,11 @@ class MigrationComparison:
                 ("rows moved", f"{a.rows_moved:,}", f"{b.rows_moved:,}"),
                 ("bytes (declared)", f"{a.bytes_moved:,}", f"{b.bytes_moved:,}"),
                 ("bytes (wire/dump)", f"{a.wire_bytes:,}", f"{b.wire_bytes:,}"),
-                ("tuples/s before", f"{a.tps_before:,.0f}", f"{b.tps_before:,.0f}"),
-                ("tuples/s during", f"{a.tps_during:,.0f}", f"{b.tps_during:,.0f}"),
-                ("tuples/s after", f"{a.tps_after:,.0f}", f"{b.tps_after:,.0f}"),
+                ("tuples/s before", span_tps(a.tps_before, a.batches_before),
+                 span_tps(b.tps_before, b.batches_before)),
+                ("tuples/s during", span_tps(a.tps_during, a.batches_during),
+                 span_tps(b.tps_during, b.batches_during)),
+                ("tuples/s after", span_tps(a.tps_after, a.batches_after), span_tps(b.tps_after, b.batches_after)),
                 ("history check", self.live.history_check, self.restart.history_check),
                 ("serial = state", str(self.live.serial_digest == self.live.state_digest),
                  str(self.restart.serial_digest == self.restart.state_digest))]

@@ -91,6 +91,14 @@ def test_stop_move_restart_reloads_the_whole_state(trade):
     assert restart.rows_moved == sum(map(len, at_k.state.values()))  # every row reloaded, moved or not
     assert restart.bytes_moved == sum(k * row_bytes(w, i) for i, k in restart.items_moved.items())
     assert "stop-move-restart" in both.describe()[0]
+    short = compare_migration(w, a, b, batches=50, at_batch=25, in_process=True)  # 64 in flight
+    rows = {line.split("  ")[0]: line.split() for line in short.describe()}
+    spans = [(span, k, m) for span in ("before", "during", "after")
+             for k, m in ((-2, short.live.migration), (-1, short.restart.migration))]
+    assert any(getattr(m, f"batches_{span}") == 0 for span, _, m in spans)
+    for span, k, m in spans:  # a span with no batch completed reads n/a, not a measured 0
+        figure = rows[f"tuples/s {span}"][k]
+        assert figure == ("n/a" if getattr(m, f"batches_{span}") == 0 else f"{getattr(m, f'tps_{span}'):,.0f}")
 
 
 @pytest.mark.parametrize("recovery", ["weak", "strong"])
