@@ -275,8 +275,8 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         current = current if isinstance(current, Design) else Design.load(current)
         current.check_fields()  # one changed in Python: as its file would be read
-        check_table_level(current)
         machines, partitions_per_machine = _deployed_cluster(current, graph, machines, partitions_per_machine)
+        check_table_level(current)  # (after the workload: another workload's lanes design is that first)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
     jobs = as_python_int(jobs)  # (numpy's too, as the cluster's counts)

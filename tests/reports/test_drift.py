@@ -179,6 +179,10 @@ def test_a_design_with_lanes_is_refused_alike_by_check_and_recommend_current(tmp
         said.append(capsys.readouterr().err)
     assert said[0] == said[1] == ("error: the deployed design runs data-parallel lanes (ScoreCard): drift "
                                   "checks and migrations weigh table-level designs only\n")
+    # another workload's: that is said first, by both (recommend blamed the lanes)
+    for argv in (["check", "--design", str(path), "tpcdi-trade"], ["recommend", "tpcdi-trade", "--current", str(path)]):
+        assert run_app(argv) == 2
+        assert "'fraud-scoring'" in capsys.readouterr().err
 
 
 def test_a_table_that_grew_is_named_and_every_change_is_in_the_json(tmp_path, capsys):
