@@ -85,6 +85,10 @@ def run(
         results = [result]
         lines = result.describe()
         data = result.to_dict()
+    if data_parallel and not any(r.lanes for r in results):  # the flag changed nothing: said
+        lines = lines + [f"note: --data-parallel split no SP: none of {workload.name!r} has a partition_key it can "
+                         "split by (outside nested groups, window owners and OLTP SPs); a design's own lanes "
+                         "(recommend --data-parallel) run without the flag"]
     print_result(data, lambda: lines, as_json)
     failed = next((r.history_check for r in results if r.history_check != "ok"), None)
     if failed is not None:  # includes a state that differs from the serial re-execution

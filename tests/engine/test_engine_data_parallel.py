@@ -153,6 +153,17 @@ def test_a_run_says_which_sps_ran_as_lanes():
     assert not flagged.data_parallel and flagged.lanes == []  # fraud-scoring has no partition_key
 
 
+def test_run_says_when_its_data_parallel_flag_split_nothing(tmp_path, capsys):
+    from advisor.api import recommend
+
+    plain = recommend("fraud-scoring", machines=2, objective="cost").design.save(tmp_path / "plain.json")
+    args = ["run", "--design", str(plain), "--batches", "10", "--in-process"]
+    assert run_app(args + ["--data-parallel"]) == 0
+    assert "note: --data-parallel split no SP: none of 'fraud-scoring' has a partition_key" in capsys.readouterr().out
+    assert run_app(args) == 0
+    assert "note: --data-parallel" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("machines", [2, 3, 4])
 def test_the_engine_counts_the_moves_to_and_from_lanes_as_the_simulator_does(machines):
     # each lane elsewhere gets its sub-batch (empty or not): a MOVE each, not one for all lanes
