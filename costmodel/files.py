@@ -112,14 +112,20 @@ def file_target(path: str | Path) -> Path:
     typed = path
     path = as_path(path)
     check_file_name(typed)
+    if path.exists() and not path.is_file() and not path.is_dir():  # (before following links:
+        raise _not_a_regular_file(path)  # /dev/stdout into a pipe links to "pipe:[N]": ENOENT said)
     target = _followed(path)
     _no_file_above(target)
     if target.is_dir():
         raise UserError(f"{path}: is a directory; name a file to write")
     if target.exists() and not target.is_file():
-        raise UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
-                        f"not replaced; name a file to write")
+        raise _not_a_regular_file(path)
     return target
+
+
+def _not_a_regular_file(path: Path) -> UserError:
+    return UserError(f"{path}: exists and is not a regular file (a device, pipe or socket): "
+                     f"not replaced; name a file to write")
 
 
 def _followed(path: Path) -> Path:

@@ -90,6 +90,18 @@ def test_a_pipe_in_the_way_is_refused_not_replaced(tmp_path):
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["pipe"]
 
 
+def test_an_anonymous_pipe_named_through_proc_is_refused_in_the_same_line():
+    # `--out /dev/stdout | cat`: a link to "pipe:[N]", which no path reaches; followed, the
+    # write said "/proc/PID/fd/pipe:[N]: cannot write: No such file or directory"
+    read_end, write_end = os.pipe()
+    try:
+        with pytest.raises(UserError, match=r"exists and is not a regular file .* not replaced"):
+            atomic_write_text(f"/proc/self/fd/{write_end}", "x")
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
 def test_a_link_is_written_through_and_stays_a_link(tmp_path):
     (tmp_path / "real.json").write_text("old")
     (tmp_path / "link.json").symlink_to("real.json")
