@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, full_schema
-from traces.trace_checks import TraceInfo, check_schema, missing_manifest, parse_manifest
+from traces.trace_checks import TraceInfo, check_schema, check_table_names, missing_manifest, parse_manifest
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
@@ -155,6 +155,7 @@ def _validate(where: str, spark) -> TraceInfo:
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
         _Check("table", "empty table name", F.col("table") == "")], collect="table")
+    check_table_names(where, tables)
     known = sorted(procedures)
     flow_checks = nulls("flows") + non_negative("batch_id", "tuples", "bytes") + [
         _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))

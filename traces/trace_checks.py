@@ -366,7 +366,21 @@ def _check_accesses(where: str, files: list[Path]) -> set[str]:
     wide = [f for f in files if _key_may_hold_nulls(f)]
     for offset, file, batch in _batches(where, "accesses", files, ["key"], only=wide):
         _Batch(where, "accesses", offset, file, batch).no_nulls()
+    check_table_names(where, tables)
     return tables
+
+
+def check_table_names(where: str, tables) -> None:
+    """A traced table may not be named as a fragment (`T#3`) or a hot tuple (`T@KEY`) is:
+    every later step reads such a name as an item of table T, so `Dim#3` and `Dim@x` became
+    one table `Dim` (summed) in the design and the VoltDB DDL, unsaid."""
+    from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
+
+    odd = sorted(t for t in tables if FRAGMENT_NAME.match(t) or TUPLE_NAME.match(t))
+    if odd:
+        raise TraceError(f"{where}: accesses: table name {odd[0]!r} reads as a fragment (T#i) or a hot "
+                         f"tuple (T@KEY) of another table{f' (and {len(odd) - 1} more)' if len(odd) > 1 else ''}; "
+                         "rename it in the trace (no '@', no '#' and digits at the end)")
 
 
 def _check_flows(where: str, files: list[Path], procedures: set[str]) -> None:
