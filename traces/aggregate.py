@@ -273,6 +273,7 @@ def _small_jobs(F, txns, flows) -> dict[str, tuple[str, Callable[[], pa.Table]]]
                 F.percentile(duration, 0.95).alias("p95_cost_us"),
                 # the SP's own work where the trace tells it (null where it never does)
                 F.percentile(F.when(F.col("status") == "commit", F.col("work_us")), 0.5).alias("p50_work_us"),
+                count_if(F.size("partitions") > 1).alias("distributed"),
             ).toArrow())),
         "batches": ("distinct input batches", lambda: txns.agg(
             F.countDistinct("batch_id").alias("batches")).toArrow()),

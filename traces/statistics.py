@@ -50,6 +50,9 @@ PROCEDURES = pa.schema([
     # the median of the trace's `work_us` over commits: the SP's own work where the trace
     # tells it apart from the system's (null where it does not; absent in older statistics)
     ("p50_work_us", pa.float64()),
+    # executions that spanned more than one partition (2PC): where the trace times no work,
+    # their durations hold the protocol's waits (null in statistics written before)
+    ("distributed", pa.int64()),
 ])
 
 PROCEDURE_STATE = pa.schema([
@@ -93,8 +96,8 @@ STATE_KINDS = ("table", "fragment", "tuple", "window")
 UNIQUE = {"procedures": ("procedure",), "procedure_state": ("procedure", "state"),
           "streams": ("from_procedure", "to_procedure"), "state": ("state",)}
 
-NULLABLE = frozenset({"key", "p50_work_us"})  # columns where null means "not known"
-ADDED_LATER = {"procedures": ("p50_work_us",)}  # read as null from statistics written before
+NULLABLE = frozenset({"key", "p50_work_us", "distributed"})  # columns where null means "not known"
+ADDED_LATER = {"procedures": ("p50_work_us", "distributed")}  # read as null from statistics written before
 
 TABLES: dict[str, pa.Schema] = {
     "procedures": PROCEDURES,

@@ -78,6 +78,23 @@ def test_state_no_sp_accessed_and_a_short_trace_are_said():
     assert _unseen(list(spec.procedures), list(spec.tables), FEW_BATCHES) == []
 
 
+def test_sps_that_ran_distributed_with_no_timed_work_are_said(stats):
+    # a trace of a distributed deployment without work_us: the durations held 2PC waits, and
+    # the design was predicted at 25 tuples/s, unsaid
+    from collections import namedtuple
+
+    from advisor.statistics_workload import _distributed_share
+
+    root, _ = stats
+    procs = pq.read_table(root / "table" / "procedures.parquet").to_pandas()
+    assert "distributed" in procs and (procs["distributed"] <= procs["invocations"]).all()
+    Row = namedtuple("Row", "procedure invocations distributed")
+    line = _distributed_share([Row("A", 100, 90), Row("B", 100, 10), Row("C", 100, float("nan"))])
+    assert line.startswith("SP work from durations that hold 2PC waits: A (90%) ran as distributed")
+    assert "B (" not in line and "C (" not in line
+    assert _distributed_share([Row("B", 100, 10)]) == ""
+
+
 def _with_durations(src, dst, durations):
     """A copy of statistics `src` whose manifest says `durations` (None: says nothing)."""
     import shutil
