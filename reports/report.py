@@ -504,21 +504,28 @@ def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:
     own = sims.get(THIS_DESIGN)
     if own is None:
         return None
+    from advisor.selection import TIE_TOLERANCE
+
     own_sig = placement_signature(designs[THIS_DESIGN])
-    beaten, same, losing = [], [], []
+    beaten, same, tied, losing = [], [], [], []
     for name, d in designs.items():
         if name == THIS_DESIGN or sims.get(name) is None:
             continue
+        other = sims[name].throughput_tps
         if placement_signature(d) == own_sig:
             same.append(name)
-        elif own.throughput_tps > sims[name].throughput_tps:
+        elif abs(own.throughput_tps - other) <= TIE_TOLERANCE * max(own.throughput_tps, other):
+            tied.append(f"{name} ({other:,.0f} tuples/s)")  # as the pick counts a tie: within 2 %
+        elif own.throughput_tps > other:
             beaten.append(name)
         else:
-            losing.append(f"{name} ({sims[name].throughput_tps:,.0f} tuples/s)")
+            losing.append(f"{name} ({other:,.0f} tuples/s)")
+    head = f"This design ({own.throughput_tps:,.0f} tuples/s predicted)"
     if losing:
-        return {"ok": False, "text": f"This design ({own.throughput_tps:,.0f} tuples/s predicted) does NOT beat: "
-                + ", ".join(losing) + "."}
-    text = f"This design ({own.throughput_tps:,.0f} tuples/s predicted) beats every baseline in predicted throughput"
+        return {"ok": False, "text": f"{head} does NOT beat: " + ", ".join(losing)
+                + (f"; it ties {', '.join(tied)}" if tied else "") + "."}
+    text = (f"{head} ties {', '.join(tied)} (within {TIE_TOLERANCE:.0%}) and beats every other baseline"
+            if tied else f"{head} beats every baseline") + " in predicted throughput"
     if same:
         text += f"; {', '.join(same)} found the same placement"
     return {"ok": True, "text": text + "."}

@@ -72,3 +72,29 @@ def test_a_changed_design_is_compared_with_the_current_search(rec):
     html = build_report(computed, options=QUICK)
     assert "<td>advisor (current search)" in html
     assert moved.cost.total == pytest.approx(rec.design.cost.total)  # the caller's object is as it was
+
+
+def test_the_verdict_counts_a_prediction_within_two_percent_a_tie():
+    # "beats every baseline" over a 0.005 % difference, and "does NOT beat" an equal one, where
+    # recommend counts predictions within 2 % a tie
+    from types import SimpleNamespace
+
+    from costmodel.design import Design
+    from reports.report import THIS_DESIGN, _verdict
+
+    def design(p: int) -> Design:
+        return Design("move-micro", 2, 1, {"SP1": 0, "SP2": p}, {"T1": 0, "T2": p})
+
+    def sim(tps: float):
+        return SimpleNamespace(throughput_tps=tps)
+
+    designs = {THIS_DESIGN: design(1), "a": design(0), "b": design(0), "c": design(1)}
+    tied = _verdict(designs, {THIS_DESIGN: sim(1000.0), "a": sim(1000.0), "b": sim(900.0), "c": sim(1000.0)})
+    assert tied["ok"] and tied["text"] == ("This design (1,000 tuples/s predicted) ties a (1,000 tuples/s) "
+                                           "(within 2%) and beats every other baseline in predicted throughput; "
+                                           "c found the same placement.")
+    losing = _verdict(designs, {THIS_DESIGN: sim(1000.0), "a": sim(1015.0), "b": sim(1100.0)})
+    assert not losing["ok"] and losing["text"] == ("This design (1,000 tuples/s predicted) does NOT beat: "
+                                                   "b (1,100 tuples/s); it ties a (1,015 tuples/s).")
+    plain = _verdict(designs, {THIS_DESIGN: sim(1000.0), "a": sim(900.0)})
+    assert plain["text"] == "This design (1,000 tuples/s predicted) beats every baseline in predicted throughput."
