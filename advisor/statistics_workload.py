@@ -258,6 +258,11 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
                                 read_mostly=bool(flag)))
 
     assumed += _unseen(procedures, table_list, batches)
+    declared = manifest.get("procedures")
+    never_ran = [n for n in declared if isinstance(n, str) and n not in set(names)] if isinstance(declared, list) else []
+    if never_ran:  # (the manifest declares them; without a run they have no statistics to place by)
+        assumed.append(f"declared in the trace's manifest but never ran in it: {', '.join(never_ran[:5])}"
+                       f"{' ...' if len(never_ran) > 5 else ''} (not in the statistics: no design places them)")
     _within_a_run(procedures, stream_list, where)
     cycle = dataflow_cycle([(st.source, st.target) for st in stream_list])
     if cycle is not None:  # a hand-edited streams.parquet: refused as a spec's cycle is, by every command

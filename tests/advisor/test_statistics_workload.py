@@ -95,6 +95,21 @@ def test_sps_that_ran_distributed_with_no_timed_work_are_said(stats):
     assert _distributed_share([Row("B", 100, 10)]) == ""
 
 
+def test_an_sp_the_manifest_declares_that_never_ran_is_said(stats, tmp_path):
+    import shutil
+
+    root, _ = stats
+    ghost = tmp_path / "ghost"
+    shutil.copytree(root / "table", ghost)
+    manifest = json.loads((ghost / "_stats.json").read_text())
+    manifest["procedures"] = [*manifest["procedures"], "Ghost"]
+    (ghost / "_stats.json").write_text(json.dumps(manifest))
+    got = workload_from_statistics(ghost)
+    assert "Ghost" not in got.procedure_names
+    assert any(a.startswith("declared in the trace's manifest but never ran in it: Ghost") for a in got.assumed)
+    assert not any("never ran" in a for a in workload_from_statistics(root / "table").assumed)
+
+
 def _with_durations(src, dst, durations):
     """A copy of statistics `src` whose manifest says `durations` (None: says nothing)."""
     import shutil
