@@ -258,6 +258,10 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
                                 read_mostly=bool(flag)))
 
     assumed += _unseen(procedures, table_list, batches)
+    failing = [r.procedure for r in procs.itertuples(index=False) if r.invocations > 0 and r.commits == 0]
+    if failing:  # (its work and accesses are taken from the aborted executions)
+        assumed.append(f"never committed in the trace (every execution aborted): {', '.join(failing[:5])}"
+                       f"{' ...' if len(failing) > 5 else ''}; modelled as if each execution committed")
     declared = manifest.get("procedures")
     never_ran = [n for n in declared if isinstance(n, str) and n not in set(names)] if isinstance(declared, list) else []
     if never_ran:  # (the manifest declares them; without a run they have no statistics to place by)

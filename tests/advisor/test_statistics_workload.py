@@ -110,6 +110,23 @@ def test_an_sp_the_manifest_declares_that_never_ran_is_said(stats, tmp_path):
     assert not any("never ran" in a for a in workload_from_statistics(root / "table").assumed)
 
 
+def test_an_sp_that_never_committed_is_said(stats, tmp_path):
+    import shutil
+
+    root, _ = stats
+    failing = tmp_path / "failing"
+    shutil.copytree(root / "table", failing)
+    procs = pq.read_table(failing / "procedures.parquet").to_pandas()
+    procs.loc[procs["procedure"] == "TradeInsert", "aborts"] = procs.loc[procs["procedure"] == "TradeInsert", "invocations"]
+    procs.loc[procs["procedure"] == "TradeInsert", "commits"] = 0
+    procs.loc[procs["procedure"] == "TradeInsert", "abort_rate"] = 1.0
+    pq.write_table(pa.Table.from_pandas(procs, preserve_index=False), failing / "procedures.parquet")
+    got = workload_from_statistics(failing)
+    assert any(a.startswith("never committed in the trace (every execution aborted): TradeInsert;")
+               for a in got.assumed)
+    assert not any("never committed" in a for a in workload_from_statistics(root / "table").assumed)
+
+
 def _with_durations(src, dst, durations):
     """A copy of statistics `src` whose manifest says `durations` (None: says nothing)."""
     import shutil
