@@ -140,11 +140,19 @@ def _stop(spark) -> None:
             raise
 
 
-def check_options(granularity: str, hot_tuples: int) -> Granularity:
-    """Parse the CLI options early (before validation and Spark), one-line errors."""
+def check_options(granularity: str, hot_tuples: int | None) -> Granularity:
+    """Parse the CLI options early (before validation and Spark), one-line errors. `hot_tuples`
+    None: not given (the default for tuple granularity); given with another granularity it is
+    refused, as it would change nothing (it was ignored without a word)."""
+    if hot_tuples is None:
+        return parse_granularity(granularity)
     if hot_tuples < 0:
         raise TraceError(f"--hot-tuples must be >= 0, got {hot_tuples}")
-    return parse_granularity(granularity, hot_tuples)
+    gran = parse_granularity(granularity, hot_tuples)
+    if gran.kind != "tuple":
+        raise TraceError(f"--hot-tuples applies to --granularity tuple[:N] only, not {granularity!r} "
+                         "(it would change nothing)")
+    return gran
 
 
 # -- the Spark jobs ---------------------------------------------------------------------------------

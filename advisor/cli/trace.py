@@ -83,7 +83,8 @@ def aggregate(
     trace_dir: str = typer.Argument(..., help=TRACE_HELP),
     out: Path = typer.Option(..., "--out", "-o", help="statistics directory to write"),
     granularity: str = typer.Option("table", help="table | fragment:N | tuple[:N]"),
-    hot_tuples: int = typer.Option(100, help="tuple granularity: the K hottest tuples kept"),
+    hot_tuples: Optional[int] = typer.Option(None, help="tuple granularity: the K hottest tuples kept "
+                                             "(default 100; only with --granularity tuple)"),
     spark_master: Optional[str] = typer.Option(None, help="Spark master URL (default local[*])"),
     spark_conf: Optional[List[str]] = typer.Option(None, help="key=value, repeatable"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
@@ -93,7 +94,7 @@ def aggregate(
     from traces.aggregate import aggregate as run, check_options
     from traces.spark_session import parse_conf
 
-    gran = check_options(granularity, hot_tuples)
+    gran = check_options(granularity, hot_tuples)  # (--hot-tuples with another granularity: refused)
     conf = parse_conf(spark_conf)
     # (progress lines come from several threads: `say` writes each, fitted to the terminal, in one write)
     stats = run(trace_dir, out, gran, master=spark_master, conf=conf,

@@ -344,3 +344,18 @@ def test_a_statistics_integer_json_cannot_read_is_one_line(stats, capsys):
     (stats / "_stats.json").write_text(text.replace('"batches": 10', '"batches": ' + "9" * 5000, 1))
     assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
     assert "_stats.json: not valid JSON" in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("granularity", ["table", "fragment:4"])
+def test_hot_tuples_with_another_granularity_is_refused_not_ignored(good_trace, tmp_path, capsys, granularity):
+    from traces.aggregate import check_options
+
+    with pytest.raises(TraceError, match=r"--hot-tuples applies to --granularity tuple\[:N\] only"):
+        check_options(granularity, 5)
+    assert check_options(granularity, None).kind == granularity.split(":")[0]
+    assert check_options("tuple", None).hot_tuples == 100  # the default, where it applies
+    stats = tmp_path / "stats"
+    assert run_app(["trace", "aggregate", str(good_trace), "--out", str(stats), "--granularity", granularity,
+                    "--hot-tuples", "5"]) == 2
+    assert "--hot-tuples applies to --granularity tuple[:N] only" in one_error_line(capsys)
+    assert not stats.exists()
