@@ -19,7 +19,7 @@ from costmodel.design import Design
 from costmodel.design_file import edited_since_made
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
-from costmodel.granularity import base_table, workload_at
+from costmodel.granularity import base_table, with_hot_set, workload_at
 from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -285,6 +285,9 @@ def recommend(source: Source, machines: int | None = None,
     graph = graph.with_cluster(machines, partitions_per_machine)
     gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
+        hot = with_hot_set(current.state, graph.state_names)  # another trace's hot tuples: carried over
+        if hot is not None:
+            current = replace(current, state=hot)
         current, gone = current.without_gone(graph)  # what the workload dropped: judged without it
         current = current.with_windows(graph)  # one it leaves out: beside its owner, as everywhere
         _places_the_workload(current, graph)

@@ -9,12 +9,13 @@ profile kept in the design's provenance (or against `since`, the source it was m
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor.sources import Source, load_source
 from advisor.api import check_table_level, recommend
 from costmodel.design import Design
 from costmodel.errors import DesignError
+from costmodel.granularity import with_hot_set
 from advisor.profile import MAX_NAMED, Change, check_profile, compare_profiles, workload_profile
 
 DEFAULT_TOLERANCE = 0.10
@@ -36,6 +37,7 @@ class DriftCheck:
     unplaced: list[str] = field(default_factory=list)  # SPs or state of the workload the design lacks
     gone: list[str] = field(default_factory=list)  # what the design places that the workload no longer has
     note: str = ""  # where the figures are for other parameters than the design's recorded ones
+    hot_set: str = ""  # how the hot tuples changed, where the design was carried over to the new ones
 
     @property
     def ratio(self) -> float | None:
@@ -69,6 +71,8 @@ class DriftCheck:
                      f"tuples/s ({self.judged_by}): {self.ratio:.3f} of the best",
                      f"{verdict}: tolerance {self.tolerance:.0%}; reaching the best moves "
                      f"{self.megabytes_to_best:,.2f} MB"]
+        if self.hot_set:
+            lines.append(self.hot_set)
         if self.note:
             lines.append(f"note: {self.note}")
         if self.gone:
@@ -92,7 +96,7 @@ class DriftCheck:
                 "tolerance": self.tolerance, "judged_by": self.judged_by,
                 "deployed": self.deployed_tps, "best": self.best_tps, "ratio": self.ratio,
                 "megabytes_to_best": self.megabytes_to_best, "unplaced": list(self.unplaced),
-                "gone": list(self.gone), "note": self.note,
+                "gone": list(self.gone), "note": self.note, "hot_set": self.hot_set,
                 "compared_with": self.compared_with, "changes": [c.to_dict() for c in self.changes]}
 
 
@@ -115,6 +119,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     if before is not None:
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
+    design, out.hot_set = _carried_to_hot_set(design, graph)
     _check_granularity(design, graph)
     windows = graph.window_owners()  # a window the design leaves out lives with its owner
     out.unplaced = ([n for n in graph.proc_names if n not in design.procedures]
@@ -164,6 +169,20 @@ def _profile_before(design: Design, since: Source | None, graph) -> tuple[dict |
         return None, None
     check_profile(profile, "the design's provenance.workload_profile")
     return profile, "the design was made"
+
+
+def _carried_to_hot_set(design: Design, graph) -> tuple[Design, str]:
+    """`design` carried over to the source's hot tuples where both are at tuple granularity
+    and only the hot set differs (`costmodel.granularity.with_hot_set`), with a line saying
+    how it changed; else `design` as it is and ""."""
+    state = with_hot_set(design.state, graph.state_names)
+    if state is None or state == design.state:
+        return design, ""
+    new = sum(1 for n in state if n not in design.state)
+    gone = sum(1 for n in design.state if n not in state)
+    return (replace(design, state=state),
+            f"hot tuples changed: {new} new (judged where their fragments are), {gone} no longer hot "
+            "(their rows are in their fragments)")
 
 
 def _check_granularity(design: Design, graph) -> None:

@@ -202,3 +202,27 @@ def test_a_table_that_grew_is_named_and_every_change_is_in_the_json(tmp_path, ca
     text = capsys.readouterr().out
     assert text.count("  state size ") == 5
     assert f"  ... and {len(spec.tables) - 5} more state size change(s) (--json lists every one)" in text
+
+
+def test_a_design_of_other_hot_tuples_is_carried_over_not_called_another_granularity(tmp_path, capsys):
+    # two traces of one workload at tuple granularity hold different hot keys: check said "the
+    # design and the source place state at different granularities" (exit 2), and recommend
+    # --current that the design does not place the new hot tuples
+    from costmodel.granularity import fragment_name, fragment_of, tuple_name, with_hot_set, workload_at
+
+    w = load_workload("move-micro")
+
+    def at(hot):
+        return workload_at(w, [fragment_name(t.name, i) for t in w.tables for i in range(4)]
+                           + [tuple_name("T1", k) for k in hot])
+
+    before, now = at([1, 2]), at([2, 3])
+    design = recommend(before, machines=2, objective="cost").design
+    carried = with_hot_set(design.state, [s.name for s in now.tables])
+    assert "T1@1" not in carried and carried["T1@2"] == design.state["T1@2"]
+    assert carried["T1@3"] == design.state[fragment_name("T1", fragment_of(3, 4))]  # where its rows were
+    assert with_hot_set({"T1": 0}, ["T1@3"]) is None  # a table-level design: not a change of hot set
+    result = check_drift(design, now)
+    assert result.within and result.hot_set.startswith("hot tuples changed: 1 new")
+    rec = recommend(now, current=design)
+    assert rec.migration is not None
