@@ -52,8 +52,15 @@ class TuningRound:
     def to_dict(self) -> dict:
         return {"round": self.index, "change": self.change or "", "procedures": len(self.workload.procedures),
                 "tables": len(self.workload.tables), "cost": self.cost, "predicted_tps": self.predicted_tps,
-                # (`is not None`: Suggestions of which none helps are empty, and still name the bottleneck)
-                "bottleneck": self.suggestions.bottleneck.resource if self.suggestions is not None else ""}
+                "bottleneck": self.bottleneck}
+
+    @property
+    def bottleneck(self) -> str:
+        """The busiest resource of this round's design: what its suggestions were tried
+        against, or its own simulation's where none were (the last round's was empty)."""
+        if self.suggestions is not None:  # (Suggestions of which none helps are empty, and still name it)
+            return self.suggestions.bottleneck.resource
+        return str(getattr(self.sim, "bottleneck", "") or "")
 
 
 @dataclass
@@ -180,7 +187,8 @@ class TuningStudy:
                 names.append(spec.name)
                 names.append(_made_from(r.design, spec).save(staged / f"round-{r.index:02d}.design.json").name)
             best = self.best if self.rounds else None
-            manifest = {"rounds": len(self.rounds), "stopped": self.stopped, "files": names,
+            # ("rounds" as `advisor tune --json` gives them: a list, where a count stood)
+            manifest = {"rounds": [r.to_dict() for r in self.rounds], "stopped": self.stopped, "files": names,
                         "best_round": None if best is None else best.index,
                         "best_predicted_tuples_per_s": None if best is None else best.predicted_tps}
             atomic_write_text(staged / SAVED_MARKER, json.dumps(manifest, indent=2) + "\n")
