@@ -257,8 +257,9 @@ def check_comparable(current: Design, new: Design) -> None:
     for what, a, b in (("procedure", current.procedures, new.procedures), ("state item", current.state, new.state)):
         only = sorted(set(a) ^ set(b))
         if only:
-            which = "the first" if only[0] in a else "the second"
-            raise DesignError(f"only {which} design places {what} {only[0]!r} (both must place "
+            # (in the user's terms: diff's --current and --design; "the first" named neither)
+            which = "the current design (--current)" if only[0] in a else "the new design (--design)"
+            raise DesignError(f"only {which} places {what} {only[0]!r} (both must place "
                               f"the same {what}s, at the same granularity)")
 
 

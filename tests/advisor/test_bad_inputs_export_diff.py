@@ -18,6 +18,7 @@ from advisor.cli import run_app
 from advisor.data_parallel import data_parallel_variant
 from advisor.export import CSV_COLUMNS, export_design
 from advisor.export_voltdb import escaped
+from costmodel.design import Design
 from costmodel.errors import DesignError
 from costmodel.workload import Access, Procedure, Stream, Table, Window, Workload
 
@@ -138,3 +139,17 @@ def test_csv_rows_stay_one_per_node(weird):
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert rows[0] == list(CSV_COLUMNS) and all(len(r) == len(CSV_COLUMNS) for r in rows)
     assert sorted(r[1] for r in rows[1:]) == sorted(escaped(n) for n in (TABLE, WRITER, READER, WINDOW))
+
+
+def test_diff_names_the_design_that_places_more_as_the_user_gave_it(tmp_path, capsys):
+    # "only the first design places state item 'CardProfiles'": the user gave --current and --design
+    w = load_workload("move-micro")
+    table = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    split = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1#0": 0, "T1#1": 1, "T2": 1})
+    assert w.name == "move-micro"
+    current, new = table.save(tmp_path / "t.json"), split.save(tmp_path / "s.json")
+    assert run_app(["diff", "--current", str(current), "--design", str(new), "move-micro"]) == 2
+    err = capsys.readouterr().err
+    assert "only the current design (--current) places state item 'T1'" in err, err
+    assert run_app(["diff", "--current", str(new), "--design", str(current), "move-micro"]) == 2
+    assert "only the new design (--design) places state item 'T1'" in capsys.readouterr().err
