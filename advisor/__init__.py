@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # for the annotations only: at run time these load on first u
     from costmodel.calibration import Calibration
     from costmodel.design import Design
     from advisor.sources import Source
+    from engine_sim.sim.result import SimResult
     from reports.tuning import TuningRound, TuningStudy
 
 # name -> (home module, name there): the existing functions and types, imported on first use
@@ -40,7 +41,6 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "recommend": ("advisor.api", "recommend"),
     "evaluate": ("advisor.api", "evaluate"),
     "diff": ("advisor.api", "diff"),  # what `advisor diff` runs
-    "simulate": ("engine_sim.sim", "simulate"),  # what `advisor simulate` runs
     "validate": ("reports.validation", "validate_design"),  # what `advisor validate` runs
     "Calibration": ("costmodel.calibration", "Calibration"),
     "Design": ("costmodel.design", "Design"),
@@ -48,7 +48,7 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "Recommendation": ("advisor.api", "Recommendation"),
 }
 
-__all__ = sorted([*_FACADE_HOMES, "tune", "plot_graph", "plot_workload"])
+__all__ = sorted([*_FACADE_HOMES, "simulate", "tune", "plot_graph", "plot_workload"])
 
 
 def __getattr__(name: str) -> object:
@@ -63,6 +63,22 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+def simulate(workload: Source, design: Design | str | Path, **options) -> SimResult:
+    """What `advisor simulate` runs: `engine_sim.sim.simulate(workload, design, **options)`
+    (its options: scheduler, move, calibration, input_rate, batches, seed, latency_bound_s,
+    batch_size, tolerance), with `workload` read as every verb reads a source, a statistics
+    directory included (the simulator's own reader takes a name or a spec only; the command
+    and `validate` took the directory, this did not)."""
+    import os
+
+    from advisor.sources import load_workload
+    from engine_sim.sim import simulate as run
+
+    if isinstance(workload, (str, os.PathLike)):
+        workload = load_workload(workload)
+    return run(workload, design, **options)
 
 
 def tune(source: Source, machines: int | None = None, rounds: int = 5, *,

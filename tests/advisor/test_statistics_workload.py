@@ -211,6 +211,9 @@ def test_every_command_takes_a_statistics_directory(stats, tmp_path, capsys):
     assert run_app(["evaluate", "--design", str(design), source]) == 0
     assert run_app(["simulate", source, "--design", str(design), "--batches", "200"]) == 0
     assert "tuples/s" in capsys.readouterr().out
+    import advisor  # the Python verb takes the directory too (it said "a directory, not a spec file")
+
+    assert advisor.simulate(source, str(design), batches=200).throughput_tps > 0
     assert run_app(["validate", "--design", str(design), source, "--sim", "--batches", "100"]) == 0
     assert "assumed where the trace cannot tell" in capsys.readouterr().out
     assert run_app(["run", source, "--design", str(design), "--batches", "40", "--in-process",
