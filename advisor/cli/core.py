@@ -8,7 +8,7 @@ from typing import Literal, Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.format import assumption_lines, candidate_table, design_table
+from advisor.cli.format import assumption_lines, candidate_table, design_table, name_width, shortened
 from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
                                  jobs_option, json_option, load_calibration, not_applicable, seed_option,
                                  weight_option, workload_argument, workload_for)
@@ -82,7 +82,8 @@ def recommend(
     say(f"workload {rec.graph.name}: {cluster_text(d.machines, d.partitions_per_machine)}, "
         f"weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
     note = rec.granularity_note()
-    lines = objective_lines(rec.selection)
+    rows = candidate_rows(rec)
+    lines = objective_lines(rec.selection, shortened_to=name_width(rows))  # the pick named as its row is
     if rec.migration is not None:  # the selection's pick is the best without a move budget
         lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
     elif rec.lanes_picked:  # the pool's pick, before its lanes won (the granularity line's figure is the design's)
@@ -92,7 +93,7 @@ def recommend(
     say("")
     say(design_table(d, rec.design_graph))
     say("")
-    say(candidate_table(candidate_rows(rec), show_predicted=rec.selection.objective == "throughput"))
+    say(candidate_table(rows, show_predicted=rec.selection.objective == "throughput"))
     note = screening_note(rec.selection)
     if note:
         say(note)
@@ -139,8 +140,10 @@ def migration_lines(plan) -> list[str]:
     return lines
 
 
-def objective_lines(sel) -> list[str]:
-    """How the recommendation was picked, in a line or two (a fallback says why)."""
+def objective_lines(sel, shortened_to: int | None = None) -> list[str]:
+    """How the recommendation was picked, in a line or two (a fallback says why); the pick's
+    name `shortened` to `shortened_to` characters, as the candidate table's row shows it (the
+    line said 'search: metis 2 machines ufactor=1' above a row 'metis 2 machines ufactor=1')."""
     if sel.objective == "cost":
         head = "objective: cost (the cheapest design by the cost model; nothing simulated)"
         if sel.requested != "cost":
@@ -151,7 +154,8 @@ def objective_lines(sel) -> list[str]:
         return [head]
     c = sel.chosen
     shown = sel.prediction if sel.prediction is not None else c.predicted_tps
-    lines = [f"objective: throughput: picked {c.label!r}, predicted {shown:,.0f} tuples/s "
+    label = c.label if shortened_to is None else shortened(c.label, shortened_to)
+    lines = [f"objective: throughput: picked {label!r}, predicted {shown:,.0f} tuples/s "
              f"(simulator, {sel.calibration_label}, {sel.prediction_batches or c.batches} batches; "
              f"{sel.simulated} of {sel.distinct} distinct candidates "
              f"simulated in {sel.sim_s:.1f} s"

@@ -27,13 +27,19 @@ def shortened(name: str, width: int) -> str:
     return name[:head] + "..." + name[-(width - 3 - head):]
 
 
+def name_width(rows: list[tuple]) -> int:
+    """The width of `candidate_table`'s name column for these rows (names past it are
+    `shortened`: the pick's name elsewhere is said as its row shows it)."""
+    return min(NAME_WIDTH, max([20] + [len(r[0]) for r in rows]))
+
+
 def candidate_table(rows: list[tuple[str, object, float | None, float | None]],
                     show_predicted: bool = True) -> str:
     """Rows of (name, CostBreakdown, estimated tuples/s, predicted tuples/s), each None when
     unknown: the cost the search minimises, whether the design fits the memory limits, the
     busy-time estimate and the simulator's prediction (both tuples/s), and the prediction
     over the fastest one's."""
-    width = min(NAME_WIDTH, max([20] + [len(r[0]) for r in rows]))
+    width = name_width(rows)
     head = f"{'design':<{width}} {'cost':>7}  feasible"
     if show_predicted:
         head += f" {'estimated':>10} {'predicted':>10} {'vs best':>7}"

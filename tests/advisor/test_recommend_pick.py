@@ -255,3 +255,16 @@ def test_one_candidate_is_still_predicted_as_the_report_and_simulate_predict_it(
     assert rec.prediction is not None and rec.prediction == simulate(rec.workload, rec.design).throughput_tps
     assert run_app(["recommend", "window-micro", "--machines", "2"]) == 0
     assert f"; predicted {rec.prediction:,.0f} tuples/s" in capsys.readouterr().out.splitlines()[1]
+
+
+def test_the_objective_line_names_the_pick_as_its_row_in_the_table_does(capsys):
+    # it said 'search: metis 2 machines ufactor=1' above a row 'metis 2 machines ufactor=1'
+    import re
+
+    from advisor.cli import run_app
+
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4", "--partitions-per-machine", "2"]) == 0
+    out = capsys.readouterr().out
+    picked = re.search(r"^objective: throughput: picked '(.+?)', predicted", out, re.M).group(1)
+    rows = [m.group(1) for m in re.finditer(r"^(.+?)\s+\d+\.\d{4}  (?:yes|NO)", out, re.M)]  # each row's name
+    assert picked in rows, (picked, rows[:8])
