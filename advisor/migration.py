@@ -84,7 +84,8 @@ class DesignDiff:
         c = self.current
         lines = [f"{c.workload}: {cluster_text(c.machines, c.partitions_per_machine)}"
                  + ("; the new design's machines and partitions renamed to move least (and predicted "
-                    "as renamed: the partitions' order is the locks' order)" if self.relabelled else ""),
+                    "as renamed: the partitions' order is the locks' order; `advisor diff --out FILE` "
+                    "writes it so, as to deploy it)" if self.relabelled else ""),
                  f"moves: {len(self.procedure_moves)} SPs, {len(self.state_moves)} state items, "
                  f"{self.megabytes_moved:,.3f} MB; estimated copy {self.copy_seconds:.3f} s"]
         now, new = self.predicted_tps.get("current"), self.predicted_tps.get("new")

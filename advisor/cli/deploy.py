@@ -9,7 +9,7 @@ import typer
 
 from advisor.cli.app import app
 from advisor.cli.grammar import (DeployedAndNewCommand, DesignCommand, calibration_option, design_option,
-                                 json_option, load_calibration, print_result, design_seed_option,
+                                 file_out_option, json_option, load_calibration, print_result, design_seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import working
 
@@ -40,16 +40,24 @@ def diff(
     relabel: bool = typer.Option(True, "--relabel/--no-relabel",
                                  help="rename the new design's machines and partitions to move least"),
     seed: Optional[int] = design_seed_option(),
+    out: Optional[Path] = file_out_option(None, "write the new design as its moves are counted here "
+                                                "(renamed to move least: what to deploy)"),
     as_json: bool = json_option(),
 ) -> None:
     """What moves from the deployed design (--current) to another (--design): SPs, state items,
     bytes, copy time, speed."""
     from advisor.api import diff as run
+    from costmodel.files import check_writable
 
+    if out is not None:  # said now, not after the comparison
+        check_writable(out, inputs=(current, new, calibration, workload))
     source = workload_for(new, workload)
     with working("comparing the designs"):
         d = run(current, new, source, calibration=load_calibration(calibration), seed=seed, relabel=relabel)
-    print_result(d.to_dict(), lambda: diff_lines(d, str(current), str(new)), as_json)
+    if out is not None:  # (the moves are counted against the renamed design: --design as given moves more)
+        d.new.save(out)
+    print_result(d.to_dict(), lambda: diff_lines(d, str(current), str(new)) + (
+        [f"wrote {out}: the new design as its moves are counted"] if out is not None else []), as_json)
 
 
 @app.command(cls=DesignCommand)

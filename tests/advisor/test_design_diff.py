@@ -94,6 +94,23 @@ def test_cli_diff_human_and_json(tpcdi, tmp_path, capsys):
     assert f"{table.bytes / 1e6:,.3f} MB" in out and table.name in out and "simulator: current" in out
 
 
+def test_diff_out_writes_the_renamed_design_its_moves_are_counted_against(tpcdi, tmp_path, capsys):
+    # diff counted the moves to a renamed design no command wrote: export wrote the design as
+    # given, whose migration moves more
+    design, graph, _ = tpcdi
+    used = sorted({p for p in design.state.values() if p is not None})
+    renamed = _swap_machines(design, used[0], used[1])
+    a, b = design.save(tmp_path / "a.json"), renamed.save(tmp_path / "b.json")
+    out = tmp_path / "deploy.json"
+    assert run_app(["diff", "--current", str(a), "--design", str(b), "tpcdi-trade", "--out", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    written = json.loads(out.read_text())
+    placed = {n: v["partition"] for n, v in written["procedures"].items()}
+    assert placed == design.procedures  # renamed back onto the deployed machines: nothing moves
+    assert run_app(["diff", "--current", str(a), "--design", str(out), "tpcdi-trade", "--no-relabel", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["moves"] == []
+
+
 def test_bad_diff_inputs_are_one_line_and_exit_2(tpcdi, tmp_path, capsys):
     design, _, _ = tpcdi
     a = design.save(tmp_path / "a.json")
