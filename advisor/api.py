@@ -87,6 +87,23 @@ class Recommendation:
         return (f"granularity: {finer} fragment/tuple items; the pick splits "
                 f"{', '.join(split[:5])}{' ...' if len(split) > 5 else ''} across partitions")
 
+    def pick_lines(self, shortened_to: int | None = None) -> list[str]:
+        """How the design was picked, as `recommend` prints it: the objective line (the
+        pool's pick named as the unconstrained or table-level pick where a move budget or
+        lanes changed it), the simulated search, notes, the granularity and the declared rate.
+        `shortened_to`: the pick's name as a candidate table of that name width shows it."""
+        from advisor.recommendation_text import declared_rate_lines, objective_lines
+
+        if self.selection is None:
+            return []
+        lines = objective_lines(self.selection, shortened_to=shortened_to)
+        if self.migration is not None:  # the selection's pick is the best without a move budget
+            lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
+        elif self.lanes_picked:  # the pool's pick, before its lanes won (the granularity line's figure is the design's)
+            lines[0] = lines[0].replace(": picked ", ": table-level pick ", 1)
+        note = self.granularity_note()
+        return lines + ([note] if note else []) + declared_rate_lines(self)
+
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}
 
@@ -206,7 +223,12 @@ class Recommendation:
             0 < c.batches < self.selection.prediction_batches for c in self.selection.candidates
             if c.predicted_tps is not None)
         formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps")}
+        from advisor.recommendation_text import idle_line, migration_lines
+
+        told = [x for x in self.pick_lines() if x != note] + ([idle_line(self.design)] if idle_line(self.design) else [])
+        told += migration_lines(self.migration) if self.migration is not None else []
         return (head + "<br>" + self.design._repr_html_()
+                + "".join("<br>" + e(x) for x in told)
                 + ("<br>" + e(note) if note else "")
                 + "<br>" + "<br>".join(e(x) for x in self.bottleneck.describe())
                 + frame.to_html(formatters=formats, float_format=lambda x: f"{x:.4f}", na_rep="-")

@@ -75,7 +75,9 @@ class MigrationPlan:
         # (nothing to move: the fractions would all be "<= 0.000 MB", each the deployed design)
         budgets = [(f * top, f"<= {f * top:,.3f} MB") for f in BUDGET_FRACTIONS] if top > 0 else []
         if self.max_move_mb is not None and self.max_move_mb < top:
-            budgets.append((self.max_move_mb, f"<= {self.max_move_mb:,.3f} MB (asked)"))
+            asked = f"<= {self.max_move_mb:,.3f} MB"  # one row where it is a fraction's (it was listed twice)
+            budgets = [(mb, label) for mb, label in budgets if label != asked]
+            budgets.append((self.max_move_mb, f"{asked} (asked)"))
         return ([("no move", self.reachable[0])]
                 + [(label, self.best_within(mb)) for mb, label in sorted(budgets)]
                 + [("unconstrained", self.best)])

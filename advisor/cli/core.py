@@ -8,7 +8,8 @@ from typing import Literal, Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.format import assumption_lines, candidate_table, design_table, name_width, shortened
+from advisor.cli.format import assumption_lines, candidate_table, design_table, name_width
+from advisor.recommendation_text import migration_lines, screening_note
 from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
                                  jobs_option, json_option, load_calibration, not_applicable, seed_option,
                                  weight_option, workload_argument, workload_for)
@@ -81,15 +82,9 @@ def recommend(
     weights = d.weights
     say(f"workload {rec.graph.name}: {cluster_text(d.machines, d.partitions_per_machine)}, "
         f"weights alpha={weights.alpha:g} beta={weights.beta:g} gamma={weights.gamma:g}")
-    note = rec.granularity_note()
     rows = candidate_rows(rec)
-    lines = objective_lines(rec.selection, shortened_to=name_width(rows))  # the pick named as its row is
-    if rec.migration is not None:  # the selection's pick is the best without a move budget
-        lines[0] = lines[0].replace(": picked ", ": unconstrained pick ", 1)
-    elif rec.lanes_picked:  # the pool's pick, before its lanes won (the granularity line's figure is the design's)
-        lines[0] = lines[0].replace(": picked ", ": table-level pick ", 1)
-    for line in lines + ([note] if note else []) + declared_rate_lines(rec) + assumption_lines(rec.workload):
-        say(line)
+    for line in rec.pick_lines(shortened_to=name_width(rows)) + assumption_lines(rec.workload):
+        say(line)  # (the pick named as its row in the table below is)
     say("")
     say(design_table(d, rec.design_graph))
     say("")
@@ -110,99 +105,14 @@ def recommend(
         say(f"\nwrote {out}")
 
 
-def declared_rate_lines(rec) -> list[str]:
-    """Whether the pick's predicted maximum sustains the rate the workload declares (its
-    `[input] rate`, a trace's too), as `simulate` says it."""
-    from engine_sim.sim.run import declared_rate_line
-
-    w = rec.workload
-    if w is None or not w.input.rate or not rec.prediction:
-        return []
-    batch = w.input.batch_size
-    return [declared_rate_line(w, rec.prediction / batch, batch)]
 
 
-def migration_lines(plan) -> list[str]:
-    """The pick from the deployed design and the frontier of megabytes against speed."""
-    by = {"simulator": "predicted tuples/s", "estimate": "estimated tuples/s", "cost": "cost"}[plan.judged_by]
-    c = plan.chosen
-    lines = [f"from the deployed design: picked {c.label!r}, moving {c.megabytes:,.3f} MB"
-             + (f" (budget {plan.max_move_mb:,.3f} MB)" if plan.max_move_mb is not None else "")
-             + f"; {len(plan.reachable)} designs weighed, by {by}",
-             f"  {'budget':<30}  {'MB moved':>10}  {by:>18}  design"]
-    if plan.gone:
-        lines.insert(1, f"the workload no longer has {len(plan.gone)} of what the deployed design places "
-                        f"({', '.join(plan.gone[:5])}{' ...' if len(plan.gone) > 5 else ''}): judged without them")
-    for budget, r in plan.frontier():
-        value = r.speed(plan.judged_by)
-        shown = "-" if value is None else (f"{-value:.4f}" if plan.judged_by == "cost" else f"{value:,.0f}")
-        lines.append(f"  {budget:<30}  {r.megabytes:>10,.3f}  {shown:>18}  {r.label[:40]}")
-    return lines
 
 
-def objective_lines(sel, shortened_to: int | None = None) -> list[str]:
-    """How the recommendation was picked, in a line or two (a fallback says why); the pick's
-    name `shortened` to `shortened_to` characters, as the candidate table's row shows it (the
-    line said 'search: metis 2 machines ufactor=1' above a row 'metis 2 machines ufactor=1')."""
-    if sel.objective == "cost":
-        head = "objective: cost (the cheapest design by the cost model; nothing simulated)"
-        if sel.requested != "cost":
-            head = f"objective: throughput requested, FELL BACK to cost: {sel.note.removeprefix('picked by cost: ')}"
-            if sel.prediction is not None:  # (the one candidate: simulated all the same)
-                head += (f"; predicted {sel.prediction:,.0f} tuples/s (simulator, {sel.calibration_label}, "
-                         f"{sel.prediction_batches} batches)")
-        return [head]
-    c = sel.chosen
-    shown = sel.prediction if sel.prediction is not None else c.predicted_tps
-    label = c.label if shortened_to is None else shortened(c.label, shortened_to)
-    lines = [f"objective: throughput: picked {label!r}, predicted {shown:,.0f} tuples/s "
-             f"(simulator, {sel.calibration_label}, {sel.prediction_batches or c.batches} batches; "
-             f"{sel.simulated} of {sel.distinct} distinct candidates "
-             f"simulated in {sel.sim_s:.1f} s"
-             + (f"; {sel.enumerated} of them from trying every assignment to machines"
-                if sel.enumerated else "") + ")"]
-    imp = sel.improvement
-    if imp is not None and imp.simulated:
-        lines.append(f"simulated search from the pool's pick: {imp.simulated} designs simulated, "
-                     + (f"{imp.start_tps:,.0f} -> {imp.end_tps:,.0f} tuples/s "
-                        f"({imp.end_tps / imp.start_tps:.2f}x: {moves_text(imp.moves)})" if imp.improved
-                        else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)"))
-    elif imp is not None and imp.skipped:
-        lines.append(f"simulated search skipped: {imp.skipped}")
-    if sel.note:
-        lines.append(f"note: {sel.note}")
-    return lines
 
 
-def moves_text(moves: list[str]) -> str:
-    """The simulated search's moves in a line: a run of moves the estimate's climb took said
-    once as such ("by the estimate: a, b, c"), not "(estimate)" after each."""
-    tag = " (estimate)"
-    parts, run = [], []
-    for m in list(moves) + [None]:
-        if m is not None and m.endswith(tag):
-            run.append(m[: -len(tag)])
-            continue
-        if run:
-            parts.append(f"by the estimate: {', '.join(run)}" if len(run) > 1 else f"{run[0]}{tag}")
-            run = []
-        if m is not None:
-            parts.append(m)
-    return "; ".join(parts)
 
 
-def screening_note(sel) -> str:
-    """Why the table's figures differ from the one above, where they do: the candidates were
-    run side by side on fewer batches ('' where they were not, or nothing was simulated)."""
-    if sel.objective != "throughput" or not sel.prediction_batches:
-        return ""
-    shorter = sorted({o.batches for o in sel.candidates
-                      if o.predicted_tps is not None and 0 < o.batches < sel.prediction_batches})
-    if not shorter:
-        return ""
-    runs = f"{shorter[0]}" if len(shorter) == 1 else f"{shorter[0]}-{shorter[-1]}"
-    return (f"predicted: the candidates side by side on {runs} batches each, shorter runs than the "
-            f"recommendation's {sel.prediction_batches} above, so their figures differ from it")
 
 
 def candidate_rows(rec) -> list[tuple[str, object, float | None, float | None]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from costmodel.design import Design
 from costmodel.design_view import lane_partitions
 from costmodel.graph import WorkloadGraph
+from advisor.recommendation_text import idle_line, shortened  # (format shows the text the API words)
 
 
 def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | None = None) -> str:
@@ -15,16 +16,6 @@ def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | 
 NAME_WIDTH = 32  # a longer candidate name is shortened, so a row fits 80 columns
 
 
-def shortened(name: str, width: int) -> str:
-    """`name` in `width` characters: the search's "search: " prefix dropped first, then cut in
-    the middle (names differ at their ends: "... ufactor=30 seed#1", "... seed#0")."""
-    if len(name) <= width:
-        return name
-    name = name.removeprefix("search: ")
-    if len(name) <= width:
-        return name
-    head = (width - 3) // 2
-    return name[:head] + "..." + name[-(width - 3 - head):]
 
 
 def name_width(rows: list[tuple]) -> int:
@@ -78,21 +69,12 @@ def design_table(design: Design, graph: WorkloadGraph, limit: int = 40) -> str:
     replicated = [n for n, p in design.state.items() if p is None]
     if replicated:
         lines.append(f"replicated on every partition: {', '.join(replicated)}")
-    idle = idle_machines(design)
+    idle = idle_line(design)
     if idle:
-        shown = ", ".join(map(str, idle[:8])) + (", ..." if len(idle) > 8 else "")
-        lines.append(f"uses {design.machines - len(idle)} of {design.machines} machines; "
-                     f"idle: {shown}")
+        lines.append(idle)
     return "\n".join(lines)
 
 
-def idle_machines(design: Design) -> list[int]:
-    """The machines no SP runs on and no state item is placed on (a replicated table's copies
-    aside): a design that leaves machines idle is telling the user so."""
-    ppm = design.partitions_per_machine
-    used = {p // ppm for p in design.procedures.values()}
-    used |= {p // ppm for p in design.state.values() if p is not None}
-    return [m for m in range(design.machines) if m not in used]
 
 
 def assumption_lines(workload) -> list[str]:

@@ -171,7 +171,8 @@ def test_recommend_on_a_real_terminal_spins_on_stderr_and_prints_its_result_on_s
 def test_a_design_that_leaves_machines_idle_says_so_in_one_line():
     """`recommend` on a cluster larger than its pick needs lists the machines nothing runs on
     (the partition lines alone leave the user to notice what is missing)."""
-    from advisor.cli.format import design_table, idle_machines
+    from advisor.cli.format import design_table
+    from advisor.recommendation_text import idle_machines
     from costmodel.design import Design
 
     spread = Design("w", 4, 2, {"A": 0, "B": 7}, {"T": 2, "R": None})
@@ -214,7 +215,7 @@ def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, 
 
 
 def test_the_estimates_moves_are_said_once_as_such():
-    from advisor.cli.core import moves_text
+    from advisor.recommendation_text import moves_text
 
     moves = ["start from 'x'", "A -> partition 1 (estimate)", "B -> partition 2 (estimate)",
              "partitions 0 and 1 trade places", "C -> partition 3 (estimate)"]
