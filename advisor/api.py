@@ -54,11 +54,26 @@ class Recommendation:
     def design_graph(self) -> WorkloadGraph:
         """The graph at the design's granularity: `graph`, or the workload split into the
         fragments a data-parallel pick places."""
-        if self.workload is None or all(n in self.graph._state_index for n in self.design.state):
+        return self._graph_of(self.design)
+
+    def _graph_of(self, design: Design) -> WorkloadGraph:
+        if self.workload is None or all(n in self.graph._state_index for n in design.state):
             return self.graph
-        at = workload_at(self.workload.with_cluster(self.design.machines, self.design.partitions_per_machine),
-                         self.design.state)
+        at = workload_at(self.workload.with_cluster(design.machines, design.partitions_per_machine), design.state)
         return WorkloadGraph.from_workload(at)
+
+    def _granularity_design(self) -> tuple[str, Design] | None:
+        """The other side of the granularity comparison as a design, named as its row in
+        `to_frame` is: the table-level pick beside lanes that won, or the variant beside a
+        table-level pick (None where lanes were not weighed)."""
+        dp = self.data_parallel
+        if dp is None:
+            return None
+        if not dp.picked:
+            return "data-parallel variant", dp.variant
+        c = self.selection.chosen
+        return "table-level pick", Design.from_arrays(self.graph, c.proc_part, c.state_part, self.design.weights,
+                                                      method="table-level pick")
 
     @property
     def bottleneck(self) -> costmodel.Bottleneck:
@@ -199,14 +214,16 @@ class Recommendation:
         from reports.figures import plot_graph
 
         designs = self.all_designs()
+        other = self._granularity_design()  # (a row of `to_frame` too: it could not be drawn)
+        if other is not None:
+            designs[other[0]] = other[1]
         if not isinstance(name, str):  # a Design (another workload's, say) was an unhashable TypeError
             other = "; any other design: advisor.plot_graph(design, source)" if isinstance(name, Design) else ""
             raise AdvisorError(f"name must be the name of a design in this recommendation ({', '.join(designs)}), "
                                f"got {type(name).__name__}{other}")
         if name not in designs:
             raise AdvisorError(f"no design {name!r} in this recommendation: it has {', '.join(designs)}")
-        graph = self.design_graph if name == "recommended" else self.graph
-        return plot_graph(designs[name], graph, ax=ax, max_nodes=max_nodes)
+        return plot_graph(designs[name], self._graph_of(designs[name]), ax=ax, max_nodes=max_nodes)
 
     def _repr_html_(self) -> str:
         e = html.escape

@@ -85,6 +85,11 @@ def test_a_lanes_pick_renders_in_a_notebook_as_the_cli_shows_it():
     page = lanes._repr_html_()
     assert "granularity: picked data-parallel ScoreCard" in page and "table-level pick" in page
     assert "58,718" in page and not any(f"{v:.4f}" in page for v in frame["predicted_tps"].dropna())
+    # every row of the frame draws (the table-level pick's was "no design 'table-level pick'")
+    for name in frame.index:
+        assert lanes.plot_design(name) is not None, name
+    table = lanes.plot_design("table-level pick")
+    assert "CardProfiles" in {t.get_text() for t in table.texts}  # on the table-level graph, not its fragments
 
 
 def test_a_recommendation_renders_the_lines_recommend_prints(capsys):
