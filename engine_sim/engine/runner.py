@@ -293,12 +293,16 @@ def _migration_plan(workload, design, plan, compiled, batches, migration: Migrat
     return migration_plan(workload, design, migration.to, plan, compiled, batches, migration.at_batch)
 
 
+PER_TXN_S, PER_TUPLE_S = 0.04, 200e-6  # far above what a healthy transaction takes, and a tuple of it
+
+
 def default_timeout_s(plan, batches: int) -> float:
     """A deadline no healthy run comes near: a minute, plus 40 ms per transaction the run
     executes (every lane of every unit, every batch; a healthy one takes well under 1 ms,
-    a crash's replay runs some of them twice)."""
+    a crash's replay runs some of them twice) and 0.2 ms per tuple of its batch (a healthy
+    one takes about 0.04 ms: a run of 3 batches of 1,000,000 tuples passed a 60 s deadline)."""
     per_batch = sum(len(u.lanes) for u in plan.units.values())
-    return 60.0 + 0.04 * batches * per_batch
+    return 60.0 + batches * per_batch * (PER_TXN_S + PER_TUPLE_S * plan.batch_size)
 
 
 def _ship_size(in_process: bool, crash_after: int | None) -> int:

@@ -226,6 +226,10 @@ def test_the_default_deadline_scales_with_the_run(chain32):
     w = chain32
     plan = build_plan(w, single_partition_design(w))
     assert default_timeout_s(plan, 1000) > default_timeout_s(plan, 10) >= 60
+    # with the batch's size too: 3 batches of 1,000,000 tuples took about 130 s, past a 60 s deadline
+    big = build_plan(w, single_partition_design(w), batch_size=1_000_000)
+    assert default_timeout_s(big, 3) > 10 * default_timeout_s(plan, 3)
+    assert default_timeout_s(big, 3) > 3 * len(big.units) * 1_000_000 * 40e-6 * 5  # 5x a healthy run's time
 
 
 # -- a killed driver -----------------------------------------------------------------------------
