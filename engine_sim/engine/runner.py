@@ -121,8 +121,11 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     if snapshot_every is None:
         snapshot_every = max(1, batches // 4) if recovery.mode != "off" else 0
     if crash_after is not None:
-        most = max(most_commits(p, batches, crash_partition, snapshot_every)
-                   for p in (plan, next_plan) if p is not None)
+        most = most_commits(plan, batches, crash_partition, snapshot_every)
+        if next_plan is not None:  # the design's batches before the migration, the next design's after
+            at = min(max(int(migration.at_batch), 0), batches)
+            most = (most_commits(plan, at, crash_partition, snapshot_every)
+                    + most_commits(next_plan, batches - at, crash_partition, snapshot_every) + MIGRATION_SLACK)
         if crash_after > most:
             raise EngineError(f"--crash-after {crash_after} cannot happen: partition {crash_partition} "
                               f"commits at most {most} transactions in {batches} batches")
@@ -314,6 +317,9 @@ def _ship_size(in_process: bool, crash_after: int | None) -> int:
     if not in_process:
         return 256
     return 1 if crash_after is not None else 16
+
+
+MIGRATION_SLACK = 4  # what a migration's own steps may commit on a partition, beyond the batches'
 
 
 def most_commits(plan, batches: int, partition: int, snapshot_every: int) -> int:

@@ -176,6 +176,26 @@ def test_a_crash_after_one_of_the_last_commits_fires_in_process(late):
     assert r.crashed and r.history_check == "ok" and r.state_digest == r.serial_digest
 
 
+def test_a_crash_after_past_what_a_migrating_run_commits_is_refused_up_front():
+    # the bound took either design's commits over every batch: 150 passed it, ran 250 batches
+    # and failed after ("never happened": partition 0 coordinated none after the migration)
+    from engine_sim.engine.run_options import MigrationOptions
+
+    w = load_workload("voter-leaderboard")
+    names = [*w.procedure_names, *(t.name for t in w.tables)]
+
+    def alternating(shift: int) -> Design:
+        where = {n: (i + shift) % 2 for i, n in enumerate(names)}
+        return Design(w.name, 2, 1, {n: where[n] for n in w.procedure_names},
+                      {t.name: where[t.name] for t in w.tables})
+
+    with pytest.raises(EngineError, match="cannot happen") as exc:
+        run_workload(w, alternating(0), batches=250, recovery=RecoveryOptions(mode="strong", crash_after=150,
+                                                                              crash_partition=0),
+                     migration=MigrationOptions(to=alternating(1), at_batch=100), in_process=True)
+    assert not isinstance(exc.value, EngineFailure)
+
+
 def test_a_crash_point_no_transaction_reaches_fails_the_run():
     w = load_workload("streaming-ledger")
     with pytest.raises(EngineFailure, match="never happened"):  # one partition: no 2PC at all
