@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from traces.errors import TraceError
 from traces.schema import DATASETS, MANIFEST, full_schema
-from traces.trace_checks import TraceInfo, check_schema, check_table_names, missing_manifest, parse_manifest
+from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_schema, check_table_names, missing_manifest,
+                                 parse_manifest)
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
@@ -147,6 +148,7 @@ def _validate(where: str, spark) -> TraceInfo:
         _Check("end_us", "end_us before start_us (negative duration)", F.col("end_us") < F.col("start_us")),
         _Check("status", "status is not 'commit' or 'abort'", ~F.col("status").isin("commit", "abort")),
         _Check("procedure", "empty procedure name", F.col("procedure") == ""),
+        _Check("procedure", "a procedure name holding a line break", F.col("procedure").contains("\n")),
         _Check("work_us", "work_us must be a finite number >= 0",
                (F.col("work_us") < 0) | F.isnan("work_us") | (F.col("work_us") == float("inf")))],
         collect="procedure")
@@ -154,13 +156,15 @@ def _validate(where: str, spark) -> TraceInfo:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
-        _Check("table", "empty table name", F.col("table") == "")], collect="table")
+        _Check("table", "empty table name", F.col("table") == ""),
+        _Check("table", "a table name holding a line break", F.col("table").contains("\n"))], collect="table")
     check_table_names(where, tables)
     known = sorted(procedures)
     flow_checks = nulls("flows") + non_negative("batch_id", "tuples", "bytes") + [
         _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))
         for c in ("from_procedure", "to_procedure")]
     flow_rows, _ = _run_checks(where, "flows", flows, flow_checks)
+    check_acyclic_flows(where, {(r[0], r[1]) for r in flows.select("from_procedure", "to_procedure").distinct().collect()})
     _check_integrity(where, txns, accesses, access_rows, flows, flow_rows)
     rows_bound = accesses.agg(F.sum("rows")).first()[0]
     rows = {"txns": txn_rows, "accesses": access_rows, "flows": flow_rows}

@@ -1,0 +1,77 @@
+"""What the statistics could not be used with is refused by validation, before Spark runs:
+a name holding a line break, and flows whose stream edges form a cycle (a stray row from an SP
+back upstream, or to itself). Each passed validation and the 10-15 s aggregation, then every
+command that read the statistics refused them."""
+import json
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from advisor.sources import load_workload
+from costmodel.workload import workload_as_plain
+from traces.errors import TraceError
+from traces.synth import synthesize
+from traces.trace_checks import validate_trace
+
+
+def _trace(tmp_path):
+    trace = tmp_path / "t"
+    synthesize(workload_as_plain(load_workload("tpcdi-trade")), trace, batches=20, seed=1)
+    return trace
+
+
+def _rename_procedure(trace, old: str, new: str) -> None:
+    for dataset, columns in (("txns", ["procedure"]), ("flows", ["from_procedure", "to_procedure"])):
+        for f in (trace / dataset).glob("*.parquet"):
+            t = pq.read_table(f)
+            for c in columns:
+                col = t.column(c)
+                t = t.set_column(t.schema.get_field_index(c), c,
+                                 pc.if_else(pc.equal(col, old), pa.scalar(new, col.type), col))
+            pq.write_table(t, f)
+    manifest = json.loads((trace / "_trace.json").read_text())
+    manifest["procedures"] = [new if p == old else p for p in manifest.get("procedures", [])]
+    manifest.pop("access_keys", None)
+    (trace / "_trace.json").write_text(json.dumps(manifest))
+
+
+def _extra_flow(trace, source: str, target: str) -> None:
+    f = next((trace / "flows").glob("*.parquet"))
+    t = pq.read_table(f)
+    row = t.slice(0, 1)
+    row = row.set_column(row.schema.get_field_index("from_procedure"), "from_procedure",
+                         pa.array([source], row.schema.field("from_procedure").type))
+    row = row.set_column(row.schema.get_field_index("to_procedure"), "to_procedure",
+                         pa.array([target], row.schema.field("to_procedure").type))
+    pq.write_table(pa.concat_tables([t, row]), f)
+
+
+def test_a_procedure_name_holding_a_line_break_is_refused(tmp_path):
+    trace = _trace(tmp_path)
+    _rename_procedure(trace, "TradeInsert", "Trade\nInsert")
+    with pytest.raises(TraceError, match=r"procedure name 'Trade\\nInsert' holds a line break"):
+        validate_trace(trace)
+
+
+@pytest.mark.parametrize("source, target", [("TradeInsert", "DateTimeLookup"), ("SecurityLookup", "SecurityLookup")])
+def test_flows_forming_a_cycle_are_refused(tmp_path, source, target):
+    trace = _trace(tmp_path)
+    _extra_flow(trace, source, target)
+    with pytest.raises(TraceError, match=r"flows: the stream edges form a cycle \(.*\): a dataflow has none"):
+        validate_trace(trace)
+
+
+@pytest.mark.spark
+def test_spark_refuses_them_alike(tmp_path, spark):
+    from traces.spark_trace_checks import validate_with_spark
+
+    looped = _trace(tmp_path / "a")
+    _extra_flow(looped, "TradeInsert", "DateTimeLookup")
+    with pytest.raises(TraceError, match=r"flows: the stream edges form a cycle"):
+        validate_with_spark(str(looped), spark)
+    broken = _trace(tmp_path / "b")
+    _rename_procedure(broken, "TradeInsert", "Trade\nInsert")
+    with pytest.raises(TraceError, match=r"a procedure name holding a line break"):
+        validate_with_spark(str(broken), spark)
