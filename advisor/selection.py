@@ -80,6 +80,29 @@ class Selection:
     prediction: float | None = None
     prediction_batches: int = 0
 
+    def candidate_table(self) -> list[dict]:
+        """The candidates as `recommend`'s table lists them (each distinct search design, each
+        baseline, the best of those enumerated), for its `--json` and the design's provenance,
+        which held only the pick's figures."""
+        def row(name: str, o: Candidate) -> dict:
+            c = o.cost
+            return {"design": name, "cost": float(c.total), "state_colocation": float(c.state_colocation),
+                    "processing_colocation": float(c.processing_colocation),
+                    "load_balance": float(c.load_balance), "feasible": bool(c.feasible),
+                    "estimated_tuples_per_s": None if o.estimated_tps is None else float(o.estimated_tps),
+                    "predicted_tuples_per_s": None if o.predicted_tps is None else float(o.predicted_tps),
+                    "batches": o.batches if o.predicted_tps is not None else 0}
+
+        rows, seen = [], set()
+        for o in self.candidates:
+            if o.source in ("search", "baseline") and o.label not in seen:
+                seen.add(o.label)
+                rows.append(row(o.label, o))
+        enumerated = [o for o in self.candidates if o.source == "enumeration" and o.predicted_tps is not None]
+        if enumerated:
+            rows.append(row(f"enumerated: best of {len(enumerated)}", max(enumerated, key=lambda o: o.predicted_tps)))
+        return rows
+
     def provenance(self) -> dict:
         shown = self.prediction if self.prediction is not None else self.chosen.predicted_tps
         out = {"objective": self.objective, "picked": self.chosen.label,
@@ -88,6 +111,7 @@ class Selection:
             out["objective_requested"] = self.requested
         if self.note:
             out["selection_note"] = self.note
+        out["candidate_table"] = self.candidate_table()
         if self.objective == "throughput":
             out["simulator"] = {"calibration": self.calibration_label, "batches": self.prediction_batches,
                                 "screened_batches": self.chosen.batches, "candidates_simulated": self.simulated}

@@ -268,3 +268,23 @@ def test_the_objective_line_names_the_pick_as_its_row_in_the_table_does(capsys):
     picked = re.search(r"^objective: throughput: picked '(.+?)', predicted", out, re.M).group(1)
     rows = [m.group(1) for m in re.finditer(r"^(.+?)\s+\d+\.\d{4}  (?:yes|NO)", out, re.M)]  # each row's name
     assert picked in rows, (picked, rows[:8])
+
+
+def test_recommend_json_carries_the_candidate_table_its_text_prints(capsys):
+    # --json held only the pick's figures; cli.md says --json gives each row's three terms
+    import json
+
+    from advisor.cli import run_app
+
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4", "--json"]) == 0
+    table = json.loads(capsys.readouterr().out)["provenance"]["candidate_table"]
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "4"]) == 0
+    printed = capsys.readouterr().out
+    names = {row["design"] for row in table}
+    assert {"single-machine", "round-robin", "state-only", "exhaustive-optimum"} <= names
+    from advisor.recommendation_text import shortened
+
+    for row in table:  # each row as the table prints it: name, cost, predicted
+        shown = f"{row['predicted_tuples_per_s']:,.0f}" if row["predicted_tuples_per_s"] is not None else "-"
+        line = next(x for x in printed.splitlines() if x.startswith(shortened(row["design"], 32) + " "))
+        assert f"{row['cost']:.4f}" in line and shown in line, (row, line)
