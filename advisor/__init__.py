@@ -73,9 +73,10 @@ def simulate(workload: Source, design: Design | str | Path, **options) -> SimRes
     and `validate` took the directory, this did not)."""
     import os
 
-    from advisor.sources import load_workload
+    from advisor.sources import check_argument_order, load_workload
     from engine_sim.sim import simulate as run
 
+    check_argument_order("simulate", design, workload, "workload, design")
     if isinstance(workload, (str, os.PathLike)):
         workload = load_workload(workload)
     return run(workload, design, **options)
@@ -122,11 +123,12 @@ def plot_graph(design: Design | str | Path, source: Source, ax=None, max_nodes: 
     `Design` is plain data below the figures and cannot draw itself; this reads the graph
     from any source (a bundled name, a spec, statistics, a Workload or a WorkloadGraph), at
     the design's granularity. A recommendation draws its own: `rec.plot_design()`."""
-    from advisor.sources import load_source_for
+    from advisor.sources import check_argument_order, load_source_for
     from costmodel.design import Design
     from costmodel.errors import is_a
     from reports.figures import plot_graph as draw
 
+    check_argument_order("plot_graph", design, source, "design, source")
     if not is_a(design, Design):
         design = Design.load(design)
     _, graph = load_source_for(design, source)

@@ -31,7 +31,7 @@ from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate
                                     search_candidates)
 from advisor.search import Candidate, DesignSearch
 from advisor.selection import OBJECTIVES, Selection, select, simulation_blocker
-from advisor.sources import Source, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
+from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
 
@@ -492,6 +492,7 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
     `weights`, else the design's own, else (a file without weights) the weights `recommend`
     prices for this graph, so the two costs compare."""
     check_weights(weights, AdvisorError)
+    check_argument_order("evaluate", design, source, "design, source")
     if not isinstance(design, Design):
         design = Design.load(design)
     _, graph = load_source_for(design, source)
@@ -513,6 +514,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     from advisor.migration_pick import predict_designs
     from costmodel.lanes import lane_routes
 
+    check_argument_order("diff", new, source, "current, new, source")
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
     new.check_fields()
     seed = new.seed_or_recorded(seed)

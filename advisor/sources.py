@@ -4,6 +4,7 @@ rebuilt into the same `Workload` type by `advisor.statistics_workload`."""
 from __future__ import annotations
 
 import numbers
+import os
 from pathlib import Path
 
 from advisor.errors import AdvisorError
@@ -104,3 +105,21 @@ def load_source_for(design: Design, source: Source) -> tuple[Workload | None, Wo
         if at is not workload:
             workload, graph = at, WorkloadGraph.from_workload(at)
     return workload, graph
+
+
+def check_argument_order(verb: str, design, source, order: str) -> None:
+    """One line where a verb's design and workload look swapped (a design file where the
+    workload goes, a workload name or spec where the design goes): the verbs' orders differ
+    (`evaluate(design, source)`, `simulate(workload, design)`), and a swap read as "t4.json:
+    not valid TOML" or "tpcdi-trade: no such file". `order`: the verb's signature, said."""
+    if looks_like_a_design_file(source) and not looks_like_a_design_file(design) and \
+            isinstance(design, (str, os.PathLike)):
+        raise AdvisorError(f"{verb}({order}): the arguments look swapped: {str(source)!r} is a design file, "
+                           f"where the workload goes, and {str(design)!r} where the design goes")
+
+
+def looks_like_a_design_file(value) -> bool:
+    """A path to a JSON file (what a design is saved as; a workload is a name, a .toml spec or
+    a statistics directory)."""
+    return isinstance(value, (str, os.PathLike)) and not isinstance(value, bytes) and \
+        str(value).lower().endswith(".json")

@@ -278,6 +278,9 @@ def validate_design(workload: Workload, design: Design, *, engine: bool = True, 
             raise SimError(f"{flag} must be True or False, got {value!r}")
     if not (engine or sim):
         raise SimError("nothing to validate: engine and sim are both off")
+    from advisor.sources import check_argument_order
+
+    check_argument_order("validate", design, workload, "workload, design")
     workload, design, calibration = _api_inputs(workload, design, calibration)
     seed = design.seed_or_recorded(seed)  # None: the design's own, as `simulate` takes it
     check_seed(seed, SimError)

@@ -5,6 +5,7 @@ itself in a notebook."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,19 @@ def test_the_notebook_frames_hold_numbers_as_floats_where_a_figure_is_missing(re
     assert checked["engine_throughput_tps"].isna().all() and checked["sim_throughput_tps"].notna().all()
     empty = Suggestions(rec.bottleneck).to_frame()
     assert empty.empty and all(empty[c].dtype == float for c in ("cost_before", "tps_after", "gain"))
+
+
+@pytest.mark.parametrize("call, verb", [
+    (lambda d: advisor.simulate(d, "move-micro"), "simulate(workload, design)"),
+    (lambda d: advisor.validate(d, "move-micro"), "validate(workload, design)"),
+    (lambda d: advisor.evaluate("move-micro", d), "evaluate(design, source)"),
+    (lambda d: advisor.diff(d, "move-micro", d), "diff(current, new, source)"),
+    (lambda d: advisor.plot_graph("move-micro", d), "plot_graph(design, source)"),
+])
+def test_swapped_design_and_workload_are_said_to_be_swapped(tmp_path, call, verb):
+    # the verbs' orders differ; a swap read "d.json: not valid TOML" or "move-micro: no such file"
+    from costmodel.design import Design
+
+    path = str(Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json"))
+    with pytest.raises(AdvisorError, match=rf"^{re.escape(verb)}: the arguments look swapped: '.*d.json' is a design file"):
+        call(path)
