@@ -107,7 +107,7 @@ class Recommendation:
         pool's pick named as the unconstrained or table-level pick where a move budget or
         lanes changed it), the simulated search, notes, the granularity and the declared rate.
         `shortened_to`: the pick's name as a candidate table of that name width shows it."""
-        from advisor.recommendation_text import declared_rate_lines, objective_lines
+        from advisor.recommendation_text import objective_lines
 
         if self.selection is None:
             return []
@@ -117,7 +117,17 @@ class Recommendation:
         elif self.lanes_picked:  # the pool's pick, before its lanes won (the granularity line's figure is the design's)
             lines[0] = lines[0].replace(": picked ", ": table-level pick ", 1)
         note = self.granularity_note()
-        return lines + ([note] if note else []) + declared_rate_lines(self)
+        return lines + ([note] if note else []) + self._declared_rate_lines()
+
+    def _declared_rate_lines(self) -> list[str]:
+        """Whether the pick's predicted maximum sustains the rate the workload declares (its
+        `[input] rate`, a trace's too), as `simulate` says it."""
+        from engine_sim.sim.run import declared_rate_line
+
+        w = self.workload
+        if w is None or not w.input.rate or not self.prediction:
+            return []
+        return [declared_rate_line(w, self.prediction / w.input.batch_size, w.input.batch_size)]
 
     def all_designs(self) -> dict[str, Design]:
         return {"recommended": self.design, **self.baselines}

@@ -1,6 +1,6 @@
 """A recommendation in words: how it was picked (the objective line and the simulated
-search's), what the deployed design's migration weighed, whether it sustains the declared
-rate and which machines it leaves idle. One text for the CLI and the notebook, so
+search's), what the deployed design's migration weighed and which machines it leaves idle
+(`Recommendation.pick_lines` adds the declared rate, which needs the simulator's wording). One text for the CLI and the notebook, so
 `recommend`'s lines and `Recommendation`'s rendering say the same (the notebook's lacked the
 pick, the search and the idle machines)."""
 from __future__ import annotations
@@ -103,16 +103,6 @@ def migration_lines(plan) -> list[str]:
     return lines
 
 
-def declared_rate_lines(rec) -> list[str]:
-    """Whether the pick's predicted maximum sustains the rate the workload declares (its
-    `[input] rate`, a trace's too), as `simulate` says it."""
-    from engine_sim.sim.run import declared_rate_line
-
-    w = rec.workload
-    if w is None or not w.input.rate or not rec.prediction:
-        return []
-    batch = w.input.batch_size
-    return [declared_rate_line(w, rec.prediction / batch, batch)]
 
 
 def idle_machines(design: Design) -> list[int]:
