@@ -224,9 +224,9 @@ class Recommendation:
         from reports.figures import plot_graph
 
         designs = self.all_designs()
-        other = self._granularity_design()  # (a row of `to_frame` too: it could not be drawn)
-        if other is not None:
-            designs[other[0]] = other[1]
+        side = self._granularity_design()  # (a row of `to_frame` too: it could not be drawn)
+        if side is not None:
+            designs[side[0]] = side[1]
         if not isinstance(name, str):  # a Design (another workload's, say) was an unhashable TypeError
             other = "; any other design: advisor.plot_graph(design, source)" if isinstance(name, Design) else ""
             raise AdvisorError(f"name must be the name of a design in this recommendation ({', '.join(designs)}), "
