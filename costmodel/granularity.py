@@ -66,15 +66,17 @@ def with_hot_set(state: dict, names: Iterable[str]) -> dict | None:
     where `state` and `names` are not both at tuple granularity over the same fragments.
     Why: two traces of one workload hold different hot keys, and a design of the first looked
     like another granularity to the second ("different granularities", exit 2)."""
+    def hot(items) -> bool:
+        return any(TUPLE_NAME.match(n) and not FRAGMENT_NAME.match(n) for n in items)
+
+    def fragments(items) -> set[str]:
+        return {n for n in items if FRAGMENT_NAME.match(n)}
+
     names = list(names)
-    if not any(TUPLE_NAME.match(n) and not FRAGMENT_NAME.match(n) for n in state) or \
-            not any(TUPLE_NAME.match(n) and not FRAGMENT_NAME.match(n) for n in names):
-        return None
-    fragments_of = lambda items: {n for n in items if FRAGMENT_NAME.match(n)}  # noqa: E731
-    if fragments_of(state) != fragments_of(names):
+    if not (hot(state) and hot(names)) or fragments(state) != fragments(names):
         return None
     counts: dict[str, int] = {}
-    for n in fragments_of(names):
+    for n in fragments(names):
         counts[base_table(n)] = counts.get(base_table(n), 0) + 1
     out = {}
     for n in names:
