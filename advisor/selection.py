@@ -460,7 +460,7 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
             runs.close()
         return Selection(objective, **by_cost, **counts, prediction=prediction, prediction_batches=batches,
                          note="picked by cost: only one candidate design", simulator_runs=runs.runs,
-                         calibration_label=_calibration_label(runs.calibration))
+                         calibration_label=calibration_label(runs.calibration))
     try:
         return _select_by_throughput(candidates, unique, counts, runs, objective, by_cost)
     finally:
@@ -477,7 +477,7 @@ def _select_by_throughput(candidates: list[Candidate], unique: list[Candidate], 
     judged = judge.judge(unique)
     sim_s = time.perf_counter() - started
     _share_predictions(candidates, unique, graph)
-    label = _calibration_label(judge._calibration())
+    label = calibration_label(judge._calibration())
     if not judged:
         note = judge.note_ or "the simulation budget cannot cover two candidates"
         return Selection(objective, **by_cost, **counts, sim_s=sim_s, calibration_label=label,
@@ -572,7 +572,7 @@ def _share_predictions(candidates: list[Candidate], unique: list[Candidate], gra
         o.predicted_tps, o.batches, o.estimated_tps = rep.predicted_tps, rep.batches, rep.estimated_tps
 
 
-def _calibration_label(cal) -> str:
+def calibration_label(cal) -> str:
     """What the pick's predictions stand for: the calibration's own label (its target said),
     or plain simulator parameters."""
     label = getattr(cal, "label", None)

@@ -263,7 +263,8 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         assumed.append(f"never committed in the trace (every execution aborted): {', '.join(failing[:5])}"
                        f"{' ...' if len(failing) > 5 else ''}; modelled as if each execution committed")
     declared = manifest.get("procedures")
-    never_ran = [n for n in declared if isinstance(n, str) and n not in set(names)] if isinstance(declared, list) else []
+    ran = set(names)
+    never_ran = [n for n in declared if isinstance(n, str) and n not in ran] if isinstance(declared, list) else []
     if never_ran:  # (the manifest declares them; without a run they have no statistics to place by)
         assumed.append(f"declared in the trace's manifest but never ran in it: {', '.join(never_ran[:5])}"
                        f"{' ...' if len(never_ran) > 5 else ''} (not in the statistics: no design places them)")

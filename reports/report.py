@@ -170,13 +170,11 @@ def _compared_with_lanes(design: Design, graph, source, seed: int, calibration) 
 
 
 def _predicted_for(calibration) -> str:
-    """What the report's predictions stand for, as `recommend` words it (`Calibration.label`)."""
+    """What the report's predictions stand for, as `recommend` words it (None: the reference)."""
+    from advisor.selection import calibration_label
     from engine_sim.sim import Calibration
 
-    if calibration is None:
-        return Calibration.reference().label()
-    label = getattr(calibration, "label", None)
-    return label() if callable(label) else "given simulator parameters"
+    return calibration_label(Calibration.reference() if calibration is None else calibration)
 
 
 def _at_items(d: Design, like: Design, graph) -> Design:
