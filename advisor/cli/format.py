@@ -7,12 +7,6 @@ from costmodel.graph import WorkloadGraph
 from advisor.recommendation_text import idle_line, shortened  # (format shows the text the API words)
 
 
-def cost_table(designs: dict[str, Design], predicted: dict[str, float | None] | None = None) -> str:
-    """One row per design: its weighted cost terms and, when given, its predicted throughput."""
-    return candidate_table([(name, d.cost, (predicted or {}).get(name)) for name, d in designs.items()],
-                           show_predicted=predicted is not None)
-
-
 NAME_WIDTH = 32  # a longer candidate name is shortened, so a row fits 80 columns
 
 
