@@ -13,6 +13,7 @@ import numpy as np
 
 from costmodel.busy_time import BusyInputs, BusyPrices, BusyTime, SpTraits, busy_times
 from costmodel.window_work import window_work
+from costmodel.workload import DEFAULT_COST_UNIT_US
 
 WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
 MEMO_DESIGNS = 50_000  # designs an estimate remembers (a search revisits a quarter to a third)
@@ -86,7 +87,7 @@ class BusyEstimate:
 def sp_traits(graph, workload, params) -> SpTraits:
     """Each SP's work per batch as the simulator prices it (declared cost at the workload's
     cost unit, nothing for code, window maintenance at its owner), code, topological rank."""
-    unit_s = float(getattr(workload, "cost_unit_us", 100.0)) / 100.0 * params.cost_unit_s
+    unit_s = float(workload.input.cost_unit_us) / DEFAULT_COST_UNIT_US * params.cost_unit_s
     rank_of = {n: i for i, n in enumerate(workload.topological_order())}
     work, code, rank = [], [], []
     known = set(workload.procedure_names)

@@ -30,6 +30,7 @@ import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, CostGraph, Weights
 from costmodel.calibration import Calibration, CalibrationError
+from costmodel.workload import DEFAULT_COST_UNIT_US
 
 PACKAGE_CALIBRATION = Path(__file__).parent / "data" / "calibration.json"
 ENV_VARIABLE = "ADVISOR_CALIBRATION"
@@ -102,7 +103,8 @@ def price_scales(graph, prices: Prices) -> tuple[float, float, float]:
     cost: CostGraph = graph.cost if hasattr(graph, "cost") else graph
     txns = getattr(graph, "proc_txns", None)
     txns = np.ones(cost.n_proc) if txns is None else np.asarray(txns, dtype=np.float64)
-    unit_s = getattr(graph, "load_unit_s", None) or prices.cost_unit_s
+    unit_s = getattr(graph, "load_unit_s", None) or (
+        prices.cost_unit_s * getattr(graph, "cost_unit_us", DEFAULT_COST_UNIT_US) / DEFAULT_COST_UNIT_US)
     with_state = np.zeros(cost.n_proc, dtype=bool)
     with_state[cost.ps_proc[cost.ps_cost_weight > 0]] = True  # a window is never distributed
     stream = (cost.pp_src != cost.pp_dst) & (cost.pp_weight > 0)

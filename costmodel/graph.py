@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from costmodel import CostGraph
-from costmodel.workload import Workload
+from costmodel.workload import DEFAULT_COST_UNIT_US, Workload
 
 
 @dataclass
@@ -35,6 +35,9 @@ class WorkloadGraph:
     # calibration's cost_unit_s) and transactions per batch of each SP (None: one each)
     load_unit_s: float | None = None
     proc_txns: np.ndarray | None = None
+    # CPU microseconds per unit of a spec's SP cost (its `[input] cost_unit_us`): the
+    # calibration prices a unit at the default, so a spec's other unit scales that price
+    cost_unit_us: float = DEFAULT_COST_UNIT_US
     _proc_index: dict[str, int] = field(default=None, repr=False)
     _state_index: dict[str, int] = field(default=None, repr=False)
 
@@ -93,7 +96,7 @@ class WorkloadGraph:
         )
         read_mostly = [t.read_mostly for t in workload.tables] + [False] * len(windows)
         return cls(workload.name, procs, states, states, np.array(read_mostly, dtype=bool), cost,
-                   workload.sha256, workload.nested)
+                   workload.sha256, workload.nested, cost_unit_us=float(workload.input.cost_unit_us))
 
     def with_cluster(self, machines: int | None, partitions_per_machine: int | None,
                      capacity=None, memory_limit_bytes=None) -> "WorkloadGraph":

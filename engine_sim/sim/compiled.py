@@ -27,7 +27,7 @@ from costmodel.lanes import LaneRoute, lane_routes
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
 from costmodel.granularity import base_table, fragment_shares, workload_at
-from costmodel.workload import MAX_BATCH_SIZE, Workload
+from costmodel.workload import DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, Workload
 from engine_sim.sim.errors import SimError
 from costmodel.sim_params import SimParams
 from costmodel.window_work import WindowWork, window_work
@@ -280,8 +280,8 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         rng = np.random.default_rng([seed, ui])
         procs = [workload.procedure(mname) for mname in u.members]
         # the engine runs cost x cost_unit_us of CPU for a declared SP; code does its own work
-        unit_us = float(getattr(workload, "cost_unit_us", 100.0))
-        cost = sum(p.cost for p in procs if p.code is None) * unit_us / 100.0 * u.share
+        unit_us = float(workload.input.cost_unit_us)
+        cost = sum(p.cost for p in procs if p.code is None) * unit_us / DEFAULT_COST_UNIT_US * u.share
         tuples_in = (sum(edges[k].tuples for k in range(len(edges)) if edges[k].dst == ui)
                      if u.n_inputs else bs * u.share)
         tuples_out = sum(edges[k].tuples for k in u.out_edges)
