@@ -192,7 +192,10 @@ def _check_granularity(design: Design, graph) -> None:
     from costmodel.granularity import base_table
 
     ours = {n for n in design.state if n not in graph._state_index}
-    if any(base_table(n) != n for n in ours) or any(base_table(n) != n and n not in design.state
-                                                    for n in graph.state_names):
+    # the source's fragments and tuples are what its graph says belong to a table (statistics
+    # at that granularity); a spec's `T#0` is a table of its own (`advisor tune` splits into
+    # such tables), new to a design made before the split: drift, not another granularity
+    items = (n for n, t in zip(graph.state_names, graph.state_tables) if t != n)
+    if any(base_table(n) != n for n in ours) or any(n not in design.state for n in items):
         raise AdvisorError("the design and the source place state at different granularities "
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")
