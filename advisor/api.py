@@ -533,6 +533,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)
+    current, gone = current.without_gone(graph)  # what the workload dropped: judged without it, as recommend does
     current, new = current.with_windows(graph), new.with_windows(graph)  # one left out: beside its owner
     if workload is not None:
         workload = workload.with_cluster(current.machines, current.partitions_per_machine)
@@ -544,6 +545,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     params = getattr(calibration, "params", calibration)
     current.arrays(graph)  # the deployed design of another workload than the source: one line
     out = diff_of(current, new, graph, params, workload, relabel=relabel)  # (new: its own checks)
+    out.gone = gone
     pair = [current, out.new]
     for d in pair:
         d.arrays(graph)  # a design that does not fit the source: one line, before any work

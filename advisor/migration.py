@@ -62,6 +62,7 @@ class DesignDiff:
     relabelled: bool = False  # whether `new`'s machines or partitions were renamed
     predicted_tps: dict[str, float | None] = field(default_factory=dict)  # "current", "new"
     judged_by: str = ""  # what `predicted_tps` comes from: "simulator", "estimate" or "" (nothing)
+    gone: list[str] = field(default_factory=list)  # what `current` placed that the workload dropped
 
     @property
     def bytes_moved(self) -> float:
@@ -88,6 +89,8 @@ class DesignDiff:
                     "writes it so, as to deploy it)" if self.relabelled else ""),
                  f"moves: {len(self.procedure_moves)} SPs, {len(self.state_moves)} state items, "
                  f"{self.megabytes_moved:,.3f} MB; estimated copy {self.copy_seconds:.3f} s"]
+        if self.gone:
+            lines.insert(1, gone_line(self.gone))
         now, new = self.predicted_tps.get("current"), self.predicted_tps.get("new")
         if now is not None and new is not None:
             ratio = f" ({new / now:.2f}x)" if now else ""
@@ -120,8 +123,15 @@ class DesignDiff:
                 "partitions_per_machine": self.current.partitions_per_machine,
                 "relabelled": self.relabelled, "bytes_moved": self.bytes_moved,
                 "copy_seconds": self.copy_seconds, "predicted_tuples_per_s": dict(self.predicted_tps),
-                "judged_by": self.judged_by,
+                "judged_by": self.judged_by, "gone": list(self.gone),
                 "moves": [m.to_dict() for m in self.moves]}
+
+
+def gone_line(gone: list[str]) -> str:
+    """What a deployed design places that the workload no longer has, said where a comparison
+    judges the design without it (`recommend --current`, `diff`)."""
+    return (f"the workload no longer has {len(gone)} of what the deployed design places "
+            f"({', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}): judged without them")
 
 
 def align(current: Design, new: Design, graph: WorkloadGraph) -> Design:

@@ -6,6 +6,7 @@ pick, the search and the idle machines)."""
 from __future__ import annotations
 
 from costmodel.design import Design
+from advisor.migration import gone_line
 
 
 def shortened(name: str, width: int) -> str:
@@ -94,8 +95,7 @@ def migration_lines(plan) -> list[str]:
              + f"; {len(plan.reachable)} designs weighed, by {by}",
              f"  {'budget':<30}  {'MB moved':>10}  {by:>18}  design"]
     if plan.gone:
-        lines.insert(1, f"the workload no longer has {len(plan.gone)} of what the deployed design places "
-                        f"({', '.join(plan.gone[:5])}{' ...' if len(plan.gone) > 5 else ''}): judged without them")
+        lines.insert(1, gone_line(plan.gone))
     for budget, r in plan.frontier():
         value = r.speed(plan.judged_by)
         shown = "-" if value is None else (f"{-value:.4f}" if plan.judged_by == "cost" else f"{value:,.0f}")

@@ -129,3 +129,29 @@ def test_bad_diff_inputs_are_one_line_and_exit_2(tpcdi, tmp_path, capsys):
         assert run_app(["diff", "--current", current, "--design", new, source]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+@pytest.mark.process  # the report forks its worker
+def test_a_deployed_design_of_a_workload_that_dropped_an_sp_is_diffed_without_it(tpcdi, tmp_path, capsys):
+    # `check` and `recommend --current` judge the deployed design without what the workload
+    # dropped; `diff` (and `report --current`) refused it: "design places 'TradeInsert', which
+    # workload 'tpcdi-trade' does not have"
+    from costmodel.spec_writer import workload_to_toml
+
+    design, _, spec = tpcdi
+    smaller = replace(spec, procedures=tuple(p for p in spec.procedures if p.name != "TradeInsert"),
+                      tables=tuple(t for t in spec.tables if t.name != "DimTrade"),
+                      streams=tuple(s for s in spec.streams if "TradeInsert" not in (s.source, s.target)))
+    now = tmp_path / "now.toml"
+    now.write_text(workload_to_toml(smaller))
+    new = recommend(smaller, current=design).design
+    out = diff(design, new, now)
+    assert sorted(out.gone) == ["DimTrade", "TradeInsert"] and out.to_dict()["gone"] == out.gone
+    assert all(m.name not in out.gone for m in out.moves)
+    assert out.predicted_tps["current"] > 0
+    current, new_path = design.save(tmp_path / "current.json"), new.save(tmp_path / "new.json")
+    assert run_app(["diff", "--current", str(current), "--design", str(new_path), str(now)]) == 0
+    assert ("the workload no longer has 2 of what the deployed design places (TradeInsert, DimTrade): "
+            "judged without them") in capsys.readouterr().out
+    assert run_app(["report", "--current", str(current), "--design", str(new_path), str(now),
+                    "--out", str(tmp_path / "r.html")]) == 0
