@@ -518,8 +518,9 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     every SP and state item that moves, the bytes, the copy time at the simulator's (or the
     calibration's) prices, and both designs' predicted throughput (the busy-time estimate
     where the workload is too large to simulate; none for a bare graph). `simulator`: what
-    predicts them (default: engine_sim's). `seed` None: the one `new` was recommended with,
-    so its figure is `recommend`'s (`Design.recorded_seed`)."""
+    predicts them (default: engine_sim's). `seed` None: the one each design was recommended
+    with, so each figure is `recommend`'s and `check`'s (`Design.recorded_seed`); the current
+    design read 11,748 tuples/s here at the new one's seed and 11,767 everywhere else."""
     from advisor.migration import diff as diff_of
     from advisor.migration_pick import predict_designs
     from costmodel.lanes import lane_routes
@@ -527,8 +528,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     check_argument_order("diff", new, source, "current, new, source")
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
     new.check_fields()
-    seed = new.seed_or_recorded(seed)
-    check_seed(seed, AdvisorError)
+    seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
+    check_seed(seeds[1], AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
@@ -550,7 +551,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     for d in pair:
         d.arrays(graph)  # a design that does not fit the source: one line, before any work
     if workload is not None and simulation_blocker(workload, graph) is None:
-        figures = predict_designs(pair, workload, calibration, seed, simulator=simulator)
+        figures = [predict_designs([d], workload, calibration, d_seed, simulator=simulator)[0]
+                   for d, d_seed in zip(pair, seeds)]
         out.judged_by = "simulator"
     elif workload is not None:
         from advisor.busy_estimate import BusyEstimate
