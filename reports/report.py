@@ -169,6 +169,13 @@ def _compared_with_lanes(design: Design, graph, source, seed: int, calibration) 
     return compared
 
 
+def _provenance_line(provenance: dict) -> str:
+    """The header's seed, pick and version: the candidate `recommend` picked (`picked`), not the
+    cost search's best (`search`), which the header named though the pick was another."""
+    shown = ("seed", "picked" if "picked" in provenance else "search", "version")
+    return ", ".join(f"{k}={provenance[k]}" for k in shown if k in provenance)
+
+
 def _predicted_for(calibration) -> str:
     """What the report's predictions stand for, as `recommend` words it (None: the reference)."""
     from advisor.selection import calibration_label
@@ -295,7 +302,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         "weights": {k: f"{v:g}" for k, v in weights.to_dict().items()},
         "method": design.method or "unknown",
         "source_label": _source_label(source if source is not None else workload or graph),
-        "provenance": ", ".join(f"{k}={v}" for k, v in design.provenance.items() if k in ("seed", "search", "version")),
+        "provenance": _provenance_line(design.provenance),
         "version": __version__, "figures": figures,
         "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
                  "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),

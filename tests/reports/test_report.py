@@ -68,6 +68,17 @@ def test_report_has_every_section_and_embedded_figures(tpcdi_report):
     assert "<script" not in html and "@import" not in html and "url(" not in html
 
 
+def test_the_header_names_the_candidate_recommend_picked(tpcdi_report):
+    # it named the cost search's best ("search=metis ufactor=1 seed#0") where recommend had
+    # picked another candidate ("search: metis ufactor=10 seed#0"), a slower design
+    from reports.report import _provenance_line
+
+    rec, html = tpcdi_report
+    picked = rec.design.provenance["picked"]
+    assert f"picked={picked}" in html and f"search={rec.design.provenance['search']}" not in html
+    assert _provenance_line({"seed": 1, "search": "metis", "version": "x"}) == "seed=1, search=metis, version=x"
+
+
 def test_report_compares_every_baseline_and_lists_every_placement(tpcdi_report):
     rec, html = tpcdi_report
     for name in rec.baselines:
