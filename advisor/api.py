@@ -246,12 +246,10 @@ class Recommendation:
         elif figure is not None:  # the figure every output shows for it (the frame: the side-by-side runs)
             head += f": predicted {figure:,.0f} tuples/s by the simulator"
         note = self.granularity_note()
-        shorter = self.selection is not None and any(  # as the CLI's footnote says it
-            0 < c.batches < self.selection.prediction_batches for c in self.selection.candidates
-            if c.predicted_tps is not None)
-        formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps")}
-        from advisor.recommendation_text import idle_line, migration_lines
+        from advisor.recommendation_text import idle_line, migration_lines, screening_note
 
+        shorter = screening_note(self.selection) if self.selection is not None else ""  # the CLI's footnote
+        formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps")}
         told = [x for x in self.pick_lines() if x != note] + ([idle_line(self.design)] if idle_line(self.design) else [])
         told += migration_lines(self.migration) if self.migration is not None else []
         return (head + "<br>" + self.design._repr_html_()
@@ -259,8 +257,7 @@ class Recommendation:
                 + ("<br>" + e(note) if note else "")
                 + "<br>" + "<br>".join(e(x) for x in self.bottleneck.describe())
                 + frame.to_html(formatters=formats, float_format=lambda x: f"{x:.4f}", na_rep="-")
-                + ("<p>predicted_tps: the candidates side by side on shorter runs than the figure above, "
-                   "so theirs differ from it; they rank the candidates</p>" if shorter else ""))
+                + (f"<p>{e(shorter)}</p>" if shorter else ""))
 
 
 def _beside_the_search(graph: WorkloadGraph, weights: Weights, seed: int, together: bool = True,

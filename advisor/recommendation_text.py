@@ -82,8 +82,11 @@ def screening_note(sel) -> str:
     if not shorter:
         return ""
     runs = f"{shorter[0]}" if len(shorter) == 1 else f"{shorter[0]}-{shorter[-1]}"
-    return (f"predicted: the candidates side by side on {runs} batches each, shorter runs than the "
-            f"recommendation's {sel.prediction_batches} above, so their figures differ from it")
+    full = sel.prediction_batches
+    finalists = any(o.predicted_tps is not None and o.batches >= full for o in sel.candidates)
+    return (f"predicted: the candidates screened side by side on {runs} batches each, shorter runs than the "
+            f"recommendation's {full} above, so their figures differ from it"
+            + (f"; the finalists' rows ran on {full}, as it did" if finalists else ""))
 
 
 def migration_lines(plan) -> list[str]:

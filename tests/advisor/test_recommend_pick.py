@@ -1,5 +1,6 @@
 """The final pick: the recommendation is the candidate the simulator predicts fastest
 (`--objective throughput`, the default), or the cheapest by the cost model (`cost`)."""
+import html
 import json
 import re
 
@@ -223,6 +224,16 @@ def test_cli_first_line_is_the_picks_figure_and_says_when_the_table_ran_shorter(
     screened = provenance["simulator"]["screened_batches"]
     assert 0 < screened < selection.PREDICTION_BATCHES
     assert f"side by side on {screened} batches each" in text
+    # rows that ran as long as the pick's figure are said to (the note called them all shorter):
+    # none here; fraud-scoring's finalists ran on 300
+    said = f"the finalists' rows ran on {selection.PREDICTION_BATCHES}, as it did"
+    assert said not in text
+    rec = recommend("fraud-scoring", machines=2)
+    batches = {o.batches for o in rec.selection.candidates if o.predicted_tps is not None}
+    assert selection.PREDICTION_BATCHES in batches and min(batches) < selection.PREDICTION_BATCHES
+    assert said in html.unescape(rec._repr_html_())  # the notebook's footnote is the CLI's
+    assert run_app(["recommend", "fraud-scoring", "--machines", "2"]) == 0
+    assert said in capsys.readouterr().out
     assert predicted(recommend("bank-transfer", machines=4), Design.load(out_path)) == pytest.approx(
         provenance["predicted_tuples_per_s"], rel=0.02)  # 300 batches, the rate search's own tolerance
 
