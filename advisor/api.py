@@ -509,6 +509,23 @@ def evaluate(design: Design | str | Path, source: Source, weights: Weights | Non
     return design.score(graph, weights or design.weights)
 
 
+def own_weights_note(design: Design, source: Source, cost: CostBreakdown) -> str:
+    """A line where `cost` is priced at the design file's own weights and `recommend` prices
+    this workload at others now ('' where they agree): the same placement read 0.3032 in
+    `evaluate` and 0.3112 in `recommend --current`, and a design made for the new workload was
+    costed at the new weights, so two `evaluate` totals compared across weights, unsaid."""
+    if not design.weights_stated or cost.weights != design.weights:
+        return ""
+    priced = default_weights(load_graph(source, design.machines, design.partitions_per_machine))
+    if np.allclose([priced.alpha, priced.beta, priced.gamma],
+                   [design.weights.alpha, design.weights.beta, design.weights.gamma], rtol=1e-4, atol=1e-6):
+        return ""
+    at_priced = evaluate(design, source, priced)
+    return (f"weights: the design file's own; recommend prices this workload at alpha={priced.alpha:g} "
+            f"beta={priced.beta:g} gamma={priced.gamma:g} (total {at_priced.total:.4f} there; "
+            "--alpha/--beta/--gamma or --calibration price it otherwise)")
+
+
 def diff(current: Design | str | Path, new: Design | str | Path, source: Source, calibration=None,
          seed: int | None = None, relabel: bool = True, simulator: Simulator | None = None):
     """What moving a deployment from `current` to `new` takes (`advisor.migration.DesignDiff`):

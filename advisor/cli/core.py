@@ -152,7 +152,7 @@ def evaluate(
     as_json: bool = json_option(),
 ) -> None:
     """Print the cost breakdown of a design on a workload."""
-    from advisor.api import evaluate as run, resolve_weights
+    from advisor.api import evaluate as run, own_weights_note, resolve_weights
     from costmodel.design import Design
 
     source = workload_for(design, workload)
@@ -170,8 +170,10 @@ def evaluate(
         weights = resolve_weights(alpha, beta, gamma, source=source, machines=d.machines,
                                   partitions_per_machine=d.partitions_per_machine)
     cost = run(d, source, weights)
+    note = own_weights_note(d, source, cost) if weights is None else ""
     if as_json:
-        typer.echo(json.dumps({**cost.to_dict(), "weights": cost.weights.to_dict()}, indent=2))
+        typer.echo(json.dumps({**cost.to_dict(), "weights": cost.weights.to_dict(),
+                               **({"note": note} if note else {})}, indent=2))
         return
     weights = cost.weights
     say(f"{design}: {cluster_text(d.machines, d.partitions_per_machine)}")
@@ -182,3 +184,5 @@ def evaluate(
     if not cost.feasible:
         over = ", ".join(f"machine {m}: {x:.1f} MB" for m, x in enumerate(cost.memory_overflow_mb) if x > 0)
         say(f"  INFEASIBLE: over memory by {over}")
+    if note:
+        say(note)

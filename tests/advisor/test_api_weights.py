@@ -84,3 +84,28 @@ def test_partition_weights_of_beta_alone_with_a_free_local_move_are_not_all_zero
 def test_bad_weights_are_one_advisor_error(weights, problem):
     with pytest.raises(UserError, match=problem):
         resolve_weights(*weights)
+
+
+def test_evaluate_says_where_the_design_files_weights_are_not_those_priced_for_the_workload(tmp_path, capsys):
+    # the same placement read 0.3032 in `evaluate` (its file's weights) and 0.3112 in
+    # `recommend --current` (the workload's weights now), unsaid
+    from dataclasses import replace as replaced
+
+    from advisor.api import recommend
+    from advisor.cli import run_app
+    from advisor.sources import load_workload
+
+    spec = load_workload("tpcdi-trade")
+    path = recommend(spec, machines=4, baselines=False).design.save(tmp_path / "d.json")
+    heavier = replaced(spec, procedures=tuple(replaced(p, cost=5 * p.cost) for p in spec.procedures))
+    from costmodel.spec_writer import workload_to_toml
+    (tmp_path / "heavier.toml").write_text(workload_to_toml(heavier))
+    assert run_app(["evaluate", "--design", str(path), "tpcdi-trade"]) == 0
+    assert "weights: the design file's own" not in capsys.readouterr().out  # priced alike: nothing said
+    assert run_app(["evaluate", "--design", str(path), str(tmp_path / "heavier.toml"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    priced = default_weights(load_graph(heavier, 4))
+    assert out["note"].startswith(f"weights: the design file's own; recommend prices this workload at "
+                                  f"alpha={priced.alpha:g} beta={priced.beta:g} gamma={priced.gamma:g} (total ")
+    assert run_app(["evaluate", "--design", str(path), str(tmp_path / "heavier.toml"), "--alpha", "1"]) == 0
+    assert "weights: the design file's own" not in capsys.readouterr().out  # weights asked for: theirs
