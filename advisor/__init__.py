@@ -9,6 +9,7 @@ One import for a notebook session (every object it returns renders itself):
     advisor.simulate(workload, rec.design)
     advisor.validate(workload, rec.design)        # engine and simulator side by side
     advisor.tune(workload, machines=8, rounds=3)
+    advisor.check("design.json", "stats/")         # the deployed design against a newer workload
     rec.design.save("design.json")
 
 `import advisor` stays cheap (every submodule and `advisor --help` import it): the verbs and
@@ -41,6 +42,7 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "recommend": ("advisor.api", "recommend"),
     "evaluate": ("advisor.api", "evaluate"),
     "diff": ("advisor.api", "diff"),  # what `advisor diff` runs
+    "check": ("reports.drift", "check_drift"),  # what `advisor check` runs
     "validate": ("reports.validation", "validate_design"),  # what `advisor validate` runs
     "Calibration": ("costmodel.calibration", "Calibration"),
     "Design": ("costmodel.design", "Design"),

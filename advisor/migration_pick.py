@@ -82,6 +82,19 @@ class MigrationPlan:
                 + [(label, self.best_within(mb)) for mb, label in sorted(budgets)]
                 + [("unconstrained", self.best)])
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's held every weighed design whole: 33 KB)."""
+        return (f"MigrationPlan({self.current.workload!r}: picked {self.chosen.label!r} moving "
+                f"{self.chosen.megabytes:,.3f} MB, {len(self.reachable)} designs weighed by {self.judged_by})")
+
+    def _repr_html_(self) -> str:
+        """The lines `recommend --current` prints about the migration, in a notebook."""
+        import html
+
+        from advisor.recommendation_text import migration_lines
+
+        return f"<pre>{html.escape(chr(10).join(migration_lines(self)))}</pre>"
+
     def to_dict(self) -> dict:
         return {"max_move_mb": self.max_move_mb, "judged_by": self.judged_by, "gone": list(self.gone),
                 "chosen": self.chosen.label, "chosen_megabytes": self.chosen.megabytes,

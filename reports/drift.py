@@ -9,6 +9,7 @@ profile kept in the design's provenance (or against `since`, the source it was m
 """
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field, replace
 
 from advisor.sources import Source, load_source
@@ -90,6 +91,18 @@ class DriftCheck:
                 if len(of_kind) > MAX_NAMED:
                     lines.append(f"  ... and {len(of_kind) - MAX_NAMED} more {kind} change(s) (--json lists every one)")
         return lines
+
+    def __repr__(self) -> str:
+        """One line (the dataclass's held both designs' whole provenance: 9 KB)."""
+        verdict = "OUT OF DATE" if not self.within else "OK"
+        form = ".4f" if self.judged_by == "cost" else ",.0f"  # a cost, else tuples/s
+        figures = ("" if self.unplaced or self.deployed_tps is None or self.best_tps is None
+                   else f", deployed {self.deployed_tps:{form}} against best {self.best_tps:{form}} ({self.judged_by})")
+        return f"DriftCheck({self.design.workload!r}: {verdict}{figures}, {len(self.changes)} change(s))"
+
+    def _repr_html_(self) -> str:
+        """What `advisor check` prints, in a notebook."""
+        return f"<pre>{html.escape(chr(10).join(self.describe()))}</pre>"
 
     def to_dict(self) -> dict:
         return {"workload": self.design.workload, "within_tolerance": self.within,

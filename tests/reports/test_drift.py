@@ -242,3 +242,24 @@ def test_a_spec_that_advisor_tune_split_is_drift_not_another_granularity(deploye
     assert out.startswith("OUT OF DATE: the workload now has 6 SP(s) or state item(s) the deployed design "
                           "does not place (SecurityLookup#0,")
     assert "new state DimSecurity#0" in out and "procedure SecurityLookup is gone" in out
+
+
+def test_a_notebook_checks_with_advisor_check_and_sees_what_the_command_prints(deployed):
+    # no `advisor.check`; DriftCheck and MigrationPlan had no _repr_html_ and their reprs held
+    # both designs' provenance whole (9 KB and 33 KB)
+    import html
+
+    import advisor
+
+    spec, design, path, root = deployed
+    assert advisor.check is check_drift
+    c = advisor.check(path, root / "now.toml")
+    assert repr(c).startswith("DriftCheck('tpcdi-trade': ") and len(repr(c)) < 200
+    assert ("OK" if c.within else "OUT OF DATE") in repr(c)
+    page = html.unescape(c._repr_html_())
+    assert all(line in page for line in c.describe())
+    plan = recommend(root / "now.toml", current=path).migration
+    assert repr(plan).startswith("MigrationPlan('tpcdi-trade': picked ") and len(repr(plan)) < 300
+    from advisor.recommendation_text import migration_lines
+
+    assert all(line in html.unescape(plan._repr_html_()) for line in migration_lines(plan))
