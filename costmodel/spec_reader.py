@@ -23,6 +23,8 @@ _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>
 # a procedure's cost per batch, in units of cost_unit_us: 1,000,000 units is 100 s of work a
 # batch at the default unit, past anything the engine or the simulator can run in its bound
 MAX_PROCEDURE_COST = 1_000_000
+MAX_CAPACITY_RATIO = 1e6  # the largest machine_capacity over the smallest
+MIN_TIME_WINDOW_S = 1e-6  # a time window's size and slide, at least one engine clock tick
 
 
 class _Reader:
@@ -131,6 +133,10 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         for i, _ in enumerate(capacity):
             r.number({"c": capacity[i]}, "c", f"[cluster].machine_capacity[{i}]", positive=True)
         capacity = tuple(float(c) for c in capacity)
+        if max(capacity) > MAX_CAPACITY_RATIO * min(capacity):  # METIS's target shares are float32
+            raise r.fail("[cluster]", f"machine_capacity: the smallest ({min(capacity):g}) must be at least "
+                                      f"1/{MAX_CAPACITY_RATIO:,.0f} of the largest ({max(capacity):g}); "
+                                      "they are the machines' relative speeds")
     cluster = Cluster(
         machines=machines,
         partitions_per_machine=r.number(cl, "partitions_per_machine", "[cluster]", 1,
@@ -150,6 +156,11 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         raise r.fail("top level", "a workload needs at least one [[procedures]] entry")
     _unique(r, [p.name for p in procedures], "procedures")
     proc_names = {p.name for p in procedures}
+    for i, p in enumerate(procedures):  # the graph, its drawings and its exports key nodes by name
+        if p.name in table_names or p.name in {w.name for w in windows}:
+            kind = "table" if p.name in table_names else "window"
+            raise r.fail(f"procedures[{i}] {p.name!r}", f"the name is also a {kind}'s; an SP, a table and a "
+                                                        "window each need a name of their own")
     _check_window_owners(r, windows, procedures, input_spec)
     streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
     _check_acyclic(r, streams)
@@ -265,6 +276,9 @@ def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
             and not (0 < slide <= size):
         raise r.fail(entry, f"slide must be > 0 and <= size ({size:g}), got {slide:g}")
     slide = r.number(data, "slide", entry, integer=kind == "tuple", positive=True)
+    if kind == "time" and min(size, slide) < MIN_TIME_WINDOW_S:  # the engine counts whole microseconds
+        raise r.fail(entry, f"a time window's size and slide are seconds, at least {MIN_TIME_WINDOW_S:g} "
+                            f"(the engine keeps time in microseconds), got size {size:g}, slide {slide:g}")
     max_tuples = r.number(data, "max_tuples", entry, None, integer=True, positive=True)
     if max_tuples is not None and kind == "tuple":
         raise r.fail(entry, "max_tuples is for time windows (a tuple window holds size tuples)")

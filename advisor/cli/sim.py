@@ -162,3 +162,7 @@ def validate(
         result = run(spec, Design.load(design), engine=engine or both, sim=sim or both,
                      calibration=load_calibration(calibration), batches=batches, seed=seed)
     print_result(result.to_document(), lambda: result.describe() + assumption_lines(spec), as_json, out)
+    failed = (result.engine or {}).get("history_check")
+    if failed not in (None, "ok"):  # as `run` ends: a run that broke its history is no measurement
+        say(f"error: the engine run failed its correctness check: {failed}", err=True)
+        raise typer.Exit(1)

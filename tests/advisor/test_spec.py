@@ -64,6 +64,17 @@ def test_good_spec_parses_with_defaults():
     (("tuples = 10", "tuples = 10\n[[streams]]\nfrom = \"Q\"\nto = \"P\"\ntuples = 1"),
      "cycle in the dataflow"),
     (("name = \"t\"", "name = "), "not valid TOML"),
+    # stop 60: a machine a 10^46th of another reached METIS as an "internal error"; an SP named
+    # like a table merged with it into one graph node (GraphML lost the SP); a time window
+    # sliding by less than the engine's microsecond divided by zero there, every batch aborted
+    (("[cluster]\nmachines = 2", "[cluster]\nmachines = 2\nmachine_capacity = [1e-46, 1.0]"),
+     "[cluster]: machine_capacity: the smallest (1e-46) must be at least 1/1,000,000 of the largest (1)"),
+    (('name = "Q"', 'name = "A"'), "procedures[1] 'A': the name is also a table's"),
+    (("tuples = 10", 'tuples = 10\n[[windows]]\nname = "Q"\nprocedure = "P"\nsize = 4\nslide = 1'),
+     "procedures[1] 'Q': the name is also a window's"),
+    (("tuples = 10", 'tuples = 10\n[[windows]]\nname = "W"\nprocedure = "P"\nsize = 1e-9\nslide = 1e-9'
+                     '\nkind = "time"\nmax_tuples = 5'),
+     "windows[0] 'W': a time window's size and slide are seconds, at least 1e-06"),
 ])
 def test_bad_specs_name_file_entry_and_problem(change, expected):
     text = GOOD.replace(*change)

@@ -171,3 +171,27 @@ def test_validate_writes_the_versioned_format(tmp_path, capsys):
 def test_the_formats_page_documents_the_format():
     formats = (ROOT / "docs" / "formats.md").read_text()
     assert "## Validation (JSON)" in formats and f'"format": "{FORMAT}"' in formats
+
+
+def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path, capsys, monkeypatch):
+    # validate printed "engine history check: exactly-once violated ..." and exited 0 (run
+    # exits 1): a script could not tell. The engine's figures here are a real simulator run's,
+    # its history check the failure's line, so only the exit is under test.
+    import reports.validation
+    from advisor.sources import load_workload
+    from engine_sim.sim import scenario_designs as designs
+
+    real = reports.validation.validate_design
+
+    def failing(spec, design, **kw):
+        result = real(spec, design, **{**kw, "engine": False, "sim": True})
+        result.engine = dict(result.simulator, history_check="exactly-once violated: A never committed batch 0")
+        return result
+
+    monkeypatch.setattr(reports.validation, "validate_design", failing)
+    design = designs.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
+    assert run_app(["validate", "--design", str(design), "tpcdi-trade", "--batches", "30"]) == 1
+    captured = capsys.readouterr()
+    assert "engine history check: exactly-once violated" in captured.out
+    assert captured.err.strip().splitlines()[-1] == ("error: the engine run failed its correctness check: "
+                                                      "exactly-once violated: A never committed batch 0")
