@@ -315,6 +315,7 @@ def recommend(source: Source, machines: int | None = None,
         raise AdvisorError("a migration from a deployed design weighs table-level designs: "
                            "leave out data_parallel")
     _check_collaborators(search, simulator, workload)
+    check_flags(replicate=replicate, baselines=baselines, data_parallel=data_parallel)
     own_search, own_simulator = search is not None, simulator is not None
     simulator = simulator if simulator is not None else default_simulator()
     loaded, graph = load_source(source)
@@ -451,6 +452,13 @@ def _check_collaborators(search, simulator, workload) -> None:
         raise AdvisorError(f"workload must be a Workload (advisor.load_workload), got {workload!r}")
 
 
+def check_flags(**flags) -> None:
+    """Each flag is True or False (numpy's too): `replicate="false"` was taken as true."""
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise AdvisorError(f"{name} must be True or False, got {value!r}")
+
+
 def default_simulator() -> Simulator:
     """What judges designs unless a caller gives its own: engine_sim's simulator (the API is
     above the simulator; the pick below it is handed one, `advisor.judge`)."""
@@ -540,6 +548,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     from costmodel.lanes import lane_routes
 
     check_argument_order("diff", new, source, "current, new, source")
+    _check_collaborators(None, simulator, None)
+    check_flags(relabel=relabel)
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
     new.check_fields()
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]

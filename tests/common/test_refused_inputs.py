@@ -353,6 +353,13 @@ def _api_cases():
         "tune, min_gain a string": lambda w, r: advisor.tune(w, machines=2, rounds=0, min_gain="x"),
         "tune, jobs 0": lambda w, r: advisor.tune(w, machines=2, rounds=0, jobs=0),
         "tune, progress not a function": lambda w, r: advisor.tune(w, machines=2, rounds=0, progress=5),
+        # stop 60: a flag given as a string was taken as true ("false" too); diff's simulator 5
+        # was an AttributeError ('int' object has no attribute 'reference_calibration')
+        "recommend, replicate a string": lambda w, r: advisor.recommend(w, machines=2, replicate="false"),
+        "recommend, data_parallel a string": lambda w, r: advisor.recommend(w, machines=2, data_parallel="x"),
+        "recommend, baselines a string": lambda w, r: advisor.recommend(w, machines=2, baselines="no"),
+        "diff, relabel a string": lambda w, r: advisor.diff(r.design, r.design, w, relabel="x"),
+        "diff, simulator 5": lambda w, r: advisor.diff(r.design, r.design, w, simulator=5),
     }
 
 
