@@ -55,8 +55,8 @@ def _a_name(s: str) -> bool:
 @settings(max_examples=60, deadline=None)
 @given(st.text(min_size=1, max_size=30).filter(_a_name), st.text(min_size=1, max_size=30).filter(_a_name))
 def test_any_names_round_trip(table, proc):
-    if proc in ("second", "client") or table == "plain":
-        return
+    if proc in ("second", "client", "plain") or table == "plain" or proc == table:
+        return  # (names the spec also has, or an SP named like its table: refused, test_spec.py)
     w = tricky_workload(table, proc)
     assert same(parse_workload(workload_to_toml(w)), w)
 
