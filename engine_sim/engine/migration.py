@@ -69,6 +69,9 @@ class MigrationResult:
     tps_before: float = 0.0
     tps_during: float = 0.0
     tps_after: float = 0.0
+    # the state items whose place changed, in either mode (restart's `items_moved` are the items
+    # it reloaded: 1 where live counted 2 for the same two designs, unsaid)
+    items_relocated: list = field(default_factory=list)
 
     def describe(self) -> list[tuple[str, str]]:
         how = ("live: paused at a batch boundary, rows sent between partitions" if self.mode == "live"
@@ -78,9 +81,9 @@ class MigrationResult:
                 ("migration time", f"paused {self.pause_s * 1000:.1f} ms (drain {self.drain_s * 1000:.1f} ms, "
                                    f"move and switch {self.move_s * 1000:.1f} ms), {self.held_batches} "
                                    f"batches waited"),
-                ("moved", f"{self.rows_moved:,} rows, {self.bytes_moved:,} bytes declared "
-                          f"({self.wire_bytes:,} on the wire), {len(self.items_moved)} state items, "
-                          f"{len(self.procedures_moved)} SPs"),
+                ("moved", f"{self.rows_moved:,} rows{' reloaded (every row)' if self.mode == 'restart' else ''}, "
+                          f"{self.bytes_moved:,} bytes declared ({self.wire_bytes:,} on the wire); "
+                          f"{len(self.items_relocated)} state items and {len(self.procedures_moved)} SPs change place"),
                 ("throughput", "  ".join(f"{span} {span_tps(tps, n)}" for span, tps, n in (
                     ("before", self.tps_before, self.batches_before), ("during", self.tps_during, self.batches_during),
                     ("after", self.tps_after, self.batches_after))) + " tuples/s")]
@@ -255,7 +258,8 @@ class MigrationControl:
             pause_s=(resumed - pause) / 1e6, drain_s=(drained - pause) / 1e6, move_s=(resumed - drained) / 1e6,
             rows_moved=sum(self.rows.values()),
             bytes_moved=sum(k * row_bytes(workload, i) for i, k in self.rows.items()),
-            wire_bytes=self.wire, items_moved=items, procedures_moved=moved_procedures(plan_a, self.plan),
+            wire_bytes=self.wire, items_moved=items, items_relocated=moved_items(plan_a, self.plan),
+            procedures_moved=moved_procedures(plan_a, self.plan),
             window_homes=dict(sorted(self.windows.items())), held_batches=self.n_held,
             batches_before=counts[0], batches_during=counts[1], batches_after=counts[2],
             tps_before=tps[0], tps_during=tps[1], tps_after=tps[2])

@@ -91,6 +91,12 @@ def test_stop_move_restart_reloads_the_whole_state(trade):
     assert restart.rows_moved == sum(map(len, at_k.state.values()))  # every row reloaded, moved or not
     assert restart.bytes_moved == sum(k * row_bytes(w, i) for i, k in restart.items_moved.items())
     assert "stop-move-restart" in both.describe()[0]
+    # both say which items change place (restart's line counted the items it reloaded: 1 where
+    # live said 2 for the same two designs)
+    assert live.items_relocated == restart.items_relocated == moved_items_of(a, b) != []
+    for m in (live, restart):
+        assert dict(m.describe())["moved"].endswith(
+            f"; {len(m.items_relocated)} state items and {len(m.procedures_moved)} SPs change place")
     short = compare_migration(w, a, b, batches=50, at_batch=25, in_process=True)  # 64 in flight
     rows = {line.split("  ")[0]: line.split() for line in short.describe()}
     spans = [(span, k, m) for span in ("before", "during", "after")
@@ -207,6 +213,11 @@ def test_stop_move_restart_starts_new_processes(trade):
     assert_correct(r)
     assert r.state_digest == plain.state_digest
     assert len(r.pids) == 2 * a.n_partitions  # every partition stopped, a new process for each
+
+
+def moved_items_of(a, b) -> list[str]:
+    """The state items two designs place differently (a window is where its owner is)."""
+    return sorted(n for n in a.state if a.state[n] != b.state.get(n))
 
 
 def test_a_span_no_batch_completed_in_reads_n_a_not_a_measured_zero():
