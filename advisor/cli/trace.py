@@ -28,7 +28,8 @@ def synth(
     out: Path = typer.Option(..., "--out", "-o", help="trace directory to write"),
     seed: int = seed_option("same seed, same trace"),
     abort_rate: float = typer.Option(0.0, help="chance an execution aborts (then retries once)"),
-    cost_unit_us: float = typer.Option(100.0, help="microseconds per unit of procedure cost"),
+    cost_unit_us: Optional[float] = typer.Option(None, help="microseconds per unit of procedure cost "
+                                                           "(default: the spec's [input] cost_unit_us, else 100)"),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
     as_json: bool = json_option("print what was written as JSON instead of a summary"),
 ) -> None:

@@ -226,3 +226,19 @@ def test_a_cost_unit_the_trace_cannot_hold_is_refused_before_writing(tmp_path, c
     err = capsys.readouterr().err
     assert err.startswith("error: --cost-unit-us must be a number > 0") and err.count("\n") == 1
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_synthetic_trace_takes_the_specs_cost_unit_unless_told_another(tmp_path):
+    # it took 100 us a unit whatever the spec said: a spec at 1,000 was traced at 100, and the
+    # statistics' workload predicted 7.9x fast (the engine's traces carry the spec's unit)
+    spec = {**MIXED, "input": {**MIXED["input"], "cost_unit_us": 250.0}}
+    synthesize(spec, tmp_path / "own", batches=20, seed=1, noise=0.0)
+    synthesize(spec, tmp_path / "told", batches=20, seed=1, noise=0.0, cost_unit_us=100.0)
+    for name, unit in (("own", 250.0), ("told", 100.0)):
+        manifest = json.loads((tmp_path / name / "_trace.json").read_text())
+        assert manifest["input"]["cost_unit_us"] == unit
+    own, told = (pq.read_table(tmp_path / n / "txns").to_pandas() for n in ("own", "told"))
+    durations = [(t["end_us"] - t["start_us"]).sum() for t in (own, told)]
+    assert durations[0] == pytest.approx(2.5 * durations[1], rel=0.01)  # the SPs' work at 250 us a unit
+    synthesize(MIXED, tmp_path / "default", batches=2)  # a spec that says none: 100
+    assert json.loads((tmp_path / "default" / "_trace.json").read_text())["input"]["cost_unit_us"] == 100.0
