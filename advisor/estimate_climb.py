@@ -91,7 +91,8 @@ def via_a_trade(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, 
 
 def _busiest_first(busy) -> np.ndarray:
     """Busy times of partitions and coordinators, busiest first."""
-    return np.sort(np.concatenate([busy.partition, busy.coordinator]))[::-1]
+    return np.sort(np.concatenate([busy.partition, busy.coordinator,
+                                   busy.link if busy.link is not None else []]))[::-1]
 
 
 def _less_loaded(a: np.ndarray, b: np.ndarray) -> bool:

@@ -16,8 +16,9 @@ charges work where the engine does it, as the simulator prices it:
   partition it locks is held from its lock to the commit, so a partition locked early is
   held for every later lock's round trip as well;
 - every message costs its sender's and its receiver's machine the message handling (a MOVE
-  between machines also the (de)serialisation of its bytes), and every transaction costs its
-  machine the scheduling and the commit notification;
+  between machines also the (de)serialisation of its bytes, and its time on the sender's
+  outgoing link), and every transaction costs its machine the scheduling and the commit
+  notification;
 - a distributed transaction that waits for a later lock holds its earlier partitions meanwhile
   (`costmodel.lock_waits`): first-order lock waits, priced at the rate the design sustains.
 
@@ -59,6 +60,7 @@ class BusyPrices:
     sched_s: float = 3e-6
     ack_s: float = 1e-6
     tuple_bytes: float = DEFAULT_TUPLE_BYTES
+    bandwidth_Bps: float = float("inf")  # a machine's outgoing link (inf: no link is ever busy)
 
     @property
     def remote_rtt_s(self) -> float:
@@ -78,7 +80,8 @@ class BusyPrices:
             tuple_out_s=params.tuple_out_s, fragment_s=params.fragment_s, prepare_s=params.prepare_s,
             commit_s=params.commit_s, msg_cpu_s=params.msg_cpu_s, local_msg_cpu_s=params.local_msg_cpu_s,
             latency_s=params.net_latency_s, local_latency_s=params.local_latency_s,
-            ser_byte_s=params.ser_byte_s, sched_s=params.sched_s, ack_s=params.ack_s)
+            ser_byte_s=params.ser_byte_s, sched_s=params.sched_s, ack_s=params.ack_s,
+            bandwidth_Bps=params.bandwidth_Bps)
 
 
 @dataclass
@@ -88,10 +91,12 @@ class BusyTime:
     partition: np.ndarray
     coordinator: np.ndarray
     batch_size: int
+    link: np.ndarray | None = None  # busy seconds per batch of each machine's outgoing link
 
     @property
     def bottleneck_s(self) -> float:
-        return float(max(self.partition.max(initial=0.0), self.coordinator.max(initial=0.0)))
+        link = 0.0 if self.link is None else self.link.max(initial=0.0)
+        return float(max(self.partition.max(initial=0.0), self.coordinator.max(initial=0.0), link))
 
     @property
     def throughput_tps(self) -> float:
@@ -102,6 +107,8 @@ class BusyTime:
     @property
     def bottleneck(self) -> str:
         p, c = int(np.argmax(self.partition)), int(np.argmax(self.coordinator))
+        if self.link is not None and self.link.size and self.link.max() > max(self.partition[p], self.coordinator[c]):
+            return f"network link of machine {int(np.argmax(self.link))}"
         if self.partition[p] >= self.coordinator[c]:
             return f"partition {p}"
         return f"coordinator of machine {c}"
@@ -121,6 +128,10 @@ class SpTraits:
     work_s: np.ndarray
     code: np.ndarray
     rank: np.ndarray
+    # tuples a batch brings an SP no stream feeds (its input batch; None: none counted), and
+    # each stream edge's bytes a batch in the graph's edge order (None: the default tuple size)
+    input_tuples: np.ndarray | None = None
+    edge_bytes: np.ndarray | None = None
 
     @classmethod
     def declared(cls, graph: CostGraph, prices: "BusyPrices") -> "SpTraits":
@@ -139,6 +150,7 @@ class BusyInputs:
     shipped: np.ndarray  # a declared lone SP ships its remote work with its lock requests
     inner: np.ndarray  # a stream edge inside one transaction (no MOVE)
     move_cross_s: np.ndarray  # a MOVE's cost at each end when it crosses machines
+    link_s: np.ndarray  # a MOVE's time on its sender's outgoing link when it crosses machines
     owned: np.ndarray  # an access to owned state (a window): always its owner's, local
     e_unit: np.ndarray  # each access's transaction
     row_s: np.ndarray  # each access's rows, priced
@@ -160,13 +172,16 @@ class BusyInputs:
         w_edge = np.where(inner, 0.0, graph.pp_weight)
         tuples_in = np.bincount(unit[graph.pp_dst], weights=w_edge, minlength=n_proc)
         tuples_out = np.bincount(unit[graph.pp_src], weights=w_edge, minlength=n_proc)
+        if traits.input_tuples is not None:  # a source's input batch, as the simulator charges it
+            tuples_in = tuples_in + np.bincount(unit, weights=traits.input_tuples, minlength=n_proc)
+        edge_bytes = graph.pp_weight * P.tuple_bytes if traits.edge_bytes is None else traits.edge_bytes
         is_unit = unit == np.arange(n_proc)
         e_proc, e_state = graph.ps_proc, graph.ps_state
         owned = graph.state_owner[e_state] >= 0 if graph.has_owned_state else np.zeros(e_proc.size, bool)
         body = P.txn_s + traits.work_s + tuples_in * P.tuple_in_s + tuples_out * P.tuple_out_s
         return cls(
             unit=unit, is_unit=is_unit, shipped=(n_members == 1) & ~traits.code, inner=inner,
-            move_cross_s=P.msg_cpu_s + graph.pp_weight * P.tuple_bytes * P.ser_byte_s,
+            move_cross_s=P.msg_cpu_s + edge_bytes * P.ser_byte_s, link_s=edge_bytes / P.bandwidth_Bps,
             owned=owned, e_unit=unit[e_proc],
             row_s=np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s)),
             locks_everywhere=graph.ps_write | traits.code[e_proc],
@@ -182,18 +197,18 @@ def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = Busy
     window, is on its owner's partition whatever the array says). `lock_waits=False` leaves
     out the waits of distributed transactions for each other's locks (to see what they cost).
     `inputs`: `BusyInputs.of(graph, prices, traits)`, for many designs of one graph."""
-    partition, coordinator = busy_times(graph, np.asarray(proc_part, dtype=np.int64)[None, :],
+    partition, coordinator, link = busy_times(graph, np.asarray(proc_part, dtype=np.int64)[None, :],
                                         np.asarray(state_part, dtype=np.int64)[None, :], prices, traits,
                                         lock_waits, inputs)
-    return BusyTime(partition[0], coordinator[0], batch_size)
+    return BusyTime(partition[0], coordinator[0], batch_size, link[0])
 
 
 def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray,
                prices: BusyPrices = BusyPrices(), traits: SpTraits | None = None, lock_waits: bool = True,
-               inputs: BusyInputs | None = None) -> tuple[np.ndarray, np.ndarray]:
+               inputs: BusyInputs | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`busy_time` of K designs at once (rows of `proc_parts` and `state_parts`): the busy
-    seconds per batch of each design's partitions (K x partitions) and coordinators (K x
-    machines).
+    seconds per batch of each design's partitions (K x partitions), coordinators and outgoing
+    links (K x machines each).
 
     Why: a climb prices every neighbour of a design, each a few dozen array operations on
     arrays of a few dozen entries, so the time went into the calls, not the arithmetic. Here
@@ -223,6 +238,11 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     np.add.at(coord, (ks * n_machines + src_m).ravel(), move_s)
     np.add.at(coord, (ks * n_machines + dst_m).ravel(), move_s)
     np.add.at(coord, (ks * n_machines + base[:, k.is_unit] // ppm).ravel(), P.sched_s + P.ack_s)
+    # and its bytes occupy the sender's outgoing link
+    link = np.zeros(K * n_machines)
+    crosses = (src_m != dst_m) & ~k.inner
+    np.add.at(link, (ks * n_machines + src_m)[crosses], np.broadcast_to(k.link_s, crosses.shape)[crosses])
+    link = link.reshape(K, n_machines)
 
     # accesses: where each runs; owned state (a window) is its owner's, always local
     e_proc, e_state = graph.ps_proc, graph.ps_state
@@ -254,7 +274,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     single_part = single // n_proc * n_parts + base_of[single]  # (design, partition)
     np.add.at(busy, single_part, body[single])
     if not dist.any():
-        return busy.reshape(K, n_parts), coord.reshape(K, n_machines)
+        return busy.reshape(K, n_parts), coord.reshape(K, n_machines), link
 
     # remote work per (transaction, partition): rows done there (a replicated write: on all)
     rw_key, rw_s = [(e_unit * n_parts + where)[remote]], [row_s[remote]]
@@ -316,4 +336,4 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
                                      coord.reshape(K, n_machines).max(axis=1, initial=0.0),
                                      design=design[d], n_parts=n_parts)
     np.add.at(busy, design[d] * n_parts + pq[d], hold)
-    return busy.reshape(K, n_parts), coord.reshape(K, n_machines)
+    return busy.reshape(K, n_parts), coord.reshape(K, n_machines), link

@@ -532,12 +532,13 @@ def test_many_designs_priced_together_get_each_its_own_figures_to_the_last_digit
     for proc, state in designs[::3]:
         state[rng.random(state.size) < 0.3] = REPLICATED
     designs += designs[:3]  # the same design twice in one batch
-    partition, coordinator = busy_times(g.cost, np.stack([p for p, _ in designs]), np.stack([s for _, s in designs]),
+    partition, coordinator, link = busy_times(g.cost, np.stack([p for p, _ in designs]), np.stack([s for _, s in designs]),
                                         estimate.prices, estimate.traits)
     alone = [busy_time(g.cost, p, s, estimate.prices, estimate.batch_size, estimate.traits) for p, s in designs]
     assert any(a.throughput_tps != alone[0].throughput_tps for a in alone)  # designs that differ
     for k, one in enumerate(alone):
         assert np.array_equal(partition[k], one.partition) and np.array_equal(coordinator[k], one.coordinator)
+        assert np.array_equal(link[k], one.link)
     # the estimate's own batch path: the same figures, and what it remembers counted once
     fresh = BusyEstimate.of(g, w, Calibration.reference().params)
     together = fresh.estimate_many(designs)
@@ -754,11 +755,13 @@ def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatc
 
 
 def test_the_steps_also_run_from_a_climb_end_that_ties_with_the_best(monkeypatch):
-    """generated-1048 on 8 machines: a move with a trade of places from the pick's own climb
-    end simulates at about 6,000 tuples/s, then a pool design's climb end at about 6,070,
-    within the 2 % tie, so the first stays the best; the steps from the second end higher
-    (6,492 against 6,393 from the first; 6,217 before the rate search aimed at the edge, which
-    moved the first's figures within its tolerance). The steps now run from both."""
+    """generated-1048 on 8 machines: a pool design's climb end comes within the 2 % tie of
+    the best, and the steps run from it too (NEAR_STARTS). Until stop 60 they ended higher
+    there (6,492 against 6,393 tuples/s without them); since the busy-time estimate prices a
+    source's input batch and each stream's bytes, both routes reach 6,420, and on 150
+    generated dataflows (4, 8 and 16 machines) no route ended 1 % higher (docs/measurements.md,
+    Stop 60). What stays to check: the steps run from the tied end (more designs simulated,
+    within the same event budget) and the pick never ends lower for it."""
     import sys
     from pathlib import Path
 
@@ -771,7 +774,9 @@ def test_the_steps_also_run_from_a_climb_end_that_ties_with_the_best(monkeypatch
     both = recommend(w, machines=8, seed=0, baselines=False)
     monkeypatch.setattr(search, "NEAR_STARTS", 0)
     one = recommend(w, machines=8, seed=0, baselines=False)
-    assert both.prediction > 1.01 * one.prediction, (both.prediction, one.prediction)
+    ran = both.selection.improvement.simulated - one.selection.improvement.simulated
+    assert ran > 0, (both.selection.improvement.simulated, one.selection.improvement.simulated)
+    assert both.prediction >= one.prediction
     assert both.design.provenance["simulated_search"]["moves"][0].startswith("start from")
 
 
@@ -807,3 +812,27 @@ def test_a_design_that_ties_on_the_short_runs_is_taken_where_the_longer_runs_put
     monkeypatch.setattr(search, "TIE_BREAK_BATCHES", 0)
     stayed = search_from_the_start()
     assert not stayed.moves and stayed.end_tps == stayed.start_tps
+
+
+@pytest.mark.parametrize("change, bottleneck", [
+    ({"batch_size": 1000}, "partition"),  # a source's input batch: the estimate charged none (1.7x high)
+    ({"tuple_bytes": 10_000}, "network link of machine"),  # 64 bytes a tuple whatever the spec said (1.8x)
+    ({"tuple_bytes": 1_000_000}, "network link of machine"),  # and no link at all (180x)
+])
+def test_the_estimate_prices_a_sources_input_and_each_streams_bytes_as_the_simulator(change, bottleneck):
+    import dataclasses
+
+    base = load_workload("tpcdi-trade").with_cluster(2, 1)
+    w = base
+    if "batch_size" in change:
+        w = dataclasses.replace(w, input=dataclasses.replace(w.input, batch_size=change["batch_size"]))
+    if "tuple_bytes" in change:
+        w = dataclasses.replace(w, streams=tuple(dataclasses.replace(s, tuple_bytes=change["tuple_bytes"])
+                                                 for s in w.streams))
+    design = recommend(base, objective="cost", baselines=False).design
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    estimated = BusyEstimate.of(g, w, params).estimate(*design.arrays(g))
+    simulated = max_throughput(w, design, batches=300, calibration=params)
+    assert estimated.throughput_tps == pytest.approx(simulated.throughput_tps, rel=0.03)
+    assert estimated.bottleneck.startswith(bottleneck) and simulated.bottleneck.startswith(bottleneck)
