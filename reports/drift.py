@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from advisor.sources import Source, load_source
 from advisor.api import check_table_level, recommend
@@ -133,7 +134,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
     design, out.hot_set = _carried_to_hot_set(design, graph)
-    _check_granularity(design, graph)
+    _check_granularity(design, graph, _is_statistics(source))
     windows = graph.window_owners()  # a window the design leaves out lives with its owner
     out.unplaced = ([n for n in graph.proc_names if n not in design.procedures]
                     + [n for n in graph.state_names if n not in design.state and n not in windows])
@@ -198,17 +199,25 @@ def _carried_to_hot_set(design: Design, graph) -> tuple[Design, str]:
             "(their rows are in their fragments)")
 
 
-def _check_granularity(design: Design, graph) -> None:
+def _is_statistics(source: Source) -> bool:
+    from traces.statistics import is_statistics_dir
+
+    return isinstance(source, (str, Path)) and is_statistics_dir(source)
+
+
+def _check_granularity(design: Design, graph, from_statistics: bool) -> None:
     """A design that places fragments or tuples of a table the source holds whole (or the
     reverse) is a granularity mismatch, not drift."""
     from advisor.errors import AdvisorError
     from costmodel.granularity import base_table
 
     ours = {n for n in design.state if n not in graph._state_index}
-    # the source's fragments and tuples are what its graph says belong to a table (statistics
-    # at that granularity); a spec's `T#0` is a table of its own (`advisor tune` splits into
-    # such tables), new to a design made before the split: drift, not another granularity
-    items = (n for n, t in zip(graph.state_names, graph.state_tables) if t != n)
+    # statistics at fragment or tuple granularity name their items `T#i` and `T@KEY`; a spec's
+    # names are its own (`advisor tune` splits a table into tables `T#0`..., new to a design made
+    # before the split: drift, exit 3, not another granularity), unless its graph says they
+    # belong to a table
+    items = ((n for n in graph.state_names if base_table(n) != n) if from_statistics
+             else (n for n, t in zip(graph.state_names, graph.state_tables) if t != n))
     if any(base_table(n) != n for n in ours) or any(n not in design.state for n in items):
         raise AdvisorError("the design and the source place state at different granularities "
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")

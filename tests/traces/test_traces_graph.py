@@ -94,3 +94,15 @@ def test_bad_statistics_directory_is_one_line(tmp_path, capsys):
     assert run_app(["recommend", str(tmp_path / "s")]) == 2
     err = capsys.readouterr().err
     assert err.count("error:") == 1 and "Traceback" not in err
+
+
+def test_check_of_a_table_design_against_fragment_statistics_says_another_granularity(tpcdi, tmp_path, capsys):
+    # statistics at fragment granularity name their items T#i; a table-level design checked
+    # against them is another granularity (exit 2), not drift, while a spec's own T#0 tables
+    # (what `advisor tune` writes) are drift (tests/reports/test_drift.py)
+    design = tmp_path / "table.json"
+    assert run_app(["recommend", str(tpcdi / "table"), "--machines", "2", "--objective", "cost",
+                    "--out", str(design)]) == 0
+    capsys.readouterr()
+    assert run_app(["check", "--design", str(design), str(tpcdi / "frag")]) == 2
+    assert "place state at different granularities" in capsys.readouterr().err
