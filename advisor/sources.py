@@ -66,9 +66,10 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
             # small enough to simulate: the search sees the very model the simulator judges
             # (SP work net of the overheads the simulator charges itself)
             return workload, WorkloadGraph.from_workload(workload)
-        from advisor.statistics_graph import graph_from_statistics
+        from advisor.statistics_graph import graph_from_statistics, priced_as_workload
 
-        return workload, graph_from_statistics(source)  # straight from the columns: scales
+        # straight from the columns (it scales), its figures the workload's: one answer at any size
+        return workload, priced_as_workload(graph_from_statistics(source), workload)
     workload = load_workload(source)
     return workload, WorkloadGraph.from_workload(workload)
 

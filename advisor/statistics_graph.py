@@ -107,6 +107,29 @@ def graph_from_statistics(stats_dir: str | Path, machines: int | None = None,
     )
 
 
+def priced_as_workload(graph: WorkloadGraph, workload) -> WorkloadGraph:
+    """`graph` (built straight from the statistics' columns) with each SP's load and each
+    state item's bytes as the workload rebuilt from the same statistics has them
+    (`advisor.statistics_workload`: SP work net of the overheads the simulator charges, a
+    nested group's shared duration split, the manifest's table sizes), priced as a spec's
+    cost units are.
+
+    Why: statistics too large to simulate got their graph from the columns, and those read
+    the load otherwise (raw durations, one missing work figure dropping every SP's, a group's
+    duration charged to each member, microseconds priced as microseconds, invocations as
+    transactions): the same trace's cost and weights depended on its size."""
+    from dataclasses import replace
+
+    costs = {p.name: p.cost for p in workload.procedures}
+    unit_us = float(workload.input.cost_unit_us)
+    load = [costs[n] if n in costs else float(x) / unit_us  # (microseconds in units)
+            for n, x in zip(graph.proc_names, graph.cost.proc_load)]
+    sizes = {t.name: t.bytes for t in workload.tables} | {w.name: workload.window_bytes(w) for w in workload.windows}
+    state_bytes = [sizes.get(n, float(b)) for n, b in zip(graph.state_names, graph.cost.state_bytes)]
+    return replace(graph, cost=replace(graph.cost, proc_load=load, state_bytes=state_bytes),
+                   load_unit_s=None, proc_txns=None, cost_unit_us=unit_us)
+
+
 def _window_owners(state: pa.Table, manifest: dict, procs: list[str], where: str) -> np.ndarray:
     """state_owner: the owning SP of each window item (kind "window"), -1 for the rest."""
     windows = manifest.get("windows") or {}

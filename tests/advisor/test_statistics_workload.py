@@ -392,3 +392,49 @@ def test_a_malformed_statistics_manifest_is_one_line(stats, tmp_path, capsys, pa
     assert run_app(["recommend", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message.split("'")[1] in err
+
+
+def test_statistics_too_large_to_simulate_get_the_workloads_figures_in_their_graph(tmp_path):
+    # the graph built straight from the columns (statistics past MAX_SIM_BATCH_WORK) read the
+    # SP load otherwise than the rebuilt workload the simulator runs: raw durations, microseconds
+    # priced as microseconds, invocations as transactions: weights 0.852/0.049/0.099 against
+    # 0.887/0.051/0.062 for one trace, by its size alone. Here a partial work column as well:
+    # one SP without `p50_work_us` dropped every SP's in the columns' graph.
+    from pathlib import Path
+    import shutil
+
+    from advisor.priced_weights import default_weights
+    from advisor.statistics_graph import graph_from_statistics, priced_as_workload
+    from advisor.statistics_workload import workload_from_statistics
+    from costmodel.graph import WorkloadGraph
+
+    stats = shutil.copytree(Path(__file__).parent.parent / "common" / "data" / "stats-move-micro",
+                            tmp_path / "stats")
+    procs = pq.read_table(stats / "procedures.parquet")
+    work = pa.array([100.0] + [None] * (procs.num_rows - 1), pa.float64())
+    column = procs.schema.get_field_index("p50_work_us")
+    pq.write_table(procs.set_column(column, "p50_work_us", work) if column >= 0
+                   else procs.append_column("p50_work_us", work), stats / "procedures.parquet")
+    workload = workload_from_statistics(stats)
+    as_run = WorkloadGraph.from_workload(workload)
+    columns = graph_from_statistics(stats)
+    priced = priced_as_workload(columns, workload)
+    assert list(priced.cost.proc_load) == list(as_run.cost.proc_load)
+    assert list(priced.cost.state_bytes) == list(as_run.cost.state_bytes)
+    assert default_weights(priced) == default_weights(as_run) != default_weights(columns)
+    design = recommend(workload, machines=2, objective="cost", baselines=False).design
+    assert design.score(priced) == design.score(as_run)
+
+
+def test_load_source_gives_large_statistics_the_workloads_figures(monkeypatch):
+    from pathlib import Path
+
+    import advisor.sources as sources
+
+    stats = Path(__file__).parent.parent / "common" / "data" / "stats-move-micro"
+    _, small = load_source(stats)
+    monkeypatch.setattr(sources, "MAX_SIM_BATCH_WORK", 0)  # as if past what the simulator takes
+    _, large = load_source(stats)
+    assert large.load_unit_s is None and large.proc_txns is None
+    assert list(large.cost.proc_load) == list(small.cost.proc_load)
+    assert list(large.cost.state_bytes) == list(small.cost.state_bytes)
