@@ -155,8 +155,8 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         assumed.append(f"input batch size: {DEFAULT_BATCH_SIZE} tuples (the trace does not record it)")
     unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
     durations = inp.get("durations") or "execution"
-    per_txn_us, per_row_us = (0.0, 0.0) if durations == "work" else _overhead_us(calibration)
-    per_txn_us, per_row_us = per_txn_us * overhead_scale, per_row_us * overhead_scale
+    per_txn_us, per_read_us, per_write_us = (0.0, 0.0, 0.0) if durations == "work" else _overhead_us(calibration)
+    per_txn_us, per_read_us, per_write_us = (x * overhead_scale for x in (per_txn_us, per_read_us, per_write_us))
     work_told = _measured_work(procs)
     work_line_at = len(assumed)  # the line on SP work goes here, once the rows are known
 
@@ -180,7 +180,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
 
     invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
     accesses: dict[str, list[Access]] = {n: [] for n in names}
-    rows_per_batch: dict[str, float] = {n: 0.0 for n in names}
+    rows_per_batch: dict[str, dict[str, float]] = {n: {"read": 0.0, "write": 0.0} for n in names}
     for r in ps.itertuples(index=False):
         calls = max(invocations[r.procedure], 1.0)
         probability = min(1.0, float(r.txns) / calls) if r.txns > 0 else 0.0
@@ -190,31 +190,36 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             if total <= 0 or (mode == "write" and r.state in window_names):
                 continue  # a window's inserts are its owner's own (the Window models them)
             per_batch = float(total) / batches
-            rows_per_batch[r.procedure] += per_batch
+            rows_per_batch[r.procedure][mode] += per_batch
             accesses[r.procedure].append(Access(r.state, mode, per_batch / probability,
                                                 keys_of(r.procedure, r.table), probability))
 
     # one timed transaction: an SP, or a nested group whose members report its shared duration
     timed = {n: shared.get(n, (n,)) for n in names}
 
-    def rows_per_call(r) -> float:
-        return sum(rows_per_batch[m] for m in timed[r.procedure]) / max(float(r.invocations) / batches, 1e-12)
+    def row_us_per_call(r) -> float:
+        """The engine's time for the rows one execution reads and writes, at the calibration's
+        prices (writes were taken off at the read price; the simulator charges them its own)."""
+        rows = [rows_per_batch[m] for m in timed[r.procedure]]
+        per_batch = sum(per_read_us * x["read"] + per_write_us * x["write"] for x in rows)
+        return per_batch / max(float(r.invocations) / batches, 1e-12)
 
     untimed = [r for r in procs.itertuples(index=False) if r.procedure not in work_told]
     if durations != "work" and untimed:
         short = None if inp.get("durations") else next(
-            (r for r in untimed if float(r.p50_cost_us) < per_txn_us + per_row_us * rows_per_call(r)), None)
+            (r for r in untimed if float(r.p50_cost_us) < per_txn_us + row_us_per_call(r)), None)
         if short is not None:  # shorter than the overhead alone: the durations cannot include it
             line = (f"SP work: the measured durations as they are: {short.procedure}'s median "
                     f"({float(short.p50_cost_us):.0f} us) is shorter than the "
-                    f"{per_txn_us + per_row_us * rows_per_call(short):.0f} us of engine overhead the "
+                    f"{per_txn_us + row_us_per_call(short):.0f} us of engine overhead the "
                     f"calibration prices its transaction at, so the durations cannot include that "
                     f"overhead (the trace does not say what they time: input.durations)")
-            per_txn_us = per_row_us = 0.0
+            per_txn_us = per_read_us = per_write_us = 0.0
         else:
             which = f" for the {len(untimed)} SPs whose work the trace does not time" if work_told else ""
             line = (f"SP work{which}: median execution time less {per_txn_us:.0f} us per transaction "
-                    f"and {per_row_us:.2f} us per row accessed (calibration prices; what the engine "
+                    f"and {per_read_us:.2f} us per row read, {per_write_us:.2f} per row written "
+                    f"(calibration prices; what the engine "
                     f"overhead really was on the tracing host is not in the statistics)")
         assumed.insert(work_line_at, line)
     waited = _distributed_share(untimed) if durations != "work" else ""
@@ -230,7 +235,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             timings[r.procedure] = MeasuredCost(measured_us, 0.0)
             cost = work_told[r.procedure] * calls_per_batch / unit_us
         else:
-            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + per_row_us * rows_per_call(r))
+            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + row_us_per_call(r))
             work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
             cost = work_us / len(members) * calls_per_batch / unit_us
         procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure])))
@@ -302,20 +307,20 @@ def _measured_work(procs) -> dict[str, float]:
             if work is not None and math.isfinite(float(work))}
 
 
-def _overhead_us(calibration) -> tuple[float, float]:
-    """Per-transaction and per-row time (µs) the simulator charges besides an SP's work, from
-    the calibration's simulator prices (0, 0 when it has none)."""
+def _overhead_us(calibration) -> tuple[float, float, float]:
+    """Per-transaction, per-row-read and per-row-written time (µs) the simulator charges besides
+    an SP's work, from the calibration's simulator prices (0s when it has none)."""
     from advisor.priced_weights import calibration_simulator
 
     sim = calibration_simulator(calibration)
     try:
-        per_txn = float(sim.get("txn_overhead_s", 0.0)) * 1e6
-        per_row = float(sim.get("row_read_s", 0.0)) * 1e6
+        prices = [float(sim.get(key, 0.0)) * 1e6 for key in ("txn_overhead_s", "row_read_s", "row_write_s")]
     except (TypeError, ValueError):
-        return 0.0, 0.0
-    if not (math.isfinite(per_txn) and math.isfinite(per_row)):
-        return 0.0, 0.0
-    return max(per_txn, 0.0), max(per_row, 0.0)
+        return 0.0, 0.0, 0.0
+    if not all(math.isfinite(x) for x in prices):
+        return 0.0, 0.0, 0.0
+    per_txn, per_read, per_write = (max(x, 0.0) for x in prices)
+    return per_txn, per_read, per_write
 
 
 def _nested(groups, procs: set[str], where: str) -> tuple[tuple[str, ...], ...]:

@@ -142,7 +142,7 @@ def test_statistics_keep_the_median_work_and_the_workload_takes_it(tpcdi_trace, 
     pq.write_table(zeros, tmp_path / "zeros" / "procedures.parquet")
     read = read_statistics_arrow(tmp_path / "zeros")[0]["procedures"]
     assert read.column("p50_work_us").null_count == read.num_rows
-    assert any("per row accessed" in a for a in workload_from_statistics(tmp_path / "zeros").assumed)
+    assert any("per row read" in a for a in workload_from_statistics(tmp_path / "zeros").assumed)
 
     # the same statistics without the column (written before it existed): the old estimate
     for f in ("procedures.parquet",):
@@ -151,7 +151,7 @@ def test_statistics_keep_the_median_work_and_the_workload_takes_it(tpcdi_trace, 
     manifest = json.loads((tmp_path / "stats" / "_stats.json").read_text())
     old = workload_from_statistics(tmp_path / "stats")
     assert manifest["batches"] == 80
-    assert any("per row accessed" in a for a in old.assumed)
+    assert any("per row read" in a for a in old.assumed)
     dt = old.procedure("DateTimeLookup").cost
     assert dt != pytest.approx(rebuilt.procedure("DateTimeLookup").cost, rel=0.05)
     durations = graph_from_statistics(tmp_path / "stats").cost.proc_load  # execution times again
