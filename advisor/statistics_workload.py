@@ -227,6 +227,13 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         assumed.append(waited)
     procedures = []
     timings: dict[str, MeasuredCost] = {}
+    # the manifest's word for what a trace cannot show (the SPs clients invoke, the input field
+    # an SP splits by): a trace without it gives neither (they were dropped, unsaid)
+    invoked = set(manifest.get("oltp") or ())
+    split_by = dict(manifest.get("partition_keys") or {})
+    if "oltp" not in manifest and "partition_keys" not in manifest:
+        assumed.append("no SP invoked by clients (oltp) and none split by an input field (partition_key): "
+                       "the trace's manifest does not say (traces written before stop 60)")
     for r in procs.itertuples(index=False):
         calls_per_batch = float(r.invocations) / batches
         members = timed[r.procedure]
@@ -238,7 +245,8 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + row_us_per_call(r))
             work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
             cost = work_us / len(members) * calls_per_batch / unit_us
-        procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure])))
+        procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure]),
+                                    partition_key=split_by.get(r.procedure), oltp=r.procedure in invoked))
 
     stream_list = []
     for r in streams.itertuples(index=False):

@@ -174,6 +174,8 @@ def finish_statistics(parts: dict[str, pa.Table], info: TraceInfo, gran: Granula
         "cluster": manifest.get("cluster") or {},
         "input": input_info(manifest),
         "access_keys": manifest.get("access_keys") or {},
+        "oltp": manifest.get("oltp") or [],
+        "partition_keys": manifest.get("partition_keys") or {},
         "windows": {n: w.to_manifest() for n, w in windows.items()},
         "key_type": info.key_type,
     }

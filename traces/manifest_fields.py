@@ -67,6 +67,12 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             if fields is None:  # (the workload rebuilt from it would name a field no input declares)
                 raise fail(f"access_keys.{proc}.{table}", "an input field the manifest declares, but it has "
                            "no input.fields", keys)
+    oltp = manifest.get("oltp")
+    if oltp is not None and not (isinstance(oltp, list) and all(isinstance(n, str) for n in oltp)):
+        raise fail("oltp", "a list of procedure names", oltp)
+    for proc, key in mapping(manifest.get("partition_keys"), "partition_keys").items():
+        if not isinstance(key, str) or (fields is not None and key not in fields) or fields is None:
+            raise fail(f"partition_keys.{proc}", "a field of input.fields", key)
     number(manifest.get("batches"), "batches", integer=True)  # a trace's own (top level)
     number(manifest.get("batch_size"), "batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     streams = manifest.get("streams")

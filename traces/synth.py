@@ -173,6 +173,10 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         "streams": [{"from": plan.procs[s], "to": plan.procs[d], "tuples": t, "tuple_bytes": b}
                     for s, d, t, b in plan.streams],
         "nested": [list(g) for g in spec.get("nested", [])],
+        # what a trace cannot show: the SPs clients invoke, and the input field an SP splits by
+        "oltp": [p["name"] for p in spec.get("procedures", []) if p.get("oltp")],
+        "partition_keys": {p["name"]: p["partition_key"] for p in spec.get("procedures", [])
+                           if p.get("partition_key")},
         # the accesses keyed by a field of the SP's input tuple (what data-parallel lanes split
         # on), as the engine's traces say them
         "access_keys": dict(spec.get("access_keys") or {}),

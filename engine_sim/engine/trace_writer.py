@@ -74,6 +74,9 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
         "streams": [{"from": s.source, "to": s.target, "tuples": s.tuples, "tuple_bytes": s.tuple_bytes}
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
+        # what a trace cannot show: the SPs clients invoke, and the input field an SP splits by
+        "oltp": [p.name for p in w.procedures if p.oltp],
+        "partition_keys": {p.name: p.partition_key for p in w.procedures if p.partition_key},
         # the accesses keyed by a field of the SP's input tuple (what data-parallel lanes split on)
         "access_keys": input_access_keys(w),
         "windows": {win.name: {"procedure": win.procedure, "size": win.size, "slide": win.slide,

@@ -465,3 +465,35 @@ def test_an_sps_written_rows_are_taken_off_its_duration_at_the_write_price(tmp_p
     rows_per_call = 400 / 40
     unit_us = 100.0
     assert as_written - as_read == pytest.approx(per_row_gap_us * rows_per_call / unit_us, rel=1e-6)
+
+
+def test_the_sps_clients_invoke_and_their_split_keys_come_back_from_the_manifest(tmp_path):
+    # a trace cannot show which SPs clients invoke (oltp) or by which input field an SP splits
+    # (partition_key): the workload rebuilt from statistics dropped both, unsaid; the trace
+    # writers now say them in the manifest, and statistics without them say so
+    from pathlib import Path
+    import shutil
+
+    from advisor.statistics_workload import workload_from_statistics
+    from costmodel.workload import workload_as_plain
+    from advisor.sources import load_workload
+    from traces.synth import synthesize
+
+    synthesize(workload_as_plain(load_workload("linear-road")), tmp_path / "trace", batches=5)
+    manifest = json.loads((tmp_path / "trace" / "_trace.json").read_text())
+    assert manifest["oltp"] == ["AccountBalance"]
+    assert manifest["partition_keys"] == {"PositionReport": "xway", "SegmentStatistics": "xway",
+                                          "AccidentDetection": "xway"}
+    old = Path(__file__).parent.parent / "common" / "data" / "stats-move-micro"  # written before
+    assert any(a.startswith("no SP invoked by clients (oltp)") for a in workload_from_statistics(old).assumed)
+    told = shutil.copytree(old, tmp_path / "told")
+    stats = json.loads((told / "_stats.json").read_text())
+    stats |= {"oltp": [], "partition_keys": {"SP1": "tuple_id"}}
+    (told / "_stats.json").write_text(json.dumps(stats))
+    w = workload_from_statistics(told)
+    assert w.procedure("SP1").partition_key == "tuple_id" and w.procedure("SP2").partition_key is None
+    assert not any(a.startswith("no SP invoked by clients") for a in w.assumed)
+    stats["partition_keys"] = {"SP1": "nope"}  # a field the input does not have: one line
+    (told / "_stats.json").write_text(json.dumps(stats))
+    with pytest.raises(UserError, match="partition_keys.SP1"):
+        workload_from_statistics(told)

@@ -56,6 +56,16 @@ def test_the_engine_records_each_declared_sps_own_work(tpcdi_trace):
         assert (durations >= work - 1).all()  # a part of the execution, never more
 
 
+def test_the_engines_manifest_says_what_a_trace_cannot_show(tmp_path):
+    # which SPs clients invoke and by which input field an SP splits (the rebuilt workload
+    # dropped both)
+    w = load_workload("linear-road")
+    run_workload(w, round_robin_design(w, 1, 1), batches=3, in_process=True, trace_out=tmp_path / "t")
+    manifest = json.loads((tmp_path / "t" / "_trace.json").read_text())
+    assert manifest["oltp"] == [p.name for p in w.procedures if p.oltp] != []
+    assert manifest["partition_keys"] == {p.name: p.partition_key for p in w.procedures if p.partition_key} != {}
+
+
 def test_bundled_code_is_not_timed(tmp_path):
     w = load_workload("voter-leaderboard")
     run_workload(w, round_robin_design(w, 1, 1), batches=5, in_process=True, trace_out=tmp_path / "t")
