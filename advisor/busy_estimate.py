@@ -114,7 +114,7 @@ def sp_traits(graph, workload, params) -> SpTraits:
 def _edge_bytes(graph, workload) -> np.ndarray:
     """Bytes a batch of each stream edge of the graph (in its order): its streams' tuples x
     tuple_bytes, as the simulator serialises and sends them (the estimate took 64 bytes a
-    tuple whatever the spec said: a 10,000-byte tuple was predicted 3x fast). An edge the
+    tuple whatever the spec said: 10,000-byte tuples were predicted 1.8x fast). An edge the
     workload does not name (a richer graph) keeps the default tuple size."""
     declared: dict[tuple[str, str], float] = {}
     for s in workload.streams:
