@@ -504,7 +504,8 @@ def _select_by_throughput(candidates: list[Candidate], unique: list[Candidate], 
     prediction, prediction_batches = _prediction(runs, chosen, improvement)
     return Selection(objective, objective="throughput", chosen=chosen, prediction=prediction,
                      prediction_batches=prediction_batches,
-                     candidates=candidates, note=judge.note_, simulated=judge.simulated_, sim_s=sim_s,
+                     candidates=candidates, note=_climbed_note(judge.note_, unique, improvement),
+                     simulated=judge.simulated_, sim_s=sim_s,
                      calibration_label=label, improvement=improvement, simulator_runs=runs.runs,
                      simulations_reused=runs.reused, simulator_probes=runs.probes, **counts)
 
@@ -521,6 +522,18 @@ def _unsimulated_note(candidates: list[Candidate], simulated: list[Candidate], e
              if best > 0 and left else "")
     return (f"simulated {len(simulated)} of {len(candidates)} distinct candidates; the other {len(unsimulated)}"
             f"{f' ({over} over memory)' if over else ''}{share}, did not fit the simulation budget")
+
+
+def _climbed_note(note: str, unique: list[Candidate], improvement) -> str:
+    """The unsimulated candidates' note, with how many of them the simulated search climbed
+    from by the estimate (its ends simulated where they beat the pick's): they were not simply
+    passed over."""
+    if improvement is None or not note.endswith("did not fit the simulation budget"):
+        return note
+    unsimulated = {o.label for o in unique if o.predicted_tps is None}
+    climbed = len(unsimulated & set(improvement.climbed_from))
+    return (f"{note}; the simulated search climbed from the {climbed} of them the estimate puts highest"
+            if climbed else note)
 
 
 def _prediction(runs: SimulationRuns, chosen: Candidate, improvement) -> tuple[float | None, int]:

@@ -96,6 +96,7 @@ class Improvement:
     moves: list[str]
     end_estimated_tps: float | None = None  # the busy-time estimate of where it ended
     skipped: str = ""  # why nothing was simulated, where it did not start
+    climbed_from: tuple[str, ...] = ()  # the pool designs (labels) its estimate's climbs started from
 
     @property
     def improved(self) -> bool:
@@ -216,14 +217,18 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         return (e, label, p2, s2, climbed) if e > bar * (1 + CLIMB_GAIN) else None
 
     ends = [climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
+    climbed_from = [t[0] for t in starts[:CLIMB_STARTS - 1]]
+    pool_starts = len(more_starts)
     more_starts = list(more_starts) + random_starts(graph, RANDOM_STARTS, seed)
     more, priced = [], estimate.priced
     start_tps = [e.throughput_tps for e in estimate.estimate_many([(t[1], t[2]) for t in more_starts])]
-    for _tps, t in sorted(zip(start_tps, more_starts), key=lambda x: -x[0]):  # stable
+    for _tps, k in sorted(zip(start_tps, range(len(more_starts))), key=lambda x: -x[0]):  # stable
         left = CLIMB_BUDGET - (estimate.priced - priced)
         if left <= 0:
             break
-        more.append(climb_from(*t, max_priced=left))
+        more.append(climb_from(*more_starts[k], max_priced=left))
+        if k < pool_starts:
+            climbed_from.append(more_starts[k][0])
     ends = [e for e in ends if e is not None]
     ends += sorted((e for e in more if e is not None), key=lambda t: -t[0])[:CLIMB_ENDS]
     # every end's designs first (the estimate prices them in the same order), so the
@@ -327,4 +332,5 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             best, proc, state = max(simulate(p2, s2), tps), p2, s2
             moves = list(m2) + [f"a tie broken on {TIE_BREAK_BATCHES:,} batches "
                                 f"({longer[1]:,.0f} against {longer[0]:,.0f} tuples/s)"]
-    return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state))
+    return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state),
+                       climbed_from=tuple(climbed_from))

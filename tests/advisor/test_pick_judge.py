@@ -129,3 +129,24 @@ def test_a_budget_too_small_for_two_candidates_still_screens_two():
     share = max(left) / max(o.estimated_tps for o in screened)
     assert (f"the other {len(left)}, estimated at {share:.0%} of the best simulated candidate's estimate "
             "or less, did not fit") in judge.note_
+
+
+def test_the_unsimulated_note_counts_the_candidates_the_simulated_search_climbed_from():
+    """On 40 SPs the pick simulates few of its pool; the rest are not passed over: the simulated
+    search climbs from the ones the estimate puts highest, and the note says how many."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from recommend_scale import case_workload
+
+    w, machines, ppm = case_workload("gen40")
+    sel = recommend(w, machines=machines, partitions_per_machine=ppm, baselines=False).selection
+    unsimulated = [o for o in sel.candidates if o.predicted_tps is None]
+    climbed = [o for o in unsimulated if o.label in sel.improvement.climbed_from]
+    assert 0 < len(climbed) < len({o.label for o in unsimulated})
+    assert sel.note.endswith(f"; the simulated search climbed from the {len(climbed)} of them "
+                             "the estimate puts highest")
+    # the ones climbed from are the estimate's best of those left unsimulated
+    assert min(o.estimated_tps for o in climbed) >= max(
+        o.estimated_tps for o in unsimulated if o not in climbed)
