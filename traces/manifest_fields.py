@@ -70,6 +70,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
     oltp = manifest.get("oltp")
     if oltp is not None and not (isinstance(oltp, list) and all(isinstance(n, str) for n in oltp)):
         raise fail("oltp", "a list of procedure names", oltp)
+    names = manifest.get("spec_tables")
+    if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+        raise fail("spec_tables", "a list of table names", names)
     for proc, key in mapping(manifest.get("partition_keys"), "partition_keys").items():
         if not isinstance(key, str) or (fields is not None and key not in fields) or fields is None:
             raise fail(f"partition_keys.{proc}", "a field of input.fields", key)
@@ -110,3 +113,10 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             if procedures is not None and m not in procedures:  # every later command would refuse it
                 raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is not in 'procedures'")
             seen[m] = i
+
+
+def spec_tables(manifest: dict) -> frozenset[str]:
+    """The tables the trace's spec declares (`spec_tables`, written by the engine and by
+    `trace synth`): a name among them is a table of its own whatever it reads as, such as the
+    `T#0` that `advisor tune` writes when it splits a table (empty for other traces)."""
+    return frozenset(manifest.get("spec_tables") or ())

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from traces.errors import TraceError
+from traces.manifest_fields import spec_tables
 from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_schema, check_table_names, missing_manifest,
                                  parse_manifest)
@@ -158,7 +159,7 @@ def _validate(where: str, spark) -> TraceInfo:
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
         _Check("table", "empty table name", F.col("table") == ""),
         _Check("table", "a table name holding a line break", F.col("table").contains("\n"))], collect="table")
-    check_table_names(where, tables)
+    check_table_names(where, tables, spec_tables(manifest))
     known = sorted(procedures)
     flow_checks = nulls("flows") + non_negative("batch_id", "tuples", "bytes") + [
         _Check(c, "a procedure that never ran (no row in txns)", ~F.col(c).isin(*known))

@@ -170,6 +170,8 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         "tables": {n: {"rows": int(t["rows"]), "row_bytes": int(t["row_bytes"]),
                        "key": t.get("key"), "read_mostly": bool(t.get("read_mostly", False))}
                    for n, t in plan.tables.items()},
+        # the spec's tables by name: a `T#0` of a spec `advisor tune` split is a table, no fragment
+        "spec_tables": list(plan.tables),
         "streams": [{"from": plan.procs[s], "to": plan.procs[d], "tuples": t, "tuple_bytes": b}
                     for s, d, t, b in plan.streams],
         "nested": [list(g) for g in spec.get("nested", [])],

@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from traces.errors import TraceError
-from traces.manifest_fields import check_manifest_fields
+from traces.manifest_fields import check_manifest_fields, spec_tables
 from traces.schema import DATASETS, MANIFEST, OPTIONAL, TRACE_FORMAT
 from traces.trace_integrity import check_integrity
 from traces.windows import WindowInfo, manifest_windows
@@ -116,7 +116,7 @@ def validate_trace(trace_dir: str | Path) -> TraceInfo:
         if w.procedure not in procedures:
             raise TraceError(f"{where}: {MANIFEST}: window {name!r} belongs to procedure {w.procedure!r}, "
                              f"which never ran (no row in txns)")
-    tables = _check_accesses(where, files["accesses"])
+    tables = _check_accesses(where, files["accesses"], spec_tables(manifest))
     _check_flows(where, files["flows"], procedures)
     check_integrity(where, files["txns"], files["accesses"], _batches, files["flows"])
     return TraceInfo(path, manifest, files, rows, key_type, sorted(procedures), sorted(tables),
@@ -353,7 +353,7 @@ def _rows_bound(files: list[Path]) -> int | None:
     return bound
 
 
-def _check_accesses(where: str, files: list[Path]) -> set[str]:
+def _check_accesses(where: str, files: list[Path], declared: frozenset[str] = frozenset()) -> set[str]:
     tables: set[str] = set()
     for offset, file, batch in _batches(where, "accesses", files, ["txn_id", "table", "mode", "rows"]):
         b = _Batch(where, "accesses", offset, file, batch)
@@ -366,21 +366,24 @@ def _check_accesses(where: str, files: list[Path]) -> set[str]:
     wide = [f for f in files if _key_may_hold_nulls(f)]
     for offset, file, batch in _batches(where, "accesses", files, ["key"], only=wide):
         _Batch(where, "accesses", offset, file, batch).no_nulls()
-    check_table_names(where, tables)
+    check_table_names(where, tables, declared)
     return tables
 
 
-def check_table_names(where: str, tables) -> None:
-    """A traced table may not be named as a fragment (`T#3`) or a hot tuple (`T@KEY`) is:
-    every later step reads such a name as an item of table T, so `Dim#3` and `Dim@x` became
-    one table `Dim` (summed) in the design and the VoltDB DDL, unsaid."""
+def check_table_names(where: str, tables, declared: frozenset[str] = frozenset()) -> None:
+    """A traced table may not be named as a fragment (`T#3`) or a hot tuple (`T@KEY`) is,
+    unless the manifest's `spec_tables` declare it (`manifest_fields.spec_tables`): every later
+    step reads such a name as an item of table T, so a foreign trace's `Dim#3` and `Dim@x`
+    became one table `Dim` (summed) in the design and the VoltDB DDL, unsaid; the `T#0` tables
+    of a spec `advisor tune` split are its own, and read as the spec reads them."""
     from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
 
-    odd = sorted(t for t in tables if FRAGMENT_NAME.match(t) or TUPLE_NAME.match(t))
+    odd = sorted(t for t in tables if (FRAGMENT_NAME.match(t) or TUPLE_NAME.match(t)) and t not in declared)
     if odd:
         raise TraceError(f"{where}: accesses: table name {odd[0]!r} reads as a fragment (T#i) or a hot "
                          f"tuple (T@KEY) of another table{f' (and {len(odd) - 1} more)' if len(odd) > 1 else ''}; "
-                         "rename it in the trace (no '@', no '#' and digits at the end)")
+                         "rename it in the trace (no '@', no '#' and digits at the end), or list it in the "
+                         "manifest's spec_tables if the workload declares a table of that name")
 
 
 def _check_flows(where: str, files: list[Path], procedures: set[str]) -> None:

@@ -71,6 +71,8 @@ def write_trace(out: str | Path, plan, records: Iterable, metadata: dict,
         "procedures": [p.name for p in w.procedures],
         "tables": {t.name: {"rows": int(t.rows), "row_bytes": int(t.row_bytes), "key": t.key,
                             "read_mostly": bool(t.read_mostly)} for t in w.tables},
+        # the spec's tables by name: a `T#0` of a spec `advisor tune` split is a table, no fragment
+        "spec_tables": [t.name for t in w.tables],
         "streams": [{"from": s.source, "to": s.target, "tuples": s.tuples, "tuple_bytes": s.tuple_bytes}
                     for s in w.streams],
         "nested": [list(g) for g in w.nested],
