@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from costmodel.files import as_path, read_user_text
-from costmodel.errors import SpecError
+from costmodel.errors import SpecError, finite_number
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
@@ -118,8 +118,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True, at_most=MAX_BATCH_SIZE),
         rate=r.number(inp, "rate", "[input]", None, positive=True),
         fields=tuple(fields),
-        cost_unit_us=float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US,
-                                    at_most=MAX_COST_UNIT_US)),
+        cost_unit_us=_cost_unit_us(r, inp),
     )
 
     cl = r.table(doc.get("cluster", {}), "[cluster]")
@@ -196,6 +195,17 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
         source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
+
+
+def _cost_unit_us(r: _Reader, inp: dict) -> float:
+    """`[input] cost_unit_us`, in (0, MAX_COST_UNIT_US]. Why not 0: every SP would be free (the
+    weights dropped load balancing), and the trace of such a spec was refused only when it was
+    aggregated (a duration cannot be said in units of 0 us), as `trace synth` refuses 0."""
+    value = inp.get("cost_unit_us", DEFAULT_COST_UNIT_US)
+    if finite_number(value) and not 0 < value <= MAX_COST_UNIT_US:
+        raise r.fail("[input]", f"cost_unit_us must be a number > 0 and <= {MAX_COST_UNIT_US} (engine CPU "
+                                f"microseconds per unit of SP cost), got {value}")
+    return float(r.number(inp, "cost_unit_us", "[input]", DEFAULT_COST_UNIT_US))  # its type, finiteness
 
 
 def _table(r: _Reader, data: Any, i: int) -> Table:
