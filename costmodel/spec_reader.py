@@ -14,6 +14,7 @@ from typing import Any
 
 from costmodel.files import as_path, read_user_text
 from costmodel.errors import SpecError, finite_number
+from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
@@ -161,6 +162,9 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
             raise r.fail(f"procedures[{i}] {p.name!r}", f"the name is also a {kind}'s; an SP, a table and a "
                                                         "window each need a name of their own")
     _check_window_owners(r, windows, procedures, input_spec)
+    modules = code_modules_problem([p.code for p in procedures if p.code])
+    if modules:  # the engine seeds tables and input from that one module
+        raise r.fail("procedures", modules)
     streams = [_stream(r, s, i, proc_names) for i, s in enumerate(r.array(doc, "streams", "top level"))]
     _check_acyclic(r, streams)
     oltp = {p.name for p in procedures if p.oltp}
@@ -262,10 +266,12 @@ def _procedure(r: _Reader, data: Any, i: int, tables: set[str], fields: set[str]
     if partition_key is not None and partition_key not in fields:  # its lanes split on that field
         raise r.fail(entry, f"partition_key {partition_key!r} is not a field the input declares "
                             f"([input] fields: {', '.join(sorted(fields)) or 'none'})")
+    code = r.string(data, "code", entry, None)
+    if code is not None and code_problem(code):  # looked up, never imported: the engine's own rule
+        raise r.fail(entry, code_problem(code))
     return Procedure(
         name=name, cost=r.number(data, "cost", entry, at_most=MAX_PROCEDURE_COST), accesses=tuple(accesses),
-        partition_key=partition_key, code=r.string(data, "code", entry, None),
-        oltp=r.boolean(data, "oltp", entry),
+        partition_key=partition_key, code=code, oltp=r.boolean(data, "oltp", entry),
     )
 
 

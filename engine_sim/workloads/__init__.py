@@ -5,34 +5,26 @@ from __future__ import annotations
 
 import importlib
 
+from costmodel.procedure_code import code_modules_problem, code_problem
 from engine_sim.engine.errors import EngineError
 
+# the code names' modules; which names each offers is `costmodel.procedure_code`'s (the spec
+# reader's rule), checked before anything is imported
 MODULES = {"voter": "engine_sim.workloads.voter", "naive_window": "engine_sim.workloads.naive_window"}
 
 
-def _split(code: str) -> tuple[str, str]:
-    module, _, func = code.partition(".")
-    if module not in MODULES or not func:
-        raise EngineError(f"unknown procedure code {code!r} (bundled code: "
-                          f"{', '.join(sorted(f'{m}.*' for m in MODULES))})")
-    return module, func
-
-
 def resolve_code(code: str, procedure: str):
-    module, func = _split(code)
-    mod = importlib.import_module(MODULES[module])
-    fn = getattr(mod, "PROCEDURES", {}).get(func)
-    if fn is None:
-        raise EngineError(f"procedure {procedure!r}: code {code!r} does not exist in {MODULES[module]} "
-                          f"(it has: {', '.join(sorted(getattr(mod, 'PROCEDURES', {})))})")
-    return fn
+    """The body `code` names, after the spec reader's rule (an unknown name is never imported)."""
+    problem = code_problem(code)
+    if problem:
+        raise EngineError(f"procedure {procedure!r}: {problem}")
+    module, _, func = code.partition(".")
+    return importlib.import_module(MODULES[module]).PROCEDURES.get(func)
 
 
 def workload_module(codes: list[str]):
     """The one code module a workload's procedures use (None when they run as declared)."""
-    names = sorted({_split(c)[0] for c in codes})
-    if not names:
-        return None
-    if len(names) > 1:
-        raise EngineError(f"procedures use code from several modules ({', '.join(names)}); one per workload")
-    return importlib.import_module(MODULES[names[0]])
+    problem = code_modules_problem(codes) or next(filter(None, map(code_problem, codes)), "")
+    if problem:
+        raise EngineError(problem)
+    return importlib.import_module(MODULES[codes[0].partition(".")[0]]) if codes else None

@@ -19,6 +19,7 @@ the engine's native windows.
 """
 from __future__ import annotations
 
+from costmodel.procedure_code import window_step
 from engine_sim.engine.keys import mix64
 from engine_sim.engine.txn import Batch
 from engine_sim.engine.windows import tuple_value
@@ -76,15 +77,10 @@ class _Procedures(dict):
         fn = super().get(name)
         if fn is not None:
             return fn
-        head, _, params = name.partition(":")
-        if head != "maintain":
+        step = window_step(name)  # the spec reader's rule (costmodel.procedure_code)
+        if step is None:
             return default
-        try:
-            size, slide = (int(x) for x in params.split(":"))
-        except ValueError:
-            return default
-        if not 0 < slide <= size:
-            return default
+        size, slide = step
 
         def maintain_window(ctx, batch):
             return (yield from maintain(ctx, batch, size, slide))

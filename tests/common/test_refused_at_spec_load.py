@@ -1,10 +1,13 @@
-"""An input a user session found accepted by the spec reader and refused only later, now
+"""Inputs a user session found accepted by the spec reader and refused only later, now
 refused as the spec is read, in one line, by every entry point alike:
 
 - `[input] cost_unit_us = 0`: every SP free; its trace was refused only when aggregated, as
-  `trace synth --cost-unit-us 0` and a manifest's 0 already were."""
+  `trace synth --cost-unit-us 0` and a manifest's 0 already were;
+- an SP `code` the engine does not have (`code = "os.system"`): refused only by `run`; it is
+  looked up in the engine's table of bundled code, never imported."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,9 @@ import pytest
 from advisor.cli import run_app
 from advisor.sources import load_workload
 from costmodel.design import Design
-from costmodel.spec_reader import parse_workload
+from costmodel.errors import SpecError
+from costmodel.procedure_code import BUNDLED_CODE, code_names
+from costmodel.spec_reader import parse_workload, read_spec
 from costmodel.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields
@@ -87,3 +92,66 @@ def test_the_trace_entry_points_refuse_it_alike(value, tmp_path, capsys):
 
 def test_a_small_cost_unit_still_reads():
     assert parse_workload(SPEC.format(input="cost_unit_us = 0.001", proc='"P"', extra="")).input.cost_unit_us == 0.001
+
+
+# -- 2. code: only the engine's bundled SP bodies -----------------------------------------------
+
+VOTER = "does not exist in voter (it has: delete_contestant, update_leaderboard, vote)"
+NAIVE = "does not exist in naive_window (it has: insert, maintain:SIZE:SLIDE)"
+
+
+@pytest.mark.parametrize("code, problem", [
+    ("os.system", "unknown procedure code 'os.system' (bundled code: naive_window.*, voter.*)"),
+    ("voter", "unknown procedure code 'voter' (bundled code: naive_window.*, voter.*)"),
+    ("voter.nope", f"code 'voter.nope' {VOTER}"),
+    ("voter.__init__", f"code 'voter.__init__' {VOTER}"),
+    ("naive_window.maintain:5:10", f"code 'naive_window.maintain:5:10' {NAIVE}"),  # slide > size
+    ("naive_window.maintain:SIZE:SLIDE", f"code 'naive_window.maintain:SIZE:SLIDE' {NAIVE}"),
+    ("naive_window.maintain: 10:5", f"code 'naive_window.maintain: 10:5' {NAIVE}"),
+])
+def test_code_the_engine_does_not_have_is_refused_at_spec_load(code, problem, tmp_path, capsys):
+    path = spec(tmp_path, extra=f'code = "{code}"')
+    assert refused_by_every_command(tmp_path, path, capsys) == f"error: {path}: procedures[0] 'P': {problem}"
+
+
+def test_code_from_two_modules_is_refused_at_spec_load():
+    text = SPEC.format(input="", proc='"P"', extra='code = "voter.vote"') + (
+        '[[procedures]]\nname = "Q"\ncost = 1.0\ncode = "naive_window.insert"\n')
+    with pytest.raises(SpecError, match=r"^w.toml: procedures: procedures use code from several modules "
+                                        r"\(naive_window, voter\); one per workload$"):
+        parse_workload(text, "w.toml")
+
+
+def test_bundled_code_still_reads():
+    assert read_spec("voter-leaderboard").procedures[0].code == "voter.vote"
+    w = parse_workload(SPEC.format(input="", proc='"P"', extra='code = "naive_window.maintain:100:10"'))
+    assert w.procedures[0].code == "naive_window.maintain:100:10"
+
+
+def test_a_code_name_is_looked_up_never_imported(tmp_path, monkeypatch):
+    """Importing what a spec names would run its module's code: a module on the path that says
+    when it is imported is never imported, by the spec reader or by the engine."""
+    from engine_sim.engine.errors import EngineError
+    from engine_sim.workloads import resolve_code
+
+    marker = tmp_path / "imported"
+    (tmp_path / "probe_module.py").write_text(f"open({str(marker)!r}, 'w').close()\ndef run(ctx, batch):\n"
+                                              "    yield []\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SpecError, match="unknown procedure code 'probe_module.run'"):
+        parse_workload(SPEC.format(input="", proc='"P"', extra='code = "probe_module.run"'))
+    with pytest.raises(EngineError, match="procedure 'P': unknown procedure code 'probe_module.run'"):
+        resolve_code("probe_module.run", "P")
+    assert not marker.exists() and "probe_module" not in sys.modules
+
+
+def test_the_spec_readers_table_is_the_engines_code():
+    from engine_sim.workloads import MODULES, resolve_code
+
+    assert set(MODULES) == set(BUNDLED_CODE)
+    for module in BUNDLED_CODE:
+        names = code_names(module)
+        assert sorted(__import__(MODULES[module], fromlist=["PROCEDURES"]).PROCEDURES) == names
+        for name in names:
+            concrete = name.replace("SIZE:SLIDE", "100:10")
+            assert callable(resolve_code(f"{module}.{concrete}", "P"))
