@@ -16,6 +16,7 @@ from costmodel.files import as_path, read_user_text
 from costmodel.errors import SpecError, finite_number
 from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
+from costmodel.text import name_problem
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
@@ -56,9 +57,10 @@ class _Reader:
         value = self.required(data, key, entry) if default is ... else data.get(key, default)
         if value is not default and (not isinstance(value, str) or not value.strip()):
             raise self.fail(entry, f"{key} must be a non-empty string, got {value!r}")
-        if value is not default and "\n" in value:  # every output escapes a name's other controls,
-            # but a line break is one it keeps: a name holding one broke each listing's lines
+        if value is not default and "\n" in value:  # a name holding one broke each listing's lines
             raise self.fail(entry, f"{key} must be one line, got {value!r}")
+        if value is not default and name_problem(value):  # U+202E made a listing lie about a name
+            raise self.fail(entry, f"{key} {value!r} {name_problem(value)}")
         return value
 
     def number(self, data: dict, key: str, entry: str, default: Any = ..., *,
@@ -115,6 +117,9 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
     fields = inp.get("fields", [])
     if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
         raise r.fail("[input]", "fields must be an array of strings")
+    for f in fields:
+        if name_problem(f):
+            raise r.fail("[input]", f"field {f!r} {name_problem(f)}")
     input_spec = InputSpec(
         batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True, at_most=MAX_BATCH_SIZE),
         rate=r.number(inp, "rate", "[input]", None, positive=True),

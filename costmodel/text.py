@@ -1,12 +1,15 @@
-"""Names as every output shows them. A spec's names may hold any character (the spec
-round-trips them), and a trace's come from a system nobody here controls, so what is printed
-or written for a person shows their control characters as escapes, never raw: printed raw, an
-escape sequence acts on the user's terminal (`ESC [2J` clears it), and a NUL makes an HTML
-report invalid (a browser's parser error, `grep` calls the file binary).
+"""Names as every output shows them. A name (the workload's, an SP's, a table's, a stream
+end's, a window's) may not hold a control or invisible character at all: `name_problem` says
+why, for the spec reader and the trace and statistics checks alike. What else is printed or
+written for a person (a trace's text comes from a system nobody here controls) shows control
+characters as escapes, never raw: printed raw, an escape sequence acts on the user's terminal
+(`ESC [2J` clears it), and a NUL makes an HTML report invalid (a browser's parser error, `grep`
+calls the file binary).
 """
 from __future__ import annotations
 
 import re
+import unicodedata
 
 # C0 but the line break and tab's friends the document itself uses, DEL and C1
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -30,3 +33,28 @@ def html_visible(document: str) -> str:
     (`\\x00`) and the Unicode line separators as character references; the document's own
     line breaks, tabs and carriage returns kept."""
     return _LINE_SEPARATORS.sub(lambda m: f"&#x{ord(m.group()):04X};", _HTML_CONTROL.sub(_escape, document))
+
+
+# control (Cc), format (Cf: the bidi overrides and isolates, zero-width characters) and the line
+# and paragraph separators (Zl, Zp): a character that prints as nothing, or reorders or breaks
+# the text around it, so a name holding one does not read as what it is
+_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+
+
+def hidden_character(text: str) -> str | None:
+    """The first character of `text` that does not print as itself (None when none does)."""
+    return next((c for c in text if unicodedata.category(c) in _HIDDEN_CATEGORIES), None)
+
+
+def name_problem(name: str) -> str:
+    """Why `name` cannot be a name, as words to follow the quoted name ("" when it can). Why:
+    printed raw, U+202E (right-to-left override) made `recommend` show `Pay\\u202eKcab` as
+    "PaybacK", and an escape sequence acts on the terminal; a line break splits each listing."""
+    if "\n" in name:
+        return "holds a line break"
+    c = hidden_character(name)
+    if c is None:
+        return ""
+    label = unicodedata.name(c, "")
+    return (f"holds {c!r} (U+{ord(c):04X}{' ' + label if label else ''}), an invisible or control "
+            "character a name may not hold (it would not print as what it is)")

@@ -2,6 +2,9 @@
 the field. Shared by the trace's validation (before Spark starts) and the statistics' reading."""
 from __future__ import annotations
 
+from typing import Iterator
+
+from costmodel.text import name_problem
 from costmodel.workload import (MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_MACHINES, MAX_PARTITIONS_PER_MACHINE,
                                 MAX_PER_BATCH, MAX_ROW_BYTES, MAX_TABLE_ROWS)
 from traces.errors import TraceError
@@ -113,6 +116,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             if procedures is not None and m not in procedures:  # every later command would refuse it
                 raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is not in 'procedures'")
             seen[m] = i
+    for field_, name in _names(manifest):  # the spec's rule: the rebuilt workload refused them after Spark
+        if isinstance(name, str) and name_problem(name):
+            raise TraceError(f"{where}: {field_!r}: name {name!r} {name_problem(name)}")
 
 
 def spec_tables(manifest: dict) -> frozenset[str]:
@@ -120,3 +126,23 @@ def spec_tables(manifest: dict) -> frozenset[str]:
     `trace synth`): a name among them is a table of its own whatever it reads as, such as the
     `T#0` that `advisor tune` writes when it splits a table (empty for other traces)."""
     return frozenset(manifest.get("spec_tables") or ())
+
+
+def _names(manifest: dict) -> Iterator[tuple[str, object]]:
+    """(field, name) for each name the manifest carries (of the types checked above)."""
+    inp = manifest.get("input") or {}
+    yield "workload", manifest.get("workload")
+    yield from ((f"procedures[{i}]", n) for i, n in enumerate(manifest.get("procedures") or ()))
+    for table, info in (manifest.get("tables") or {}).items():
+        yield from (("tables", table), (f"tables.{table}.key", (info or {}).get("key")))
+    for window, info in (manifest.get("windows") or {}).items():
+        yield from (("windows", window), (f"windows.{window}.procedure", info.get("procedure")))
+    for i, st in enumerate(manifest.get("streams") or ()):
+        yield from ((f"streams[{i}].{end}", st.get(end)) for end in ("from", "to"))
+    yield from ((f"nested[{i}]", m) for i, group in enumerate(manifest.get("nested") or ()) for m in group)
+    yield from (("oltp", n) for n in manifest.get("oltp") or ())
+    yield from (("spec_tables", n) for n in manifest.get("spec_tables") or ())
+    yield from (("partition_keys", n) for n in manifest.get("partition_keys") or {})
+    for proc, keyed in (manifest.get("access_keys") or {}).items():
+        yield from (("access_keys", n) for n in (proc, *keyed))
+    yield from (("input.fields", f) for f in inp.get("fields") or ())

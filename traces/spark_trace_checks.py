@@ -19,8 +19,8 @@ import pyarrow as pa
 from traces.errors import TraceError
 from traces.manifest_fields import spec_tables
 from traces.schema import DATASETS, MANIFEST, full_schema
-from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_schema, check_table_names, missing_manifest,
-                                 parse_manifest)
+from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_names, check_schema, check_table_names,
+                                 missing_manifest, parse_manifest)
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
@@ -155,10 +155,12 @@ def _validate(where: str, spark) -> TraceInfo:
         collect="procedure")
     if txn_rows == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
+    check_names(where, "txns", "procedure", procedures)  # the spec's rule, on the names collected
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
         _Check("table", "empty table name", F.col("table") == ""),
         _Check("table", "a table name holding a line break", F.col("table").contains("\n"))], collect="table")
+    check_names(where, "accesses", "table", tables)
     check_table_names(where, tables, spec_tables(manifest))
     known = sorted(procedures)
     flow_checks = nulls("flows") + non_negative("batch_id", "tuples", "bytes") + [

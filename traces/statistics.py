@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from costmodel.files import discard_dir, publish_dir, staging_dir, writing
 from traces.errors import TraceError
 from costmodel.granularity import FRAGMENT_HASH
+from costmodel.text import name_problem
 from traces.manifest_fields import check_manifest_fields  # noqa: F401 - also read from here
 from traces.windows import finite_number
 
@@ -249,6 +250,7 @@ def check_statistics(tables: dict[str, pa.Table], manifest: dict, path: Path) ->
                 raise TraceError(f"{path}: {name}.parquet: column {field_.name!r}, row {row}: a share, "
                                  f"must be from 0 to 1, got {values[row]:g}")
     _check_rows(tables, path)
+    _check_names(tables, path)
     invocations = pc.sum(tables["procedures"].column("invocations")).as_py() or 0
     if batches > invocations and tables["procedures"].num_rows:  # none: the workload's reader says so
         raise TraceError(f"{path}: {STATS_MANIFEST}: 'batches' must be at most the {invocations:,} "
@@ -274,6 +276,24 @@ def _check_rows(tables: dict[str, pa.Table], path: Path) -> None:
         row = int(pc.index(bad, True).as_py())
         raise TraceError(f"{path}: state.parquet: column 'kind', row {row}: must be one of "
                          f"{', '.join(map(repr, STATE_KINDS))}, got {kind[row].as_py()!r}")
+
+
+# the columns that hold names: what the workload rebuilt from the statistics calls its SPs and state
+NAME_COLUMNS = {"procedures": ("procedure",), "procedure_state": ("procedure", "state", "table"),
+                "streams": ("from_procedure", "to_procedure"), "state": ("state", "table")}
+
+
+def _check_names(tables: dict[str, pa.Table], path: Path) -> None:
+    """Each name is one a spec could hold (`costmodel.text.name_problem`): a U+202E printed raw
+    made a listing lie; each distinct value is checked once."""
+    for name, columns in NAME_COLUMNS.items():
+        for column_name in columns:
+            column = tables[name].column(column_name)
+            bad = next((v for v in pc.unique(column).to_pylist() if v is not None and name_problem(v)), None)
+            if bad is not None:
+                row = int(pc.index(column, bad).as_py())
+                raise TraceError(f"{path}: {name}.parquet: column {column_name!r}, row {row}: name {bad!r} "
+                                 f"{name_problem(bad)}")
 
 
 # the fields the aggregation itself writes (beside the trace manifest's, checked above)

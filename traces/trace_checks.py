@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from costmodel import text
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields, spec_tables
 from traces.schema import DATASETS, MANIFEST, OPTIONAL, TRACE_FORMAT
@@ -403,13 +404,22 @@ def _check_flows(where: str, files: list[Path], procedures: set[str]) -> None:
 
 
 def one_line_name(name) -> bool:
-    """A name a workload can hold: not empty, no line break (the spec's rule: every listing
-    would split on it, so the rebuilt workload was refused only after the Spark job)."""
-    return bool(name) and "\n" not in name
+    """A name a workload can hold: not empty, one line, no invisible or control character (the
+    spec's rule, `costmodel.text.name_problem`: the rebuilt workload was refused only after the
+    Spark job, and a U+202E printed raw made a listing lie)."""
+    return bool(name) and not text.name_problem(name)
 
 
 def name_problem(kind: str, name) -> str:
-    return f"empty {kind} name" if not name else f"{kind} name {name!r} holds a line break"
+    return f"empty {kind} name" if not name else f"{kind} name {name!r} {text.name_problem(name)}"
+
+
+def check_names(where: str, dataset: str, kind: str, names) -> None:
+    """Every name of `names` (a dataset's distinct values, as Spark collects them) is one a
+    workload can hold; one TraceError line for the first that is not."""
+    bad = sorted(n for n in names if not one_line_name(n))
+    if bad:
+        raise TraceError(f"{where}: {dataset}: {name_problem(kind, bad[0])}")
 
 
 def check_acyclic_flows(where: str, edges) -> None:

@@ -1,7 +1,7 @@
 """Bad inputs to `advisor diff` and `advisor export` (found by fuzzing): a design whose
 data-parallel lanes the workload cannot run is refused by diff as evaluate refuses it, on
-either side; names holding control characters (a statistics directory may carry any name)
-never break the exported DDL, CSV or GraphML."""
+either side; names holding control characters never break the exported DDL, CSV or GraphML
+(the spec reader and the statistics refuse such names now; the exporters still escape them)."""
 from __future__ import annotations
 
 import csv
@@ -16,10 +16,11 @@ import pytest
 from advisor.api import diff, load_workload, recommend
 from advisor.cli import run_app
 from advisor.data_parallel import data_parallel_variant
-from advisor.export import CSV_COLUMNS, export_design
+from advisor.export import CSV_COLUMNS, export_design, export_graphml, export_placement_csv, export_voltdb
 from advisor.export_voltdb import escaped
 from costmodel.design import Design
-from costmodel.errors import DesignError
+from costmodel.errors import DesignError, SpecError
+from costmodel.graph import WorkloadGraph
 from costmodel.workload import Access, Procedure, Stream, Table, Window, Workload
 
 # -- diff: data-parallel lanes are checked on both sides -------------------------------------
@@ -78,14 +79,28 @@ WINDOW = "W\u0085\t"
 
 @pytest.fixture(scope="module")
 def weird():
-    """A workload built directly (as a statistics directory's names may be anything but a
-    line break) and a design of it."""
+    """A workload built directly, a design of it (the one `recommend` made before such names
+    were refused) and its graph: what the exporters are given, past the loader's checks."""
     workload = Workload(
         name="weird\u0001", tables=(Table(TABLE, 10, 10, KEY),),
         procedures=(Procedure(WRITER, 1.0, (Access(TABLE, "write", 1.0),)), Procedure(READER, 1.0)),
         streams=(Stream(WRITER, READER, 1.0),),
         windows=(Window(WINDOW, READER, size=10, slide=5),))
-    return workload, recommend(workload, machines=2, objective="cost").design
+    design = Design(workload.name, 2, 1, {WRITER: 1, READER: 0}, {TABLE: 1, WINDOW: 0})
+    return workload, design, WorkloadGraph.from_workload(workload)
+
+
+def _export(weird, fmt: str):
+    workload, design, graph = weird
+    if fmt == "voltdb":
+        return export_voltdb(design, workload, graph)
+    return export_placement_csv(design, graph) if fmt == "csv" else export_graphml(design, graph)
+
+
+def test_the_loader_refuses_such_names_before_any_export(weird):
+    workload, design, _ = weird
+    with pytest.raises(SpecError, match=r"name 'weird\\x01' holds '\\x01' \(U\+0001\)"):
+        export_design(design, workload, "csv")
 
 
 def _clean(text: str) -> bool:
@@ -102,8 +117,7 @@ def test_escaped_names_are_printable_distinct_and_plain_names_unchanged():
 
 
 def test_voltdb_ddl_keeps_every_name_inside_its_comment(weird):
-    workload, design = weird
-    result = export_design(design, workload, "voltdb")
+    result = _export(weird, "voltdb")
     text = result.text
     assert _clean(text) and text.splitlines() == text.split("\n")[:-1]  # no other line breaks
     for line in text.splitlines():
@@ -112,7 +126,7 @@ def test_voltdb_ddl_keeps_every_name_inside_its_comment(weird):
     assert f"-- {escaped(TABLE)} (10 rows" in text and "CREATE TABLE T___x___DROP (" in text
     assert "PARTITION TABLE T___x___DROP ON COLUMN k_;" in text
     assert f"-- {escaped(WRITER)}: multi-partition" in text
-    assert "-- VoltDB DDL for a design of workload weird\\u0001 " in text
+    assert "-- VoltDB DDL for a design of workload weird\\u0001," in text
     # the notes are single printable lines, in the header as the command prints them
     assert result.not_expressible and all(n.isprintable() for n in result.not_expressible)
     assert all(f"--   - {n}" in text for n in result.not_expressible)
@@ -120,8 +134,7 @@ def test_voltdb_ddl_keeps_every_name_inside_its_comment(weird):
 
 
 def test_graphml_always_parses_and_names_come_back_escaped(weird, tmp_path):
-    workload, design = weird
-    result = export_design(design, workload, "graphml")
+    result = _export(weird, "graphml")
     path = result.write(tmp_path / "w.graphml")
     ET.parse(path)  # well-formed XML 1.0
     g = nx.read_graphml(path)
@@ -133,8 +146,7 @@ def test_graphml_always_parses_and_names_come_back_escaped(weird, tmp_path):
 
 
 def test_csv_rows_stay_one_per_node(weird):
-    workload, design = weird
-    text = export_design(design, workload, "csv").text
+    text = _export(weird, "csv").text
     assert _clean(text)
     rows = list(csv.reader(io.StringIO(text, newline="")))
     assert rows[0] == list(CSV_COLUMNS) and all(len(r) == len(CSV_COLUMNS) for r in rows)

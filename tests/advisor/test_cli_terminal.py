@@ -199,9 +199,10 @@ def test_the_command_list_gives_every_summary_on_one_line_when_it_fits(argv, mon
     assert len(names) >= 3 and continued == [], continued
 
 
-def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, capsys):
-    """Names may hold any character (a spec round-trips them); printed raw, an escape sequence
-    in an SP's name from an untrusted trace acted on the user's terminal (`ESC [2J` cleared it)."""
+def test_a_name_with_control_characters_is_refused_and_shown_escaped_not_acted_on(tmp_path, capsys):
+    """Printed raw, an escape sequence in an SP's name acted on the user's terminal (`ESC [2J`
+    cleared it): such a name is refused as the spec is read, its character shown escaped, and
+    what human output prints still shows control characters as escapes."""
     from costmodel.text import visible
 
     assert visible("a\x1b[2Jb\tc\nd\x7f é 中\u2028") == "a\\x1b[2Jb\\tc\nd\\x7f é 中\\u2028"
@@ -209,9 +210,11 @@ def test_a_name_with_control_characters_is_shown_escaped_not_acted_on(tmp_path, 
     spec.write_text('name = "w"\n[[tables]]\nname = "T"\nrows = 10\nrow_bytes = 10\nkey = "k"\n'
                     '[[procedures]]\nname = "Clear\\u001b[2J\\tScreen"\ncost = 1.0\n'
                     'accesses = [{table = "T", mode = "write", rows = 1}]\n')
-    assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost"]) == 0
-    out = capsys.readouterr().out
-    assert "\x1b" not in out and "\t" not in out and "[Clear\\x1b[2J\\tScreen]" in out
+    assert run_app(["recommend", str(spec), "--machines", "2", "--objective", "cost"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == (
+        f"error: {spec}: procedures[0]: name 'Clear\\x1b[2J\\tScreen' holds '\\x1b' (U+001B), an invisible "
+        "or control character a name may not hold (it would not print as what it is)\n")
 
 
 def test_the_estimates_moves_are_said_once_as_such():

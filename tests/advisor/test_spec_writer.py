@@ -9,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 from costmodel.spec_reader import bundled_workloads, parse_workload
 from advisor.sources import load_workload
 from costmodel.spec_writer import toml_string, workload_to_toml, write_workload
+from costmodel.text import name_problem
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
 
 
@@ -48,8 +49,9 @@ def test_names_with_quotes_markup_and_control_characters_round_trip(tmp_path):
 
 
 def _a_name(s: str) -> bool:
-    """What a spec takes as a name: not blank, one line (a line break is refused: spec_reader)."""
-    return bool(s.strip()) and "\n" not in s
+    """What a spec takes as a name: not blank, one line, no invisible or control character
+    (the others are refused: spec_reader, costmodel.text.name_problem)."""
+    return bool(s.strip()) and not name_problem(s)
 
 
 @settings(max_examples=60, deadline=None)

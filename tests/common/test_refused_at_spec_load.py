@@ -1,27 +1,42 @@
-"""Inputs a user session found accepted by the spec reader and refused only later, now
-refused as the spec is read, in one line, by every entry point alike:
+"""Three inputs a user session found accepted by the spec reader and refused (or printed) only
+later, now refused as the spec is read, in one line, by every entry point alike:
 
 - `[input] cost_unit_us = 0`: every SP free; its trace was refused only when aggregated, as
   `trace synth --cost-unit-us 0` and a manifest's 0 already were;
 - an SP `code` the engine does not have (`code = "os.system"`): refused only by `run`; it is
-  looked up in the engine's table of bundled code, never imported."""
+  looked up in the engine's table of bundled code, never imported;
+- a name holding U+202E (right-to-left override) or another invisible or control character:
+  printed raw, `Pay\\u202eKcab` showed as "PaybacK". Traces and statistics take the same rule
+  (`costmodel.text.name_problem`)."""
 from __future__ import annotations
 
+import json
+import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
 from advisor.sources import load_workload
 from costmodel.design import Design
-from costmodel.errors import SpecError
+from costmodel.errors import SpecError, UserError
 from costmodel.procedure_code import BUNDLED_CODE, code_names
 from costmodel.spec_reader import parse_workload, read_spec
+from costmodel.text import name_problem
 from costmodel.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.manifest_fields import check_manifest_fields
+from traces.statistics import read_statistics_arrow
 from traces.synth import synthesize
+from traces.trace_checks import validate_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+STATS = ROOT / "tests" / "common" / "data" / "stats-move-micro"
 
 SPEC = """name = "w"
 [input]
@@ -155,3 +170,123 @@ def test_the_spec_readers_table_is_the_engines_code():
         for name in names:
             concrete = name.replace("SIZE:SLIDE", "100:10")
             assert callable(resolve_code(f"{module}.{concrete}", "P"))
+
+
+# -- 3. names: no invisible or control character --------------------------------------------------
+
+@pytest.mark.parametrize("char", ["\u202e", "\u2066", "\u200b", "\ufeff", "\x1b", "\t", "\x7f", "\x85", "\u2028"])
+def test_the_name_rule(char):
+    assert name_problem(f"a{char}b").startswith(f"holds {char!r} (U+{ord(char):04X}")
+    assert name_problem("a\nb") == "holds a line break"
+    assert name_problem("Zürich 中 ok-name_1 (x)") == ""
+
+
+@pytest.mark.parametrize("old, new, entry", [
+    ('name = "w"', 'name = "w\\u202e"', "top level"),
+    ('name = "A"', 'name = "A\\u202e"', "tables[0]"),
+    ('key = "k"', 'key = "k\\u202e"', "tables[0] 'A'"),
+    ('batch_size = 4', 'batch_size = 4\nfields = ["f\\u202e"]', "[input]"),
+])
+def test_every_name_holding_a_bidi_control_is_refused_at_spec_load(old, new, entry):
+    text = SPEC.format(input="", proc='"P"', extra="")
+    assert old in text
+    with pytest.raises(SpecError) as exc:
+        parse_workload(text.replace(old, new, 1), "w.toml")
+    message = str(exc.value)
+    assert message.startswith(f"w.toml: {entry}: ") and "'\\u202e' (U+202E RIGHT-TO-LEFT OVERRIDE)" in message
+    assert "\u202e" not in message and "\n" not in message
+
+
+def test_an_sp_name_holding_u202e_is_refused_by_the_cli_shown_escaped(tmp_path, capsys):
+    path = spec(tmp_path, proc='"Pay\\u202eKcab"')
+    line = refused_by_every_command(tmp_path, path, capsys)
+    assert line == (f"error: {path}: procedures[0]: name 'Pay\\u202eKcab' holds '\\u202e' (U+202E RIGHT-TO-LEFT "
+                    "OVERRIDE), an invisible or control character a name may not hold (it would not print as "
+                    "what it is)")
+
+
+def test_a_window_or_stream_end_holding_one_is_refused(tmp_path):
+    text = SPEC.format(input="", proc='"P"', extra="") + (
+        '[[windows]]\nname = "W\\u2067"\nprocedure = "P"\nsize = 10\nslide = 5\n')
+    with pytest.raises(SpecError, match=r"^w.toml: windows\[0\]: name 'W\\u2067' holds '\\u2067'"):
+        parse_workload(text, "w.toml")
+    text = SPEC.format(input="", proc='"P"', extra="") + '[[streams]]\nfrom = "P\\u200b"\nto = "P"\ntuples = 1\n'
+    with pytest.raises(SpecError, match=r"^w.toml: streams\[0\]: from 'P\\u200b' holds '\\u200b'"):
+        parse_workload(text, "w.toml")
+
+
+def test_a_workload_built_in_python_is_held_to_the_rule():
+    w = load_workload("move-micro")
+    with pytest.raises(UserError, match=r"name 'SP1\\u202e' holds '\\u202e'"):
+        load_workload(replace(w, procedures=(replace(w.procedures[0], name="SP1\u202e"),) + w.procedures[1:],
+                              streams=()))
+
+
+def _rename_in_trace(trace: Path, old: str, new: str, manifest_too: bool) -> None:
+    for dataset, columns in (("txns", ["procedure"]), ("flows", ["from_procedure", "to_procedure"])):
+        for f in (trace / dataset).glob("*.parquet"):
+            t = pq.read_table(f)
+            for c in columns:
+                col = t.column(c)
+                t = t.set_column(t.schema.get_field_index(c), c,
+                                 pc.if_else(pc.equal(col, old), pa.scalar(new, col.type), col))
+            pq.write_table(t, f)
+    manifest = json.loads((trace / "_trace.json").read_text())
+    if manifest_too:
+        manifest["procedures"] = [new if p == old else p for p in manifest["procedures"]]
+    else:
+        del manifest["procedures"]
+    manifest.pop("access_keys", None)
+    (trace / "_trace.json").write_text(json.dumps(manifest))
+
+
+@pytest.fixture
+def trace(tmp_path) -> Path:
+    out = tmp_path / "t"
+    synthesize(workload_as_plain(load_workload("move-micro")), out, batches=10, seed=1)
+    return out
+
+
+def test_a_trace_carrying_such_a_name_is_refused_before_spark(trace, capsys):
+    _rename_in_trace(trace, "SP1", "SP1\u202e", manifest_too=True)
+    assert run_app(["trace", "validate", str(trace)]) == 2
+    assert one_error_line(capsys).startswith(
+        f"error: {trace}: _trace.json: 'procedures[0]': name 'SP1\\u202e' holds '\\u202e' (U+202E")
+    _rename_in_trace(trace, "SP1\u202e", "SP1\u202e", manifest_too=False)  # only the datasets say it
+    with pytest.raises(TraceError, match=r"txns: .*procedure name 'SP1\\u202e' holds '\\u202e' \(U\+202E"):
+        validate_trace(trace)
+
+
+@pytest.mark.spark
+def test_spark_refuses_such_a_trace_alike(trace, spark):
+    from traces.spark_trace_checks import validate_with_spark
+
+    _rename_in_trace(trace, "SP1", "SP1\u202e", manifest_too=False)
+    with pytest.raises(TraceError, match=r"txns: procedure name 'SP1\\u202e' holds '\\u202e' \(U\+202E"):
+        validate_with_spark(str(trace), spark)
+
+
+@pytest.fixture
+def stats(tmp_path) -> Path:
+    return Path(shutil.copytree(STATS, tmp_path / "stats"))
+
+
+def test_statistics_carrying_such_a_name_are_refused_as_read(stats, capsys):
+    table = pq.read_table(stats / "procedures.parquet")
+    names = table.column("procedure").to_pylist()
+    names[1] = names[1] + "\u202e"
+    pq.write_table(table.set_column(0, "procedure", pa.array(names)), stats / "procedures.parquet")
+    with pytest.raises(TraceError, match=r"procedures.parquet: column 'procedure', row 1: name 'SP2\\u202e' "
+                                         r"holds '\\u202e' \(U\+202E RIGHT-TO-LEFT OVERRIDE\)"):
+        read_statistics_arrow(stats)
+    assert run_app(["recommend", str(stats)]) == 2
+    assert "procedures.parquet: column 'procedure', row 1: name 'SP2\\u202e'" in one_error_line(capsys)
+
+
+def test_a_statistics_manifest_carrying_such_a_name_is_refused_as_read(stats, capsys):
+    manifest = json.loads((stats / "_stats.json").read_text())
+    manifest["windows"] = {"W\u202e": {"procedure": "SP2", "size": 10, "slide": 5}}
+    (stats / "_stats.json").write_text(json.dumps(manifest))
+    assert run_app(["recommend", str(stats)]) == 2
+    assert one_error_line(capsys).startswith(
+        f"error: {stats}: _stats.json: 'windows': name 'W\\u202e' holds '\\u202e' (U+202E")

@@ -106,16 +106,22 @@ def test_names_from_the_spec_are_shown_as_text(tmp_path):
             assert attrs["src"].startswith("data:image/png;base64,")
 
 
-def test_control_characters_in_names_are_shown_escaped_not_written_raw():
+def test_control_characters_are_refused_in_names_and_shown_escaped_not_written_raw():
     """A NUL from a name made the report invalid HTML (and `grep` called it binary); a U+2028
-    broke its line in some viewers. Export escaped both; the report wrote them raw."""
+    broke its line in some viewers. Such a name is now refused as the workload is read; what
+    else the report shows (a title) still has them escaped, never written raw."""
     from dataclasses import replace
+
+    from costmodel.errors import SpecError
 
     w = evil_workload()
     odd = "proc\u2028x\x00y\x1b[2J"
-    w = replace(w, procedures=(replace(w.procedures[2], name=odd),) + w.procedures[:2],
-                streams=w.streams[:1] + (Stream("Post & <i>Book</i>", odd, 10),))
-    html = build_report(recommend(w), options=ReportOptions(sensitivity=False, scaling=False, suggestions=False))
+    renamed = replace(w, procedures=(replace(w.procedures[2], name=odd),) + w.procedures[:2],
+                      streams=w.streams[:1] + (Stream("Post & <i>Book</i>", odd, 10),))
+    with pytest.raises(SpecError, match=r"name 'proc\\u2028x\\x00y\\x1b\[2J' holds '\\u2028' \(U\+2028 LINE"):
+        recommend(renamed)
+    html = build_report(recommend(w), title=odd,
+                        options=ReportOptions(sensitivity=False, scaling=False, suggestions=False))
     assert "\x00" not in html and "\u2028" not in html and "\x1b" not in html
     assert "proc&#x2028;x\\x00y\\x1b[2J" in html
 
