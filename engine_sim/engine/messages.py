@@ -233,6 +233,7 @@ class FinalReport:
     cpu_s: float = 0.0  # CPU time of this site's process from its first message to Finish (multi-process)
     refused: int = 0  # connections it closed for a frame this run did not seal (multi-process)
     held_s: float = 0.0  # time the partition was locked by a transaction (executing or waiting)
+    payload_bytes: int = 0  # padding bytes this site sent: its stream batches' declared bytes (payload.py)
 
 
 @dataclass(slots=True)
@@ -308,6 +309,7 @@ class Bundle:
     clock: int
     epoch: int
     messages: list = field(default_factory=list)
+    padding: object = None  # the declared bytes of the stream batches in it (payload.py); read, then dropped
 
 
 

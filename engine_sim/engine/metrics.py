@@ -50,6 +50,9 @@ class RunResult:
     log_flushes: int = 0
     messages: int = 0
     refused_frames: int = 0  # frames an engine process refused: not sealed with the run's secret
+    # bytes of padding the run's frames carried between processes: the spec's tuple_bytes of
+    # every stream batch that crossed one (multi-process; 0 in-process, where nothing is sent)
+    payload_bytes: int = 0
     pids: list[int] = field(default_factory=list)  # partition processes started (multi-process)
     partition_cpu_s: list[float] = field(default_factory=list)  # CPU time of each partition's
     # process from its first message to the end of the run (multi-process; after a crash, of

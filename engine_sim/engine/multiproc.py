@@ -26,6 +26,7 @@ from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
 from engine_sim.engine.errors import EngineFailure
+from engine_sim.engine.payload import StreamPayload
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
 from engine_sim.engine.transport import Net, hello_frame, longest_socket_name, socket_path
@@ -167,7 +168,8 @@ def _serve(node: int, args: dict) -> None:
     plan_of = plans.__getitem__
     plan = plan_of(args["era"])
     cfg: SiteConfig = args["site_cfg"]
-    net = Net(node, args["sock_dir"], plan.machine, args["delay_s"], secret=cfg.secret)
+    net = Net(node, args["sock_dir"], plan.machine, args["delay_s"], secret=cfg.secret,
+              payload=StreamPayload(plan.workload.streams))
     store = FileLogStore(Path(cfg.run_dir) / f"p{node}.log", cfg.fsync, secret=cfg.secret)
     site = Site(node, plan, cfg, net, store, epoch=args["epoch"], clock=args["clock"], era=args["era"],
                 plan_of=plan_of)
@@ -282,7 +284,8 @@ class MultiProcessRuntime:
         self.plan = plan
         self.ctx = _context()
         self.sock_dir = str(owned_temp_dir("engs-", longest_socket_name=longest_socket_name(plan.n_partitions)))
-        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret)
+        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret,
+                       payload=StreamPayload(plan.workload.streams))
         plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
                                              "data_parallel")}
         designs = (design,) if next_plan is None else (design, next_plan.design)
@@ -299,6 +302,7 @@ class MultiProcessRuntime:
         self.deadline: float | None = None  # perf_counter time the run must end by
         self.messages = 0
         self.refused = 0  # frames refused by any process of the run: not sealed by it
+        self.payload_bytes = 0  # padding the run's processes sent (payload.py)
         self.log_stats: list = []
         self.finals_log = {}
 
@@ -378,6 +382,7 @@ class MultiProcessRuntime:
             d.cpu_s = time.process_time() - cpu_started
             self.messages = self.net.sent + sum(r.sent for r in d.finals.values())
             self.refused = self.net.refused + sum(r.refused for r in d.finals.values())
+            self.payload_bytes = self.net.payload_sent + sum(r.payload_bytes for r in d.finals.values())
             return d
         finally:
             self._stop()

@@ -16,6 +16,7 @@ from engine_sim.engine.driver import DriverConfig
 from engine_sim.engine.errors import EngineError, EngineFailure
 from engine_sim.engine.history import verify_history
 from engine_sim.engine.metrics import RunResult, latency_stats
+from engine_sim.engine.payload import check_payload
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.recovery import FileLogStore, MemoryLogStore
 from engine_sim.engine.run_options import (ClientOptions, CommandLogOptions, MigrationOptions, NetworkOptions,
@@ -106,6 +107,8 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         return p
 
     plan = compiled(design)
+    if not in_process:
+        check_payload(plan)
     if crash_partition is None:
         crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
     if not 0 <= crash_partition < plan.n_partitions:
@@ -169,7 +172,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             finally:
                 for store in stores.values():
                     store.close()
-            messages, refused = runtime.messages, 0
+            messages, refused, payload = runtime.messages, 0, 0
             log_stats = [(r.log_records, r.log_flushes) for r in driver.finals.values()]
         else:
             from engine_sim.engine.multiproc import MultiProcessRuntime
@@ -182,6 +185,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
             driver = runtime.run(timeout_s)
             messages = runtime.messages
             refused = runtime.refused
+            payload = runtime.payload_bytes
             log_stats = runtime.log_stats
             pids = list(runtime.pids)
         if in_process:
@@ -198,6 +202,7 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
                          next_plan)
         result.pids = pids
         result.refused_frames = refused
+        result.payload_bytes = payload
         if trace_out is not None:
             from engine_sim.engine.trace_writer import write_trace
 
@@ -297,15 +302,19 @@ def _migration_plan(workload, design, plan, compiled, batches, migration: Migrat
 
 
 PER_TXN_S, PER_TUPLE_S = 0.04, 200e-6  # far above what a healthy transaction takes, and a tuple of it
+PER_BYTE_S = 100e-9  # far above what a declared stream byte costs between processes (about 20 ns, loaded)
 
 
 def default_timeout_s(plan, batches: int) -> float:
     """A deadline no healthy run comes near: a minute, plus 40 ms per transaction the run
     executes (every lane of every unit, every batch; a healthy one takes well under 1 ms,
-    a crash's replay runs some of them twice) and 0.2 ms per tuple of its batch (a healthy
-    one takes about 0.04 ms: a run of 3 batches of 1,000,000 tuples passed a 60 s deadline)."""
+    a crash's replay runs some of them twice), 0.2 ms per tuple of its batch (a healthy
+    one takes about 0.04 ms: a run of 3 batches of 1,000,000 tuples passed a 60 s deadline)
+    and 100 ns per byte its streams declare a batch (the padding a crossing carries, payload.py:
+    10 MB a batch took about 0.2 s on 2 loaded cores)."""
     per_batch = sum(len(u.lanes) for u in plan.units.values())
-    return 60.0 + batches * per_batch * (PER_TXN_S + PER_TUPLE_S * plan.batch_size)
+    stream_bytes = sum(s.tuples * plan.scale * s.tuple_bytes for s in plan.workload.streams)
+    return 60.0 + batches * (per_batch * (PER_TXN_S + PER_TUPLE_S * plan.batch_size) + PER_BYTE_S * stream_bytes)
 
 
 def _ship_size(in_process: bool, crash_after: int | None) -> int:

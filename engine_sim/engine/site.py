@@ -317,4 +317,5 @@ class Site:
                                                   getattr(self.transport, "sent", 0),
                                                   self.run_cpu_s(started_finish),
                                                   getattr(self.transport, "refused", 0),
-                                                  self.partition.held_now()))
+                                                  self.partition.held_now(),
+                                                  getattr(self.transport, "payload_sent", 0)))

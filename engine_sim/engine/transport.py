@@ -4,10 +4,12 @@ a full socket, so two busy partitions cannot deadlock writing to each other), no
 between processes (so a killed process cannot wedge the others). Messages to one receiver are
 bundled per loop turn and pickled once, with the sender's Lamport clock and recovery epoch,
 and sealed with the run's secret (sealing.py): a connection whose frame does not check is
-closed unread, so only the run's own processes are heard. A connection's first frame is a
-sealed hello: until a frame of it checks, a connection may send no more than a hello's bytes
-and only so many such connections are kept (the oldest closed first), so a stranger can make
-a partition neither buffer a huge frame nor run out of descriptors. An optional delay holds
+closed unread, so only the run's own processes are heard. A frame whose messages carry stream
+batches is padded with the bytes the spec declares for them (payload.py), which the receiver
+reads and drops. A connection's first frame is a sealed hello: until a frame of it checks, a
+connection may send no more than a hello's bytes and only so many such connections are kept
+(the oldest closed first), so a stranger can make a partition neither buffer a huge frame nor
+run out of descriptors. An optional delay holds
 messages between different machines for a while (calibration).
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.messages import Bundle
+from engine_sim.engine.payload import Padding, StreamPayload, frames
 from engine_sim.engine.sealing import SealError, seal, unseal
 
 _LEN = struct.Struct("<I")
@@ -62,8 +65,12 @@ class _Out:
 
 class Net:
     def __init__(self, node: int, sock_dir: str, machine_of=None, delay_s: float = 0.0, *,
-                 secret: bytes):
+                 secret: bytes, payload: StreamPayload | None = None):
         self.node = node
+        self.payload = payload  # the declared bytes of a message's stream batches (None: no padding)
+        self.padding = Padding()
+        self.payload_sent = 0  # padding bytes sent: what the spec declares for the batches that left
+        self.payload_received = 0  # padding bytes read (and dropped)
         self.secret = secret
         self.refused = 0  # connections closed for a frame that was not sealed by this run
         self.sock_dir = sock_dir
@@ -109,14 +116,20 @@ class Net:
         if self.pending:
             pending, self.pending = self.pending, {}
             for dst, msgs in pending.items():
-                data = seal(self.secret, pickle.dumps(Bundle(self.node, clock, epoch, msgs),
-                                                      protocol=pickle.HIGHEST_PROTOCOL))
-                self._enqueue(dst, _LEN.pack(len(data)) + data)
+                for part, pad in frames(msgs, self.payload):
+                    self._enqueue(dst, self._frame(part, pad, clock, epoch))
         for dst in list(self.waiting):
             self._enqueue(dst, b"")
         for dst, out in list(self.outs.items()):
             if out.buf:
                 self._write(dst, out)
+
+    def _frame(self, msgs: list, pad: int, clock: int, epoch: int) -> bytes:
+        """One sealed, length-prefixed frame of `msgs` with `pad` bytes of padding."""
+        self.payload_sent += pad
+        data = seal(self.secret, pickle.dumps(Bundle(self.node, clock, epoch, msgs, self.padding.of(pad)),
+                                              protocol=pickle.HIGHEST_PROTOCOL))
+        return _LEN.pack(len(data)) + data
 
     def _enqueue(self, dst: int, data: bytes) -> None:
         out = self.outs.get(dst)
@@ -219,13 +232,21 @@ class Net:
                 heard = True
                 self.heard.add(sock)
             if data:  # (a hello is empty)
-                bundles.append(pickle.loads(data))
+                bundles.append(self._opened(data))
             pos += _LEN.size + n
         del buf[:pos]
         if not heard and len(buf) > _LEN.size + HELLO_BYTES:
             closed = self._refuse(buf)  # more than a hello, and none checked
         if closed:
             self._close(sock)
+
+    def _opened(self, data) -> Bundle:
+        """The bundle a checked frame holds, its padding counted and dropped (never handled)."""
+        bundle = pickle.loads(data)
+        if bundle.padding is not None:
+            self.payload_received += len(bundle.padding)
+            bundle.padding = None
+        return bundle
 
     def _accept(self, bundles: list[Bundle]) -> None:
         """Take the waiting connections; beyond MAX_UNHEARD not yet heard (or with no
