@@ -150,3 +150,29 @@ def test_the_unsimulated_note_counts_the_candidates_the_simulated_search_climbed
     # the ones climbed from are the estimate's best of those left unsimulated
     assert min(o.estimated_tps for o in climbed) >= max(
         o.estimated_tps for o in unsimulated if o not in climbed)
+
+
+@pytest.mark.parametrize("seed, machines", [
+    (3100, 2),
+    pytest.param(3102, 4, marks=pytest.mark.xfail(strict=True, reason=(
+        "known miss (docs/measurements.md, Stop 61): a pool of 17 designs uses up the climbs' "
+        "budget before the random starts climb; the spec's pool of 14 does not")))])
+def test_a_workload_rebuilt_from_its_trace_picks_as_well_as_its_spec(seed, machines):
+    """The workload a trace stands for differs from its spec by the trace's noise (SP costs a
+    few tenths of a percent up, access probabilities by a hundredth), and the pick from it must
+    be as fast as the spec's pick, on that workload. It was not where the estimate ties several
+    moves: the simulated step tried the first three in the order they were made
+    (generated-3100, 0.97x)."""
+    import sys
+    from pathlib import Path
+
+    from reports.predict import predicted_tps
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from trace_quality import generated_workload
+
+    rebuilt = load_workload(str(Path(__file__).parent / "data" / f"statistics-of-generated-{seed}.toml"))
+    by_spec = recommend(generated_workload(seed), machines=machines, seed=0, baselines=False).design
+    by_trace = recommend(rebuilt, machines=machines, seed=0, baselines=False)
+    spec_pick_there = predicted_tps(rebuilt.with_cluster(machines), by_spec)
+    assert by_trace.prediction >= 0.98 * spec_pick_there
