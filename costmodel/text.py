@@ -15,6 +15,9 @@ import unicodedata
 _CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 _HTML_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LINE_SEPARATORS = re.compile("[\u2028\u2029]")
+# the bidirectional marks, embeddings, overrides and isolates: printed raw, U+202E shows the
+# rest of its line reversed (a description or a trace's text cannot hold a name's check)
+_REORDERING = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def _escape(match: re.Match) -> str:
@@ -23,16 +26,18 @@ def _escape(match: re.Match) -> str:
 
 def visible(text: str) -> str:
     """`text` for a terminal: every control character but the line break shown as its escape
-    (`\\x1b`, `\\t`), and the Unicode line and paragraph separators too (`\\u2028`), as an
-    error line's quoted names already are."""
-    return _LINE_SEPARATORS.sub(_escape, _CONTROL.sub(_escape, text))
+    (`\\x1b`, `\\t`), and the Unicode line and paragraph separators and the bidirectional
+    controls too (`\\u2028`, `\\u202e`), as an error line's quoted names already are."""
+    return _REORDERING.sub(_escape, _LINE_SEPARATORS.sub(_escape, _CONTROL.sub(_escape, text)))
 
 
 def html_visible(document: str) -> str:
     """An HTML document with the control characters HTML forbids shown as their escapes
     (`\\x00`) and the Unicode line separators as character references; the document's own
-    line breaks, tabs and carriage returns kept."""
-    return _LINE_SEPARATORS.sub(lambda m: f"&#x{ord(m.group()):04X};", _HTML_CONTROL.sub(_escape, document))
+    line breaks, tabs and carriage returns kept; the bidirectional controls shown as their
+    escapes (`\\u202e`: as a character reference one still reorders the text)."""
+    return _REORDERING.sub(_escape, _LINE_SEPARATORS.sub(lambda m: f"&#x{ord(m.group()):04X};",
+                                                         _HTML_CONTROL.sub(_escape, document)))
 
 
 # control (Cc), format (Cf: the bidi overrides and isolates, zero-width characters) and the line

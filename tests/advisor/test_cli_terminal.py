@@ -206,6 +206,11 @@ def test_a_name_with_control_characters_is_refused_and_shown_escaped_not_acted_o
     from costmodel.text import visible
 
     assert visible("a\x1b[2Jb\tc\nd\x7f é 中\u2028") == "a\\x1b[2Jb\\tc\nd\\x7f é 中\\u2028"
+    # a bidirectional override reverses the rest of its line (a description, a trace's text)
+    assert visible("Pay\u202eKcab \u2066x\u2069") == "Pay\\u202eKcab \\u2066x\\u2069"
+    from costmodel.text import html_visible
+
+    assert html_visible("<td>a\u202eb</td>") == "<td>a\\u202eb</td>"
     spec = tmp_path / "w.toml"
     spec.write_text('name = "w"\n[[tables]]\nname = "T"\nrows = 10\nrow_bytes = 10\nkey = "k"\n'
                     '[[procedures]]\nname = "Clear\\u001b[2J\\tScreen"\ncost = 1.0\n'
