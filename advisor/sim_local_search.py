@@ -79,7 +79,8 @@ CLIMB_STARTS = 4  # the climb runs from the pick and from the pool's next best d
 # (a pool of 17 designs uses 2,000 up before the random starts climb, so generated-3102's
 # statistics on 4 machines picked 0.83x its spec's pick); on 72 generated picks it also found
 # one design whose 300-batch figure is 10 % above its 2,000-batch one (docs/measurements.md,
-# Stop 61), so not taken
+# Stop 61), so not taken; nor a budget of its own (1,000) for the random starts' climbs, which
+# found the same design
 CLIMB_BUDGET = 2_000
 CLIMB_ENDS = 2  # of those other climbs, the ends simulated at most (the estimate's best first)
 RANDOM_STARTS = 8  # random designs (seeded) among those other starts: a climb from far away finds
