@@ -17,7 +17,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -34,6 +33,7 @@ from traces.manifest_fields import check_manifest_fields
 from traces.statistics import read_statistics_arrow
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
+from trace_edits import rename_procedure
 
 ROOT = Path(__file__).resolve().parents[2]
 STATS = ROOT / "tests" / "common" / "data" / "stats-move-micro"
@@ -222,24 +222,6 @@ def test_a_workload_built_in_python_is_held_to_the_rule():
                               streams=()))
 
 
-def _rename_in_trace(trace: Path, old: str, new: str, manifest_too: bool) -> None:
-    for dataset, columns in (("txns", ["procedure"]), ("flows", ["from_procedure", "to_procedure"])):
-        for f in (trace / dataset).glob("*.parquet"):
-            t = pq.read_table(f)
-            for c in columns:
-                col = t.column(c)
-                t = t.set_column(t.schema.get_field_index(c), c,
-                                 pc.if_else(pc.equal(col, old), pa.scalar(new, col.type), col))
-            pq.write_table(t, f)
-    manifest = json.loads((trace / "_trace.json").read_text())
-    if manifest_too:
-        manifest["procedures"] = [new if p == old else p for p in manifest["procedures"]]
-    else:
-        del manifest["procedures"]
-    manifest.pop("access_keys", None)
-    (trace / "_trace.json").write_text(json.dumps(manifest))
-
-
 @pytest.fixture
 def trace(tmp_path) -> Path:
     out = tmp_path / "t"
@@ -248,11 +230,11 @@ def trace(tmp_path) -> Path:
 
 
 def test_a_trace_carrying_such_a_name_is_refused_before_spark(trace, capsys):
-    _rename_in_trace(trace, "SP1", "SP1\u202e", manifest_too=True)
+    rename_procedure(trace, "SP1", "SP1\u202e", in_manifest=True)
     assert run_app(["trace", "validate", str(trace)]) == 2
     assert one_error_line(capsys).startswith(
         f"error: {trace}: _trace.json: 'procedures[0]': name 'SP1\\u202e' holds '\\u202e' (U+202E")
-    _rename_in_trace(trace, "SP1\u202e", "SP1\u202e", manifest_too=False)  # only the datasets say it
+    rename_procedure(trace, "SP1\u202e", "SP1\u202e", in_manifest=False)  # only the datasets say it
     with pytest.raises(TraceError, match=r"txns: .*procedure name 'SP1\\u202e' holds '\\u202e' \(U\+202E"):
         validate_trace(trace)
 
@@ -261,7 +243,7 @@ def test_a_trace_carrying_such_a_name_is_refused_before_spark(trace, capsys):
 def test_spark_refuses_such_a_trace_alike(trace, spark):
     from traces.spark_trace_checks import validate_with_spark
 
-    _rename_in_trace(trace, "SP1", "SP1\u202e", manifest_too=False)
+    rename_procedure(trace, "SP1", "SP1\u202e", in_manifest=False)
     with pytest.raises(TraceError, match=r"txns: procedure name 'SP1\\u202e' holds '\\u202e' \(U\+202E"):
         validate_with_spark(str(trace), spark)
 

@@ -5,7 +5,6 @@ command that read the statistics refused them."""
 import json
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -14,27 +13,13 @@ from costmodel.workload import workload_as_plain
 from traces.errors import TraceError
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
+from trace_edits import rename_procedure
 
 
 def _trace(tmp_path):
     trace = tmp_path / "t"
     synthesize(workload_as_plain(load_workload("tpcdi-trade")), trace, batches=20, seed=1)
     return trace
-
-
-def _rename_procedure(trace, old: str, new: str) -> None:
-    for dataset, columns in (("txns", ["procedure"]), ("flows", ["from_procedure", "to_procedure"])):
-        for f in (trace / dataset).glob("*.parquet"):
-            t = pq.read_table(f)
-            for c in columns:
-                col = t.column(c)
-                t = t.set_column(t.schema.get_field_index(c), c,
-                                 pc.if_else(pc.equal(col, old), pa.scalar(new, col.type), col))
-            pq.write_table(t, f)
-    manifest = json.loads((trace / "_trace.json").read_text())
-    manifest["procedures"] = [new if p == old else p for p in manifest.get("procedures", [])]
-    manifest.pop("access_keys", None)
-    (trace / "_trace.json").write_text(json.dumps(manifest))
 
 
 def _drop_manifest_procedures(trace) -> None:
@@ -57,7 +42,7 @@ def _extra_flow(trace, source: str, target: str) -> None:
 
 def test_a_procedure_name_holding_a_line_break_is_refused(tmp_path):
     trace = _trace(tmp_path)
-    _rename_procedure(trace, "TradeInsert", "Trade\nInsert")
+    rename_procedure(trace, "TradeInsert", "Trade\nInsert")
     with pytest.raises(TraceError, match=r"'procedures\[3\]': name 'Trade\\nInsert' holds a line break"):
         validate_trace(trace)  # the manifest names it first (costmodel.text.name_problem)
     _drop_manifest_procedures(trace)
@@ -82,7 +67,7 @@ def test_spark_refuses_them_alike(tmp_path, spark):
     with pytest.raises(TraceError, match=r"flows: the stream edges form a cycle"):
         validate_with_spark(str(looped), spark)
     broken = _trace(tmp_path / "b")
-    _rename_procedure(broken, "TradeInsert", "Trade\nInsert")
+    rename_procedure(broken, "TradeInsert", "Trade\nInsert")
     _drop_manifest_procedures(broken)
     with pytest.raises(TraceError, match=r"a procedure name holding a line break"):
         validate_with_spark(str(broken), spark)
