@@ -50,6 +50,7 @@ CONTENDER_MARGIN = 0.25  # screened within this of the best: simulated again, lo
 # a question is simulated ahead in a worker (`SimulationRuns.prefetch`) only where it is about
 # this many simulated events or more (~50 ms here): below, the hand-over costs more than it saves
 AHEAD_MIN_EVENTS = 20_000
+UNSIMULATED = "did not fit the simulation budget"  # how the note on candidates left unsimulated ends
 WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget decides): a pick that hits it says so
 
 
@@ -521,14 +522,14 @@ def _unsimulated_note(candidates: list[Candidate], simulated: list[Candidate], e
     share = (f", estimated at {max(left) / best:.0%} of the best simulated candidate's estimate or less"
              if best > 0 and left else "")
     return (f"simulated {len(simulated)} of {len(candidates)} distinct candidates; the other {len(unsimulated)}"
-            f"{f' ({over} over memory)' if over else ''}{share}, did not fit the simulation budget")
+            f"{f' ({over} over memory)' if over else ''}{share}, {UNSIMULATED}")
 
 
 def _climbed_note(note: str, unique: list[Candidate], improvement) -> str:
     """The unsimulated candidates' note, with how many of them the simulated search climbed
     from by the estimate (its ends simulated where they beat the pick's): they were not simply
     passed over."""
-    if improvement is None or not note.endswith("did not fit the simulation budget"):
+    if improvement is None or not note.endswith(UNSIMULATED):
         return note
     unsimulated = {o.label for o in unique if o.predicted_tps is None}
     climbed = len(unsimulated & set(improvement.climbed_from))
