@@ -79,6 +79,12 @@ CASES = (
     Case("gen20-23", "gen20#23", 6, "throughput", "cost"),
     Case("shared30-709", "shared30#709", 6, "throughput", "cost"),
     Case("gen40-29", "gen40#29", 8, "throughput", "cost"),
+    # stop 62: stop 61's tie change (after: TIED_PER_STEP; before: without it, from the
+    # statistics), a wider climb's pick (budget 4,000: faster on 300 batches, slower on 2,000),
+    # and the statistics path's one miss on held-out seeds
+    Case("generated-3100-x2", "generated-3100", 2, "after", "before"),
+    Case("generated-3102-x2", "generated-3102", 2, "climb2000", "climb4000"),
+    Case("generated-3102-x4", "generated-3102", 4, "spec", "stats"),
 )
 
 

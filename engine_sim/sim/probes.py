@@ -98,7 +98,7 @@ def probes() -> list[Probe]:
 
     pipeline("hop_local", 1, 2, observe=("latency", "busy", "cycle"))
     pipeline("hop_remote", 2, 1)
-    pipeline("hop_remote_bytes", 2, 1, tuple_bytes=2048)
+    pipeline("hop_remote_bytes", 2, 1, tuple_bytes=32_768)
     pipeline("hop_central", 2, 1, scheduler="central")
     pipeline("move_txn", 2, 1, move="txn")
 

@@ -33,6 +33,16 @@ def test_the_fit_recovers_an_engine_that_behaves_like_the_model():
         assert observe(check, result.params) == pytest.approx(observe(check, truth), rel=0.05)
 
 
+def test_the_bytes_probe_is_wide_enough_that_its_bytes_outweigh_its_message():
+    """A fit reads the byte costs off the difference between the two remote hops: with
+    narrow tuples that difference was below the per-message costs and their noise, and the
+    fitted bandwidth priced wide streams at half what the engine moves."""
+    base = FIT_BASE.with_(host_cores=2, site_per_partition=True)
+    hop = {p.name: observe(p, base) for p in probes()
+           if p.name in ("hop_remote", "hop_remote_bytes") and p.observe == "latency"}
+    assert hop["hop_remote_bytes"] - hop["hop_remote"] > hop["hop_remote"]
+
+
 def test_the_fit_refuses_missing_measurements():
     plist = probes()[:3]
     with pytest.raises(ValueError, match="positive, finite"):
@@ -145,3 +155,31 @@ def test_advisor_calibrate_on_the_multi_process_engine(tmp_path):
     assert cal.machine["engine_mode"] == "multi-process" and cal.params.host_cores >= 1
     for row in cal.fit["throughput_checks"].values():
         assert 0.33 < row["simulator_bps"] / row["engine_bps"] < 3
+
+
+@pytest.mark.slow
+def test_a_fresh_calibration_prices_the_bytes_a_wide_stream_carries(tmp_path):
+    """move-micro across two machines with 100 KB tuples: the engine pads each crossing batch
+    to its declared bytes, and the calibration's byte costs are fitted to a probe wide enough
+    that the bytes, not the message, dominate it (with 2 KB tuples the fit predicted 0.45x)."""
+    import dataclasses
+
+    from advisor.sources import load_graph, load_workload
+    from costmodel.design import Design
+    from costmodel.weights import Weights
+    from engine_sim.engine import run_workload
+    from engine_sim.engine.run_options import ClientOptions
+    from engine_sim.sim import run_once
+
+    out = tmp_path / "calibration.json"
+    assert run_app(["calibrate", "--quick", "--out", str(out)]) == 0
+    base = load_workload("move-micro")
+    wide = dataclasses.replace(base, streams=tuple(dataclasses.replace(s, tuple_bytes=100_000)
+                                                   for s in base.streams))
+    graph = load_graph(wide)
+    split = Design.from_arrays(graph, [int(n == "SP2") for n in graph.proc_names],
+                               [int(n == "T2") for n in graph.state_names], Weights(0.3, 0.1, 0.6))
+    measured = run_workload(wide, split, batches=100, seed=0).throughput_tps
+    predicted = run_once(wide, split, in_flight=ClientOptions().in_flight, batches=100,
+                         calibration=Calibration.load(out).on_host()).throughput_tps
+    assert 0.6 < predicted / measured < 1.7, (predicted, measured)
