@@ -11,3 +11,12 @@ else
 fi
 export PYTHONUNBUFFERED=1
 { echo "host: $(nproc) cores, $(uname -m), $($PY --version)"; date -u; uptime; } | tee "$OUT/host.txt"
+
+# Fit a calibration on this machine into $OUT/calibration.json (the full one; QUICK=1: --quick),
+# its summary into $OUT/calibrate.txt.
+calibrate_here() {
+  local q=(); [ -n "${QUICK:-}" ] && q=(--quick)
+  $PY -m advisor calibrate "${q[@]}" --out "$OUT/calibration.json" 2>&1 | grep --line-buffered -v Warning \
+    | tail -16 | tee "$OUT/calibrate.txt"
+  date -u | tee -a "$OUT/host.txt"
+}

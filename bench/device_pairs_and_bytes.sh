@@ -7,10 +7,7 @@
 # the full calibration; set: --quick, and short runs, to try the script out here first).
 set -u
 source "$(dirname "$0")/device_env.sh"
-q=(); [ -n "${QUICK:-}" ] && q=(--quick)
-$PY -m advisor calibrate "${q[@]}" --out "$OUT/calibration.json" 2>&1 | grep --line-buffered -v Warning \
-  | tail -16 | tee "$OUT/calibrate.txt"
-date -u | tee -a "$OUT/host.txt"
+calibrate_here
 $PY bench/engine_picks.py --only ${ONLY:-generated-3100-x2 generated-3102-x2 generated-3102-x4} \
   --pairs "${PAIRS:-3}" --batches "${BATCHES:-3000}" --calibration "$OUT/calibration.json" \
   --save "$OUT/engine_picks.json" 2>&1 | grep --line-buffered -v Warning | tee "$OUT/engine_picks.txt"

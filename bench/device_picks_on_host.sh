@@ -7,10 +7,7 @@
 # Options (environment): QUICK (unset), PAIRS (2), BATCHES (2000), ONLY="case ..." (all).
 set -u
 source "$(dirname "$0")/device_env.sh"
-q=(); [ -n "${QUICK:-}" ] && q=(--quick)
-$PY -m advisor calibrate "${q[@]}" --out "$OUT/calibration.json" 2>&1 | grep --line-buffered -v Warning \
-  | tail -4 | tee "$OUT/calibrate.txt"
-date -u | tee -a "$OUT/host.txt"
+calibrate_here
 only=(); [ -n "${ONLY:-}" ] && only=(--only $ONLY)
 $PY bench/engine_picks.py "${only[@]}" --pairs "${PAIRS:-2}" --batches "${BATCHES:-2000}" \
   --calibration "$OUT/calibration.json" --save "$OUT/engine_picks.json" 2>&1 \

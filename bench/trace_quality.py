@@ -30,6 +30,7 @@ disagree this says which design the user's running system actually runs faster.
     python bench/trace_quality.py --generated 8        # 8 random dataflows nobody tuned on
     python bench/trace_quality.py --generated 8 --generated-seed 1016  # 8 others
     python bench/trace_quality.py --workloads tpcdi-trade --machines 2 --engine-check 8
+    python bench/trace_quality.py --scale gen20 shared20#1203 gen40   # issue 19's sizes, each on its own cluster
 
 A missed target prints MISSED; the bench exits non-zero only on errors.
 """
@@ -63,6 +64,7 @@ from reports.sensitivity import placement_signature  # noqa: E402
 
 RATIO_TARGET = 0.98
 WORKLOADS: dict[str, Workload] = {}  # generated ones, by name
+CLUSTERS: dict[str, tuple[int, int]] = {}  # a --scale case's own cluster: (machines, partitions per machine)
 SPARK_CONF = {"spark.sql.shuffle.partitions": "4", "spark.default.parallelism": "4"}
 
 
@@ -173,11 +175,21 @@ def main() -> int:
                     help="N random workloads (seeds from --generated-seed) instead of the bundled ones")
     ap.add_argument("--generated-seed", type=int, default=1000,
                     help="the first generated workload's seed (1000-1119 have been looked at, by stop 40: take 1120 or later for a held-out run)")
+    ap.add_argument("--scale", nargs="*", default=None, metavar="CASE",
+                    help="bench/recommend_scale.py's cases (gen20, shared40, gen20#SEED ...), each on "
+                         "its own cluster, instead of the bundled workloads")
     args = ap.parse_args()
     names = args.workloads or list(bundled_workloads())
     if args.generated:
         WORKLOADS.update((w.name, w) for w in (generated_workload(args.generated_seed + i) for i in range(args.generated)))
         names = list(WORKLOADS)
+    if args.scale:
+        from recommend_scale import case_workload as scale_workload
+
+        for case in args.scale:
+            WORKLOADS[case], *cluster = scale_workload(case)  # by the case: gen20#7 is named gen20 too
+            CLUSTERS[case] = tuple(cluster)
+        names = list(args.scale)
 
     from traces.aggregate import aggregate
     from traces.spark_session import start_session
@@ -201,9 +213,11 @@ def main() -> int:
     ratios, rows, told = [], [], []
     for name in names:
         spec = WORKLOADS.get(name) or load_workload(name)
-        for m in args.machines:
-            by_spec = recommend(spec, machines=m, seed=args.seed, baselines=False).design
-            by_stats = recommend(stats[name], machines=m, seed=args.seed, baselines=False)
+        ppm = CLUSTERS.get(name, (None, None))[1]
+        for m in [CLUSTERS[name][0]] if name in CLUSTERS else args.machines:
+            by_spec = recommend(spec, machines=m, partitions_per_machine=ppm, seed=args.seed, baselines=False).design
+            by_stats = recommend(stats[name], machines=m, partitions_per_machine=ppm, seed=args.seed,
+                                 baselines=False)
             if by_stats.selection is not None and by_stats.selection.note.startswith("FELL BACK"):
                 print(f"  note: {name} on {m}: {by_stats.selection.note}")
             graph = load_graph(spec, m)
