@@ -168,6 +168,7 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             f"over the search's budget of {event_budget:,}"))
     spent, simulated = 0.0, 0
     fits = memory_check(graph, state)
+    figure: dict[tuple[bytes, bytes], float] = {}  # a collapsing design's own figure, where it was judged by less
 
     def simulate(p, s, to_beat: float | None = None) -> float:
         """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
@@ -188,6 +189,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             return tps
         # it would beat the best, but collapses when overloaded: its short run's figure holds
         # only until a queue forms, so it beats the best on a longer run's, within the budget
+        # (its own figure, as `simulate` tells it, stays what the recommendation says of it)
+        figure[p.tobytes(), s.tobytes()] = tps
         longer = per_run * COLLAPSE_BATCHES / BATCHES
         if spent + longer > event_budget:
             return tps * overload_collapse(r)  # what it delivered overloaded (never above the figure)
@@ -372,5 +375,6 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             best, proc, state = max(simulate(p2, s2), tps), p2, s2
             moves = list(m2) + [f"a tie broken on {TIE_BREAK_BATCHES:,} batches "
                                 f"({longer[1]:,.0f} against {longer[0]:,.0f} tuples/s)"]
+    best = figure.get((proc.tobytes(), state.tobytes()), best)
     return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state),
                        climbed_from=tuple(climbed_from))

@@ -713,9 +713,7 @@ def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatc
     """generated-1125 on 2 machines x 2, where its statistics path stopped: moving SP9 and its
     state to the other partition of machine 0 loses by the estimate, and so does the two
     partitions trading places alone, but both together gain (the spec path's pick, 6 % faster
-    in the simulator's 300-batch runs, 4.6 % on 1,200-4,000: offered more than it sustains, it
-    collapses, so its gain counts on 1,200). Without the joined moves the search stays where it
-    started."""
+    in the simulator). Without the joined moves the search stays where it started."""
     import sys
     from pathlib import Path
 
@@ -743,7 +741,7 @@ def test_a_move_that_pays_only_with_a_trade_of_places_is_made_with_it(monkeypatc
     assert via_a_trade(g, estimate, *start, private_state(g), touched_state(g))[2][0] == label
 
     found = improve(g, w, *start, Weights(0.3, 0.1, 0.6), cal, simulator=ENGINE_SIMULATOR)
-    assert label in found.moves and found.end_tps > 1.04 * found.start_tps
+    assert label in found.moves and found.end_tps > 1.05 * found.start_tps
     for module in (search, climbs):
         monkeypatch.setattr(module, "trade_moves", lambda *args: iter(()))
     monkeypatch.setattr(search, "TIE_BREAK_BATCHES", 0)  # else the longer runs take a 2 % move (6,005)
