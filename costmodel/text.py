@@ -42,13 +42,14 @@ def html_visible(document: str) -> str:
 
 # control (Cc), format (Cf: the bidi overrides and isolates, zero-width characters) and the line
 # and paragraph separators (Zl, Zp): a character that prints as nothing, or reorders or breaks
-# the text around it, so a name holding one does not read as what it is
-_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+# the text around it, so a name holding one does not read as what it is (public: the Spark
+# trace checks match the same categories in a Java regex, `traces.spark_trace_checks.HIDDEN`)
+HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
 
 
 def hidden_character(text: str) -> str | None:
     """The first character of `text` that does not print as itself (None when none does)."""
-    return next((c for c in text if unicodedata.category(c) in _HIDDEN_CATEGORIES), None)
+    return next((c for c in text if unicodedata.category(c) in HIDDEN_CATEGORIES), None)
 
 
 def name_problem(name: str) -> str:

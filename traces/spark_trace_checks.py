@@ -13,18 +13,23 @@ permission) is one line with Spark's reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import pyarrow as pa
 
+from costmodel.text import HIDDEN_CATEGORIES
 from traces.errors import TraceError
 from traces.manifest_fields import spec_tables
 from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_names, check_schema, check_table_names,
-                                 missing_manifest, parse_manifest)
+                                 key_problem, missing_manifest, parse_manifest)
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
 MAX_REASON_CHARS = 300
+# a character the name rule refuses (`costmodel.text.hidden_character`: its Unicode categories), as
+# a Java regex for Spark's `rlike`; the value found is worded by the same helpers as on disk
+HIDDEN = "[" + "".join(f"\\p{{{c}}}" for c in sorted(HIDDEN_CATEGORIES)) + "]"
 
 
 def spark_reason(exc: BaseException) -> str:
@@ -88,11 +93,13 @@ class _HadoopDir:
 
 @dataclass(frozen=True)
 class _Check:
-    """One data check: rows where `bad` holds fail with `problem` (shown with one bad value)."""
+    """One data check: rows where `bad` holds fail with `problem` (shown with one bad value), or
+    with `words(value)` of one bad value where given (a name's, as the checks on disk word it)."""
 
     column: str
     problem: str
     bad: object  # a pyspark Column
+    words: Callable[[str], str] | None = None
 
 
 def validate_with_spark(location: str, spark) -> TraceInfo:
@@ -156,10 +163,14 @@ def _validate(where: str, spark) -> TraceInfo:
     if txn_rows == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
     check_names(where, "txns", "procedure", procedures)  # the spec's rule, on the names collected
+    # a string key names its hot tuple (TABLE@KEY): held to the name rule, as on disk
+    key_checks = ([_Check("key", "a key the name rule refuses", F.col("key").rlike(HIDDEN), key_problem)]
+                  if key_type == "string" else [])
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
         _Check("table", "empty table name", F.col("table") == ""),
-        _Check("table", "a table name holding a line break", F.col("table").contains("\n"))], collect="table")
+        _Check("table", "a table name holding a line break", F.col("table").contains("\n"))] + key_checks,
+        collect="table")
     check_names(where, "accesses", "table", tables)
     check_table_names(where, tables, spec_tables(manifest))
     known = sorted(procedures)
@@ -241,9 +252,12 @@ def _run_checks(where: str, dataset: str, frame, checks: list[_Check],
     for i, c in enumerate(checks):
         failing = row[f"n{i}"] or 0
         if failing:
-            value = "" if c.problem == "null value" else f" (e.g. {row[f'v{i}']!r})"
+            if c.words is not None:
+                problem = c.words(row[f"v{i}"])
+            else:
+                problem = c.problem + ("" if c.problem == "null value" else f" (e.g. {row[f'v{i}']!r})")
             first_file = str(row[f"f{i}"]).rsplit("/", 1)[-1]
-            raise TraceError(f"{where}: {dataset}: column {c.column!r}: {c.problem}{value} in "
+            raise TraceError(f"{where}: {dataset}: column {c.column!r}: {problem} in "
                              f"{failing:,} rows (first in {first_file})")
     names = set(row["names"]) if collect is not None else set()
     return int(row["rows"]), names

@@ -1,7 +1,8 @@
 """What the statistics could not be used with is refused by validation, before Spark runs:
-a name holding a line break, and flows whose stream edges form a cycle (a stray row from an SP
+a name holding a line break, an access key holding a control or invisible character (it names
+its hot tuple, TABLE@KEY), and flows whose stream edges form a cycle (a stray row from an SP
 back upstream, or to itself). Each passed validation and the 10-15 s aggregation, then every
-command that read the statistics refused them."""
+command that read the statistics refused them. The Spark route refuses them alike."""
 import json
 
 import pyarrow as pa
@@ -20,6 +21,14 @@ def _trace(tmp_path):
     trace = tmp_path / "t"
     synthesize(workload_as_plain(load_workload("tpcdi-trade")), trace, batches=20, seed=1)
     return trace
+
+
+def _set_key(trace, row: int, key: str) -> None:
+    f = next((trace / "accesses").glob("*.parquet"))
+    t = pq.read_table(f)
+    keys = t.column("key").to_pylist()
+    keys[row] = key
+    pq.write_table(t.set_column(t.schema.get_field_index("key"), "key", pa.array(keys, pa.string())), f)
 
 
 def _drop_manifest_procedures(trace) -> None:
@@ -50,6 +59,17 @@ def test_a_procedure_name_holding_a_line_break_is_refused(tmp_path):
         validate_trace(trace)
 
 
+@pytest.mark.parametrize("key, shown", [("Pay\u202eKcab", r"'Pay\\u202eKcab' \(a hot tuple is named TABLE@KEY\) holds "
+                                                        r"'\\u202e' \(U\+202E RIGHT-TO-LEFT OVERRIDE\)"),
+                                         ("bell\x07", r"'bell\\x07' \(a hot tuple is named TABLE@KEY\) holds '\\x07'")],
+                         ids=["U+202E", "U+0007"])
+def test_a_key_holding_a_control_or_invisible_character_is_refused(tmp_path, key, shown):
+    trace = _trace(tmp_path)
+    _set_key(trace, 7, key)
+    with pytest.raises(TraceError, match=rf"accesses: column 'key', row 7 \(in part-00000.parquet\): key {shown}"):
+        validate_trace(trace)
+
+
 @pytest.mark.parametrize("source, target", [("TradeInsert", "DateTimeLookup"), ("SecurityLookup", "SecurityLookup")])
 def test_flows_forming_a_cycle_are_refused(tmp_path, source, target):
     trace = _trace(tmp_path)
@@ -71,3 +91,19 @@ def test_spark_refuses_them_alike(tmp_path, spark):
     _drop_manifest_procedures(broken)
     with pytest.raises(TraceError, match=r"a procedure name holding a line break"):
         validate_with_spark(str(broken), spark)
+
+
+@pytest.mark.spark
+def test_both_routes_refuse_a_key_holding_a_control_or_invisible_character(tmp_path, spark):
+    from traces.spark_trace_checks import validate_with_spark
+
+    trace = _trace(tmp_path)
+    for key, shown in (("Pay\u202eKcab", r"'Pay\\u202eKcab'.*U\+202E"), ("bell\x07", r"'bell\\x07'.*U\+0007")):
+        _set_key(trace, 7, key)
+        worded = rf"accesses: column 'key'.*: key {shown}"
+        with pytest.raises(TraceError, match=worded):
+            validate_with_spark(str(trace), spark)
+        with pytest.raises(TraceError, match=worded):
+            validate_trace(trace)
+    _set_key(trace, 7, "caf\u00e9\u00a0\u4e2d")  # no-break space, accents, CJK: a key that prints as itself
+    assert validate_with_spark(str(trace), spark).rows == validate_trace(trace).rows

@@ -322,11 +322,12 @@ def test_a_few_accesses_of_unknown_transactions_are_counted_and_left_out(spark, 
     assert int(full["rows"].sum()) - int(stats.procedure_state["rows"].sum()) == lost
 
 
-def test_corrupt_page_that_validation_skips_is_one_spark_error(spark, mixed, tmp_path):
-    """Validation does not read the key column when the statistics vouch for it; a corrupt
-    key page then fails inside Spark, and that failure is one line too, nothing written."""
+def test_corrupt_page_that_validation_skips_is_one_spark_error(spark, mixed, unsized_int_keys, tmp_path):
+    """Validation does not read an int64 key column when the statistics vouch for it (a string
+    key it reads, for the name rule); a corrupt key page then fails inside Spark, and that
+    failure is one line too, nothing written."""
     trace = tmp_path / "trace"
-    shutil.copytree(mixed, trace)
+    shutil.copytree(unsized_int_keys, trace)
     part = trace / "accesses" / "part-00000.parquet"
     column = pq.ParquetFile(part).metadata.row_group(0).column(2)
     assert column.path_in_schema == "key"

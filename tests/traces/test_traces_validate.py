@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from advisor.cli import run_app
+from costmodel.text import hidden_character
 from traces.errors import TraceError
 from traces.schema import ACCESSES, TXNS
 from traces.trace_checks import is_local_trace, validate_trace
@@ -106,6 +107,18 @@ def _null_key_in_second_file(t):
     return [f"row {table.num_rows + 5} "]
 
 
+def _key_holding(value: str, second_file: bool = False):
+    """Row 5's key (of file 1, a copy of file 0, when `second_file`) set to `value`: a key names
+    its hot tuple (TABLE@KEY), which the statistics' reader refused after the Spark job."""
+    def make_bad(t):
+        table = pq.read_table(part(t, "accesses"))
+        target = t / "accesses" / "part-00001.parquet" if second_file else part(t, "accesses")
+        pq.write_table(set_value(table, "key", 5, value), target)
+        return [f"row {table.num_rows * second_file + 5} ", f"(in {target.name})"]
+    make_bad.__name__ = f"_key_holding_u{ord(hidden_character(value)):04x}{'_in_second_file' if second_file else ''}"
+    return make_bad
+
+
 def _missing_manifest(t):
     (t / "_trace.json").unlink()
 
@@ -166,6 +179,10 @@ BAD = [
     (_bad_mode, ["accesses", "'mode'", "row 3", "'delete'"]),
     (_null_table, ["accesses", "'table'", "row 2", "null"]),
     (_null_key_in_second_file, ["accesses", "'key'", "part-00001.parquet", "null"]),
+    (_key_holding("Trade\u202eKcab"), ["accesses", "'key'", r"key 'Trade\u202eKcab'", "U+202E", "TABLE@KEY"]),
+    (_key_holding("bell\x07", second_file=True), ["accesses", "'key'", r"key 'bell\x07'", "U+0007"]),
+    (_key_holding("two\nlines"), ["accesses", "'key'",
+                                   r"key 'two\nlines' (a hot tuple is named TABLE@KEY) holds a line break"]),
     (_missing_manifest, ["_trace.json", "missing"]),
     (_future_format, ["_trace.json", "advisor.trace/9"]),
     (_mixed_key_types, ["accesses", "'key'", "int64", "string"]),
@@ -247,6 +264,15 @@ def test_writer_leaves_nothing_behind_when_the_producer_fails(tmp_path):
             w.write("accesses", ACCESSES.empty_table())
             raise RuntimeError("producer died")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_keys_that_print_as_themselves_validate_whatever_their_script(trace):
+    """Only a key the name rule refuses is: a no-break space, accents and CJK keys (which Arrow's
+    printable test flags or passes) validate, and so does an empty key (no name rule for it)."""
+    keys = ["caf\u00e9", "\u4e2d\u6587", "no\u00a0break", "tab-free text", ""]
+    rewrite(trace, "accesses", lambda x: x.set_column(
+        2, "key", pa.array(keys * (x.num_rows // len(keys)) + keys[:x.num_rows % len(keys)], pa.string())))
+    assert validate_trace(trace).rows["accesses"] == pq.read_metadata(part(trace, "accesses")).num_rows
 
 
 def test_a_file_uri_is_a_local_trace_and_other_schemes_are_read_by_spark(good_trace, capsys):
