@@ -22,7 +22,7 @@ from traces.errors import TraceError
 from traces.manifest_fields import spec_tables
 from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_names, check_schema, check_table_names,
-                                 key_problem, missing_manifest, parse_manifest)
+                                 key_problem, missing_manifest, name_problem, parse_manifest)
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
@@ -151,26 +151,29 @@ def _validate(where: str, spark) -> TraceInfo:
     def nulls(dataset: str) -> list[_Check]:
         return [_Check(n, "null value", F.col(n).isNull()) for n in DATASETS[dataset].names]
 
+    def name_check(kind: str) -> _Check:
+        """An empty name, or one holding a character the name rule refuses (a line break too)."""
+        return _Check(kind, f"a {kind} name the name rule refuses",
+                      (F.col(kind) == "") | F.col(kind).rlike(HIDDEN), lambda v: name_problem(kind, v))
+
     txn_rows, procedures = _run_checks(where, "txns", txns, nulls("txns") + non_negative(
         "start_us", "batch_id", "base_partition", "restarts") + [
         _Check("end_us", "end_us before start_us (negative duration)", F.col("end_us") < F.col("start_us")),
         _Check("status", "status is not 'commit' or 'abort'", ~F.col("status").isin("commit", "abort")),
-        _Check("procedure", "empty procedure name", F.col("procedure") == ""),
-        _Check("procedure", "a procedure name holding a line break", F.col("procedure").contains("\n")),
+        name_check("procedure"),
         _Check("work_us", "work_us must be a finite number >= 0",
                (F.col("work_us") < 0) | F.isnan("work_us") | (F.col("work_us") == float("inf")))],
         collect="procedure")
     if txn_rows == 0:
         raise TraceError(f"{where}: txns: empty trace (no transaction rows)")
-    check_names(where, "txns", "procedure", procedures)  # the spec's rule, on the names collected
+    # the rule in Python on the names collected too (Java's Unicode tables may be older than Python's)
+    check_names(where, "txns", "procedure", procedures)
     # a string key names its hot tuple (TABLE@KEY): held to the name rule, as on disk
     key_checks = ([_Check("key", "a key the name rule refuses", F.col("key").rlike(HIDDEN), key_problem)]
                   if key_type == "string" else [])
     access_rows, tables = _run_checks(where, "accesses", accesses, nulls("accesses") + non_negative("rows") + [
         _Check("mode", "mode is not 'read' or 'write'", ~F.col("mode").isin("read", "write")),
-        _Check("table", "empty table name", F.col("table") == ""),
-        _Check("table", "a table name holding a line break", F.col("table").contains("\n"))] + key_checks,
-        collect="table")
+        name_check("table")] + key_checks, collect="table")
     check_names(where, "accesses", "table", tables)
     check_table_names(where, tables, spec_tables(manifest))
     known = sorted(procedures)

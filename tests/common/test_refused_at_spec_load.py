@@ -244,7 +244,8 @@ def test_spark_refuses_such_a_trace_alike(trace, spark):
     from traces.spark_trace_checks import validate_with_spark
 
     rename_procedure(trace, "SP1", "SP1\u202e", in_manifest=False)
-    with pytest.raises(TraceError, match=r"txns: procedure name 'SP1\\u202e' holds '\\u202e' \(U\+202E"):
+    with pytest.raises(TraceError, match=r"txns: column 'procedure': procedure name 'SP1\\u202e' holds '\\u202e' "
+                                         r"\(U\+202E"):
         validate_with_spark(str(trace), spark)
 
 

@@ -2,7 +2,8 @@
 a name holding a line break, an access key holding a control or invisible character (it names
 its hot tuple, TABLE@KEY), and flows whose stream edges form a cycle (a stray row from an SP
 back upstream, or to itself). Each passed validation and the 10-15 s aggregation, then every
-command that read the statistics refused them. The Spark route refuses them alike."""
+command that read the statistics refused them. The Spark route refuses them alike, in the
+same words."""
 import json
 
 import pyarrow as pa
@@ -89,8 +90,11 @@ def test_spark_refuses_them_alike(tmp_path, spark):
     broken = _trace(tmp_path / "b")
     rename_procedure(broken, "TradeInsert", "Trade\nInsert")
     _drop_manifest_procedures(broken)
-    with pytest.raises(TraceError, match=r"a procedure name holding a line break"):
+    worded = r"txns: column 'procedure'.*: procedure name 'Trade\\nInsert' holds a line break"
+    with pytest.raises(TraceError, match=worded):  # in the words on disk (one helper)
         validate_with_spark(str(broken), spark)
+    with pytest.raises(TraceError, match=worded):
+        validate_trace(broken)
 
 
 @pytest.mark.spark
