@@ -19,7 +19,7 @@ from costmodel.design import Design
 from costmodel.design_file import edited_since_made
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
-from costmodel.granularity import base_table, with_hot_set, workload_at
+from costmodel.granularity import with_hot_set, workload_at
 from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -88,7 +88,7 @@ class Recommendation:
             return self.data_parallel.describe()
         if self.lanes_not_weighed:
             return f"granularity: data-parallel lanes not weighed: {self.lanes_not_weighed}"
-        tables = [base_table(t) for t in self.graph.state_tables]
+        tables = [self.graph.table_of(j) for j in range(self.graph.n_state)]  # (a spec's `T@2026` is a table)
         finer = sum(1 for n, t in zip(self.graph.state_names, tables) if n != t)
         if not finer:
             return None

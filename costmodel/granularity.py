@@ -66,11 +66,12 @@ def with_hot_set(state: dict, names: Iterable[str]) -> dict | None:
     where `state` and `names` are not both at tuple granularity over the same fragments.
     Why: two traces of one workload hold different hot keys, and a design of the first looked
     like another granularity to the second ("different granularities", exit 2)."""
-    def hot(items) -> bool:
-        return any(TUPLE_NAME.match(n) and not FRAGMENT_NAME.match(n) for n in items)
-
     def fragments(items) -> set[str]:
         return {n for n in items if FRAGMENT_NAME.match(n)}
+
+    def hot(items) -> bool:  # a hot tuple of a table whose fragments are there (`Trades@2026` is none)
+        split = {base_table(n) for n in fragments(items)}
+        return any(not FRAGMENT_NAME.match(n) and tuple_parts(n, split) for n in items)
 
     names = list(names)
     if not (hot(state) and hot(names)) or fragments(state) != fragments(names):
@@ -83,27 +84,69 @@ def with_hot_set(state: dict, names: Iterable[str]) -> dict | None:
         if n in state:
             out[n] = state[n]
             continue
-        m = TUPLE_NAME.match(n)
-        if m is None or FRAGMENT_NAME.match(n) or m.group("table") not in counts:
+        parts = None if FRAGMENT_NAME.match(n) else tuple_parts(n, counts)
+        if parts is None:
             continue  # another item the design lacks (a window left with its owner, say): as it was
-        table = m.group("table")
-        out[n] = state[fragment_name(table, fragment_of(m.group("key"), counts[table]))]
+        table, key = parts
+        out[n] = state[fragment_name(table, fragment_of(key, counts[table]))]
     return out
 
 
-def base_table(item: str) -> str:
-    """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`."""
-    m = FRAGMENT_NAME.match(item) or TUPLE_NAME.match(item)
-    return m.group("table") if m else item
+def tuple_parts(item: str, tables: Container[str]) -> tuple[str, str] | None:
+    """(table, key) of `item` read as a hot tuple `T@KEY` of one of `tables`: T is the longest
+    part before an '@' that is one of them (None when none is). Why: a spec may name a table
+    `Trades@2026` (its trace's `spec_tables` list it), and TUPLE_NAME, cut at the first '@',
+    read its hot tuple `Trades@2026@7` as key `2026@7` of a table `Trades`; FRAGMENT_NAME, cut
+    at the last '#', already reads `T#0#3` as fragment 3 of the spec's table `T#0`."""
+    at = len(item)
+    while (at := item.rfind("@", 0, at)) > 0:
+        if at + 1 < len(item) and item[:at] in tables:
+            return item[:at], item[at + 1:]
+    return None
+
+
+def base_table(item: str, tables: Container[str] | None = None) -> str:
+    """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`. Given the workload's
+    `tables`, a name among them is a table whatever it reads as, and a hot tuple's table is the
+    one of them it starts with (`tuple_parts`); without, the name alone says (`T@KEY` cut at
+    the first '@')."""
+    if tables is None:
+        m = FRAGMENT_NAME.match(item) or TUPLE_NAME.match(item)
+        return m.group("table") if m else item
+    if item in tables:
+        return item
+    m = FRAGMENT_NAME.match(item)
+    if m is not None and m.group("table") in tables:
+        return m.group("table")
+    hot = tuple_parts(item, tables)
+    return hot[0] if hot is not None else item
+
+
+class _SplitAmong:
+    """The tables whose items the state `names` hold: T where its fragment `T#0` is among them
+    and T is not (at tuple granularity every table is split into fragments, its hot tuples
+    beside them)."""
+
+    def __init__(self, names: Container[str]):
+        self.names = names
+
+    def __contains__(self, table: object) -> bool:
+        return isinstance(table, str) and fragment_name(table, 0) in self.names and table not in self.names
 
 
 def table_among(item: str, names: Container[str]) -> str:
     """The table a state item belongs to, given the state `names` beside it: T for a fragment
-    `T#i` or a hot tuple `T@KEY`, unless a table T is among them (a workload at a design's
-    granularity holds a table's items or the table, never both: then `T#0` is a table of its
-    own, a name `advisor tune` writes)."""
-    table = base_table(item)
-    return item if table in names else table
+    `T#i`, unless a table T is among them (a workload at a design's granularity holds a
+    table's items or the table, never both: then `T#0` is a table of its own, a name `advisor
+    tune` writes); T for a hot tuple `T@KEY` where T's fragments are among them (a hot tuple
+    never comes without them), T the longest such part before an '@' (`tuple_parts`). Any
+    other name is a table, whatever it reads as: a spec's `Trades@2026` (was read as a hot
+    tuple of a table `Trades`), and its hot tuple `Trades@2026@7` is one of it."""
+    m = FRAGMENT_NAME.match(item)
+    if m is not None:
+        return item if m.group("table") in names else m.group("table")
+    hot = tuple_parts(item, _SplitAmong(names))
+    return hot[0] if hot is not None else item
 
 
 def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
@@ -111,8 +154,7 @@ def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     the workload itself when the design places whole tables."""
     names = list(state_names)
     tables = set(workload.table_names)
-    if not any((m := FRAGMENT_NAME.match(n) or TUPLE_NAME.match(n)) and m.group("table") in tables
-               and n not in tables for n in names):
+    if not any(base_table(n, tables) != n for n in names):
         return workload  # whole tables (or another workload's names: the caller's check says so)
     items = _items_by_table(workload, names)
     tables, shares = [], {}
@@ -163,9 +205,9 @@ def _items_by_table(workload: Workload, names: list[str]) -> dict[str, tuple[int
         if m and m.group("table") in tables:
             frags.setdefault(m.group("table"), set()).add(int(m.group("index")))
             continue
-        m = TUPLE_NAME.match(name)
-        if m and m.group("table") in tables:
-            hot.setdefault(m.group("table"), []).append(m.group("key"))
+        parts = tuple_parts(name, tables)  # (a table of the spec may hold '@': `Trades@2026@7`)
+        if parts is not None:
+            hot.setdefault(parts[0], []).append(parts[1])
             continue
         raise DesignError(f"design places {name!r}, which is not a table of workload "
                           f"{workload.name!r} (nor a fragment TABLE#i or a tuple TABLE@KEY of one)")

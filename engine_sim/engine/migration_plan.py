@@ -52,7 +52,7 @@ def row_bytes(workload, item: str) -> int:
     for w in workload.windows:
         if w.name == item:
             return int(w.tuple_bytes)
-    return int(workload.table(base_table(item)).row_bytes)
+    return int(workload.table(base_table(item, set(workload.table_names))).row_bytes)
 
 
 def item_of(router, table: str, key) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 
 from engine_sim.engine.errors import EngineError
-from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME, fragment_of
+from costmodel.granularity import FRAGMENT_NAME, fragment_of, tuple_parts
 
 
 class RowRouter:
@@ -33,9 +33,9 @@ class RowRouter:
             if m and m.group("table") in tables:
                 frag_seen.setdefault(m.group("table"), {})[int(m.group("index"))] = part
                 continue
-            m = TUPLE_NAME.match(name)
-            if m and m.group("table") in tables:
-                self.hot.setdefault(m.group("table"), {})[m.group("key")] = part
+            hot = tuple_parts(name, tables)  # (`Trades@2026@7`: key 7 of a table `Trades@2026`)
+            if hot is not None:
+                self.hot.setdefault(hot[0], {})[hot[1]] = part
                 continue
             raise EngineError(f"design places {name!r}, which is not a table of the workload "
                               f"(nor a fragment TABLE#i or a tuple TABLE@KEY of one)")
