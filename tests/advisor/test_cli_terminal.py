@@ -222,6 +222,58 @@ def test_a_name_with_control_characters_is_refused_and_shown_escaped_not_acted_o
         "or control character a name may not hold (it would not print as what it is)\n")
 
 
+def _every_character_of(categories: tuple[str, ...]) -> list[str]:
+    import sys
+    import unicodedata
+
+    return [c for c in map(chr, range(sys.maxunicode + 1)) if unicodedata.category(c) in categories]
+
+
+def test_every_invisible_format_character_is_printed_as_its_escape(capsys, monkeypatch):
+    """Invisible format characters (Unicode Cf) other than the bidirectional ones were printed
+    raw in a description or a trace's text: "Trade\u200bInsert" (a zero-width space) read as
+    "TradeInsert" on the terminal, as did U+2060 (word joiner) and U+FEFF."""
+    import ast
+
+    from advisor.cli.terminal import say
+    from costmodel.text import visible
+
+    hidden = _every_character_of(("Cf", "Cc"))
+    assert {"\u200b", "\u2060", "\ufeff", "\u202e", "\x1b"} <= set(hidden)
+    for c in hidden:
+        shown = visible(f"a{c}b")
+        if c == "\n":  # the one kept: the text's own line break
+            assert shown == "a\nb"
+            continue
+        # an escape of printable ASCII that reads back as the very character
+        assert shown.isascii() and shown.isprintable() and ast.literal_eval(f'"{shown}"') == f"a{c}b", repr(c)
+    # what prints as itself stays as it is: letters, a non-breaking space, a combining accent, an emoji
+    plain = "Trade é 中 a\u00a0b e\u0301 \U0001f600"
+    assert visible(plain) == plain
+    monkeypatch.delenv("COLUMNS", raising=False)  # (one line, not fitted to a width)
+    say("Trade\u200bInsert \u2060\ufeff")
+    assert capsys.readouterr().out == "Trade\\u200bInsert \\u2060\\ufeff\n"
+
+
+def test_every_invisible_format_character_in_a_report_is_shown_as_its_escape(tmp_path):
+    """As on the terminal: the HTML report printed a zero-width space (U+200B), a word joiner
+    (U+2060) or U+FEFF raw (as a character reference one would print as nothing all the same);
+    the document's own tabs, line breaks and carriage returns stay."""
+    from costmodel.text import html_visible, visible
+    from reports.report import write_report
+
+    for c in _every_character_of(("Cf", "Cc")):
+        page = html_visible(f"<td>a{c}b</td>")
+        if c in "\t\n\r":
+            assert page == f"<td>a{c}b</td>", repr(c)
+        else:  # the terminal's escape, ASCII: nothing in it prints as nothing
+            assert page == f"<td>{visible(f'a{c}b')}</td>" and page.isascii(), repr(c)
+    plain = "<p>Trade é 中 a\u00a0b\te\u0301 \U0001f600</p>\r\n"
+    assert html_visible(plain) == plain
+    written = write_report(tmp_path / "r.html", "<p>Trade\u200bInsert\u2060 \ufeff</p>\n").read_text(encoding="utf-8")
+    assert written == "<p>Trade\\u200bInsert\\u2060 \\ufeff</p>\n"
+
+
 def test_the_estimates_moves_are_said_once_as_such():
     from advisor.recommendation_text import moves_text
 
