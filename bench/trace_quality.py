@@ -15,7 +15,7 @@ each partition and the partitions' order on each machine, up to relabelling mach
 with one SP on the other partition of its machine is another design, and can run 6 % apart).
 
 Stability: a second trace of another seed and length gives the same design up to relabelling
-machines (`--stability`, on 4 machines).
+machines (`--stability`, on 4 machines; a `--scale` case on its own cluster).
 
 Engine check (`--engine-check PAIRS`): a missed row whose two designs differ is run on the
 engine itself, both designs alternating, where this host has a core per machine. The bench's
@@ -250,17 +250,18 @@ def main() -> int:
           f"{min(told, default=float('nan')):.2f}-{max(told, default=float('nan')):.2f} (furthest {off:.2f})")
 
     if args.stability:
-        print("\nstability: a second trace (seed + 1, 2x the batches) on 4 machines")
+        print("\nstability: a second trace (seed + 1, 2x the batches) on 4 machines (a --scale case: on its own)")
         same_count = 0
         for name in names:
             other = tmp / f"{name}-trace-2"
             trace(name, other, 2 * args.batches, args.seed + 1, args.synth, args.undeclared)
             aggregate(other, tmp / f"{name}-stats-2", args.granularity, spark=spark, progress=None)
-            a = recommend(stats[name], machines=4, seed=args.seed, baselines=False).design
-            b = recommend(tmp / f"{name}-stats-2", machines=4, seed=args.seed, baselines=False).design
+            m, ppm = CLUSTERS.get(name, (4, None))
+            a, b = (recommend(s, machines=m, partitions_per_machine=ppm, seed=args.seed, baselines=False).design
+                    for s in (stats[name], tmp / f"{name}-stats-2"))
             same = placement_signature(a) == placement_signature(b)
             same_count += same
-            w = (WORKLOADS.get(name) or load_workload(name)).with_cluster(4)
+            w = (WORKLOADS.get(name) or load_workload(name)).with_cluster(m)
             ta, tb = predict(w, a, args.sim_batches), predict(w, b, args.sim_batches)
             print(f"  {name:<18} {'same design' if same else 'DIFFERENT design'}  predicted "
                   f"{ta:,.0f} and {tb:,.0f} tuples/s ({tb / ta if ta else 0:.3f})", flush=True)
