@@ -99,7 +99,7 @@ TIE_BREAK_BATCHES = 4 * PREDICTION_BATCHES
 # a design that would beat the best, but whose rate search's overloaded probes delivered less
 # than this share of what it sustained (`advisor.judge.overload_collapse`), beats it only on
 # a run of COLLAPSE_BATCHES: its short run's figure lasts until a queue forms (the picks of 72
-# generated dataflows collapse to 0.92 at the least; generated-3102's design above, to 0.80)
+# generated dataflows collapse to 0.85 at the least; generated-3102's design above, to 0.78)
 COLLAPSE_CONFIRMED = 0.85
 COLLAPSE_BATCHES = 4 * PREDICTION_BATCHES
 
@@ -168,7 +168,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             f"over the search's budget of {event_budget:,}"))
     spent, simulated = 0.0, 0
     fits = memory_check(graph, state)
-    figure: dict[tuple[bytes, bytes], float] = {}  # a collapsing design's own figure, where it was judged by less
+    # a collapsing design's own figure, where the longer run judged it by less
+    figure: dict[tuple[bytes, bytes], float] = {}
 
     def simulate(p, s, to_beat: float | None = None) -> float:
         """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to

@@ -49,7 +49,8 @@ def main() -> int:
     a = ap.parse_args()
     hosts = [Calibration.load(p).on_host() for p in a.calibration]
     print(f"host: {os.cpu_count()} cores; move-micro over 2 machines, {a.batches} batches, tuples/s")
-    print(f"{'tuple_bytes':>11} {'measured (median)':>17}  " + "  ".join(f"predicted [{i + 1}]" for i in range(len(hosts))))
+    columns = "  ".join(f"predicted [{i + 1}]" for i in range(len(hosts)))
+    print(f"{'tuple_bytes':>11} {'measured (median)':>17}  {columns}")
     for width in WIDTHS:
         w = widened(width)
         d = split_design(w)
