@@ -47,12 +47,23 @@ def objective_lines(sel, shortened_to: int | None = None) -> list[str]:
         lines.append(f"simulated search from the pool's pick: {imp.simulated} designs simulated, "
                      + (f"{imp.start_tps:,.0f} -> {imp.end_tps:,.0f} tuples/s "
                         f"({imp.end_tps / imp.start_tps:.2f}x: {moves_text(imp.moves)})" if imp.improved
-                        else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)"))
+                        else f"no move predicted faster than the pick ({imp.start_tps:,.0f} tuples/s)")
+                     + _collapse_text(imp))
     elif imp is not None and imp.skipped:
         lines.append(f"simulated search skipped: {imp.skipped}")
     if sel.note:
         lines.append(f"note: {sel.note}")
     return lines
+
+
+def _collapse_text(imp) -> str:
+    """How many designs the search judged again because they collapse when overloaded (their
+    short runs' figures hold until a queue forms), and how many of them that kept out."""
+    if not imp.collapse_checked:
+        return ""
+    n, out = imp.collapse_checked, imp.collapse_kept_out
+    return (f"; {n} design{'s' if n > 1 else ''} that would have beaten the best but collapse"
+            f"{'s' if n == 1 else ''} when overloaded judged again on longer runs, {out} of them kept out")
 
 
 def moves_text(moves: list[str]) -> str:

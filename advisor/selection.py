@@ -120,7 +120,9 @@ class Selection:
             if imp is not None and imp.simulated:
                 out["simulated_search"] = {"designs_simulated": imp.simulated, "moves": list(imp.moves),
                                            "from_tuples_per_s": round(imp.start_tps, 1),
-                                           "to_tuples_per_s": round(imp.end_tps, 1)}
+                                           "to_tuples_per_s": round(imp.end_tps, 1),
+                                           "collapsing_judged_again": imp.collapse_checked,
+                                           "collapsing_kept_out": imp.collapse_kept_out}
         return out
 
 

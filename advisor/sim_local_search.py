@@ -118,6 +118,10 @@ class Improvement:
     end_estimated_tps: float | None = None  # the busy-time estimate of where it ended
     skipped: str = ""  # why nothing was simulated, where it did not start
     climbed_from: tuple[str, ...] = ()  # the pool designs (labels) its estimate's climbs started from
+    # designs that would have beaten the best but collapse when overloaded, judged again on
+    # COLLAPSE_BATCHES, and those of them the longer run kept from beating it
+    collapse_checked: int = 0
+    collapse_kept_out: int = 0
 
     @property
     def improved(self) -> bool:
@@ -170,12 +174,13 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     fits = memory_check(graph, state)
     # a collapsing design's own figure, where the longer run judged it by less
     figure: dict[tuple[bytes, bytes], float] = {}
+    collapse_checked = collapse_kept_out = 0  # (see `Improvement`)
 
     def simulate(p, s, to_beat: float | None = None) -> float:
         """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
         the end: the figure is then below `to_beat` but not its own maximum. A design over the
         machines' memory from a start within it is 0 (never taken), not simulated."""
-        nonlocal spent, simulated
+        nonlocal spent, simulated, collapse_checked, collapse_kept_out
         if not fits(s):
             return 0.0
         spent += per_run
@@ -194,14 +199,18 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
         figure[p.tobytes(), s.tobytes()] = tps
         longer = per_run * COLLAPSE_BATCHES / BATCHES
         if spent + longer > event_budget:
-            return tps * overload_collapse(r)  # what it delivered overloaded (never above the figure)
-        spent += longer
-        simulated += 1
-        try:
-            return min(tps, float(runs.max_throughput(p, s, COLLAPSE_BATCHES, PREDICTION_TOLERANCE,
-                                                      label="simulated search, collapse").throughput_tps))
-        except sim_error:
-            return 0.0
+            judged = tps * overload_collapse(r)  # what it delivered overloaded (never above the figure)
+        else:
+            spent += longer
+            simulated += 1
+            try:
+                judged = min(tps, float(runs.max_throughput(p, s, COLLAPSE_BATCHES, PREDICTION_TOLERANCE,
+                                                            label="simulated search, collapse").throughput_tps))
+            except sim_error:
+                judged = 0.0
+        collapse_checked += 1
+        collapse_kept_out += judged <= to_beat
+        return judged
 
     def ahead(designs: list[tuple], to_beat: float | None) -> None:
         """Simulate these side by side where the pick has workers (`SimulationRuns.prefetch`):
@@ -378,4 +387,5 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
                                 f"({longer[1]:,.0f} against {longer[0]:,.0f} tuples/s)"]
     best = figure.get((proc.tobytes(), state.tobytes()), best)
     return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state),
-                       climbed_from=tuple(climbed_from))
+                       climbed_from=tuple(climbed_from), collapse_checked=collapse_checked,
+                       collapse_kept_out=collapse_kept_out)

@@ -191,10 +191,18 @@ def test_a_design_that_collapses_when_overloaded_is_not_picked_on_its_short_run(
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
     from trace_quality import generated_workload
 
+    from advisor.recommendation_text import objective_lines
+
     spec = generated_workload(3102)
     rec = recommend(spec, machines=2, seed=0, baselines=False)
     longer = predicted_tps(spec.with_cluster(2), rec.design, PredictOptions(batches=2000))
     assert rec.prediction <= longer * (1 + TIE_TOLERANCE)
+    # and the output says so: the one it kept out, beside any the longer run let through
+    imp = rec.selection.improvement
+    assert imp.collapse_checked >= imp.collapse_kept_out >= 1
+    assert (f"collapse when overloaded judged again on longer runs, {imp.collapse_kept_out} of them kept out"
+            in objective_lines(rec.selection)[1])
+    assert rec.selection.provenance()["simulated_search"]["collapsing_kept_out"] == imp.collapse_kept_out
 
 
 def test_overload_collapse_reads_the_rate_search():
