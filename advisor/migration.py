@@ -254,7 +254,8 @@ def diff(current: Design, new: Design, graph: WorkloadGraph, params, workload=No
     aligned = align(current, new, graph) if relabel else new
     moves = moves_between(current, aligned, graph)
     rows = row_bytes_of(workload)
-    per_item = {m.name: rows.get(m.name, rows.get(base_table(m.name), DEFAULT_ROW_BYTES)) for m in moves}
+    # an item's table read against the workload's names (a spec's `Trade@Type@7` is not `Trade`'s)
+    per_item = {m.name: rows.get(m.name, rows.get(base_table(m.name, rows), DEFAULT_ROW_BYTES)) for m in moves}
     return DesignDiff(current, aligned, moves, copy_seconds(moves, current, params, per_item),
                       relabelled=aligned is not new)
 

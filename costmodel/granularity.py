@@ -149,6 +149,14 @@ def table_among(item: str, names: Container[str]) -> str:
     return hot[0] if hot is not None else item
 
 
+def tables_among(names: Iterable[str]) -> dict[str, str]:
+    """Each of the state `names` -> the table it belongs to (`table_among` them). Why: callers
+    holding a workload's (possibly split) table names read them all; `base_table` without
+    the tables cut a spec's `Trade@Type@7` at the first '@' and gave it to a table `Trade`."""
+    known = set(names)
+    return {n: table_among(n, known) for n in known}
+
+
 def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     """`workload` with its tables replaced by the items a design names (`state_names`);
     the workload itself when the design places whole tables."""

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from costmodel.design import Design
 from costmodel.errors import DesignError
-from costmodel.granularity import base_table, fragment_of, placed_fragments
+from costmodel.granularity import fragment_of, placed_fragments, tables_among
 from costmodel.workload import Workload
 
 _ROUTE_MEMO_ROWS = 1 << 16  # rows whose lane a route remembers (the hash is the cost)
@@ -69,18 +69,31 @@ class LaneRoute:
         return tuple(i for i, p in enumerate(self.fragment_partitions) if p == part)
 
 
-def keyed_field(workload: Workload, procedure: str, table: str) -> str | None:
+def _tables_of(workload: Workload) -> dict[str, str]:
+    """Each table name of `workload` -> the table it belongs to (itself, or the table of a
+    fragment or hot tuple in a workload split at a design's granularity), read against the
+    workload's names: a spec's table `Trade@Type` and its hot tuple `Trade@Type@7` are not
+    `Trade`'s."""
+    return tables_among(workload.table_names)
+
+
+def keyed_field(workload: Workload, procedure: str, table: str,
+                tables: dict[str, str] | None = None) -> str | None:
     """The input field that keys every access of `procedure` to `table` (or to its fragments,
-    in a workload already split at a design's granularity), or None."""
-    keys = {a.keys for a in workload.procedure(procedure).accesses if base_table(a.table) == table}
+    in a workload already split at a design's granularity), or None. `tables`: `_tables_of`
+    the workload, where the caller has it."""
+    tables = _tables_of(workload) if tables is None else tables
+    keys = {a.keys for a in workload.procedure(procedure).accesses if tables.get(a.table, a.table) == table}
     if len(keys) != 1:
         return None
     kind, _, param = next(iter(keys)).partition(":")
     return param if kind == "input" and param in workload.input.fields else None
 
 
-def data_parallel_blocker(workload: Workload, procedure: str) -> str | None:
-    """Why `procedure` cannot run data-parallel, or None when it can (on some table)."""
+def data_parallel_blocker(workload: Workload, procedure: str,
+                          tables: dict[str, str] | None = None) -> str | None:
+    """Why `procedure` cannot run data-parallel, or None when it can (on some table).
+    `tables`: `_tables_of` the workload, where the caller has it."""
     p = workload.procedure(procedure)
     if p.oltp:
         return "it is an OLTP procedure (not stream-triggered)"
@@ -90,7 +103,8 @@ def data_parallel_blocker(workload: Workload, procedure: str) -> str | None:
         return "it owns a window, which lives on one partition"
     if any(procedure in g for g in workload.nested):
         return "it belongs to a nested transaction"
-    if not any(keyed_field(workload, procedure, base_table(a.table)) for a in p.accesses):
+    tables = _tables_of(workload) if tables is None else tables
+    if not any(keyed_field(workload, procedure, tables.get(a.table, a.table), tables) for a in p.accesses):
         return "none of its tables is accessed by a key taken from the input tuple"
     return None
 
@@ -99,17 +113,18 @@ def lane_routes(workload: Workload, design: Design) -> dict[str, LaneRoute]:
     """The lanes of every data-parallel SP of `design` (DesignError, one line, when the
     design asks for something the workload cannot do)."""
     routes: dict[str, LaneRoute] = {}
-    tables = _table_rows(workload)
+    table_of = _tables_of(workload)
+    tables = _table_rows(workload, table_of)
     for proc, table in design.data_parallel.items():
         if proc not in workload.procedure_names:
             raise DesignError(f"data_parallel names {proc!r}, which workload {workload.name!r} does not have")
-        why = data_parallel_blocker(workload, proc)
+        why = data_parallel_blocker(workload, proc, table_of)
         if why:
             raise DesignError(f"data_parallel: {proc!r} cannot run data-parallel: {why}")
         if table not in tables:
             raise DesignError(f"data_parallel: {proc!r} splits on {table!r}, which is not a table "
                               f"of workload {workload.name!r}")
-        field = keyed_field(workload, proc, table)
+        field = keyed_field(workload, proc, table, table_of)
         if field is None:
             raise DesignError(f"data_parallel: {proc!r} does not access {table!r} by a key from its "
                               f"input tuple (keys = \"input:FIELD\"), so it cannot split on it")
@@ -117,19 +132,19 @@ def lane_routes(workload: Workload, design: Design) -> dict[str, LaneRoute]:
         if not fragments:
             raise DesignError(f"data_parallel: {proc!r} splits on {table!r}, but the design places "
                               f"{table!r} whole (place its fragments {table}#0..{table}#N-1)")
-        co = tuple(t for t in dict.fromkeys(base_table(a.table) for a in workload.procedure(proc).accesses)
-                   if t != table and keyed_field(workload, proc, t) == field
+        co = tuple(t for t in dict.fromkeys(table_of.get(a.table, a.table) for a in workload.procedure(proc).accesses)
+                   if t != table and keyed_field(workload, proc, t, table_of) == field
                    and tables[t] == tables[table] and _fragment_partitions(design, t) == fragments)
         routes[proc] = LaneRoute(proc, table, field, tables[table], fragments, co)
     return routes
 
 
-def _table_rows(workload: Workload) -> dict[str, int]:
+def _table_rows(workload: Workload, tables: dict[str, str]) -> dict[str, int]:
     """Rows of every table, also of a workload already split at a design's granularity (the
-    sum of its items' rows: `T#i`, `T@KEY`)."""
+    sum of its items' rows: `T#i`, `T@KEY`); `tables`: `_tables_of` the workload."""
     rows: dict[str, int] = {}
     for t in workload.tables:
-        rows[base_table(t.name)] = rows.get(base_table(t.name), 0) + int(t.rows)
+        rows[tables[t.name]] = rows.get(tables[t.name], 0) + int(t.rows)
     return rows
 
 
@@ -151,12 +166,14 @@ def lane_tables(workload: Workload) -> dict[str, str]:
     """SP -> the table it would split on, for every SP that can run data-parallel: the table
     it touches most rows of by an input key (ties: the first declared)."""
     out = {}
+    tables = _tables_of(workload)
     for p in workload.procedures:
-        if data_parallel_blocker(workload, p.name):
+        if data_parallel_blocker(workload, p.name, tables):
             continue
         keyed = {}
         for a in p.accesses:
-            if keyed_field(workload, p.name, base_table(a.table)):
-                keyed[base_table(a.table)] = keyed.get(base_table(a.table), 0.0) + a.expected_rows
+            table = tables.get(a.table, a.table)
+            if keyed_field(workload, p.name, table, tables):
+                keyed[table] = keyed.get(table, 0.0) + a.expected_rows
         out[p.name] = max(keyed, key=lambda t: (keyed[t], -list(keyed).index(t)))
     return out

@@ -165,14 +165,15 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
 def _profile_before(design: Design, since: Source | None, graph) -> tuple[dict | None, str | None]:
     if since is not None:
         from advisor.errors import AdvisorError
-        from costmodel.granularity import base_table
 
         _, old = load_source(since)
         if old.name != graph.name:  # another workload's profile: every difference would be noise
             raise AdvisorError(f"--since is workload {old.name!r}, the source is {graph.name!r}: compare a "
                                f"workload with its own earlier statistics or spec")
-        whole = [{n for n in g.state_names if base_table(n) == n} for g in (old, graph)]
-        split = [{base_table(n) for n in g.state_names if base_table(n) != n} for g in (old, graph)]
+        # (each item's table as its graph reads it, `table_of`: a spec's `Trade@Type` is a table)
+        tables = [[(n, g.table_of(j)) for j, n in enumerate(g.state_names)] for g in (old, graph)]
+        whole = [{n for n, t in g if t == n} for g in tables]
+        split = [{t for n, t in g if t != n} for g in tables]
         mixed = sorted((whole[0] & split[1]) | (split[0] & whole[1]))
         if mixed:  # compared by name, a split table read as gone and its fragments as new
             raise AdvisorError(f"--since holds state at another granularity than the source ({mixed[0]!r} is "
@@ -209,15 +210,17 @@ def _check_granularity(design: Design, graph, from_statistics: bool) -> None:
     """A design that places fragments or tuples of a table the source holds whole (or the
     reverse) is a granularity mismatch, not drift."""
     from advisor.errors import AdvisorError
-    from costmodel.granularity import base_table
+    from costmodel.granularity import tables_among
 
     ours = {n for n in design.state if n not in graph._state_index}
     # statistics at fragment or tuple granularity name their items `T#i` and `T@KEY`; a spec's
     # names are its own (`advisor tune` splits a table into tables `T#0`..., new to a design made
     # before the split: drift, exit 3, not another granularity), unless its graph says they
-    # belong to a table
-    items = ((n for n in graph.state_names if base_table(n) != n) if from_statistics
+    # belong to a table; names are read among their own (`table_of`, `tables_among`), as a
+    # spec's table `Trade@Type` is no hot tuple of `Trade`
+    items = ((n for j, n in enumerate(graph.state_names) if graph.table_of(j) != n) if from_statistics
              else (n for n, t in zip(graph.state_names, graph.state_tables) if t != n))
-    if any(base_table(n) != n for n in ours) or any(n not in design.state for n in items):
+    table_of = tables_among(design.state)
+    if any(table_of[n] != n for n in ours) or any(n not in design.state for n in items):
         raise AdvisorError("the design and the source place state at different granularities "
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")

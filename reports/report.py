@@ -186,13 +186,16 @@ def _predicted_for(calibration) -> str:
 
 def _at_items(d: Design, like: Design, graph) -> Design:
     """`d` placing `like`'s state items: a table's fragments where `d` places the table whole
-    (the same placement at the finer grain; a design with its own fragments keeps them)."""
-    from costmodel.granularity import base_table
+    (the same placement at the finer grain; a design with its own fragments keeps them). An
+    item's table is read among `like`'s items (`tables_among`): cut at the first '@', a spec's
+    `Trade@Type@7` went with a table `Trade`, or was dropped where `d` had none."""
+    from costmodel.granularity import tables_among
 
     if set(d.state) == set(like.state):
         return d
-    state = {n: d.state[n] if n in d.state else d.state.get(base_table(n)) for n in like.state
-             if n in d.state or base_table(n) in d.state}
+    table_of = tables_among(like.state)
+    state = {n: d.state[n] if n in d.state else d.state.get(table_of[n]) for n in like.state
+             if n in d.state or table_of[n] in d.state}
     return replace(d, state=state).with_windows(graph)
 
 

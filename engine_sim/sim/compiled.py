@@ -26,7 +26,7 @@ import numpy as np
 from costmodel.lanes import LaneRoute, lane_routes
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
-from costmodel.granularity import base_table, fragment_shares, workload_at
+from costmodel.granularity import fragment_shares, tables_among, workload_at
 from costmodel.workload import DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, Workload
 from engine_sim.sim.errors import SimError
 from costmodel.sim_params import SimParams
@@ -275,6 +275,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
     n_all = design.n_partitions
     batch_rows = np.zeros(batches)
     window_names = set(workload.window_names)
+    table_of = tables_among(workload.table_names)  # (the spec split at the design's items)
     works: list[WindowWork] = []
     for ui, u in enumerate(units):
         rng = np.random.default_rng([seed, ui])
@@ -291,7 +292,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
             P.msg_cpu_s + (u.out_bytes * P.ser_byte_s if move == "rpc" else 0.0))
         fixed = (P.txn_overhead_s + cost * P.cost_unit_s + tuples_in * P.tuple_in_s
                  + tuples_out * P.tuple_out_s + ack_send)
-        accesses, member_of = _unit_accesses(u, procs, design)
+        accesses, member_of = _unit_accesses(u, procs, design, table_of)
         # the partitions every transaction of the unit locks (engine: Unit.static_partitions):
         # its members' partitions and every partition holding a table they declare; a
         # replicated table is read locally and written everywhere (code: locked everywhere)
@@ -377,14 +378,17 @@ def _lane_units(units: list[CompiledUnit], route: LaneRoute, part_machine: list[
     return out
 
 
-def _unit_accesses(u: CompiledUnit, procs: list, design: Design) -> tuple[list, list[int]]:
+def _unit_accesses(u: CompiledUnit, procs: list, design: Design,
+                   table_of: dict[str, str]) -> tuple[list, list[int]]:
     """The accesses a unit makes per batch, with the member each belongs to. A lane reaches
     only the fragments of its split tables on its own partition (their key mass is its
-    share already) and does its share of every other access."""
+    share already) and does its share of every other access. `table_of`: each item of the
+    split workload -> its table (`tables_among` its names: a spec's `Trade@Type@7` is no
+    item of a split `Trade`)."""
     accesses, member_of = [], []
     for i, p in enumerate(procs):
         for a in p.accesses:
-            if u.lane_tables and base_table(a.table) in u.lane_tables:
+            if u.lane_tables and table_of.get(a.table, a.table) in u.lane_tables:
                 if design.state.get(a.table) != u.base:
                     continue
             elif u.share != 1.0:
