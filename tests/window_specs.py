@@ -6,7 +6,8 @@ the reader's default applies.
 
 The windowed specs several modules share: `recent_bids_spec` (Ingest writes Bids and feeds
 Trend, which owns the tuple window RecentBids over Ingest's output) and `heavy_upstream_spec`
-(the same window owned by a cheap SP downstream of two heavy ones)."""
+(the same window owned by a cheap SP downstream of two heavy ones). And `one_procedure_spec`:
+the smallest spec with raw TOML lines where a test writes a value the builders cannot."""
 from __future__ import annotations
 
 from costmodel.spec_writer import toml_number, toml_string
@@ -85,6 +86,16 @@ def window(name: str, owner: str, size: float, slide: float, kind: str | None = 
     return "\n".join(["[[windows]]", *_fields(name=name, procedure=owner, size=size, slide=slide,
                                               kind=kind, tuple_bytes=tuple_bytes,
                                               max_tuples=max_tuples)])
+
+
+def one_procedure_spec(input_toml: str = "", name_toml: str = '"P"', procedure_toml: str = "") -> str:
+    """The smallest spec: SP P writes one row of table A per batch of 4. `input_toml` and
+    `procedure_toml` are raw TOML lines added to `[input]` and to the procedure, and
+    `name_toml` is P's name as TOML: for a test of how the reader takes a value the builders
+    above cannot write (`"fast"`, `inf`, an escape in a name)."""
+    return "\n".join(['name = "w"', "[input]", "batch_size = 4", input_toml, table("A", 100, 8),
+                      "[[procedures]]", f"name = {name_toml}", "cost = 2.0", procedure_toml,
+                      "accesses = [ " + writes("A", 1) + " ]"]) + "\n"
 
 
 def recent_bids_spec(tuples: float = 4, size: float = 100, slide: float = 10) -> str:

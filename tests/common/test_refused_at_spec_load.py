@@ -34,30 +34,16 @@ from traces.statistics import read_statistics_arrow
 from traces.synth import synthesize
 from traces.trace_checks import validate_trace
 from trace_edits import rename_procedure
+from window_specs import one_procedure_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 STATS = ROOT / "tests" / "common" / "data" / "stats-move-micro"
 
-SPEC = """name = "w"
-[input]
-batch_size = 4
-{input}
-[[tables]]
-name = "A"
-rows = 100
-row_bytes = 8
-key = "k"
-[[procedures]]
-name = {proc}
-cost = 2.0
-{extra}
-accesses = [ {{ table = "A", mode = "write", rows = 1 }} ]
-"""
 
 
 def spec(tmp_path: Path, *, input: str = "", proc: str = '"P"', extra: str = "") -> Path:
     path = tmp_path / "w.toml"
-    path.write_text(SPEC.format(input=input, proc=proc, extra=extra))
+    path.write_text(one_procedure_spec(input, proc, extra))
     return path
 
 
@@ -106,7 +92,7 @@ def test_the_trace_entry_points_refuse_it_alike(value, tmp_path, capsys):
 
 
 def test_a_small_cost_unit_still_reads():
-    assert parse_workload(SPEC.format(input="cost_unit_us = 0.001", proc='"P"', extra="")).input.cost_unit_us == 0.001
+    assert parse_workload(one_procedure_spec("cost_unit_us = 0.001")).input.cost_unit_us == 0.001
 
 
 # -- 2. code: only the engine's bundled SP bodies -----------------------------------------------
@@ -130,7 +116,7 @@ def test_code_the_engine_does_not_have_is_refused_at_spec_load(code, problem, tm
 
 
 def test_code_from_two_modules_is_refused_at_spec_load():
-    text = SPEC.format(input="", proc='"P"', extra='code = "voter.vote"') + (
+    text = one_procedure_spec(procedure_toml='code = "voter.vote"') + (
         '[[procedures]]\nname = "Q"\ncost = 1.0\ncode = "naive_window.insert"\n')
     with pytest.raises(SpecError, match=r"^w.toml: procedures: procedures use code from several modules "
                                         r"\(naive_window, voter\); one per workload$"):
@@ -139,7 +125,7 @@ def test_code_from_two_modules_is_refused_at_spec_load():
 
 def test_bundled_code_still_reads():
     assert read_spec("voter-leaderboard").procedures[0].code == "voter.vote"
-    w = parse_workload(SPEC.format(input="", proc='"P"', extra='code = "naive_window.maintain:100:10"'))
+    w = parse_workload(one_procedure_spec(procedure_toml='code = "naive_window.maintain:100:10"'))
     assert w.procedures[0].code == "naive_window.maintain:100:10"
 
 
@@ -154,7 +140,7 @@ def test_a_code_name_is_looked_up_never_imported(tmp_path, monkeypatch):
                                               "    yield []\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(SpecError, match="unknown procedure code 'probe_module.run'"):
-        parse_workload(SPEC.format(input="", proc='"P"', extra='code = "probe_module.run"'))
+        parse_workload(one_procedure_spec(procedure_toml='code = "probe_module.run"'))
     with pytest.raises(EngineError, match="procedure 'P': unknown procedure code 'probe_module.run'"):
         resolve_code("probe_module.run", "P")
     assert not marker.exists() and "probe_module" not in sys.modules
@@ -188,7 +174,7 @@ def test_the_name_rule(char):
     ('batch_size = 4', 'batch_size = 4\nfields = ["f\\u202e"]', "[input]"),
 ])
 def test_every_name_holding_a_bidi_control_is_refused_at_spec_load(old, new, entry):
-    text = SPEC.format(input="", proc='"P"', extra="")
+    text = one_procedure_spec()
     assert old in text
     with pytest.raises(SpecError) as exc:
         parse_workload(text.replace(old, new, 1), "w.toml")
@@ -206,11 +192,11 @@ def test_an_sp_name_holding_u202e_is_refused_by_the_cli_shown_escaped(tmp_path, 
 
 
 def test_a_window_or_stream_end_holding_one_is_refused(tmp_path):
-    text = SPEC.format(input="", proc='"P"', extra="") + (
+    text = one_procedure_spec() + (
         '[[windows]]\nname = "W\\u2067"\nprocedure = "P"\nsize = 10\nslide = 5\n')
     with pytest.raises(SpecError, match=r"^w.toml: windows\[0\]: name 'W\\u2067' holds '\\u2067'"):
         parse_workload(text, "w.toml")
-    text = SPEC.format(input="", proc='"P"', extra="") + '[[streams]]\nfrom = "P\\u200b"\nto = "P"\ntuples = 1\n'
+    text = one_procedure_spec() + '[[streams]]\nfrom = "P\\u200b"\nto = "P"\ntuples = 1\n'
     with pytest.raises(SpecError, match=r"^w.toml: streams\[0\]: from 'P\\u200b' holds '\\u200b'"):
         parse_workload(text, "w.toml")
 

@@ -21,24 +21,10 @@ from engine_sim.engine.run_options import CommandLogOptions
 from costmodel.simple_designs import single_partition_design
 from engine_sim.engine.plan import build_plan
 from engine_sim.engine.procedures import burn_cpu
+from window_specs import one_procedure_spec
 
 pytestmark = pytest.mark.integration
 
-SPEC = """
-name = "w"
-[input]
-batch_size = 4
-{extra}
-[[tables]]
-name = "A"
-rows = 100
-row_bytes = 8
-key = "k"
-[[procedures]]
-name = "P"
-cost = 2.0
-accesses = [ {{ table = "A", mode = "write", rows = 1 }} ]
-"""
 
 
 def chain(costs: list[float], cost_unit_us: float) -> Workload:
@@ -60,10 +46,10 @@ def test_burn_cpu_spends_that_much_cpu_time_and_zero_spends_none():
 
 
 def test_the_spec_reads_cost_unit_us_and_writes_it_back():
-    w = parse_workload(SPEC.format(extra="cost_unit_us = 250"), "w.toml")
+    w = parse_workload(one_procedure_spec("cost_unit_us = 250"), "w.toml")
     assert w.input.cost_unit_us == 250.0
     assert parse_workload(workload_to_toml(w), "again.toml").input.cost_unit_us == 250.0
-    default = parse_workload(SPEC.format(extra=""), "w.toml")
+    default = parse_workload(one_procedure_spec(), "w.toml")
     assert default.input.cost_unit_us == 100.0  # a cost-1.0 SP: about 100 us
     assert "cost_unit_us" not in workload_to_toml(default)
 
@@ -84,7 +70,7 @@ RANGE = "cost_unit_us must be a number > 0 and <= 1000000 (engine CPU microsecon
 ])
 def test_bad_cost_unit_us_is_one_line(value, expected):
     with pytest.raises(SpecError) as err:
-        parse_workload(SPEC.format(extra=f"cost_unit_us = {value}"), "w.toml")
+        parse_workload(one_procedure_spec(f"cost_unit_us = {value}"), "w.toml")
     message = str(err.value)
     assert message.startswith("w.toml: [input]: ") and expected in message and "\n" not in message
 
@@ -92,7 +78,7 @@ def test_bad_cost_unit_us_is_one_line(value, expected):
 def test_the_cli_refuses_a_bad_cost_unit_in_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     for value in ("-3", "0"):
-        bad.write_text(SPEC.format(extra=f"cost_unit_us = {value}"))
+        bad.write_text(one_procedure_spec(f"cost_unit_us = {value}"))
         assert run_app(["recommend", str(bad)]) == 2
         err = capsys.readouterr().err.strip()
         assert err == f"error: {bad}: [input]: {RANGE}, got {value}"
