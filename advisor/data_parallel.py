@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from costmodel.design import Design
-from costmodel.granularity import FRAGMENT_NAME, fragment_shares
+from costmodel.granularity import fragment_parts, fragment_shares
 from costmodel.lanes import data_parallel_blocker, keyed_field, lane_tables
 from costmodel.workload import Workload
 
@@ -99,5 +99,6 @@ def lanes_not_weighed(workload: Workload, design: Design) -> str:
 
 def _splits_tables(workload: Workload, design: Design) -> bool:
     """The design places fragments of the workload's tables (not tables the workload itself
-    names `T#i`, as statistics at fragment granularity do)."""
-    return any(FRAGMENT_NAME.match(n) and n not in workload.table_names for n in design.state)
+    names `T#i`, as statistics at fragment granularity do; nor a hot tuple `T@k#3`)."""
+    tables = set(workload.table_names)
+    return any(n not in tables and fragment_parts(n, tables) for n in design.state)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from costmodel.design import Design
 from costmodel.workload import Procedure, Workload
-from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME, table_among
+from costmodel.granularity import fragment_parts, table_among
 
 VARCHAR_MAX = 1_048_576  # VoltDB's longest VARCHAR
 KEY_BYTES = 8  # the key column, a BIGINT
@@ -115,6 +115,8 @@ def placement_notes(layout: TableLayout, ppm: int) -> list[str]:
     """What VoltDB cannot keep of one partitioned table's placement."""
     t, items, key = layout.name, layout.items, layout.key
     placed = {p for p in items.values() if p is not None}
+    # its fragments `T#i` (a table `T#0` of its own is none, nor a hot tuple `T@k#3`): the rest are hot tuples
+    fragments = {i for i in items if i != t and fragment_parts(i, (t,))}
     notes = []
     if None in items.values():
         notes.append(f"table {t}: the design replicates some of its items and places others, VoltDB "
@@ -124,11 +126,11 @@ def placement_notes(layout: TableLayout, ppm: int) -> list[str]:
         notes.append(f"table {t}: the design keeps it on partition {p} (machine {p // ppm}), VoltDB "
                      f"cannot pin a table to a partition: partitioned on {key}, its rows hashed over "
                      "every partition")
-    elif any(i != t and FRAGMENT_NAME.match(i) for i in items):  # (a table `T#0` of its own is no fragment)
-        where = ", ".join(f"{i}->{'replicated' if p is None else p}" for i, p in items.items() if i != t and FRAGMENT_NAME.match(i))
+    elif fragments:
+        where = ", ".join(f"{i}->{'replicated' if p is None else p}" for i, p in items.items() if i in fragments)
         notes.append(f"table {t}: the design's fragments ({where}) follow crc32(key) mod N, VoltDB "
                      f"hashes {key} with its own function over its own partitions")
-    hot = [i for i in items if i != t and TUPLE_NAME.match(i) and not FRAGMENT_NAME.match(i)]
+    hot = [i for i in items if i != t and i not in fragments]
     if hot:
         notes.append(f"table {t}: hot tuples {', '.join(hot)} have partitions of their own in the "
                      "design, VoltDB places a row by the hash of its key only")

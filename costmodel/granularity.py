@@ -66,30 +66,44 @@ def with_hot_set(state: dict, names: Iterable[str]) -> dict | None:
     where `state` and `names` are not both at tuple granularity over the same fragments.
     Why: two traces of one workload hold different hot keys, and a design of the first looked
     like another granularity to the second ("different granularities", exit 2)."""
-    def fragments(items) -> set[str]:
-        return {n for n in items if FRAGMENT_NAME.match(n)}
+    def fragments(items) -> dict[str, str]:  # fragment -> its table, read among `items`
+        split = _SplitAmong(items)
+        return {n: parts[0] for n in items if (parts := fragment_parts(n, split)) is not None}
 
     def hot(items) -> bool:  # a hot tuple of a table whose fragments are there (`Trades@2026` is none)
-        split = {base_table(n) for n in fragments(items)}
-        return any(not FRAGMENT_NAME.match(n) and tuple_parts(n, split) for n in items)
+        frags = fragments(items)
+        split = set(frags.values())
+        return any(n not in frags and tuple_parts(n, split) for n in items)
 
     names = list(names)
-    if not (hot(state) and hot(names)) or fragments(state) != fragments(names):
+    frags = fragments(names)
+    if not (hot(state) and hot(names)) or fragments(state) != frags:
         return None
     counts: dict[str, int] = {}
-    for n in fragments(names):
-        counts[base_table(n)] = counts.get(base_table(n), 0) + 1
+    for table in frags.values():
+        counts[table] = counts.get(table, 0) + 1
     out = {}
     for n in names:
         if n in state:
             out[n] = state[n]
             continue
-        parts = None if FRAGMENT_NAME.match(n) else tuple_parts(n, counts)
+        parts = None if n in frags else tuple_parts(n, counts)
         if parts is None:
             continue  # another item the design lacks (a window left with its owner, say): as it was
         table, key = parts
         out[n] = state[fragment_name(table, fragment_of(key, counts[table]))]
     return out
+
+
+def fragment_parts(item: str, tables: Container[str]) -> tuple[str, int] | None:
+    """(table, index) of `item` read as a fragment `T#i` of one of `tables` (None when T is
+    none of them). Why: the fragment marker follows a table's name, never a hot tuple's key:
+    `Trade@order#12` is the tuple of key `order#12` of a table `Trade`, not fragment 12 of a
+    table `Trade@order`."""
+    m = FRAGMENT_NAME.match(item)
+    if m is None or m.group("table") not in tables:
+        return None
+    return m.group("table"), int(m.group("index"))
 
 
 def tuple_parts(item: str, tables: Container[str]) -> tuple[str, str] | None:
@@ -109,17 +123,14 @@ def base_table(item: str, tables: Container[str] | None = None) -> str:
     """The table a state item belongs to: `T` for `T`, `T#i` and `T@KEY`. Given the workload's
     `tables`, a name among them is a table whatever it reads as, and a hot tuple's table is the
     one of them it starts with (`tuple_parts`); without, the name alone says (`T@KEY` cut at
-    the first '@')."""
+    the first '@', its key whole: `T@order#12` is no fragment, a key keeps its '#')."""
     if tables is None:
-        m = FRAGMENT_NAME.match(item) or TUPLE_NAME.match(item)
+        m = TUPLE_NAME.match(item) or FRAGMENT_NAME.match(item)
         return m.group("table") if m else item
     if item in tables:
         return item
-    m = FRAGMENT_NAME.match(item)
-    if m is not None and m.group("table") in tables:
-        return m.group("table")
-    hot = tuple_parts(item, tables)
-    return hot[0] if hot is not None else item
+    parts = fragment_parts(item, tables) or tuple_parts(item, tables)
+    return parts[0] if parts is not None else item
 
 
 class _SplitAmong:
@@ -141,12 +152,15 @@ def table_among(item: str, names: Container[str]) -> str:
     tune` writes); T for a hot tuple `T@KEY` where T's fragments are among them (a hot tuple
     never comes without them), T the longest such part before an '@' (`tuple_parts`). Any
     other name is a table, whatever it reads as: a spec's `Trades@2026` (was read as a hot
-    tuple of a table `Trades`), and its hot tuple `Trades@2026@7` is one of it."""
-    m = FRAGMENT_NAME.match(item)
-    if m is not None:
-        return item if m.group("table") in names else m.group("table")
-    hot = tuple_parts(item, _SplitAmong(names))
-    return hot[0] if hot is not None else item
+    tuple of a table `Trades`), and its hot tuple `Trades@2026@7` is one of it. A hot tuple's
+    key keeps its '#': `Trade@order#12` is key `order#12` of `Trade` (`fragment_parts`) where
+    `Trade@order#0` is not among them."""
+    split = _SplitAmong(names)
+    parts = fragment_parts(item, split) or tuple_parts(item, split)
+    if parts is not None:
+        return parts[0]
+    m = FRAGMENT_NAME.match(item)  # (a fragment without its `T#0` beside it: names in part)
+    return m.group("table") if m is not None and m.group("table") not in names else item
 
 
 def tables_among(names: Iterable[str]) -> dict[str, str]:
@@ -209,9 +223,9 @@ def _items_by_table(workload: Workload, names: list[str]) -> dict[str, tuple[int
     for name in names:
         if name in tables or name in workload.window_names:
             continue
-        m = FRAGMENT_NAME.match(name)
-        if m and m.group("table") in tables:
-            frags.setdefault(m.group("table"), set()).add(int(m.group("index")))
+        fragment = fragment_parts(name, tables)
+        if fragment is not None:
+            frags.setdefault(fragment[0], set()).add(fragment[1])
             continue
         parts = tuple_parts(name, tables)  # (a table of the spec may hold '@': `Trades@2026@7`)
         if parts is not None:

@@ -139,13 +139,14 @@ class WorkloadGraph:
         """What state item j is: "window" (owned by an SP), "fragment" (`T#i`), "tuple"
         (`T@KEY`) or "table" (also a table named `T#0` beside a table `T`: a graph holds a
         table's items or the table, never both)."""
-        from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
+        from costmodel.granularity import fragment_parts
 
         if self.is_window(j):
             return "window"
-        if self.table_of(j) == self.state_names[j]:
-            return "table"
-        return "fragment" if FRAGMENT_NAME.match(self.state_names[j]) else "tuple"
+        table = self.table_of(j)
+        if table == self.state_names[j]:
+            return "table"  # (a hot tuple's key keeps its '#': `T@order#12` is a tuple of T)
+        return "fragment" if fragment_parts(self.state_names[j], (table,)) else "tuple"
 
     def table_of(self, j: int) -> str:
         """The table state item j belongs to (`costmodel.granularity.table_among` this

@@ -22,7 +22,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from costmodel.granularity import FRAGMENT_NAME
+from costmodel.granularity import fragment_parts
 from costmodel.graph import WorkloadGraph
 
 
@@ -90,9 +90,9 @@ def _fragment_items(graph: WorkloadGraph, state_part: np.ndarray) -> dict[str, l
     of whose fragments sit on one partition each: a replicated fragment makes no lane)."""
     found: dict[str, dict[int, int]] = {}
     for j, name in enumerate(graph.state_names):
-        m = FRAGMENT_NAME.match(name)
-        if m:
-            found.setdefault(m.group("table"), {})[int(m.group("index"))] = j
+        fragment = fragment_parts(name, (graph.table_of(j),))  # (a hot tuple `T@k#3` is none)
+        if fragment is not None:
+            found.setdefault(fragment[0], {})[fragment[1]] = j
     return {t: [items[k] for k in sorted(items)] for t, items in found.items()
             if all(state_part[j] >= 0 for j in items.values())}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import zlib
 
 from engine_sim.engine.errors import EngineError
-from costmodel.granularity import FRAGMENT_NAME, fragment_of, tuple_parts
+from costmodel.granularity import fragment_of, fragment_parts, tuple_parts
 
 
 class RowRouter:
@@ -29,9 +29,9 @@ class RowRouter:
             if name in tables:
                 self.whole[name] = part
                 continue
-            m = FRAGMENT_NAME.match(name)
-            if m and m.group("table") in tables:
-                frag_seen.setdefault(m.group("table"), {})[int(m.group("index"))] = part
+            fragment = fragment_parts(name, tables)  # (`Trades@k#3`: key `k#3` of `Trades`)
+            if fragment is not None:
+                frag_seen.setdefault(fragment[0], {})[fragment[1]] = part
                 continue
             hot = tuple_parts(name, tables)  # (`Trades@2026@7`: key 7 of a table `Trades@2026`)
             if hot is not None:
