@@ -395,10 +395,14 @@ def check_table_names(where: str, tables, declared: frozenset[str] = frozenset()
     unless the manifest's `spec_tables` declare it (`manifest_fields.spec_tables`): every later
     step reads such a name as an item of table T, so a foreign trace's `Dim#3` and `Dim@x`
     became one table `Dim` (summed) in the design and the VoltDB DDL, unsaid; the `T#0` tables
-    of a spec `advisor tune` split are its own, and read as the spec reads them."""
+    of a spec `advisor tune` split are its own, and read as the spec reads them. A name ending
+    in '@' is the hot tuple of an empty key (`T@`): refused alike, as the rule says ("no '@'")."""
     from costmodel.granularity import FRAGMENT_NAME, TUPLE_NAME
 
-    odd = sorted(t for t in tables if (FRAGMENT_NAME.match(t) or TUPLE_NAME.match(t)) and t not in declared)
+    def reads_as_item(t: str) -> bool:
+        return bool(FRAGMENT_NAME.match(t) or TUPLE_NAME.match(t) or t.endswith("@"))
+
+    odd = sorted(t for t in tables if reads_as_item(t) and t not in declared)
     if odd:
         raise TraceError(f"{where}: accesses: table name {odd[0]!r} reads as a fragment (T#i) or a hot "
                          f"tuple (T@KEY) of another table{f' (and {len(odd) - 1} more)' if len(odd) > 1 else ''}; "

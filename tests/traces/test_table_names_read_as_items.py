@@ -3,6 +3,7 @@ validation, on disk and through Spark alike: every later step read it as an item
 so the tables `Dim#3` and `Dim@x` became one table `Dim` (rows summed) in the design and the
 VoltDB DDL, with no word said."""
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,6 +37,7 @@ def _renamed(tmp_path, renames: dict[str, str]):
 @pytest.mark.parametrize("renames, named", [
     ({"DimTrade": "Dim#3", "DimAccount": "Dim@x"}, "'Dim#3'"),
     ({"DimTrade": "Trades@2026"}, "'Trades@2026'"),
+    ({"DimTrade": "Trade@"}, "'Trade@'"),  # (the hot tuple of an empty key: was let through)
 ])
 def test_a_table_named_as_an_item_is_refused_on_disk(tmp_path, renames, named):
     with pytest.raises(TraceError, match=rf"table name {named} reads as a fragment \(T#i\) or a hot tuple"):
@@ -48,8 +50,9 @@ def test_names_with_a_hash_inside_or_digits_without_one_are_fine(tmp_path):
 
 
 @pytest.mark.spark
-def test_a_table_named_as_an_item_is_refused_through_spark(tmp_path, spark):
+@pytest.mark.parametrize("name", ["Dim#3", "Trade@"])
+def test_a_table_named_as_an_item_is_refused_through_spark(tmp_path, spark, name):
     from traces.spark_trace_checks import validate_with_spark
 
-    with pytest.raises(TraceError, match=r"table name 'Dim#3' reads as a fragment"):
-        validate_with_spark(str(_renamed(tmp_path, {"DimTrade": "Dim#3"})), spark)
+    with pytest.raises(TraceError, match=rf"table name '{re.escape(name)}' reads as a fragment"):
+        validate_with_spark(str(_renamed(tmp_path, {"DimTrade": name})), spark)
