@@ -336,10 +336,14 @@ def _per_transaction(F, with_item, packed: bool):
 
 
 def _hot_tuples(F, accesses, k: int) -> pa.Table:
+    """The `k` hottest (table, key) pairs. An empty key is a table-level access, never a hot
+    tuple (`T@` read as a table everywhere): it hashes into the table's fragments, as at
+    fragment granularity and in the engine's routing."""
     if k == 0:
         return pa.table({"table": pa.array([], pa.string()), "key": pa.array([], pa.string()),
                          "heat": pa.array([], pa.int64())})
-    return (accesses.groupBy("table", "key").agg(F.sum("rows").alias("heat"))
+    return (accesses.filter(F.col("key") != "")
+            .groupBy("table", "key").agg(F.sum("rows").alias("heat"))
             .orderBy(F.desc("heat"), "table", "key").limit(k).toArrow())
 
 

@@ -57,7 +57,7 @@ def reference(trace, granularity: str, hot_tuples: int = 0) -> dict[str, pd.Data
     elif gran.kind == "fragment":
         acc["state"] = fragment
     else:
-        heat = acc.groupby(["table", "key"])["rows"].sum().rename("heat").reset_index()
+        heat = acc[acc["key"] != ""].groupby(["table", "key"])["rows"].sum().rename("heat").reset_index()
         hot = heat.sort_values(["heat", "table", "key"], ascending=[False, True, True]).head(
             gran.hot_tuples)
         is_hot = pd.MultiIndex.from_frame(acc[["table", "key"]]).isin(
