@@ -52,6 +52,10 @@ GENERATED = {"gen20": (20, 6), "gen40": (40, 8), "gen60": (60, 16)}  # SPs, mach
 # a third shape (`shared_workload`): SPs, machines (x 2 partitions), seed
 SHARED = {"shared20": (20, 4, 501), "shared25": (25, 6, 502), "shared30": (30, 6, 503),
           "shared40": (40, 8, 504), "shared50": (50, 12, 506), "shared60": (60, 16, 505)}
+# beyond the issue's sizes, run only when named (`--cases gen100,shared100`): the pick at 100-150
+# SPs, where the pool's designs are far from each other and the simulator's budget buys few runs
+LARGER = {"gen100": (100, 24), "gen150": (150, 32)}
+LARGER_SHARED = {"shared100": (100, 24, 507), "shared150": (150, 32, 508)}
 BUNDLED = ("tpcdi-trade", "linear-road", "chain-32", "streaming-ledger")
 BUNDLED_MACHINES = (4, 8, 16)
 PROBES = 8  # rate probes charged per maximum-throughput search
@@ -148,11 +152,11 @@ def case_workload(case: str) -> tuple[Workload, int, int]:
     generated or shared case with `#SEED` (gen20#3, shared20#601) is that shape drawn with
     another seed: a dataflow nobody tuned on."""
     case, _, other_seed = case.partition("#")
-    if case in GENERATED:
-        n, m = GENERATED[case]
+    if case in GENERATED or case in LARGER:
+        n, m = {**GENERATED, **LARGER}[case]
         return generated_workload(n, m, seed=int(other_seed) if other_seed else 19_000 + n), m, 1
-    if case in SHARED:
-        n, m, seed = SHARED[case]
+    if case in SHARED or case in LARGER_SHARED:
+        n, m, seed = {**SHARED, **LARGER_SHARED}[case]
         return shared_workload(n, m, int(other_seed) if other_seed else seed), m, 2
     name, _, machines = case.partition("@")
     w = load_workload(name)
@@ -353,14 +357,15 @@ def known_case(case: str) -> bool:
     """A case of `all_cases()`, or a generated or shared one with #SEED (digits)."""
     name, hashed, seed = case.partition("#")
     if not hashed:
-        return name in all_cases()
-    return name in {**GENERATED, **SHARED} and seed.isdigit()
+        return name in all_cases() or name in {**LARGER, **LARGER_SHARED}
+    return name in {**GENERATED, **SHARED, **LARGER, **LARGER_SHARED} and seed.isdigit()
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", default=None, help=f"comma-separated subset of: {','.join(all_cases())} "
-                    "(a generated or shared case with #SEED: drawn with that seed)")
+                    "(a generated or shared case with #SEED: drawn with that seed; also, "
+                    f"beyond the issue's sizes: {','.join([*LARGER, *LARGER_SHARED])})")
     ap.add_argument("--batches", type=int, default=300, help="batches per max_throughput prediction")
     ap.add_argument("--budget-factor", type=float, default=50.0,
                     help="annealer events = this x recommend's estimated simulated events")
