@@ -11,6 +11,7 @@ import typer
 
 from costmodel.errors import DISK_ERRNOS, UserError, describe_os_error
 from costmodel.files import errno_of
+from costmodel.text import visible
 
 app = typer.Typer(
     name="advisor",
@@ -136,11 +137,17 @@ def _interrupted() -> int:
     return code
 
 
+def _say_error(line: str) -> None:
+    """An error line on stderr, what it quotes shown as `visible` shows human output: a path or
+    a workload name the user typed (`recommend voter\u202e`) is quoted in it, and printed raw a
+    right-to-left override reversed the rest of the line."""
+    typer.echo(visible(line), err=True)
+
+
 def _internal(exc: Exception) -> int:
     if os.environ.get("ADVISOR_DEBUG"):
         raise exc
-    typer.echo(f"internal error: {type(exc).__name__}: {exc} "
-               "(set ADVISOR_DEBUG=1 for a traceback)", err=True)
+    _say_error(f"internal error: {type(exc).__name__}: {exc} (set ADVISOR_DEBUG=1 for a traceback)")
     return 1
 
 
@@ -157,21 +164,21 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
         typer.echo("aborted", err=True)
         return 1
     except UserError as exc:
-        typer.echo(f"error: {exc}", err=True)
+        _say_error(f"error: {exc}")
         return exc.exit_code
     except typer.TyperException as exc:  # a usage error: one line, with the command it concerns
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
         said = exc.format_message().replace("Value error, ", "")  # (the validator's own prefix)
         if said:  # (no arguments at all: the help was the answer)
-            typer.echo(f"error: {where}{said}", err=True)
+            _say_error(f"error: {where}{said}")
         return exc.exit_code
     except OSError as exc:
         number = errno_of(exc)  # (pyarrow's say it in the message only)
         if number not in DISK_ERRNOS or os.environ.get("ADVISOR_DEBUG"):
             return _internal(exc)
         said = exc.strerror if exc.errno is not None else os.strerror(number)
-        typer.echo(f"error: {describe_os_error(OSError(number, said, exc.filename))}", err=True)
+        _say_error(f"error: {describe_os_error(OSError(number, said, exc.filename))}")
         return 1  # a full or read-only disk
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         return _internal(exc)

@@ -7,7 +7,8 @@ later, now refused as the spec is read, in one line, by every entry point alike:
   looked up in the engine's table of bundled code, never imported;
 - a name holding U+202E (right-to-left override) or another invisible or control character:
   printed raw, `Pay\\u202eKcab` showed as "PaybacK". Traces and statistics take the same rule
-  (`costmodel.text.name_problem`)."""
+  (`costmodel.text.name_problem`). What an error line quotes from the command line (a path,
+  a workload name, an option's value) is shown escaped (`costmodel.text.visible`)."""
 from __future__ import annotations
 
 import json
@@ -189,6 +190,21 @@ def test_an_sp_name_holding_u202e_is_refused_by_the_cli_shown_escaped(tmp_path, 
     assert line == (f"error: {path}: procedures[0]: name 'Pay\\u202eKcab' holds '\\u202e' (U+202E RIGHT-TO-LEFT "
                     "OVERRIDE), an invisible or control character a name may not hold (it would not print as "
                     "what it is)")
+
+
+def test_an_error_line_shows_what_the_user_typed_escaped(tmp_path, capsys):
+    """What an error line quotes from the command line (a workload name, a spec's path, an
+    option's value) was printed raw: `recommend voter\\u202e` reversed the rest of the line."""
+    assert run_app(["recommend", "voter\u202e"]) == 2
+    assert one_error_line(capsys).startswith("error: voter\\u202e: not a spec file or a bundled workload")
+    path = tmp_path / "c\u202eode.toml"
+    path.write_text(one_procedure_spec(procedure_toml='code = "os.system"'))
+    assert run_app(["recommend", str(path)]) == 2
+    assert one_error_line(capsys) == (f"error: {tmp_path}/c\\u202eode.toml: procedures[0] 'P': unknown procedure "
+                                      "code 'os.system' (bundled code: naive_window.*, voter.*)")
+    design = Design("w", 1, 1, {"P": 0}, {"A": 0}).save(tmp_path / "d.json")
+    assert run_app(["export", "--design", str(design), "-f", "volt\u202edb", "-o", str(tmp_path / "x")]) == 2
+    assert "'volt\\u202edb' is not one of" in one_error_line(capsys)
 
 
 def test_a_window_or_stream_end_holding_one_is_refused(tmp_path):
