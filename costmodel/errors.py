@@ -82,3 +82,19 @@ def describe_os_error(exc: OSError) -> str:
     code = errno.errorcode.get(exc.errno, str(exc.errno))
     where = f"cannot write {exc.filename}: " if exc.filename else ""
     return f"{where}{exc.strerror or exc} ({code})"
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The Ctrl-C (or SIGTERM, which unwinds as one) that `exc` was raised while handling, if
+    any: its context or cause, at any depth. Such an error is the clean-up after the interrupt
+    failing (Py4J's after a Ctrl-C in the middle of a call into the JVM raised
+    `Py4JError("Gateway must be connected to send cancel cmd.")`), and the interrupt is what
+    the user is told."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        if isinstance(link, KeyboardInterrupt):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
+    return None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import uuid
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from costmodel.errors import interrupt_behind
 from costmodel.files import check_writable
 from traces.errors import TraceError
 from traces.finish import finish_statistics, tables_info
@@ -134,7 +136,11 @@ def _stop(spark) -> None:
     the job's own one-line error is the one the user sees."""
     failing = sys.exc_info()[1] is not None
     try:
-        spark.stop()
+        with warnings.catch_warnings():
+            # PySpark's "Unable to cleanly shutdown Spark JVM process" (a call into the JVM
+            # failed, as one does after a Ctrl-C in the middle of one): the JVM is killed next
+            warnings.simplefilter("ignore", RuntimeWarning)
+            spark.stop()
     except Exception:  # noqa: BLE001 - only while another error propagates
         if not failing:
             raise
@@ -400,6 +406,9 @@ def _as_trace_error(exc: BaseException, info: TraceInfo) -> BaseException:
     file Spark names and the chain of causes, without the stack traces."""
     if isinstance(exc, (TraceError, KeyboardInterrupt)):
         return exc
+    interrupt = interrupt_behind(exc)
+    if interrupt is not None:  # (Py4J's clean-up after a Ctrl-C failed: the Ctrl-C is the news)
+        return interrupt
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
     causes = [ln.removeprefix("Caused by:").strip() for ln in lines if ln.startswith("Caused by:")]
     causes = [c.split(": ", 1)[-1] if ": " in c else c for c in causes]

@@ -169,6 +169,7 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    py4j_not_logged()
     jvm = None
     if SparkContext._gateway is None:  # else the JVM this process already runs is reused
         jvm = _launch_jvm(master, conf)
@@ -179,7 +180,8 @@ def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None =
         builder = SparkSession.builder.master(master).appName(app_name)
         for key, value in settings.items():
             builder = builder.config(key, value)
-        spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
+        with _own_sigint_handler():
+            spark = _get_or_create(builder, master, None if master.startswith("local") else SESSION_START_TIMEOUT_S)
         spark.sparkContext.setLogLevel(os.environ.get("ADVISOR_SPARK_LOG", "off").upper())
         _quiet_query_context_loggers()
         if master.startswith("spark://"):
@@ -290,9 +292,7 @@ def _launch_jvm(master: str, conf: Mapping[str, str] | None) -> SparkJvm:
     from pyspark import SparkConf, SparkContext, java_gateway
 
     sweep_abandoned_dirs(JVM_TEMP_PREFIX)  # what runs killed with SIGKILL left
-    root = logging.getLogger()
-    if not any(isinstance(f, Py4jCallErrorsNotLogged) for f in root.filters):
-        root.addFilter(Py4jCallErrorsNotLogged())
+    py4j_not_logged()
     temp_dir = owned_temp_dir(JVM_TEMP_PREFIX)
     settings = session_conf(master, conf, temp_dir)
     started: list[subprocess.Popen] = []
@@ -338,6 +338,20 @@ def _launch_jvm(master: str, conf: Mapping[str, str] | None) -> SparkJvm:
     return jvm
 
 
+def py4j_not_logged() -> None:
+    """Nothing Py4J logs reaches the terminal: what it logs on the root logger is filtered
+    there, and its own loggers (`py4j.clientserver`, `py4j.java_gateway`) stop at `py4j`, which
+    has a handler that drops everything. Why the second: Py4J's first root-logger call
+    (`logging.exception("KeyboardInterrupt while sending command.")`, on a Ctrl-C during a call
+    into the JVM) gives the root logger a stderr handler (`logging.basicConfig`), and its own
+    loggers' records then reached it: "ERROR:py4j.clientserver:Exception occurred while
+    shutting down connection" and a traceback above the command's `interrupted`."""
+    root = logging.getLogger()
+    if not any(isinstance(f, Py4jCallErrorsNotLogged) for f in root.filters):
+        root.addFilter(Py4jCallErrorsNotLogged())
+    logging.getLogger("py4j").propagate = False
+
+
 class Py4jCallErrorsNotLogged(logging.Filter):
     """Drops what py4j logs on the root logger: every call into the JVM that fails (the JVM
     stopped, a Ctrl-C or SIGTERM in the middle of a call) is logged there, traceback and all,
@@ -370,6 +384,27 @@ def _signals_deferred() -> Iterator[None]:
             signal.signal(sig, handler)
         for sig in caught:
             signal.raise_signal(sig)
+
+
+@contextmanager
+def _own_sigint_handler() -> Iterator[None]:
+    """The SIGINT handler in place before the block is the one after it. Why: a new
+    SparkContext installs PySpark's own, which calls into the JVM (`cancelAllJobs`) from inside
+    the signal handler, on the connection of whatever call the main thread was making (a
+    Ctrl-C during one read that call's answer as its own: "'str' object has no attribute
+    'cancelAllJobs'", a Py4J traceback, then "internal error: Py4JError: Gateway must be
+    connected to send cancel cmd.", exit 1), and stays installed after the session is stopped
+    and its JVM killed. Ctrl-C stays a KeyboardInterrupt; the aggregation cancels its own jobs
+    (`cancelJobGroup`) as it unwinds, and the JVM is killed when the session stops."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # (PySpark installs its handler from the main thread only)
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if previous is not None:  # (None: a handler not installed from Python, left alone)
+            signal.signal(signal.SIGINT, previous)
 
 
 def _get_or_create(builder, master: str, timeout_s: float | None):

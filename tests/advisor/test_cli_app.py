@@ -44,6 +44,13 @@ def application() -> typer.Typer:
             raise OSError(errno.EROFS, "Read-only file system")
         if what == "refused":
             raise ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
+        if what in ("cleanup failed", "cleanup os error"):  # Py4J's clean-up after a Ctrl-C mid-call
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                if what == "cleanup os error":
+                    raise OSError(errno.EBADF, "Bad file descriptor")  # (a socket closed under it)
+                raise RuntimeError("Gateway must be connected to send cancel cmd.")
         typer.echo("fine")
 
     @app.command()
@@ -65,6 +72,8 @@ def application() -> typer.Typer:
     ("readonly", 1, "error: Read-only file system (EROFS)\n"),
     ("refused", 1, "internal error: ConnectionRefusedError: [Errno 111] Connection refused "
                    "(set ADVISOR_DEBUG=1 for a traceback)\n"),
+    ("cleanup failed", 130, "interrupted\n"),
+    ("cleanup os error", 130, "interrupted\n"),
     ("fine", 0, ""),
 ])
 def test_each_kind_of_ending_has_its_status_and_at_most_one_line(what, code, err, capsys,
@@ -139,6 +148,56 @@ def test_ctrl_c_inside_a_string_exec_still_exits_130_under_python_m(tmp_path):
     done = subprocess.run([sys.executable, "-m", "interrupted_cli"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 130 and done.stderr == "interrupted\n", (done.returncode, done.stderr)
+
+
+FINISHED_THEN_SIGNALLED = """
+import atexit
+import os
+import signal
+import sys
+import time
+
+import typer
+from advisor.cli.app import main
+
+app = typer.Typer(add_completion=False)
+HOW = sys.argv.pop(1)
+
+
+class SignalledAsPythonEnds:
+    def __del__(self):  # run as the module is torn down, after Python's signal handlers are gone
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+
+
+@app.command()
+def act() -> None:
+    typer.echo("done")
+    if HOW == "exit clean-up":  # Ctrl-C while the exit's clean-up runs (the Spark JVM stopped)
+        atexit.register(lambda: (os.kill(os.getpid(), signal.SIGINT), time.sleep(0.2)))
+    else:
+        globals()["late"] = SignalledAsPythonEnds()
+
+
+main(app)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("how", ["exit clean-up", "finalising"])
+def test_a_ctrl_c_after_the_command_finished_changes_nothing(tmp_path, how):
+    """The command's output is written and its status decided: a Ctrl-C during the exit's
+    clean-up was a traceback ("Exception ignored in atexit callback", at the end of `trace
+    aggregate`), and one while Python finalised killed the process silently (-2)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "finished_cli.py").write_text(FINISHED_THEN_SIGNALLED)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "finished_cli", how], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "done\n", "")
 
 
 def test_no_arguments_show_the_help_without_an_empty_error_line(capsys):
