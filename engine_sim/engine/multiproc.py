@@ -32,8 +32,9 @@ from engine_sim.engine.site import SiteConfig
 from engine_sim.engine.transport import Net, hello_frame, longest_socket_name, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
-_PRELOAD = ["engine_sim.engine.site", "engine_sim.engine.plan", "engine_sim.workloads.voter",
-            "costmodel.design", "numpy"]
+# the guard first: it makes the forkserver drop a connection that is not a request (forkserver_guard.py)
+_PRELOAD = ["engine_sim.engine.forkserver_guard", "engine_sim.engine.site", "engine_sim.engine.plan",
+            "engine_sim.workloads.voter", "costmodel.design", "numpy"]
 
 
 PHASE_WORDS = {"run": "running the batches", "finish": "finishing the run", "recover": "recovering"}
@@ -67,6 +68,29 @@ def _start_forkserver_deaf_to_ctrl_c() -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
         signal.signal(signal.SIGHUP, hangup)
+
+
+def _forkserver_end() -> tuple[int, str] | None:
+    """(pid, how it ended) of this process's forkserver once it has ended; None while it runs
+    (or where that cannot be told). It stays unreaped (WNOWAIT): multiprocessing reaps it and
+    starts a new one for the next run."""
+    from multiprocessing import forkserver
+
+    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
+    if not pid or not hasattr(os, "waitid"):
+        return None
+    try:
+        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # reaped already
+        return None
+    if ended is None or ended.si_pid == 0:
+        return None
+    if ended.si_code == os.CLD_EXITED:
+        how = f"exited with status {ended.si_status}"
+        if ended.si_status == 1:
+            how += " (an error of its own: ADVISOR_DEBUG=1 shows its traceback)"
+        return pid, how
+    return pid, f"was killed by signal {ended.si_status}"
 
 
 @contextmanager
@@ -426,6 +450,11 @@ class MultiProcessRuntime:
                 continue
             if self.failures.poll():
                 raise EngineFailure(self.failures.recv())
+            server = _forkserver_end()
+            if server is not None:  # the partitions died with it (their parent): it is the cause
+                raise EngineFailure(f"the engine's forkserver (multiprocessing's, pid {server[0]}, the parent of "
+                                    f"every partition process) {server[1]} while {what}; the partitions "
+                                    "died with it")
             how = "was killed by signal %d" % -p.exitcode if (p.exitcode or 0) < 0 else \
                 f"exited with status {p.exitcode}"
             raise EngineFailure(f"partition {k} process {how} while {what}")

@@ -91,6 +91,9 @@ def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> N
 @pytest.mark.process
 def test_forged_frames_to_every_engine_socket_are_refused(short_tmp_path, monkeypatch):
     tmp_path = short_tmp_path  # (pytest's own may be too long for a socket: the run would go to /tmp)
+    from engine_sim.engine.multiproc import _context
+
+    _context()  # the forkserver's socket (made once a process) outside the directory this test removes
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's socket directory lands here
     w = load_workload("move-micro")
     d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
@@ -132,3 +135,95 @@ def test_a_partition_that_fails_in_a_line_ends_the_run_with_that_line(monkeypatc
     with pytest.raises(Exited):
         multiproc.site_main(0, {"failures": send})
     assert receive.recv() == "partition 0: command log /x/p0.log: record 5 fails its integrity check"
+
+
+def _when_partitions_serve(action, done: list, timeout: float = 60) -> None:
+    """Once this process's forkserver (the run's: an earlier one may still be recorded, dead)
+    has two partition processes, `action(its pid, its socket's address)`."""
+    from multiprocessing import forkserver
+
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        server = forkserver._forkserver
+        pid, address = server._forkserver_pid, server._forkserver_address
+        try:
+            if pid and address and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE \
+                    and len(psutil.Process(pid).children()) >= 2:
+                time.sleep(0.2)
+                action(pid, address)
+                done.append(pid)
+                return
+        except psutil.NoSuchProcess:
+            pass
+        time.sleep(0.01)
+
+
+def _junk(address: str) -> list[str]:
+    """Connections to the forkserver's socket that are no request: bytes with no descriptor,
+    nothing at all, descriptors whose count byte does not match, one descriptor alone."""
+    import os
+
+    sent = []
+    for name, data, n_fds in (("bytes", b"\x00junk\n" * 8, 0), ("nothing", b"", 0),
+                              ("wrong count", b"x", 2), ("one descriptor", b"\x01", 1)):
+        fds = [os.open(os.devnull, os.O_RDONLY) for _ in range(n_fds)]
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(address)
+                if fds:
+                    socket.send_fds(s, [data], fds)
+                elif data:
+                    s.sendall(data)
+            sent.append(name)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        time.sleep(0.05)
+    return sent
+
+
+@pytest.mark.process
+def test_junk_on_the_forkserver_socket_is_dropped_and_the_run_goes_on(capfd):
+    """Python 3.11's forkserver does not authenticate its socket (0700: only this user reaches
+    it). Junk written to it killed the forkserver with a traceback on the terminal, and with
+    it every partition: the run ended "partition 0 process exited with status 255"."""
+    import psutil
+
+    w = load_workload("move-micro")
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    sent: list = []
+    done: list = []
+    sender = threading.Thread(target=_when_partitions_serve,
+                              args=(lambda pid, address: sent.extend(_junk(address)), done), daemon=True)
+    sender.start()
+    r = run_workload(w, d, batches=4000)
+    sender.join(30)
+    assert sent == ["bytes", "nothing", "wrong count", "one descriptor"] and done
+    assert r.history_check == "ok" and r.state_digest == r.serial_digest
+    assert psutil.Process(done[0]).is_running()  # the same forkserver serves on
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ancdata" not in err, err
+
+
+@pytest.mark.process
+def test_a_forkserver_that_dies_is_named_in_the_runs_one_line():
+    """It was "partition 0 process exited with status 255": the partitions died with their
+    parent, and 255 is multiprocessing's stand-in for a status it could not read."""
+    import os
+    import signal
+
+    w = load_workload("move-micro")
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    done: list = []
+    killer = threading.Thread(target=_when_partitions_serve,
+                              args=(lambda pid, _address: os.kill(pid, signal.SIGKILL), done), daemon=True)
+    killer.start()
+    with pytest.raises(EngineFailure, match=r"^the engine's forkserver \(multiprocessing's, pid \d+, the parent "
+                                            r"of every partition process\) was killed by signal 9 while "):
+        run_workload(w, d, batches=200_000)
+    killer.join(30)
+    assert done
+    r = run_workload(w, d, batches=50)  # the next run starts a new one
+    assert r.history_check == "ok"
