@@ -1,7 +1,7 @@
 """The designs one step from a design that the searches on the busy-time estimate and the
 simulator look at: moves off the busiest partitions (an SP, with the state only it touches or
 all it touches; a state item to a partition of its users; an SP that reaches the busiest pulled
-onto it), partitions trading places in the lock order, emptying a partition, a move made with a
+onto it), a block of SPs that share state on the busiest moved with that state, partitions trading places in the lock order, emptying a partition, a move made with a
 trade of places, the moves off the partitions behind the busiest, and seeded random designs.
 
 Why a module of its own: a neighbourhood is plain data (label, SP partitions, state partitions),
@@ -61,6 +61,60 @@ def busiest_partition_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.nd
     for hot in _busiest_partitions(load.partition):
         yield from _moves_off(graph, proc, state, private, touched, hot, n_parts, load.partition)
         yield from _pulls_onto(graph, proc, state, private, hot)
+
+
+def block_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+                touched: list[np.ndarray], load):
+    """Off the busiest partitions (as `busiest_partition_moves` takes them), each block of SPs
+    that share state held there moved together with it (`_block_moves`). Yields (label, proc,
+    state). A bigger step than those: the climbs and the simulated steps take one only where
+    no small move gains, as they empty a partition."""
+    n_parts = graph.cost.machines * graph.cost.partitions_per_machine
+    for hot in _busiest_partitions(load.partition):
+        yield from _block_moves(graph, proc, state, private, touched, hot, n_parts, load.partition)
+
+
+def _block_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],
+                 touched: list[np.ndarray], hot: int, n_parts: int, busy: np.ndarray):
+    """Each SP on the busiest partition with the SPs there that share state held there (its
+    block: two or more, not all of the partition's), moved together with that state and their
+    private state to every other partition.
+
+    Why: one SP moved off alone leaves its shared tables behind (or takes them and leaves its
+    peers remote), so every single move of a group that shares tables can lose by the
+    estimate, and a climb then stays where two groups are doubled up on one partition (on a
+    100-SP dataflow on 24 machines the picks of three seeds ranged over 20 %;
+    docs/measurements.md, Stop 63)."""
+    on_hot = np.flatnonzero(proc == hot)
+    held = np.flatnonzero(state == hot)
+    if on_hot.size < 3 or held.size == 0:  # a block is two SPs at least, and not all of them
+        return
+    column = np.full(state.size, -1, dtype=np.int64)
+    column[held] = np.arange(held.size)
+    uses = np.zeros((on_hot.size, held.size), dtype=np.int64)  # SP on hot x state held there
+    for r, i in enumerate(on_hot):
+        cols = column[touched[i]]
+        uses[r, cols[cols >= 0]] = 1
+    shares = (uses @ uses.T) > 0
+    stand_ins = _machine_stand_ins(graph, busy) if on_hot.size * (n_parts - 1) > CROWDED_MOVES else None
+    seen: set[tuple[int, ...]] = set()
+    for r, i in enumerate(on_hot):
+        members = on_hot[shares[r]]
+        if members.size < 2 or members.size == on_hot.size or tuple(members) in seen:
+            continue
+        seen.add(tuple(members))
+        items = np.union1d(held[uses[shares[r]].any(axis=0)],
+                           np.concatenate([private[k] for k in members]).astype(np.int64))
+        names = [graph.proc_names[k] for k in members]
+        label = "+".join(names) if len(names) <= 3 else f"{'+'.join(names[:2])}+{len(names) - 2} more"
+        for q in (range(n_parts) if stand_ins is None else _crowded_targets(graph, proc, state, touched,
+                                                                            stand_ins, int(i))):
+            if q == hot:
+                continue
+            p2, s2 = proc.copy(), state.copy()
+            p2[members] = q
+            s2[items] = np.where(s2[items] == REPLICATED, REPLICATED, q)
+            yield f"{label} with their state -> partition {q}", p2, s2
 
 
 def _pulls_onto(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, private: list[np.ndarray],

@@ -14,8 +14,8 @@ from itertools import chain
 import numpy as np
 
 from advisor.busy_estimate import BusyEstimate
-from advisor.design_moves import (busiest_partition_moves, emptying_moves, lock_order_swaps, plateau_moves,
-                                  trade_moves)
+from advisor.design_moves import (block_moves, busiest_partition_moves, emptying_moves, lock_order_swaps,
+                                  plateau_moves, trade_moves)
 from costmodel.graph import WorkloadGraph
 
 CLIMB_STEPS = 50  # steps of the hill climb on the estimate alone, before any simulation
@@ -29,7 +29,10 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
                    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Hill climbing on the busy-time estimate alone (no simulation): each step takes the move
     off the busiest partition the estimate likes best, while it gains more than CLIMB_GAIN
-    (and, with `max_priced`, until the climb has priced that many designs)."""
+    (and, with `max_priced`, until the climb has priced that many designs). Where no small
+    move gains, a block of SPs that share state moved with it, else a partition emptied: big
+    steps taken first would skip designs the simulated search weighs on the way (a block
+    move taken at once cost generated-3807 on 4 machines 10 %)."""
     current = estimate.estimate(proc, state)
     moves: list[str] = []
     priced = estimate.priced
@@ -40,10 +43,13 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
         best = best_by_estimate(estimate, chain(
             busiest_partition_moves(graph, proc, state, private, touched, current),
             lock_order_swaps(graph, proc, state, current)))
-        if best is None or best[0].throughput_tps <= bar:  # a local optimum of the small moves
-            best = best_by_estimate(estimate, emptying_moves(proc, state, current))
-            if best is None or best[0].throughput_tps <= bar:
+        for bigger in (block_moves(graph, proc, state, private, touched, current),
+                       emptying_moves(proc, state, current)):
+            if best is not None and best[0].throughput_tps > bar:
                 break
+            best = best_by_estimate(estimate, bigger)  # a local optimum of the small moves
+        if best is None or best[0].throughput_tps <= bar:
+            break
         current, label, proc, state = best
         moves.append(label)
     return proc, state, moves
