@@ -12,17 +12,16 @@ from dataclasses import replace
 import pytest
 
 from advisor.migration import copy_seconds, diff
-from advisor.sources import load_workload
 from costmodel.design import Design
 from costmodel.granularity import fragment_name, tables_among, workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes, lane_tables
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
+from workload_edits import AT_TABLE, TABLE, tpcdi_trade_with_an_at_table
 from engine_sim.sim.compiled import _unit_accesses, compile_plan
 from reports.report import _at_items
 
-AT_TABLE, TABLE = "Trade@Type", "Trade"  # were TradeType and DimDate of tpcdi-trade
 LANE_SP = "DateTimeLookup"  # keys DimDate by its input, TradeType by zipf: a lane SP on `Trade`
 HOT = ("0", "3")  # hot keys of `Trade@Type`
 PARTS = 4
@@ -30,16 +29,7 @@ PARTS = 4
 
 @pytest.fixture(scope="module")
 def spec() -> Workload:
-    """tpcdi-trade with DimDate named `Trade` and TradeType named `Trade@Type`."""
-    w = load_workload("tpcdi-trade")
-    names = {"DimDate": TABLE, "TradeType": AT_TABLE}
-
-    def named(t: str) -> str:
-        return names.get(t, t)
-
-    return replace(w, tables=tuple(replace(t, name=named(t.name)) for t in w.tables),
-                   procedures=tuple(replace(p, accesses=tuple(replace(a, table=named(a.table)) for a in p.accesses))
-                                    for p in w.procedures))
+    return tpcdi_trade_with_an_at_table()
 
 
 @pytest.fixture(scope="module")

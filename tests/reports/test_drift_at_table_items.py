@@ -11,29 +11,19 @@ from dataclasses import replace
 import pytest
 
 from advisor.api import recommend
-from advisor.sources import load_workload
 from costmodel.granularity import fragment_name, tuple_name, workload_at
 from costmodel.workload import Workload
+from workload_edits import AT_TABLE, TABLE, tpcdi_trade_with_an_at_table
 from reports.drift import check_drift
 
 pytestmark = pytest.mark.integration
 
-AT_TABLE, TABLE = "Trade@Type", "Trade"  # were TradeType and DimDate of tpcdi-trade
 HOT = tuple_name(AT_TABLE, 7)
 
 
 @pytest.fixture(scope="module")
 def spec() -> Workload:
-    """tpcdi-trade with DimDate named `Trade` and TradeType named `Trade@Type`."""
-    w = load_workload("tpcdi-trade")
-    names = {"DimDate": TABLE, "TradeType": AT_TABLE}
-
-    def named(t: str) -> str:
-        return names.get(t, t)
-
-    return replace(w, tables=tuple(replace(t, name=named(t.name)) for t in w.tables),
-                   procedures=tuple(replace(p, accesses=tuple(replace(a, table=named(a.table)) for a in p.accesses))
-                                    for p in w.procedures))
+    return tpcdi_trade_with_an_at_table()
 
 
 def test_since_reads_the_hot_tuple_as_one_of_its_own_table(spec: Workload):
