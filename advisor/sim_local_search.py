@@ -7,7 +7,9 @@ keeps where that ends if the simulator predicts it faster; it climbs from the po
 best designs too, then from its others (the estimate's best first, however far behind, until
 those climbs have priced CLIMB_BUDGET designs: a design that starts low can climb highest) and
 from RANDOM_STARTS random designs (likewise, within RANDOM_CLIMB_BUDGET), and simulates the
-ends the estimate puts above the pick's own.
+ends the estimate puts above the pick's own; where none is, the best end it ties with the
+pick's own climb that is another design (`tied_end`), a rival the steps also run from, where
+the budget covers it (`room_for_a_rival`).
 Beside each end it simulates where the end leads across the estimate's plateau
 (`across_plateau`: moves that keep the estimate and take load off the partitions behind the
 busiest): designs the estimate ties can be 10 % apart in the simulator; and where it leads
@@ -22,8 +24,9 @@ and MOVEs load the busiest: taking it in can relieve it), and the partition trad
 places with another partition of its machine (its place in the lock order: tried only where
 the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. Where none is, it tries two of those that came within the tie together, then
-emptying the least busy partition that runs an SP onto another (the climbs on the estimate
-alone try that too, only where no small move gains), then a move made together with its target
+a block of the busiest partition's SPs that share state moved with that state
+(`block_moves`), then emptying the least busy partition that runs an SP onto another (the
+climbs on the estimate alone try those two too, only where no small move gains), then a move made together with its target
 trading places with another partition of its machine (`trade_moves`: a move that loses until
 its partition takes another place in the lock order). It stops when no move pays or the budget
 of simulated events is spent, so the same input gives the same design on any host. Where a
