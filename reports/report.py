@@ -200,16 +200,18 @@ def _at_items(d: Design, like: Design, graph) -> Design:
 
 
 def report_design(design: Design | str | Path, source, *, workload=None, seed: int | None = None,
-                  calibration=None, options: ReportOptions | None = None, **build) -> str:
+                  calibration=None, options: ReportOptions | None = None, subject: tuple | None = None,
+                  **build) -> str:
     """`build_report(report_recommendation(...))` with the comparison (a full `recommend`)
     worked out side by side with the report's sections rather than before them: the report
     of a design file (`advisor report`), the same HTML. `build`: `build_report`'s other
     keywords (validation, title, progress, migration; `source` is passed on). `seed` None: the
     one the design was recommended with (`Design.recorded_seed`), for the options too where
-    none are given."""
+    none are given. `subject`: `report_subject(design, source, workload=workload)` already
+    worked out (`advisor report` reads and checks the spec before its first progress line)."""
     from advisor.api import Recommendation
 
-    design, graph, workload = report_subject(design, source, workload=workload)
+    design, graph, workload = subject or report_subject(design, source, workload=workload)
     seed = design.seed_or_recorded(seed)
     o = options or ReportOptions(seed=seed, predict=PredictOptions(seed=seed))
     compare = (compared_designs, (design, graph, workload, seed, calibration, source)) if o.baselines else None

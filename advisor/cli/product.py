@@ -41,7 +41,7 @@ def report(
     from costmodel.design import Design
     from costmodel.files import check_writable
     from reports.predict import PredictOptions
-    from reports.report import ReportOptions, report_design, write_report
+    from reports.report import ReportOptions, report_design, report_subject, write_report
     from reports.validation_view import read_validation
 
     check_writable(out, inputs=(design, validation, current, calibration, workload, spec))  # said now, not after the work
@@ -55,6 +55,8 @@ def report(
 
         simulated = load_workload(spec)
     cal = load_calibration(calibration)
+    # the spec read and checked against the design now: a bad one is refused before any progress line
+    subject = report_subject(d, source, workload=simulated)
     options = ReportOptions(sensitivity=sensitivity, scaling=scaling, suggestions=suggestions, seed=seed,
                             predict=PredictOptions(calibration=cal, seed=seed))
     if jobs is not None:
@@ -70,7 +72,7 @@ def report(
             progress("comparing with the deployed design")
         migration = diff(current, d, source, seed=seed)
     write_report(out, report_design(d, source, workload=simulated, seed=seed, calibration=cal, options=options,
-                                    validation=result, title=title, progress=progress, migration=migration))
+                                    subject=subject, validation=result, title=title, progress=progress, migration=migration))
     say(f"wrote {out}")
 
 

@@ -275,3 +275,21 @@ def test_a_statistics_manifest_carrying_such_a_name_is_refused_as_read(stats, ca
     assert run_app(["recommend", str(stats)]) == 2
     assert one_error_line(capsys).startswith(
         f"error: {stats}: _stats.json: 'windows': name 'W\\u202e' holds '\\u202e' (U+202E")
+
+
+# -- 4. `report`: the spec read and checked before its first progress line ----------------------
+
+@pytest.mark.parametrize("edit, problem", [
+    (lambda text: text + "[[[\n", "not valid TOML"),
+    (lambda text: text.replace('table = "A"', 'table = "Zzz"'), "unknown table or window 'Zzz'"),
+])
+def test_report_refuses_a_bad_spec_before_any_progress_line(edit, problem, tmp_path, capsys):
+    """`advisor report --design d.json BAD.toml` printed "report: scoring baselines" on stderr
+    before the spec was read, then refused it: a progress line for work never done."""
+    path = tmp_path / "w.toml"
+    path.write_text(edit(one_procedure_spec()))
+    design = Design("w", 1, 1, {"P": 0}, {"A": 0}).save(tmp_path / "d.json")
+    assert run_app(["report", "--design", str(design), str(path), "--out", str(tmp_path / "r.html")]) == 2
+    line = one_error_line(capsys)  # stderr is that one line: no "report: ..." before it
+    assert line.startswith(f"error: {path}: ") and problem in line, line
+    assert not (tmp_path / "r.html").exists()
