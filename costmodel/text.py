@@ -50,6 +50,13 @@ def visible(text: str) -> str:
     return _MAYBE_HIDDEN.sub(_shown, text)
 
 
+def visible_line(text: str) -> str:
+    """`text` as one line for a terminal: `visible`, and the line break shown as its escape
+    (`\\n`) too. An error line is one line whatever it quotes: a path the user typed may hold a
+    line break (`recommend $'bad\\nname.toml'`), and printed by `visible` it split the line in two."""
+    return visible(text).replace("\n", "\\n")
+
+
 def html_visible(document: str) -> str:
     """An HTML document with the control characters and the invisible format characters shown
     as their escapes (`\\x00`, `\\u200b`: HTML forbids the first, and as a character reference

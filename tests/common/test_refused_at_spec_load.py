@@ -207,6 +207,23 @@ def test_an_error_line_shows_what_the_user_typed_escaped(tmp_path, capsys):
     assert "'volt\\u202edb' is not one of" in one_error_line(capsys)
 
 
+def test_an_error_line_quoting_a_line_break_is_one_line(tmp_path, capsys):
+    """A line break in what an error line quotes (a path, an option's value) split the line in
+    two: `visible` keeps line breaks (human output needs them), an error line shows it `\\n`."""
+    missing = tmp_path / "bad\nname.toml"
+    assert run_app(["recommend", str(missing)]) == 2
+    assert one_error_line(capsys).startswith(f"error: {tmp_path}/bad\\nname.toml: ")
+    folder = tmp_path / "dir\nx"
+    folder.mkdir()
+    path = folder / "w.toml"
+    path.write_text(one_procedure_spec(procedure_toml='code = "os.system"'))
+    assert run_app(["recommend", str(path)]) == 2
+    assert one_error_line(capsys).startswith(f"error: {tmp_path}/dir\\nx/w.toml: procedures[0] 'P': unknown")
+    design = Design("w", 1, 1, {"P": 0}, {"A": 0}).save(tmp_path / "d.json")
+    assert run_app(["export", "--design", str(design), "-f", "volt\ndb", "-o", str(tmp_path / "x")]) == 2
+    assert "'volt\\ndb' is not one of" in one_error_line(capsys)
+
+
 def test_a_window_or_stream_end_holding_one_is_refused(tmp_path):
     text = one_procedure_spec() + (
         '[[windows]]\nname = "W\\u2067"\nprocedure = "P"\nsize = 10\nslide = 5\n')
