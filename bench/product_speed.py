@@ -15,7 +15,10 @@ What is timed, each as a fresh `python -m advisor ...` process in the tree's dir
   and 4 machines) and streaming-ledger (4), and on the baseline demo's statistics (the report
   runs its sections in worker processes, one per core, in a tree that has them: its CPU
   includes theirs);
-- `advisor recommend` for every bundled workload on 2, 4 and 8 machines.
+- `advisor recommend` for every bundled workload on 2, 4 and 8 machines; with `--scale-cases`,
+  also for `bench/recommend_scale.py`'s cases (gen150, shared150#7 ...), each from its spec
+  written out once and on its own cluster (bundled ones then only where `--workloads` names
+  them).
 
 Every command runs with the cache on disk off (`ADVISOR_CACHE_DIR=off`): the figures are a
 first run's. With `--again`, each report runs a second time with what its first run kept
@@ -32,6 +35,7 @@ demo. Only meaningful where the two trees are meant to answer the same.
     python bench/product_speed.py --base-tree /tmp/base --report-only --repeat 3 --check
     python bench/product_speed.py --base-rev HEAD --report-only --again
     python bench/product_speed.py --base-tree /tmp/base --demo-only --repeat 3
+    python bench/product_speed.py --base-rev HEAD --recommend-only --scale-cases gen150,shared150 --repeat 2 --check
 """
 from __future__ import annotations
 
@@ -177,11 +181,28 @@ def report(tree: Tree, work: Path, source: str, machines: int | None, tag: str, 
     return html
 
 
-def recommend(tree: Tree, work: Path, workload: str, machines: int) -> Path:
-    design = work / f"rec-{workload}-{machines}-{tree.label}.json"
+def recommend(tree: Tree, work: Path, workload: str, machines: int, tag: str | None = None) -> Path:
+    """`advisor recommend` of `workload` (a bundled name or a spec's path; `tag` names it)."""
+    tag = tag or workload
+    design = work / f"rec-{tag}-{machines}-{tree.label}.json"
     t, _ = advisor(tree, ["recommend", workload, "--machines", str(machines), "--out", str(design)], work)
-    tree.add(f"recommend: {workload} x{machines}", t)
+    tree.add(f"recommend: {tag} x{machines}", t)
     return design
+
+
+def scale_specs(cases: list[str], work: Path) -> list[tuple[str, Path, int]]:
+    """(case, spec path, machines) of each `bench/recommend_scale.py` case, its spec written
+    once (by this tree's generator, so both trees read the same dataflow)."""
+    from costmodel.spec_writer import workload_to_toml
+    from recommend_scale import case_workload
+
+    out = []
+    for case in cases:
+        workload, machines, _ppm = case_workload(case)
+        path = work / f"{case.replace('#', '-')}.toml"
+        path.write_text(workload_to_toml(workload))
+        out.append((case, path, machines))
+    return out
 
 
 def placement(path: Path) -> tuple:
@@ -218,11 +239,13 @@ def print_table(base: Tree, new: Tree) -> None:
               f"{b.cpu:>9.2f} {n.cpu:>9.2f} {n.cpu / max(b.cpu, 1e-9):>6.2f}")
 
 
-def print_targets(base: Tree, new: Tree) -> None:
+def print_targets(base: Tree, new: Tree, scale_cases: tuple[str, ...] = ()) -> None:
     """Each target beside the new tree's wall time here, and the baseline's, so a figure taken
-    on a busy machine can be scaled by the baseline's known quiet time."""
+    on a busy machine can be scaled by the baseline's known quiet time. The recommend target is
+    the bundled workloads' (not `scale_cases`', which have none here)."""
     print("\ntargets (wall on the quiet machine; figures here are on this machine as it is now):")
-    rec_items = [i for i in new.times if i.startswith("recommend:")]
+    rec_items = [i for i in new.times if i.startswith("recommend:")
+                 and i.removeprefix("recommend: ").rsplit(" x", 1)[0] not in scale_cases]
     checks = [("demo", ["demo: end to end"]), ("report", [i for i in new.times if i.startswith("report:")]),
               ("recommend", rec_items)]
     for name, items in checks:
@@ -252,6 +275,8 @@ def main() -> None:
     ap.add_argument("--again", action="store_true",
                     help="time each report a second time with what the first kept on disk")
     ap.add_argument("--workloads", help="comma-separated bundled workloads to recommend for (default: all)")
+    ap.add_argument("--scale-cases", help="comma-separated bench/recommend_scale.py cases to recommend for too, "
+                    "each on its own cluster (gen150, shared150, gen40#1703 ...)")
     ap.add_argument("--keep", type=Path, help="write the outputs here (default: a temporary directory)")
     a = ap.parse_args()
     if (a.base_rev is None) == (a.base_tree is None):
@@ -268,8 +293,9 @@ def main() -> None:
     try:
         for tree in pair:
             compile_tree(tree)
-        workloads = (a.workloads.split(",") if a.workloads else
+        workloads = (a.workloads.split(",") if a.workloads else [] if a.scale_cases else
                      list(REPORT_WORKLOADS) if a.quick else bundled_workloads(base, work))
+        scale = scale_specs(a.scale_cases.split(","), work) if a.scale_cases else []
         answers: dict[str, list] = {}
         for rnd in range(a.repeat):
             k = rnd
@@ -291,6 +317,12 @@ def main() -> None:
                         if rnd == 0:
                             answers.setdefault(f"design {w} x{m}", []).append(placement(path))
                     k += 1
+            for case, spec, m in ([] if a.report_only or a.demo_only else scale):
+                for tree in alternate(pair, k):
+                    path = recommend(tree, work, str(spec), m, tag=case)
+                    if rnd == 0:
+                        answers.setdefault(f"design {case}", []).append(placement(path))
+                k += 1
             print(f"round {rnd + 1}: recommend done", flush=True)
             if a.recommend_only or a.demo_only:
                 continue
@@ -305,7 +337,7 @@ def main() -> None:
                 k += 1
             print(f"round {rnd + 1}: report done", flush=True)
         print_table(base, new)
-        print_targets(base, new)
+        print_targets(base, new, tuple(case for case, _spec, _m in scale))
         if a.check:
             differ = [name for name, (x, y) in answers.items() if x != y]
             print(f"\nanswers compared: {len(answers)}; differ: {', '.join(differ) if differ else 'none'}")
