@@ -454,20 +454,40 @@ def test_joined_moves_refuse_two_places_for_one_item():
     assert joined_moves(proc, state, a, c) is None  # SP0 cannot go to partitions 1 and 2
 
 
-def test_the_lock_pairs_are_every_later_lock_with_every_lock_at_its_partition():
-    """The estimate's lock waits pair each later lock with every lock at its partition; built
-    at once (no loop over partitions), in the loop's order, so the sums are the same."""
-    from costmodel.lock_waits import same_partition_pairs
+def _random_locks(rng, n_txns: int, n_parts: int, most: int):
+    """Transactions' locks as the estimate orders them: each transaction's partitions
+    consecutive and ascending, none twice."""
+    txn, part = [], []
+    for t in range(n_txns):
+        parts = np.sort(rng.choice(n_parts, size=int(rng.integers(1, most + 1)), replace=False))
+        txn += [t] * parts.size
+        part += parts.tolist()
+    return np.array(txn), np.array(part)
 
-    rng = np.random.default_rng(3)
-    part = rng.integers(0, 5, 40)
-    later = rng.random(40) < 0.6
-    j, k = same_partition_pairs(part, later, 6)
-    expected = [(a, b) for q in range(6) for a in np.flatnonzero(part == q) if later[a]
-                for b in np.flatnonzero(part == q)]
-    assert list(zip(j.tolist(), k.tolist())) == expected
-    none = same_partition_pairs(part, np.zeros(40, dtype=bool), 6)
-    assert none[0].size == 0 and none[1].size == 0
+
+@pytest.mark.parametrize("n_parts", [6, 130])
+def test_the_lock_groups_meet_what_the_pairwise_rule_meets(n_parts):
+    """A later lock meets every lock at its partition except its transaction's own and those
+    of transactions that lock one of its earlier partitions: the groups add up the same
+    visits as that rule lock by lock (130 partitions: the masks span three words)."""
+    from costmodel.lock_waits import earlier_partitions, meeting_groups
+
+    rng = np.random.default_rng(n_parts)
+    t, part = _random_locks(rng, 60, n_parts, 5)
+    later = np.r_[False, t[1:] == t[:-1]]
+    group, pair_j, pair_g = meeting_groups(part, later, earlier_partitions(t, part, n_parts))
+    visit = rng.random(t.size)
+    got = np.bincount(pair_j, weights=np.bincount(group, weights=visit)[pair_g], minlength=t.size)
+    parts_of = [set(part[t == x].tolist()) for x in range(t.max() + 1)]
+    want, apart = np.zeros(t.size), []
+    for j in np.flatnonzero(later):
+        mine_below = {q for q in parts_of[t[j]] if q < part[j]}
+        for k in np.flatnonzero(part == part[j]):
+            if t[k] != t[j]:
+                apart.append(not mine_below & parts_of[t[k]])
+                want[j] += visit[k] * apart[-1]
+    assert np.allclose(got, want, rtol=1e-12, atol=0)
+    assert any(apart) and not all(apart)  # locks met and locks not met are both in the draw
 
 
 def test_emptying_a_partition_moves_all_it_holds_off_the_least_busy_one():
@@ -546,18 +566,18 @@ def test_many_designs_priced_together_get_each_its_own_figures_to_the_last_digit
     assert fresh.priced == len({(p.tobytes(), s.tobytes()) for p, s in designs}) < len(designs)
 
 
-def test_a_transaction_shares_an_earlier_partition_across_words_of_partitions():
-    """The lock-wait rule 'cannot meet a transaction that locked a partition in common
-    before' on clusters past 63 partitions (the masks span several words)."""
-    from costmodel.lock_waits import share_an_earlier_partition
+def test_a_lock_meets_no_transaction_sharing_an_earlier_partition_across_words():
+    """The rule 'cannot meet a transaction that locked a partition in common before' on
+    clusters past 63 partitions (the masks span several words)."""
+    from costmodel.lock_waits import earlier_partitions, meeting_groups
 
     t = np.array([0, 0, 1, 1, 2, 2])
     part = np.array([5, 100, 5, 100, 70, 100])
-    lock = np.array([1, 1, 3, 3])  # the locks at partition 100, against another transaction
-    other = np.array([1, 2, 0, 2])
-    got = share_an_earlier_partition(t, part, 130, lock, other)
+    later = np.array([False, True, False, True, False, True])
+    group, pair_j, pair_g = meeting_groups(part, later, earlier_partitions(t, part, 130))
+    met = {(int(j), k) for j, g in zip(pair_j, pair_g) for k in np.flatnonzero(group == g)}
     # transactions 0 and 1 both lock 5 first; transaction 2 shares nothing below 100 with them
-    assert got.tolist() == [True, False, True, False]
+    assert met == {(1, 5), (3, 5), (5, 1), (5, 3)}
 
 
 def test_random_starts_find_on_four_machines_what_the_search_on_two_found(monkeypatch):
