@@ -112,3 +112,21 @@ def test_bad_sources_and_designs_are_one_line_and_exit_2(tmp_path, design, capsy
         err = capsys.readouterr().err
         assert problem in err and err.count("\n") == 1, err
     assert (keep / "notes.txt").read_text() == "keep me"
+
+
+def test_a_failed_correctness_check_is_one_error_line(design, capsys, monkeypatch):
+    # the failure's text can quote a name from the spec or the design: a line break in it is
+    # shown as \n, as in every other error line, not printed raw
+    import engine_sim.engine
+
+    real = engine_sim.engine.run_workload
+
+    def failing(*args, **kw):
+        result = real(*args, **kw)
+        result.history_check = "exactly-once violated: A\nB never committed batch 0"
+        return result
+
+    monkeypatch.setattr(engine_sim.engine, "run_workload", failing)
+    assert run_app(["run", "tpcdi-trade", "--design", str(design), "--batches", "5", "--in-process"]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: run failed its correctness check: exactly-once violated: A\\nB never committed batch 0\n"

@@ -195,3 +195,24 @@ def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path
     assert "engine history check: exactly-once violated" in captured.out
     assert captured.err.strip().splitlines()[-1] == ("error: the engine run failed its correctness check: "
                                                       "exactly-once violated: A never committed batch 0")
+
+
+def test_validate_s_correctness_check_error_is_one_line(tmp_path, capsys, monkeypatch):
+    # the failure's text can quote a name from the spec or the design; a line break in it went
+    # to stderr raw (`say`), unlike every other error line (`_say_error`, shown as \n)
+    import reports.validation
+    from advisor.sources import load_workload
+    from engine_sim.sim import scenario_designs as designs
+
+    real = reports.validation.validate_design
+
+    def failing(spec, design, **kw):
+        result = real(spec, design, **{**kw, "engine": False, "sim": True})
+        result.engine = dict(result.simulator, history_check="exactly-once violated: A\nB never committed batch 0")
+        return result
+
+    monkeypatch.setattr(reports.validation, "validate_design", failing)
+    design = designs.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
+    assert run_app(["validate", "--design", str(design), "tpcdi-trade", "--batches", "30"]) == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: the engine run failed its correctness check: exactly-once violated: A\\nB never committed batch 0")
