@@ -136,13 +136,27 @@ def base_table(item: str, tables: Container[str] | None = None) -> str:
 class _SplitAmong:
     """The tables whose items the state `names` hold: T where its fragment `T#0` is among them
     and T is not (at tuple granularity every table is split into fragments, its hot tuples
-    beside them)."""
+    beside them). A T that reads as a hot tuple `P@KEY` of a table P split among them is one
+    only with as many fragments as P, none missing: else its `T#i` are P's hot tuples whose
+    keys end in '#' and digits. Why: hot keys `order#0` and `order#12` of `Trade` made a split
+    table `Trade@order` of `Trade@order#0` and `Trade@order#12`; a spec's table `Trade@Type`
+    beside `Trade` is split into as many fragments as `Trade` at a design's granularity."""
 
     def __init__(self, names: Container[str]):
         self.names = names
 
     def __contains__(self, table: object) -> bool:
-        return isinstance(table, str) and fragment_name(table, 0) in self.names and table not in self.names
+        if not (isinstance(table, str) and fragment_name(table, 0) in self.names and table not in self.names):
+            return False
+        parts = tuple_parts(table, self)  # (a shorter table before an '@': the recursion ends)
+        return parts is None or self._count(table) == self._count(parts[0])
+
+    def _count(self, table: str) -> int:
+        """How many fragments `T#0..` of `table` are among the names, from 0 to the first missing."""
+        n = 0
+        while fragment_name(table, n) in self.names:
+            n += 1
+        return n
 
 
 def table_among(item: str, names: Container[str]) -> str:
@@ -153,8 +167,8 @@ def table_among(item: str, names: Container[str]) -> str:
     never comes without them), T the longest such part before an '@' (`tuple_parts`). Any
     other name is a table, whatever it reads as: a spec's `Trades@2026` (was read as a hot
     tuple of a table `Trades`), and its hot tuple `Trades@2026@7` is one of it. A hot tuple's
-    key keeps its '#': `Trade@order#12` is key `order#12` of `Trade` (`fragment_parts`) where
-    `Trade@order#0` is not among them."""
+    key keeps its '#': `Trade@order#12` is key `order#12` of `Trade` (`fragment_parts`), also
+    beside a hot tuple `Trade@order#0` (`_SplitAmong`)."""
     split = _SplitAmong(names)
     parts = fragment_parts(item, split) or tuple_parts(item, split)
     if parts is not None:
