@@ -17,6 +17,7 @@ from dataclasses import replace
 
 from costmodel.design import Design
 from costmodel.errors import UserError
+from costmodel.granularity import fragment_name, fragment_parts, table_among
 from costmodel.procedure_merge import merge_procedure_groups
 from costmodel.workload import Access, Procedure, Stream, Table, Workload
 
@@ -75,21 +76,25 @@ def _family(names: list[str], procs: dict[str, Procedure], key: str, copies: int
             and all(procs[n].partition_key == key for n in names))
 
 
-def _aligned_fragments(proc: Procedure, workload: Workload, key: str, copies: int) -> dict[str, int]:
+def _aligned_fragments(proc: Procedure, workload: Workload, key: str, copies: int) -> dict[str, tuple[str, int]]:
     """Tables the SP reaches that are already the `copies` fragments of one table split on
-    `key` (by an earlier split): name -> fragment index."""
+    `key` (by an earlier split): name -> (that table, fragment index). A name is read among
+    the workload's (`table_among`): a table `T#0` beside a table `T` is one of its own, and a
+    hot tuple `T@k#0` is no fragment of a table `T@k`."""
+    names = set(workload.table_names)
     stems: dict[str, dict[int, str]] = {}
     for a in proc.accesses:
-        m = re.search(r"^(.*)#(\d+)$", a.table)
-        if m:
-            stems.setdefault(m.group(1), {})[int(m.group(2))] = a.table
+        table = table_among(a.table, names)
+        parts = fragment_parts(a.table, (table,)) if table != a.table else None
+        if parts is not None:
+            stems.setdefault(table, {})[parts[1]] = a.table
     out = {}
     for stem, members in stems.items():
         if sorted(members) != list(range(copies)):
             continue
         tables = [workload.table(n) for n in members.values()]
         if all(co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key) for t in tables):
-            out.update({n: i for i, n in members.items()})
+            out.update({n: (stem, i) for i, n in members.items()})
     return out
 
 
@@ -121,7 +126,7 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
     procs = {p.name: p for p in workload.procedures}
     taken = set(procs)
     copy_names = [_fresh(f"{name}#{i}", taken) for i in range(copies)]
-    aligned = _aligned_fragments(proc, workload, key, copies)  # fragment -> its index
+    aligned = _aligned_fragments(proc, workload, key, copies)  # fragment -> (its table, its index)
     split_tables = {t.name for t in workload.tables if t.name in {a.table for a in proc.accesses}
                     and t.name not in aligned
                     and co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key)}
@@ -152,7 +157,7 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
                 if a.table in fragments:
                     table = fragments[a.table][i]
                 elif a.table in aligned:  # an earlier split on this key: copy i keeps fragment i
-                    table = re.sub(r"#\d+$", f"#{i}", a.table)
+                    table = fragment_name(aligned[a.table][0], i)
                 else:
                     table = a.table
                 accesses.append(replace(a, table=table, rows=a.rows / copies))

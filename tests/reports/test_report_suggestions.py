@@ -73,6 +73,20 @@ def test_split_twice_on_one_key_keeps_copies_aligned():
     assert {a.table for p in w2.procedures if p.name == "B#1" for a in p.accesses} == {"T#1"}
 
 
+
+def test_tables_named_like_fragments_beside_their_stem_are_no_earlier_split():
+    # a workload holds a table's items or the table, never both (`costmodel.granularity.table_among`):
+    # beside a table `T`, tables `T#0` and `T#1` are tables of their own, each split with the SP.
+    # The split read them as an earlier split of `T` and gave copy i table `T#i` alone.
+    w = Workload("k", (Table("T", 100, 10, "k"), Table("T#0", 100, 10, "k"), Table("T#1", 100, 10, "k")),
+                 (Procedure("A", 2.0, (Access("T#0", "read", 4, "input:k"), Access("T#1", "read", 4, "input:k")),
+                            partition_key="k"),),
+                 input=InputSpec(fields=("k",)))
+    w2 = split_procedure(w, "A", 2)
+    valid_spec(w2)
+    assert {a.table for p in w2.procedures if p.name == "A#1" for a in p.accesses} == {"T#0#1", "T#1#1"}
+    assert rows(w2) == pytest.approx(rows(w))
+
 def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
     assert ("AccountLookup", "TradeInsert") in mergeable_pairs(tpcdi)
     w = merge_procedures(tpcdi, "AccountLookup", "TradeInsert")
