@@ -25,14 +25,23 @@ PLATEAU_STEPS = 5  # steps of `across_plateau` from a climb's end
 
 def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
                    private: list[np.ndarray], touched: list[np.ndarray],
-                   max_steps: int = CLIMB_STEPS, max_priced: int | None = None
+                   max_steps: int = CLIMB_STEPS, max_priced: int | None = None, plateau: bool = False
                    ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Hill climbing on the busy-time estimate alone (no simulation): each step takes the move
     off the busiest partition the estimate likes best, while it gains more than CLIMB_GAIN
     (and, with `max_priced`, until the climb has priced that many designs). Where no small
     move gains, a block of SPs that share state moved with it, else a partition emptied: big
     steps taken first would skip designs the simulated search weighs on the way (a block
-    move taken at once cost generated-3807 on 4 machines 10 %)."""
+    move taken at once cost generated-3807 on 4 machines 10 %). Where none of those gains
+    either, with `plateau`, the small move that leaves the busiest no busier (within
+    CLIMB_GAIN) and the partitions behind it least busy (`_least_loaded_of`).
+
+    Why the plateau steps: where two partitions are nearly as busy, relieving one leaves the
+    other, so no move gains and the climb stopped, though relieving both in turn gains much
+    (gen100#4503: two partitions 0.3 % apart at the top, the pick 15 % below where the
+    same climb with plateau steps ends; docs/measurements.md, Stop 64). Each plateau step
+    lowers the busy times, busiest first (at CLIMB_GAIN's resolution), and `max_steps` bounds
+    the climb."""
     current = estimate.estimate(proc, state)
     moves: list[str] = []
     priced = estimate.priced
@@ -40,15 +49,18 @@ def climb_estimate(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
         if max_priced is not None and estimate.priced - priced >= max_priced:
             break
         bar = current.throughput_tps * (1 + CLIMB_GAIN)
-        best = best_by_estimate(estimate, chain(
+        small = priced_moves(estimate, chain(
             busiest_partition_moves(graph, proc, state, private, touched, current),
             lock_order_swaps(graph, proc, state, current)))
+        best = _first_best(small)
         for bigger in (block_moves(graph, proc, state, private, touched, current),
                        emptying_moves(proc, state, current)):
             if best is not None and best[0].throughput_tps > bar:
                 break
             best = best_by_estimate(estimate, bigger)  # a local optimum of the small moves
-        if best is None or best[0].throughput_tps <= bar:
+        if (best is None or best[0].throughput_tps <= bar) and plateau:
+            best = _least_loaded_of(current, small)
+        if best is None or (best[0].throughput_tps <= bar and not plateau):
             break
         current, label, proc, state = best
         moves.append(label)
@@ -74,6 +86,21 @@ def across_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
         current, label, proc, state = best
         moves.append(label)
     return proc, state, moves
+
+
+def climb_through_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
+                          private: list[np.ndarray], touched: list[np.ndarray]
+                          ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """From where a climb ends, the climb on with plateau steps (`climb_estimate`, `plateau`):
+    the moves that keep the busiest partition as busy and relieve the ones behind it, each
+    followed by the moves that gain again.
+
+    Why beside the end, never instead of it: where partitions tie at the top, the climb stops
+    15 % short of where plateau steps lead on 100 SPs (gen100#4503), but on small dataflows a
+    climb taken through the ties ends at another design of the same estimate that the
+    simulator puts 10 % slower (generated-3807 and generated-3902 on 4 machines); the
+    simulator decides between the two (docs/measurements.md, Stop 64)."""
+    return climb_estimate(graph, estimate, proc, state, private, touched, plateau=True)
 
 
 def via_a_trade(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
@@ -114,9 +141,14 @@ def _less_loaded(a: np.ndarray, b: np.ndarray) -> bool:
 def _best_on_plateau(estimate: BusyEstimate, current, moves) -> tuple | None:
     """Of the moves whose busy times are below the design's (`_less_loaded`) with its bottleneck
     no busier, the one below the others (the first of equals); None where none is."""
+    return _least_loaded_of(current, priced_moves(estimate, moves))
+
+
+def _least_loaded_of(current, priced: list[tuple]) -> tuple | None:
+    """`_best_on_plateau` of moves already priced."""
     here = _busiest_first(current)
     best, best_busy = None, here
-    for e, label, p2, s2 in priced_moves(estimate, moves):
+    for e, label, p2, s2 in priced:
         busy = _busiest_first(e)
         if (e.bottleneck_s <= current.bottleneck_s * (1 + CLIMB_GAIN) and _less_loaded(busy, here)
                 and (best is None or _less_loaded(busy, best_busy))):
@@ -135,8 +167,12 @@ def priced_moves(estimate: BusyEstimate, moves) -> list[tuple]:
 def best_by_estimate(estimate: BusyEstimate, moves) -> tuple | None:
     """The (BusyTime, label, proc, state) of the move the estimate likes best (the first of
     equals), or None where there is none."""
+    return _first_best(priced_moves(estimate, moves))
+
+
+def _first_best(priced: list[tuple]) -> tuple | None:
     best = None
-    for e, label, p2, s2 in priced_moves(estimate, moves):
+    for e, label, p2, s2 in priced:
         if best is None or e.throughput_tps > best[0].throughput_tps:
             best = (e, label, p2, s2)
     return best
