@@ -22,8 +22,10 @@ advisor's candidates are), predicts each with the estimate and with the simulato
 each other's locks were priced (`costmodel.busy_time`, `lock_waits=False`).
 
 Workloads (`--workloads`): every bundled one on `--machines` machines x its spec's partitions per machine,
-and generated dataflows of 20 and 40 SPs (also gen60) (`bench/recommend_scale.py`'s generator, seeds
-fixed, `--gen-seed`). Seeds are fixed, so a run is repeatable; other seeds and cluster sizes
+generated dataflows of 20 and 40 SPs (also gen60) (`bench/recommend_scale.py`'s generator, seeds
+fixed, `--gen-seed`), and 20 and 40 SPs of its other shape, tables drawn with Zipf weights and
+shared by SPs anywhere in the dataflow, 2 partitions per machine (shared20, shared40; added at
+stop 64: heavy lock contention, where the estimate ranks worst). Seeds are fixed, so a run is repeatable; other seeds and cluster sizes
 are the held-out check of figures first measured with the defaults.
 
     python bench/busy_time_rank.py
@@ -53,14 +55,17 @@ from advisor.sources import load_workload  # noqa: E402
 from costmodel import Weights  # noqa: E402
 from engine_sim.sim import Calibration, SimError, max_throughput  # noqa: E402
 from advisor.busy_estimate import BusyEstimate  # noqa: E402
-from recommend_scale import generated_workload  # noqa: E402
+from recommend_scale import generated_workload, shared_workload  # noqa: E402
 
 GENERATED = {"gen20": 20, "gen40": 40, "gen60": 60}
+SHARED = {"shared20": 20, "shared40": 40}  # recommend_scale's other shape: tables shared by SPs anywhere
 
 
 def workload_of(name: str, machines: int, gen_seed: int = 7):
     if name in GENERATED:
         return generated_workload(GENERATED[name], machines, seed=gen_seed)
+    if name in SHARED:
+        return shared_workload(SHARED[name], machines, seed=gen_seed)
     w = load_workload(name)
     return w.with_cluster(machines, w.cluster.partitions_per_machine)
 
@@ -119,7 +124,7 @@ def rank_case(name: str, machines: int, n_designs: int, batches: int, seed: int,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default=",".join([*bundled_workloads(), "gen20", "gen40"]))
+    ap.add_argument("--workloads", default=",".join([*bundled_workloads(), "gen20", "gen40", "shared20", "shared40"]))
     ap.add_argument("--machines", type=int, default=4)
     ap.add_argument("--designs", type=int, default=24)
     ap.add_argument("--batches", type=int, default=200)
