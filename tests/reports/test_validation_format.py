@@ -173,10 +173,16 @@ def test_the_formats_page_documents_the_format():
     assert "## Validation (JSON)" in formats and f'"format": "{FORMAT}"' in formats
 
 
-def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("failure, shown", [
+    ("exactly-once violated: A never committed batch 0", "exactly-once violated: A never committed batch 0"),
+    ("exactly-once violated: A\nB never committed batch 0", "exactly-once violated: A\\nB never committed batch 0"),
+])
+def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path, capsys, monkeypatch, failure, shown):
     # validate printed "engine history check: exactly-once violated ..." and exited 0 (run
     # exits 1): a script could not tell. The engine's figures here are a real simulator run's,
-    # its history check the failure's line, so only the exit is under test.
+    # its history check the failure's line, so only the exit and the error line are under
+    # test. The failure's text can quote a name from the spec or the design; a line break in
+    # it went to stderr raw (`say`), unlike every other error line (`_say_error`: one line)
     import reports.validation
     from advisor.sources import load_workload
     from engine_sim.sim import scenario_designs as designs
@@ -185,7 +191,7 @@ def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path
 
     def failing(spec, design, **kw):
         result = real(spec, design, **{**kw, "engine": False, "sim": True})
-        result.engine = dict(result.simulator, history_check="exactly-once violated: A never committed batch 0")
+        result.engine = dict(result.simulator, history_check=failure)
         return result
 
     monkeypatch.setattr(reports.validation, "validate_design", failing)
@@ -193,26 +199,4 @@ def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path
     assert run_app(["validate", "--design", str(design), "tpcdi-trade", "--batches", "30"]) == 1
     captured = capsys.readouterr()
     assert "engine history check: exactly-once violated" in captured.out
-    assert captured.err.strip().splitlines()[-1] == ("error: the engine run failed its correctness check: "
-                                                      "exactly-once violated: A never committed batch 0")
-
-
-def test_validate_s_correctness_check_error_is_one_line(tmp_path, capsys, monkeypatch):
-    # the failure's text can quote a name from the spec or the design; a line break in it went
-    # to stderr raw (`say`), unlike every other error line (`_say_error`, shown as \n)
-    import reports.validation
-    from advisor.sources import load_workload
-    from engine_sim.sim import scenario_designs as designs
-
-    real = reports.validation.validate_design
-
-    def failing(spec, design, **kw):
-        result = real(spec, design, **{**kw, "engine": False, "sim": True})
-        result.engine = dict(result.simulator, history_check="exactly-once violated: A\nB never committed batch 0")
-        return result
-
-    monkeypatch.setattr(reports.validation, "validate_design", failing)
-    design = designs.tpcdi_design(load_workload("tpcdi-trade"), 4).save(tmp_path / "d.json")
-    assert run_app(["validate", "--design", str(design), "tpcdi-trade", "--batches", "30"]) == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: the engine run failed its correctness check: exactly-once violated: A\\nB never committed batch 0")
+    assert captured.err.strip().splitlines()[-1] == f"error: the engine run failed its correctness check: {shown}"
