@@ -139,7 +139,7 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
         weights = Weights.from_dict({} if data.get("weights") is None else data["weights"])
     except (TypeError, ValueError) as exc:
         raise fail(f"weights: {exc}") from None
-    dp = data.get("data_parallel") or {}
+    dp = {} if data.get("data_parallel") is None else data["data_parallel"]  # ([], false: no object)
     if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
         raise fail("data_parallel must be an object of procedure -> table names")
     for proc in dp:
@@ -148,14 +148,15 @@ def design_fields(data: dict, source: str = "<design>") -> dict:
     for key in ("workload", "method"):
         if not isinstance(data.get(key, ""), str):
             raise fail(f"{key} must be a name, got {data[key]!r}")
-    if not isinstance(data.get("provenance") or {}, dict):
+    provenance = {} if data.get("provenance") is None else data["provenance"]
+    if not isinstance(provenance, dict):
         raise fail(f"provenance must be an object, got {data['provenance']!r}")
     return dict(
         workload=str(data.get("workload", "")), machines=machines, partitions_per_machine=ppm,
         procedures={k: partition_of("procedures", k, v) for k, v in procs.items()},
         state={k: partition_of("state", k, v) for k, v in state.items()},
         weights=weights, cost=_cost(data.get("cost"), weights, fail), method=str(data.get("method", "")),
-        provenance=data.get("provenance") or {}, data_parallel=dict(dp),
+        provenance=provenance, data_parallel=dict(dp),
         weights_stated=bool(data.get("weights")),
     )
 

@@ -49,6 +49,11 @@ def _two_partitions_a_machine(data: dict) -> None:
     (lambda d: d["weights"].update(alpha=-2), "weights:"),
     (lambda d: d.update(provenance=[1]), "provenance must be an object"),
     (lambda d: d.update(provenance="x"), "provenance must be an object"),
+    # an empty list, false or "" were taken for no provenance or no lanes: the check skipped them
+    (lambda d: d.update(provenance=[]), r"provenance must be an object, got \[\]"),
+    (lambda d: d.update(provenance=False), "provenance must be an object, got False"),
+    (lambda d: d.update(data_parallel=[]), "data_parallel must be an object of procedure -> table names"),
+    (lambda d: d.update(data_parallel=""), "data_parallel must be an object of procedure -> table names"),
     (lambda d: d["state"].update(DimDate={"replicated": False}),
      r'state.DimDate: needs "partition" \(or "replicated": true\), and "replicated": false places it nowhere'),
     (lambda d: _two_partitions_a_machine(d) or d["procedures"].update(SecurityLookup={"machine": 1}),
