@@ -202,10 +202,11 @@ def check_not_an_input(path: str | Path, inputs: Iterable[str | Path | None]) ->
     for given in inputs:
         if given is None or not Path(given).exists():
             continue
+        given = Path(given)  # as the command reads it ("" is ".": os.path.samefile raised on "")
         if out.exists() and os.path.samefile(out, given):
             raise UserError(f"{path}: is also this command's input {given}; writing there would replace "
                             "it: choose another output")
-        if Path(given).is_dir() and Path(given).resolve() in out.absolute().resolve().parents:
+        if given.is_dir() and given.resolve() in out.absolute().resolve().parents:
             raise UserError(f"{path}: is inside this command's input {given}; writing there would change "
                             "it: choose another output")
 

@@ -679,3 +679,16 @@ def test_a_design_given_through_a_pipe_is_read_once(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("/dev/fd/") and "state co-location" in proc.stdout
+
+
+def test_an_empty_spec_name_with_the_output_there_is_one_line_not_an_internal_error(tmp_path, monkeypatch, capsys):
+    # `report --spec ""`: os.path.samefile(out, "") raised FileNotFoundError (an internal error)
+    from advisor.api import recommend
+
+    monkeypatch.chdir(tmp_path)
+    design = recommend("tpcdi-trade", machines=2, objective="cost").design.save(tmp_path / "d.json")
+    (tmp_path / "x.html").write_text("kept")
+    assert run_app(["report", "-d", str(design), "--spec", "", "-q", "-o", "x.html"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: x.html: is inside this command's input .;") and err.count("\n") == 1
+    assert (tmp_path / "x.html").read_text() == "kept"

@@ -452,6 +452,19 @@ def test_an_output_inside_an_input_directory_is_refused(tmp_path):
     check_not_an_input(tmp_path / "design.json", (stats,))  # beside it: fine
 
 
+def test_an_empty_input_name_is_the_current_directory_it_is_read_as(tmp_path, monkeypatch):
+    # `report -d d.json --spec "" -o x.html` with x.html there: FileNotFoundError from samefile,
+    # an internal error; without x.html the line named the input as nothing ("input ;")
+    from costmodel.files import check_not_an_input
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "x.html").write_text("kept")
+    for out in ("x.html", "new.html"):
+        with pytest.raises(UserError, match=r"is inside this command's input \.; ") as exc:
+            check_not_an_input(out, ("", None))
+        assert "\n" not in str(exc.value)
+
+
 def test_a_path_argument_that_is_no_path_is_one_line():
     for value in (None, 5, {}, b"x"):
         with pytest.raises(UserError, match="expected a file path, got"):
