@@ -18,7 +18,7 @@ from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
 from costmodel.text import name_problem
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
-                              MAX_ROW_BYTES, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
+                              MAX_RATE_BPS, MAX_ROW_BYTES, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
@@ -122,7 +122,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
             raise r.fail("[input]", f"field {f!r} {name_problem(f)}")
     input_spec = InputSpec(
         batch_size=r.number(inp, "batch_size", "[input]", 10, integer=True, positive=True, at_most=MAX_BATCH_SIZE),
-        rate=r.number(inp, "rate", "[input]", None, positive=True),
+        rate=_rate(r, inp),
         fields=tuple(fields),
         cost_unit_us=_cost_unit_us(r, inp),
     )
@@ -204,6 +204,18 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
         source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
+
+
+def _rate(r: _Reader, inp: dict) -> float | None:
+    """`[input] rate`, in batches per second, where declared: in the range a simulation can be
+    offered (`simulate --rate`). Why: 1e300 printed a 300-digit rate beside every prediction,
+    and 1e-300 made the time windows' timestamps of `trace synth` overflow (a numpy warning and
+    a trace of wrapped-around times)."""
+    rate = r.number(inp, "rate", "[input]", None, positive=True)  # its type, finiteness and sign
+    if rate is not None and not MIN_RATE_BPS <= rate <= MAX_RATE_BPS:
+        raise r.fail("[input]", f"rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, "
+                                f"got {rate:g}")
+    return rate
 
 
 def _cost_unit_us(r: _Reader, inp: dict) -> float:

@@ -23,6 +23,9 @@ MAX_ROW_BYTES = 10**9
 # tuples in a batch, rows an access touches and tuples a stream carries per batch: far past
 # anything the engine runs in its bound, low enough that every product stays a finite number
 MAX_BATCH_SIZE = 1_000_000
+# input batches per second, offered (the simulator's --rate) or declared ([input] rate): past
+# these the figures overflow (a time window's timestamps, the declared tuples/s)
+MIN_RATE_BPS, MAX_RATE_BPS = 1e-6, 1e9
 MAX_PER_BATCH = 10**9
 MAX_COST_UNIT_US = 1_000_000  # engine CPU microseconds per unit of SP cost: 1 s
 

@@ -12,7 +12,7 @@ from costmodel.design import Design
 from costmodel.errors import check_latency_bound, check_seed, finite_number
 from costmodel.sim_params import SimParams
 from costmodel.spec_reader import check_workload, read_spec
-from costmodel.workload import Workload
+from costmodel.workload import MAX_RATE_BPS, MIN_RATE_BPS, Workload
 from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.host_sharing import run_host_shared
@@ -21,8 +21,8 @@ from engine_sim.sim.rate_search import search_rate
 from engine_sim.sim.result import SimResult, summarise
 
 
-# a rate a user offers outside these is no run (1e300 printed a 300-digit rate; 1e-300 "0 batches/s")
-MIN_RATE_BPS, MAX_RATE_BPS = 1e-6, 1e9
+# a rate a user offers outside MIN_RATE_BPS..MAX_RATE_BPS is no run (1e300 printed a 300-digit
+# rate; 1e-300 "0 batches/s"); a spec's declared [input] rate is held to the same range
 
 
 def check_offered_rate(rate) -> None:

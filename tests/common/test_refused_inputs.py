@@ -34,6 +34,10 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
      "rows must be <= 1000000000"),
     ("tuples = 10\ntuple_bytes = 96", "tuples = 1e300\ntuple_bytes = 96", "tuples must be <= 1000000000"),
     ("tuples = 10\ntuple_bytes = 96", "tuples = 10\ntuple_bytes = 10000000000", "tuple_bytes must be <="),
+    # a declared rate no simulation can be offered: 1e300 printed a 300-digit rate beside every
+    # prediction, 1e-300 overflowed a time window's timestamps in `trace synth`
+    ("batch_size = 10", "batch_size = 10\nrate = 1e300", "rate must be from 1e-06 to 1e+09 batches per second, got 1e+300"),
+    ("batch_size = 10", "batch_size = 10\nrate = 1e-300", "rate must be from 1e-06 to 1e+09 batches per second, got 1e-300"),
     # a procedure its clients invoke cannot wait for a stream's batches (the engine stalled)
     ('name = "SecurityLookup"\ncost = 2.0', 'name = "SecurityLookup"\ncost = 2.0\noltp = true',
      "'SecurityLookup' is an OLTP procedure"),
