@@ -125,7 +125,7 @@ def _session(spark, master: str | None, conf: dict[str, str] | None, prog: Progr
     from traces.spark_session import DEFAULT_MASTER, start_session
 
     prog.line(check_java())
-    spark = start_session(master or DEFAULT_MASTER, conf)
+    spark = start_session(DEFAULT_MASTER if master is None else master, conf)
     prog.line(f"Spark {spark.version} on {spark.sparkContext.master}")
     return spark, True
 

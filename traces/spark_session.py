@@ -162,6 +162,9 @@ def check_master_reachable(master: str, timeout_s: float = MASTER_CONNECT_TIMEOU
 def start_session(master: str = DEFAULT_MASTER, conf: Mapping[str, str] | None = None,
                   app_name: str = "advisor-trace-aggregate"):
     """A new SparkSession (call `traces.java.check_java()` first for a clear Java error)."""
+    if not master.strip():  # `--spark-master ""` meant local[*] without a word
+        raise TraceError("the Spark master is empty: give its URL (local[*], spark://host:port, yarn ...), "
+                         f"or leave it out for {DEFAULT_MASTER}")
     check_master_reachable(master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if master.startswith("local"):

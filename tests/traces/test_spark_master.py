@@ -37,6 +37,13 @@ def test_a_malformed_master_address_is_refused():
     check_master_reachable("local[2]")  # not ours to check: nothing raised
 
 
+@pytest.mark.parametrize("master", ["", "  "])
+def test_an_empty_master_is_refused_not_taken_for_the_default(master):
+    # `trace aggregate --spark-master ""` ran on local[*] without a word
+    with pytest.raises(TraceError, match="the Spark master is empty"):
+        start_session(master)
+
+
 @pytest.mark.slow
 @pytest.mark.process
 def test_a_master_that_never_answers_is_given_up_within_30_s():
