@@ -14,6 +14,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  jobs_option, json_option, load_calibration, not_applicable, seed_option,
                                  weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
+from costmodel.text import visible_line
 from costmodel.workload import cluster_text
 
 
@@ -102,7 +103,7 @@ def recommend(
     if not d.cost.feasible:
         say(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
     if out is not None:
-        say(f"\nwrote {out}")
+        say(f"\nwrote {visible_line(str(out))}")
 
 
 
@@ -176,7 +177,7 @@ def evaluate(
                                **({"note": note} if note else {})}, indent=2))
         return
     weights = cost.weights
-    say(f"{design}: {cluster_text(d.machines, d.partitions_per_machine)}")
+    say(f"{visible_line(str(design))}: {cluster_text(d.machines, d.partitions_per_machine)}")
     say(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
     say(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
     say(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")

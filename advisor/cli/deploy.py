@@ -12,6 +12,7 @@ from advisor.cli.grammar import (DeployedAndNewCommand, DesignCommand, calibrati
                                  file_out_option, json_option, load_calibration, print_result, design_seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import working
+from costmodel.text import visible_line
 
 
 def diff_lines(d, current_label: str, new_label: str) -> list[str]:
@@ -57,7 +58,7 @@ def diff(
     if out is not None:  # (the moves are counted against the renamed design: --design as given moves more)
         d.new.save(out)
     print_result(d.to_dict(), lambda: diff_lines(d, str(current), str(new)) + (
-        [f"wrote {out}: the new design as its moves are counted"] if out is not None else []), as_json)
+        [f"wrote {visible_line(str(out))}: the new design as its moves are counted"] if out is not None else []), as_json)
 
 
 @app.command(cls=DesignCommand)

@@ -11,6 +11,7 @@ from advisor.cli.app import app
 from advisor.cli.grammar import (DesignCommand, design_option, file_out_option, json_option, not_applicable,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import say
+from costmodel.text import visible_line
 
 
 @app.command(cls=DesignCommand)
@@ -38,7 +39,7 @@ def export(
         typer.echo(json.dumps({"out": str(out), "format": fmt,
                                "not_expressible": list(result.not_expressible)}, indent=2))
         return
-    say(f"wrote {out} ({fmt})")
+    say(f"wrote {visible_line(str(out))} ({fmt})")
     if result.not_expressible:
         say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {out}):")
         for line in result.not_expressible:

@@ -17,6 +17,7 @@ import typer
 from typer.core import TyperCommand
 
 from advisor.cli.app import JSON_HELP, SEED_HELP, WEIGHT_HELP
+from costmodel.text import visible_line
 
 DESIGN_HELP = "design JSON (`advisor recommend --out`, or hand-written)"
 WORKLOAD_HELP = "bundled workload name, spec .toml, or statistics directory"
@@ -217,4 +218,4 @@ def print_result(data: dict, lines: Callable[[], list[str]], as_json: bool, out:
     for line in lines():
         say(line)
     if out is not None:
-        say(f"wrote {out}")
+        say(f"wrote {visible_line(str(out))}")

@@ -12,6 +12,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  jobs_option, json_option, load_calibration, not_applicable, print_result,
                                  design_seed_option, seed_option, weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
+from costmodel.text import visible_line
 
 
 @app.command(cls=DesignCommand)
@@ -73,7 +74,7 @@ def report(
         migration = diff(current, d, source, seed=seed)
     write_report(out, report_design(d, source, workload=simulated, seed=seed, calibration=cal, options=options,
                                     subject=subject, validation=result, title=title, progress=progress, migration=migration))
-    say(f"wrote {out}")
+    say(f"wrote {visible_line(str(out))}")
 
 
 @app.command()
@@ -135,7 +136,7 @@ def tune(
     say(f"stopped: {study.stopped}")
     say(f"best: round {best.index}, {best.predicted_tps:,.0f} tuples/s predicted")
     if out is not None:
-        say(f"wrote {len(written) + 1} files to {out} (round-NN.toml, round-NN.design.json, tuning.json)")
+        say(f"wrote {len(written) + 1} files to {visible_line(str(out))} (round-NN.toml, round-NN.design.json, tuning.json)")
 
 
 @app.command()

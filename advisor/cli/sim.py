@@ -14,6 +14,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  json_option, load_calibration, not_applicable, print_result, design_seed_option,
                                  workload_argument, workload_for)
 from advisor.cli.terminal import say, working
+from costmodel.text import visible_line
 
 
 def _scaled(design, workload, machines: Optional[int], rescale: str):
@@ -131,7 +132,7 @@ def calibrate(
         say(f"  check {key:<28} engine {row['engine_bps']:8,.0f} b/s  simulator "
                    f"{row['simulator_bps']:8,.0f} b/s")
     say(f"  weights                alpha={w.alpha:.3f} beta={w.beta:.3f} gamma={w.gamma:.3f}")
-    say(f"wrote {out}")
+    say(f"wrote {visible_line(str(out))}")
 
 
 @app.command(cls=DesignCommand)

@@ -11,6 +11,7 @@ import typer
 from advisor.cli.app import app
 from advisor.cli.grammar import json_option, not_applicable, seed_option, workload_argument
 from advisor.cli.terminal import say
+from costmodel.text import visible_line
 
 trace_app = typer.Typer(name="trace", no_args_is_help=True,
                         help="Workload traces: synthesize, validate, aggregate into statistics.")
@@ -47,7 +48,7 @@ def synth(
                                "accesses": summary.accesses, "flows": summary.flows,
                                "seconds": round(summary.seconds, 3)}, indent=2))
         return
-    say(f"wrote {summary.out}: {summary.batches:,} batches, {summary.txns:,} txns, "
+    say(f"wrote {visible_line(str(summary.out))}: {summary.batches:,} batches, {summary.txns:,} txns, "
                f"{summary.accesses:,} access rows, {summary.flows:,} flows "
                f"in {summary.seconds:.1f} s")
 
@@ -108,7 +109,7 @@ def aggregate(
                                "stream_edges": len(stats.streams), "batches": m["batches"],
                                "seconds": m["seconds"]}, indent=2))
         return
-    say(f"wrote {out}: {len(stats.procedures)} procedures, {len(stats.state)} state items "
+    say(f"wrote {visible_line(str(out))}: {len(stats.procedures)} procedures, {len(stats.state)} state items "
                f"({m['granularity']}), {len(stats.procedure_state)} procedure-state edges, "
                f"{len(stats.streams)} stream edges from {m['batches']:,} batches "
                f"in {m['seconds']:.1f} s")

@@ -294,3 +294,15 @@ def test_long_candidate_names_stay_told_apart():
     shown = [shortened(n, 32) for n in names]
     assert len(set(shown)) == len(names) and all(len(s) <= 32 for s in shown)
     assert shortened("recommended", 32) == "recommended"
+
+
+def test_a_path_holding_a_line_break_stays_on_its_line_in_human_output(tmp_path, capsys):
+    # `evaluate --design $'d\nx.json'` printed the path raw: its first line split in two, and
+    # so did every command's "wrote PATH"
+    out = tmp_path / "d\nx.json"
+    assert run_app(["recommend", "tpcdi-trade", "-m", "2", "--objective", "cost", "-o", str(out)]) == 0
+    wrote = [line for line in capsys.readouterr().out.splitlines() if line.startswith("wrote ")]
+    assert wrote == [f"wrote {tmp_path}/d\\nx.json"]
+    assert run_app(["evaluate", "tpcdi-trade", "--design", str(out)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"{tmp_path}/d\\nx.json: 2 machines x 1 partition"
