@@ -69,6 +69,9 @@ def simulate(
     d = _scaled(Design.load(design), spec, machines, rescale)
     cal = Calibration.reference() if calibration is None else load_calibration(calibration)
     if this_host:
+        if cal.source == "reference":  # ran the reference cluster's prices, said to be this host's
+            raise typer.BadParameter("--this-host needs --calibration with a calibration measured on the host "
+                                     "(from `advisor calibrate`): the reference parameters are no host's")
         cal = cal.on_host()
     with working("simulating"):
         r = run(spec, d, scheduler=scheduler, move=move, calibration=cal, input_rate=rate,

@@ -67,6 +67,8 @@ def test_simulate_at_a_given_rate_with_a_calibration_file(tpcdi_json, tmp_path, 
     (["--rate", "1e-300"], "input rate must be from 1e-06 to 1e+09 batches per second, got 1e-300"),
     (["--machines", "0"], "--machines must be >= 1"),
     (["--calibration", "/nonexistent/cal.json"], "no such file"),
+    # it ran the reference cluster's parameters as if this host had measured them
+    (["--this-host"], "--this-host needs --calibration with a calibration measured on the host"),
 ])
 def test_simulate_bad_input_is_one_line_exit_2(tpcdi_json, capsys, extra, problem):
     assert run_app(["simulate", "tpcdi-trade", "--design", str(tpcdi_json), "--batches", "50"] + extra) == 2
