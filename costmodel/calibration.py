@@ -38,6 +38,8 @@ from costmodel import Weights
 from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, MAX_SECONDS, SimParams
 
 FORMAT = "advisor.calibration/1"
+FILE_KEYS = ("format", "source", "machine", "weights", "prices", "simulator", "measurements", "fit")
+SOURCES = ("measured", "reference")
 MAX_PRICE_S = MAX_SECONDS  # seconds a price may say (a transaction, a MOVE): the simulator's own bound
 
 
@@ -190,8 +192,12 @@ class Calibration:
             weights = Weights.from_dict({} if data.get("weights") is None else data["weights"])
         except (TypeError, ValueError) as exc:
             raise CalibrationError(f"{source}: weights: {exc}") from None
-        if not isinstance(data.get("source", "measured"), str):
-            raise CalibrationError(f"{source}: source must be a name, got {data['source']!r}")
+        stray = [k for k in data if k not in FILE_KEYS]
+        if stray:  # as a design file's: a misspelt key was read as absent
+            raise CalibrationError(f"{source}: {stray[0]}: not a field of a calibration file "
+                                   f"(it has {', '.join(FILE_KEYS)})")
+        if data.get("source", "measured") not in SOURCES:  # any other name was taken for "measured"
+            raise CalibrationError(f"{source}: source must be one of {', '.join(SOURCES)}, got {data['source']!r}")
         for key in ("measurements", "prices"):  # prices weigh the cost model; --refit refits measurements
             for name, v in (data.get(key) or {}).items():
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:

@@ -99,6 +99,11 @@ def test_a_file_from_before_the_serving_slice_predicts_the_engine_it_measured(tm
     ('{"format": "advisor.calibration/1", "simulator": {}}', "simulator must be the object of fitted"),
     ('{"format": "advisor.calibration/1", "simulator": null}', "simulator must be the object of fitted"),
     ('{"format": "advisor.calibration/1"}', "simulator must be the object of fitted"),
+    # a misspelt key was read as absent, and any source was taken for "measured"
+    ('{"format": "advisor.calibration/1", "simulator": {"cost_unit_s": 1e-4}, "wieghts": {}}',
+     "wieghts: not a field of a calibration file"),
+    ('{"format": "advisor.calibration/1", "simulator": {"cost_unit_s": 1e-4}, "source": "guessed"}',
+     "source must be one of measured, reference, got 'guessed'"),
 ])
 def test_bad_calibration_files_are_one_line_errors(tmp_path, text, problem):
     path = tmp_path / "cal.json"
