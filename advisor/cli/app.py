@@ -137,7 +137,7 @@ def _interrupted() -> int:
     return code
 
 
-def _say_error(line: str) -> None:
+def say_error(line: str) -> None:
     """An error line on stderr, what it quotes shown as `visible` shows human output: a path or
     a workload name the user typed (`recommend voter\u202e`) is quoted in it, and printed raw a
     right-to-left override reversed the rest of the line. One line always (`visible_line`): a
@@ -148,7 +148,7 @@ def _say_error(line: str) -> None:
 def _internal(exc: Exception) -> int:
     if os.environ.get("ADVISOR_DEBUG"):
         raise exc
-    _say_error(f"internal error: {type(exc).__name__}: {exc} (set ADVISOR_DEBUG=1 for a traceback)")
+    say_error(f"internal error: {type(exc).__name__}: {exc} (set ADVISOR_DEBUG=1 for a traceback)")
     return 1
 
 
@@ -165,14 +165,14 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
         typer.echo("aborted", err=True)
         return 1
     except UserError as exc:
-        _say_error(f"error: {exc}")
+        say_error(f"error: {exc}")
         return exc.exit_code
     except typer.TyperException as exc:  # a usage error: one line, with the command it concerns
         ctx = getattr(exc, "ctx", None)
         where = f"{ctx.command_path}: " if ctx is not None else ""
         said = exc.format_message().replace("Value error, ", "")  # (the validator's own prefix)
         if said:  # (no arguments at all: the help was the answer)
-            _say_error(f"error: {where}{said}")
+            say_error(f"error: {where}{said}")
         return exc.exit_code
     except OSError as exc:
         if interrupt_behind(exc) is not None:  # a clean-up after a Ctrl-C failed
@@ -181,7 +181,7 @@ def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
         if number not in DISK_ERRNOS or os.environ.get("ADVISOR_DEBUG"):
             return _internal(exc)
         said = exc.strerror if exc.errno is not None else os.strerror(number)
-        _say_error(f"error: {describe_os_error(OSError(number, said, exc.filename))}")
+        say_error(f"error: {describe_os_error(OSError(number, said, exc.filename))}")
         return 1  # a full or read-only disk
     except Exception as exc:  # noqa: BLE001 - the policy is: never a traceback for users
         if interrupt_behind(exc) is not None:  # a clean-up after a Ctrl-C failed

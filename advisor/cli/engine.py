@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from advisor.cli.app import _say_error, app
+from advisor.cli.app import app, say_error
 from advisor.cli.choices import MigrationMode, MoveMode, Recovery, Scheduler
 from advisor.cli.grammar import (DesignCommand, design_option, json_option, not_applicable, print_result,
                                  seed_option, workload_argument, workload_for)
@@ -91,5 +91,5 @@ def run(
     print_result(data, lambda: lines, as_json)
     failed = next((r.history_check for r in results if r.history_check != "ok"), None)
     if failed is not None:  # includes a state that differs from the serial re-execution
-        _say_error(f"error: run failed its correctness check: {failed}")
+        say_error(f"error: run failed its correctness check: {failed}")
         raise typer.Exit(1)

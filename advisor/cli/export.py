@@ -41,6 +41,6 @@ def export(
         return
     say(f"wrote {visible_line(str(out))} ({fmt})")
     if result.not_expressible:
-        say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {out}):")
+        say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {visible_line(str(out))}):")
         for line in result.not_expressible:
             say(f"  - {line}")

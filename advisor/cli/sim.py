@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from advisor.cli.app import _say_error, app
+from advisor.cli.app import app, say_error
 from advisor.cli.choices import MoveMode, Scheduler
 from advisor.cli.format import assumption_lines
 from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
@@ -168,5 +168,5 @@ def validate(
     print_result(result.to_document(), lambda: result.describe() + assumption_lines(spec), as_json, out)
     failed = (result.engine or {}).get("history_check")
     if failed not in (None, "ok"):  # as `run` ends: a run that broke its history is no measurement
-        _say_error(f"error: the engine run failed its correctness check: {failed}")
+        say_error(f"error: the engine run failed its correctness check: {failed}")
         raise typer.Exit(1)

@@ -182,7 +182,7 @@ def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path
     # exits 1): a script could not tell. The engine's figures here are a real simulator run's,
     # its history check the failure's line, so only the exit and the error line are under
     # test. The failure's text can quote a name from the spec or the design; a line break in
-    # it went to stderr raw (`say`), unlike every other error line (`_say_error`: one line)
+    # it went to stderr raw (`say`), unlike every other error line (`say_error`: one line)
     import reports.validation
     from advisor.sources import load_workload
     from engine_sim.sim import scenario_designs as designs
