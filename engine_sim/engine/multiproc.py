@@ -29,7 +29,7 @@ from engine_sim.engine.errors import EngineFailure
 from engine_sim.engine.payload import StreamPayload
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
-from engine_sim.engine.transport import Net, hello_frame, longest_socket_name, socket_path
+from engine_sim.engine.transport import Net, connect_with_hello, longest_socket_name, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
 # the guard first: it makes the forkserver drop a connection that is not a request (forkserver_guard.py)
@@ -262,7 +262,9 @@ def _die_with_parent(sock_dir: str, secret: bytes) -> None:
     driver's death closes it (EOF), and the partition exits at once. The watchdog also exits
     when the parent changed (portable, where prctl is missing). Its connection says the run's
     hello first: unheard, the driver counted it among strangers, and past 32 partitions closed
-    the oldest such, ending its partition ("exited with status 1 while starting partitions")."""
+    the oldest such, ending its partition ("exited with status 1 while starting partitions").
+    An end before the driver answers that it heard the hello (HEARD) is such a close, not the
+    driver's death (a flood of strangers on the driver's socket): it connects again."""
     parent = os.getppid()
     if sys.platform.startswith("linux"):
         try:
@@ -272,23 +274,34 @@ def _die_with_parent(sock_dir: str, secret: bytes) -> None:
             pass  # the watchdog below still works
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(socket_path(sock_dir, DRIVER))
-        sock.sendall(hello_frame(secret))
-    except OSError:
-        os._exit(1)  # no driver to serve
-    sock.settimeout(WATCH_INTERVAL_S)
+
+    def connect() -> socket.socket:
+        try:
+            sock = connect_with_hello(socket_path(sock_dir, DRIVER), secret)
+        except OSError:
+            os._exit(1)  # no driver to serve
+        sock.settimeout(WATCH_INTERVAL_S)
+        return sock
+
+    sock = connect()
 
     def watch() -> None:
+        nonlocal sock
+        heard = False
         while True:
             try:
-                if not sock.recv(1):
-                    os._exit(1)  # EOF: the driver is gone
+                answer = sock.recv(1)
             except socket.timeout:
-                pass
-            except OSError:
-                os._exit(1)
+                answer = None
+            except OSError:  # (closed with the hello unread: ECONNRESET)
+                answer = b""
+            if answer:
+                heard = True  # HEARD
+            elif answer is not None:
+                if heard:
+                    os._exit(1)  # the end: the driver is gone
+                sock.close()  # closed unheard, among strangers
+                sock = connect()
             if os.getppid() != parent:
                 os._exit(1)
 

@@ -9,11 +9,16 @@ batches is padded with the bytes the spec declares for them (payload.py), which 
 reads and drops. A connection's first frame is a sealed hello: until a frame of it checks, a
 connection may send no more than a hello's bytes and only so many such connections are kept
 (the oldest closed first), so a stranger can make a partition neither buffer a huge frame nor
-run out of descriptors. An optional delay holds
+run out of descriptors. A receiver answers a connection it hears with one byte (HEARD); until
+that byte comes back, the sender keeps a copy of what it wrote, and where the connection ends
+first (a flood of strangers closed it among the unheard, perhaps with its hello unread) the
+copy is sent again on a new one: a connection closed unheard had none of its frames handled,
+so nothing is handled twice. An optional delay holds
 messages between different machines for a while (calibration).
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import heapq
 import os
@@ -33,6 +38,7 @@ _LEN = struct.Struct("<I")
 MAX_FRAME_BYTES = 1 << 30  # a longer length prefix is not a frame of this run
 HELLO_BYTES = 64  # what a connection not yet heard to be the run's may send before its hello checks
 MAX_UNHEARD = 32  # connections kept open before their hello (a run has a few peers a partition)
+HEARD = b"\x01"  # a receiver's one answer on a connection: its hello checked
 
 
 def hello_frame(secret: bytes) -> bytes:
@@ -55,12 +61,39 @@ def _socket_name(node: int) -> str:
     return "driver.sock" if node < 0 else f"p{node}.sock"
 
 
-class _Out:
-    __slots__ = ("sock", "buf")
+def connect_with_hello(path: str, secret: bytes, attempts: int = 100) -> socket.socket:
+    """A blocking connection to `path` that has said the run's hello (OSError where nobody
+    listens). A connection closed before the hello was written was closed unheard, among a
+    flood of strangers: another is made."""
+    tried = 0
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+        except OSError:
+            sock.close()
+            raise
+        try:
+            sock.sendall(hello_frame(secret))
+        except OSError:
+            sock.close()
+            tried += 1
+            if tried < attempts:
+                continue
+            raise
+        return sock
 
-    def __init__(self, sock):
+
+class _Out:
+    """A connection to one receiver: what is still to write (`buf`), and until the receiver
+    says it heard the connection, a copy of what was written (`unheard`; None once heard)."""
+    __slots__ = ("dst", "sock", "buf", "unheard")
+
+    def __init__(self, dst: int, sock):
+        self.dst = dst
         self.sock = sock
         self.buf = bytearray()
+        self.unheard: bytearray | None = bytearray()
 
 
 class Net:
@@ -138,7 +171,8 @@ class Net:
             if sock is None:
                 self.waiting.setdefault(dst, bytearray()).extend(data)
                 return
-            out = self.outs[dst] = _Out(sock)
+            out = self.outs[dst] = _Out(dst, sock)
+            self.sel.register(sock, selectors.EVENT_READ, out)  # for HEARD, or an end before it
             out.buf.extend(hello_frame(self.secret))
             held = self.waiting.pop(dst, None)
             if held:
@@ -158,20 +192,58 @@ class Net:
     def _write(self, dst: int, out: _Out) -> None:
         try:
             n = out.sock.send(out.buf)
+            if out.unheard is not None:
+                out.unheard += out.buf[:n]
             del out.buf[:n]
         except BlockingIOError:
             pass
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             if getattr(exc, "errno", None) in (errno.EAGAIN, errno.EWOULDBLOCK):
                 return
-            out.sock.close()  # the receiver died: what it did not get is lost with it
-            del self.outs[dst]
+            self._ended(out)
+
+    def _answered(self, out: _Out) -> None:
+        """The receiver's answer on a connection: HEARD (the copy is no longer needed), or
+        the connection's end."""
+        try:
+            data = out.sock.recv(64)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if data:  # HEARD: from now on an end is the receiver's death
+            out.unheard = None
+            self.sel.unregister(out.sock)
+        else:
+            self._ended(out)
+
+    def _ended(self, out: _Out) -> None:
+        """The connection to `out.dst` ended. Heard, the receiver died: what it did not get
+        is lost with it (a recovery replays it). Unheard, it was closed before its hello was
+        read (its frames never handled): all of it again, on a new connection."""
+        if out.unheard is not None:
+            try:
+                heard = out.sock.recv(64)  # the answer may have come just before the end
+            except OSError:
+                heard = b""
+            if heard:
+                out.unheard = None
+        self._forget(out)
+        if out.unheard is not None:
+            again = bytes(out.unheard + out.buf)[len(hello_frame(self.secret)):]
+            self._enqueue(out.dst, again)
+
+    def _forget(self, out: _Out) -> None:
+        with contextlib.suppress(KeyError):  # (unregistered once heard)
+            self.sel.unregister(out.sock)
+        out.sock.close()
+        del self.outs[out.dst]
 
     def drop(self, dst: int) -> None:
         """Forget the connection to a receiver (it was killed)."""
-        out = self.outs.pop(dst, None)
+        out = self.outs.get(dst)
         if out is not None:
-            out.sock.close()
+            self._forget(out)
         self.waiting.pop(dst, None)
         self.pending.pop(dst, None)
 
@@ -194,6 +266,9 @@ class Net:
             sock = key.fileobj
             if sock is self.listener:
                 self._accept(bundles)
+            elif key.data is not None:  # a connection of ours to another receiver
+                if self.outs.get(key.data.dst) is key.data and key.data.unheard is not None:
+                    self._answered(key.data)
             elif sock in self.inbuf:  # (else closed earlier in this turn: an unheard one, to make room)
                 self._read(sock, bundles)
         return bundles
@@ -231,6 +306,10 @@ class Net:
             if not heard:
                 heard = True
                 self.heard.add(sock)
+                try:
+                    sock.send(HEARD)
+                except OSError:
+                    pass  # the sender is gone, or will not read it: its loss
             if data:  # (a hello is empty)
                 bundles.append(self._opened(data))
             pos += _LEN.size + n

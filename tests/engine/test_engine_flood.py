@@ -23,7 +23,8 @@ while path is None:
     found = glob.glob(sys.argv[1] + "/engs-*/" + sys.argv[2])
     path = found[0] if found else time.sleep(0.01)
 big = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-big.connect(path)
+while big.connect_ex(path) != 0:  # (bound, not yet listening: refused)
+    time.sleep(0.01)
 big.setblocking(False)
 try:
     big.send(struct.pack("<I", (1 << 30) - 1) + b"x" * (1 << 20))
