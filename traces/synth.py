@@ -124,6 +124,8 @@ class _Plan:
 
 
 MAX_SYNTH_BATCHES = 10_000_000  # as a traced engine run's (`engine_sim.engine.runner.MAX_RUN_BATCHES`)
+MAX_TRACE_SPAN_US = float(2 ** 62)  # a trace's last batch starts within half of int64's microseconds
+SECONDS_A_YEAR = 365.25 * 24 * 3600
 
 
 def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int = 0, *,
@@ -156,6 +158,13 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
         interval_us = 1e6 / float(plan.rate)
     else:
         interval_us = max(1.0, 2.0 * float(plan.costs.sum()) * cost_unit_us)
+    if batches * interval_us > MAX_TRACE_SPAN_US:
+        # (at the lowest rate, 1e-6 batches/s, 9.3 million batches overflowed the int64
+        # microsecond timestamps: a trace of garbage times, exit 0)
+        raise TraceError(f"--batches {batches:,} at {1e6 / interval_us:g} batches/s spans "
+                         f"{batches * interval_us / 1e6 / SECONDS_A_YEAR:,.0f} years, more than a trace's "
+                         f"microsecond timestamps hold: at most {int(MAX_TRACE_SPAN_US // interval_us):,} "
+                         f"batches at this rate")
     metadata = {
         "created_by": "traces.synth",
         "workload": plan.name,

@@ -410,6 +410,21 @@ def test_a_synthetic_trace_past_a_runs_limit_is_refused(tmp_path, capsys):
     assert not (tmp_path / "t").exists()
 
 
+def test_a_synthetic_trace_longer_than_its_timestamps_hold_is_refused(tmp_path, capsys):
+    # at the lowest rate a spec may declare, 9.3 million batches overflowed the microsecond
+    # timestamps (a trace of garbage times, exit 0)
+    spec = tmp_path / "slow.toml"
+    text = (ROOT / "costmodel" / "workloads" / "bank-transfer.toml").read_text()
+    spec.write_text(text.replace("[input]\n", "[input]\nrate = 1e-6\n", 1))
+    assert run_app(["trace", "synth", str(spec), "-n", "9300000", "-o", str(tmp_path / "t")]) == 2
+    err = capsys.readouterr().err
+    years = 9_300_000 * 1e6 / (365.25 * 24 * 3600)  # a batch every million seconds
+    assert err.startswith(f"error: --batches 9,300,000 at 1e-06 batches/s spans {years:,.0f} years")
+    assert err.count("\n") == 1 and f"at most {2 ** 62 // 10 ** 12:,} batches at this rate" in err
+    assert not (tmp_path / "t").exists()
+    assert run_app(["trace", "synth", str(spec), "-n", "3", "-o", str(tmp_path / "t"), "-q"]) == 0
+
+
 def test_the_simulator_takes_no_batch_larger_than_a_spec_or_the_engine_may(tmp_path, capsys):
     """`simulate --batch-size 1e11` printed a latency of 3.7e8 ms and 0 batches/s, exit 0."""
     path = tmp_path / "d.json"
