@@ -193,8 +193,6 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
         for name_ in ADDED_LATER.get(name, ()):
             if name_ not in table.column_names:
                 table = table.append_column(schema.field(name_), pa.nulls(table.num_rows, schema.field(name_).type))
-        if name == "procedures" and "p50_work_us" in table.column_names:
-            table = _untimed_work_as_null(table)
         missing = [f.name for f in schema if f.name not in table.column_names]
         if missing:
             raise TraceError(f"{path}: {name}.parquet: column {missing[0]!r} is missing")
@@ -202,6 +200,8 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
             tables[name] = table.select(schema.names).cast(schema)
         except (pa.ArrowException, ValueError) as exc:
             raise TraceError(f"{path}: {name}.parquet: unexpected column types ({exc})") from None
+        if name == "procedures":  # after the cast: a string or list column reached max() raw (internal error)
+            tables[name] = _untimed_work_as_null(tables[name])
     check_statistics(tables, manifest, path)
     return tables, manifest
 

@@ -359,3 +359,22 @@ def test_hot_tuples_with_another_granularity_is_refused_not_ignored(good_trace, 
                     "--hot-tuples", "5"]) == 2
     assert "--hot-tuples applies to --granularity tuple[:N] only" in one_error_line(capsys)
     assert not stats.exists()
+
+
+@pytest.mark.parametrize("values, message", [
+    (["300", "300", "300"], None),  # numbers written as text: cast, as every other column is
+    (["fast", "fast", "fast"], "procedures.parquet: unexpected column types"),
+    ([[1], [1], [1]], "procedures.parquet: unexpected column types"),
+], ids=["numeric-text", "text", "list"])
+def test_a_work_column_of_another_type_is_cast_or_refused_in_one_line(stats, capsys, values, message):
+    """`p50_work_us` held as text or lists reached `max()` before the cast: an internal error."""
+    t = pq.read_table(stats / "procedures.parquet")
+    i = t.schema.get_field_index("p50_work_us")
+    pq.write_table(t.set_column(i, "p50_work_us", pa.array(values)), stats / "procedures.parquet")
+    if message is None:
+        assert read_statistics_arrow(stats)[0]["procedures"].column("p50_work_us").to_pylist() == [300.0] * 3
+        return
+    with pytest.raises(TraceError, match=re.escape(message)):
+        read_statistics_arrow(stats)
+    assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
+    assert message in one_error_line(capsys)
