@@ -210,7 +210,8 @@ def _untimed_work_as_null(procs: pa.Table) -> pa.Table:
     """`p50_work_us` that is zero (or null) for every procedure says nothing was timed (a
     writer that filled the column without measuring): read as null, as if it were absent."""
     work = procs.column("p50_work_us")
-    if work.null_count == len(work) or pc.max(work).as_py() > 0:
+    # only zeros: all negative or NaN took `max() > 0` as untimed and was dropped, not refused
+    if work.null_count == len(work) or not pc.all(pc.equal(work, 0.0)).as_py():
         return procs
     i = procs.schema.get_field_index("p50_work_us")
     return procs.set_column(i, procs.schema.field(i), pa.nulls(procs.num_rows, pa.float64()))

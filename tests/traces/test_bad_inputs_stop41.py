@@ -378,3 +378,24 @@ def test_a_work_column_of_another_type_is_cast_or_refused_in_one_line(stats, cap
         read_statistics_arrow(stats)
     assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
     assert message in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("value, shown", [(-5.0, "-5"), (float("nan"), "nan"), (float("-inf"), "-inf")])
+def test_a_work_column_negative_or_nan_for_every_procedure_is_refused_not_read_as_untimed(stats, capsys, value,
+                                                                                          shown):
+    """Only zeros say nothing was timed: -5 (or NaN) for every SP passed `max() > 0` as untimed."""
+    t = pq.read_table(stats / "procedures.parquet")
+    i = t.schema.get_field_index("p50_work_us")
+    pq.write_table(t.set_column(i, "p50_work_us", pa.array([value] * t.num_rows)), stats / "procedures.parquet")
+    message = f"procedures.parquet: column 'p50_work_us', row 0: must be a finite number >= 0, got {shown}"
+    with pytest.raises(TraceError, match=re.escape(message)):
+        read_statistics_arrow(stats)
+    assert run_app(["recommend", str(stats), "--machines", "2"]) == 2
+    assert message in one_error_line(capsys)
+
+
+def test_a_work_column_of_zeros_is_still_read_as_untimed(stats):
+    t = pq.read_table(stats / "procedures.parquet")
+    i = t.schema.get_field_index("p50_work_us")
+    pq.write_table(t.set_column(i, "p50_work_us", pa.array([0.0] * t.num_rows)), stats / "procedures.parquet")
+    assert read_statistics_arrow(stats)[0]["procedures"].column("p50_work_us").null_count == t.num_rows
