@@ -19,7 +19,7 @@ from advisor.export_voltdb import escaped, voltdb_ddl
 from costmodel.graph import WorkloadGraph
 from costmodel.model import REPLICATED
 from costmodel.workload import Workload
-from costmodel.files import atomic_write_text
+from costmodel.files import as_path, atomic_write_text
 
 FORMATS = ("voltdb", "csv", "graphml")
 CSV_COLUMNS = ("kind", "name", "table", "owner", "partition", "machine", "replicated", "bytes",
@@ -43,8 +43,9 @@ class ExportResult:
 
 def check_output(path: str | Path) -> None:
     """Refuse (AdvisorError) an output path whose directory does not exist: an export names
-    one file, so a typo in its directory should not create a tree."""
-    parent = Path(path).parent
+    one file, so a typo in its directory should not create a tree. A path no system call
+    takes is one line too (`is_dir()` raised ENAMETOOLONG on a path over 4,095 bytes)."""
+    parent = as_path(path).parent
     if not parent.is_dir():
         raise AdvisorError(f"{path}: directory {parent} does not exist")
 

@@ -198,7 +198,7 @@ def check_not_an_input(path: str | Path, inputs: Iterable[str | Path | None]) ->
     not given, or a name that is no path), or lies inside an input directory (statistics):
     `export -d x.json -o x.json` replaced the design with its export, `recommend S --out
     S/_stats.json` the statistics' manifest with a design."""
-    out = Path(path)
+    out = as_path(path)  # a name over 255 bytes: `out.exists()` below raised ENAMETOOLONG (internal error)
     for given in inputs:
         if given is None or not Path(given).exists():
             continue

@@ -469,6 +469,19 @@ def test_a_path_no_system_call_takes_is_one_line(path, tmp_path, capsys):
         assert err.count("\n") == 2 and "path too long" in err and "internal error" not in err
 
 
+@pytest.mark.parametrize("path", ["a" * 300, "a/" * 2100], ids=["long name", "long path"])
+@pytest.mark.parametrize("command", [["export", "--format", "csv"], ["diff", "--current", "{design}"]])
+def test_an_output_path_too_long_beside_an_input_is_one_line(command, path, tmp_path, capsys):
+    """`export` and `diff` compare their output with their inputs first: `exists()` on a name
+    over 255 bytes raised ENAMETOOLONG there, "internal error" and exit 1."""
+    design = tmp_path / "d.json"
+    _saved_design().save(design)
+    args = [a.replace("{design}", str(design)) for a in command]
+    assert run_app(args + ["--design", str(design), "--out", str(tmp_path / path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "path too long" in err and "internal error" not in err
+
+
 def _saved_design() -> Design:
     return Design.from_dict(_design(), "d.json")
 
