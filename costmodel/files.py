@@ -182,6 +182,7 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
         target = file_target(path)
     else:
         target = Path(path)
+        _followed(target)  # a link looping on itself: refused here, not at the rename after the work
         check_replaceable(target, markers, what)
     above = next(p for p in target.absolute().parents if p.exists())
     try:
@@ -206,7 +207,9 @@ def check_not_an_input(path: str | Path, inputs: Iterable[str | Path | None]) ->
         if out.exists() and os.path.samefile(out, given):
             raise UserError(f"{path}: is also this command's input {given}; writing there would replace "
                             "it: choose another output")
-        if given.is_dir() and given.resolve() in out.absolute().resolve().parents:
+        # realpath, not resolve(): an output that is a symbolic link looping on itself made
+        # resolve() raise RuntimeError (an internal error); the write's own check says it loops
+        if given.is_dir() and given.resolve() in Path(os.path.realpath(out)).parents:
             raise UserError(f"{path}: is inside this command's input {given}; writing there would change "
                             "it: choose another output")
 

@@ -399,3 +399,17 @@ def test_a_work_column_of_zeros_is_still_read_as_untimed(stats):
     i = t.schema.get_field_index("p50_work_us")
     pq.write_table(t.set_column(i, "p50_work_us", pa.array([0.0] * t.num_rows)), stats / "procedures.parquet")
     assert read_statistics_arrow(stats)[0]["procedures"].column("p50_work_us").null_count == t.num_rows
+
+
+def test_an_output_that_is_a_looping_link_beside_an_input_directory_is_one_line(stats, good_trace, tmp_path,
+                                                                                 capsys):
+    """With a statistics or trace directory among the inputs, the output was resolved to see
+    whether it lies inside one: a link looping on itself raised RuntimeError, an internal error."""
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    for command in (["recommend", str(stats), "--machines", "2", "--out", str(loop)],
+                    ["tune", str(stats), "--machines", "2", "--rounds", "0", "--out", str(loop)],
+                    ["trace", "aggregate", str(good_trace), "--out", str(loop), "--quiet"]):
+        assert run_app(command) == 2, command
+        assert "a symbolic link that loops" in one_error_line(capsys)
+    assert loop.is_symlink()
