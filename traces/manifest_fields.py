@@ -116,6 +116,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             if procedures is not None and m not in procedures:  # every later command would refuse it
                 raise TraceError(f"{where}: 'nested[{i}]': procedure {m!r} is not in 'procedures'")
             seen[m] = i
+        if len(group) < 2:  # the spec's rule: a group of one (or none) was dropped unsaid
+            raise TraceError(f"{where}: 'nested[{i}]': a nested group must list at least two procedure "
+                             f"names, got {group!r}")
     for field_, name in _names(manifest):  # the spec's rule: the rebuilt workload refused them after Spark
         if isinstance(name, str) and name_problem(name):
             raise TraceError(f"{where}: {field_!r}: name {name!r} {name_problem(name)}")

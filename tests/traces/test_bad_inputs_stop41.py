@@ -231,6 +231,8 @@ HUGE_IN_STATS = [
     ("input.cost_unit_us", 1e300, "'input.cost_unit_us' must be at most 1,000,000, got 1e+300"),
     ("input.cost_unit_us", 1_000_001, "'input.cost_unit_us' must be at most 1,000,000, got 1000001"),
     ("nested", [["SP0", "SP1"], ["SP1", "SP2"]], "'nested[1]': procedure 'SP1' is already in nested[0]"),
+    ("nested", [["SP0"]], "'nested[0]': a nested group must list at least two procedure names, got ['SP0']"),
+    ("nested", [["SP0", "SP1"], []], "'nested[1]': a nested group must list at least two procedure names, got []"),
 ]
 
 
