@@ -11,6 +11,9 @@ from traces.errors import TraceError
 from traces.windows import INT64_MAX, finite_number, manifest_windows
 
 
+CLUSTER_KEYS = frozenset({"machines", "partitions_per_machine", "machine_memory_mb", "machine_capacity"})
+
+
 def check_manifest_fields(manifest: dict, where: str) -> None:
     """The manifest fields a workload is rebuilt from, where given, have the types they must
     (absent or null is fine): one TraceError line naming the field otherwise."""
@@ -44,6 +47,10 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
         if info.get("read_mostly") is not None and not isinstance(info["read_mostly"], bool):
             raise fail(f"tables.{name}.read_mostly", "true or false", info["read_mostly"])
     cluster = mapping(manifest.get("cluster"), "cluster")
+    unknown = sorted(set(cluster) - CLUSTER_KEYS)
+    if unknown:  # a spec's [cluster] refuses it: a misspelt key was read as absent
+        raise TraceError(f"{where}: 'cluster.{unknown[0]}': not a cluster field (those are "
+                         f"{', '.join(sorted(CLUSTER_KEYS))})")
     for key, most in (("machines", MAX_MACHINES), ("partitions_per_machine", MAX_PARTITIONS_PER_MACHINE)):
         number(cluster.get(key), f"cluster.{key}", integer=True, at_most=most)
     number(cluster.get("machine_memory_mb"), "cluster.machine_memory_mb")
@@ -53,6 +60,9 @@ def check_manifest_fields(manifest: dict, where: str) -> None:
             raise fail("cluster.machine_capacity", "a list of numbers", capacity)
         for i, c in enumerate(capacity):
             number(c, f"cluster.machine_capacity[{i}]")
+        machines = cluster.get("machines") or 1
+        if len(capacity) != machines:  # (it was dropped without a word: every machine read as equal)
+            raise fail("cluster.machine_capacity", f"a list of {machines:,} numbers, one per machine", capacity)
     inp = mapping(manifest.get("input"), "input")
     number(inp.get("batch_size"), "input.batch_size", integer=True, at_most=MAX_BATCH_SIZE)
     number(inp.get("rate"), "input.rate")

@@ -232,6 +232,11 @@ HUGE_IN_STATS = [
     ("input.cost_unit_us", 1_000_001, "'input.cost_unit_us' must be at most 1,000,000, got 1000001"),
     ("nested", [["SP0", "SP1"], ["SP1", "SP2"]], "'nested[1]': procedure 'SP1' is already in nested[0]"),
     ("nested", [["SP0"]], "'nested[0]': a nested group must list at least two procedure names, got ['SP0']"),
+    ("cluster.machine_capacity", [], "'cluster.machine_capacity' must be a list of 2 numbers, one per machine, got []"),
+    ("cluster.machine_capacity", [1, 2, 3], "'cluster.machine_capacity' must be a list of 2 numbers, one per "
+                                            "machine, got [1, 2, 3]"),
+    ("cluster.machine", 2, "'cluster.machine': not a cluster field (those are machine_capacity, "
+                           "machine_memory_mb, machines, partitions_per_machine)"),
     ("nested", [["SP0", "SP1"], []], "'nested[1]': a nested group must list at least two procedure names, got []"),
 ]
 
