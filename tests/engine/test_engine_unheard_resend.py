@@ -40,59 +40,55 @@ def _deliver(sender: Net, receiver: Net, turns: int = 200) -> list:
     return got
 
 
-def test_a_connection_closed_unheard_before_its_first_write_is_opened_again(short_tmp_path, monkeypatch):
+@pytest.fixture
+def nets(short_tmp_path):
+    """A receiver (partition 0) and a sender (partition 1) of one run, closed after the test
+    (whichever receiver it holds then)."""
     d, secret = str(short_tmp_path), new_secret()
-    receiver, sender = Net(0, d, secret=secret), Net(1, d, secret=secret)
-    try:
-        sender.send(0, "first")
-        with monkeypatch.context() as m:
-            m.setattr(sender, "_write", lambda dst, out: None)  # preempted after its connect
-            sender.flush(1, 0)
-        strangers = _strangers(d, 0, MAX_UNHEARD)  # one more unheard than kept
-        receiver.poll(0)  # the sender's connection is the oldest unheard: closed
-        assert receiver.refused == 1 and not receiver.heard
-        assert _deliver(sender, receiver) == ["first"]
-        assert not sender.has_output()
-        for s in strangers:
-            s.close()
-    finally:
-        sender.close()
-        receiver.close()
+    held = {"dir": d, "secret": secret, "receiver": Net(0, d, secret=secret), "sender": Net(1, d, secret=secret)}
+    yield held
+    held["sender"].close()
+    held["receiver"].close()
 
 
-def test_frames_written_but_closed_unread_are_sent_again(short_tmp_path):
-    d, secret = str(short_tmp_path), new_secret()
-    receiver, sender = Net(0, d, secret=secret), Net(1, d, secret=secret)
-    try:
-        sender.send(0, "first")
-        sender.flush(1, 0)  # hello and frame written, into a connection not yet accepted
-        conn, _ = receiver.listener.accept()
-        conn.close()  # closed with them unread, as a flood's oldest unheard is
-        assert _deliver(sender, receiver) == ["first"]
-    finally:
-        sender.close()
-        receiver.close()
+def test_a_connection_closed_unheard_before_its_first_write_is_opened_again(nets, monkeypatch):
+    receiver, sender = nets["receiver"], nets["sender"]
+    sender.send(0, "first")
+    with monkeypatch.context() as m:
+        m.setattr(sender, "_write", lambda dst, out: None)  # preempted after its connect
+        sender.flush(1, 0)
+    strangers = _strangers(nets["dir"], 0, MAX_UNHEARD)  # one more unheard than kept
+    receiver.poll(0)  # the sender's connection is the oldest unheard: closed
+    assert receiver.refused == 1 and not receiver.heard
+    assert _deliver(sender, receiver) == ["first"]
+    assert not sender.has_output()
+    for s in strangers:
+        s.close()
 
 
-def test_once_heard_a_receivers_end_is_its_death_and_nothing_is_sent_twice(short_tmp_path):
-    d, secret = str(short_tmp_path), new_secret()
-    receiver, sender = Net(0, d, secret=secret), Net(1, d, secret=secret)
-    try:
-        sender.send(0, "first")
-        assert _deliver(sender, receiver) == ["first"]
-        for _ in range(100):  # the receiver's answer arrives
-            sender.poll(0.005)
-            if sender.outs[0].unheard is None:
-                break
-        assert sender.outs[0].unheard is None  # no copy kept of what was heard
-        receiver.close()  # it dies; another takes its place
-        receiver = Net(0, d, secret=secret)
-        sender.send(0, "second")
-        got = _deliver(sender, receiver, turns=20)
-        assert "first" not in got
-    finally:
-        sender.close()
-        receiver.close()
+def test_frames_written_but_closed_unread_are_sent_again(nets):
+    receiver, sender = nets["receiver"], nets["sender"]
+    sender.send(0, "first")
+    sender.flush(1, 0)  # hello and frame written, into a connection not yet accepted
+    conn, _ = receiver.listener.accept()
+    conn.close()  # closed with them unread, as a flood's oldest unheard is
+    assert _deliver(sender, receiver) == ["first"]
+
+
+def test_once_heard_a_receivers_end_is_its_death_and_nothing_is_sent_twice(nets):
+    receiver, sender = nets["receiver"], nets["sender"]
+    sender.send(0, "first")
+    assert _deliver(sender, receiver) == ["first"]
+    for _ in range(100):  # the receiver's answer arrives
+        sender.poll(0.005)
+        if sender.outs[0].unheard is None:
+            break
+    assert sender.outs[0].unheard is None  # no copy kept of what was heard
+    receiver.close()  # it dies; another takes its place
+    receiver = nets["receiver"] = Net(0, nets["dir"], secret=nets["secret"])
+    sender.send(0, "second")
+    got = _deliver(sender, receiver, turns=20)
+    assert "first" not in got
 
 
 WATCHED = """
