@@ -35,7 +35,7 @@ from traces.schema import full_schema
 from traces.statistics import STATS_MANIFEST, Statistics, write_statistics
 from traces.spark_session import SMALL_JOB_ROWS, small_job_conf
 from traces.spark_trace_checks import validate_with_spark
-from traces.trace_checks import TraceInfo, is_local_trace, validate_trace
+from traces.trace_checks import TraceInfo, is_local_trace, local_trace_path, validate_trace
 
 # Below this bound on all rows of a trace, per-transaction sums are packed two to a long.
 PACK_LIMIT = 1 << 31
@@ -58,7 +58,10 @@ def aggregate(trace_dir: str | Path, out: str | Path | None = None,
     gran = parse_granularity(granularity, hot_tuples)
     if out is not None:
         # before Spark starts, not after its job
-        check_writable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory", inputs=(trace_dir,))
+        # a file:// trace is the folder it names: given as the URI, an output inside it was
+        # not seen as inside the input and was written into the trace
+        inputs = (local_trace_path(trace_dir),) if is_local_trace(trace_dir) else ()
+        check_writable(Path(out).absolute(), STATS_MANIFEST, "a statistics directory", inputs=inputs)
     steps = 8 + (gran.kind == "tuple") + (out is not None)
     prog = Progress(steps, progress)
     local = is_local_trace(trace_dir)

@@ -346,6 +346,16 @@ def test_an_output_inside_the_statistics_or_trace_it_reads_is_refused(stats, goo
     assert sorted(p.name for p in stats.iterdir()) == before and not (good_trace / "stats").exists()
 
 
+def test_an_aggregate_output_inside_a_trace_given_as_a_file_uri_is_refused(good_trace, capsys):
+    """Given as `file://` (or `file://localhost/`), the trace was not seen as the output's
+    input: `trace aggregate file:///t --out /t/stats` wrote the statistics into the trace."""
+    before = sorted(p.name for p in good_trace.iterdir())
+    for uri in (good_trace.as_uri(), f"file://localhost{good_trace}"):
+        assert run_app(["trace", "aggregate", uri, "--out", str(good_trace / "stats"), "--quiet"]) == 2, uri
+        assert "is inside this command's input" in one_error_line(capsys)
+    assert sorted(p.name for p in good_trace.iterdir()) == before
+
+
 def test_a_statistics_integer_json_cannot_read_is_one_line(stats, capsys):
     text = (stats / "_stats.json").read_text()
     (stats / "_stats.json").write_text(text.replace('"batches": 10', '"batches": ' + "9" * 5000, 1))
