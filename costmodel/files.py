@@ -157,6 +157,17 @@ def dir_target(path: str | Path) -> Path:
     return Path(os.path.realpath(path.parent)) / path.name
 
 
+def check_not_a_uri(path, error: type[Exception] = UserError) -> None:
+    """One `error` line where an output's path, as typed, is a URI (`s3a://bucket/x`,
+    `file:///tmp/x`). Why: a Path folds the `//`, so the output was written to a local
+    folder named `s3a:` (or `file:`) in the working directory and the command said it wrote
+    the URI. Outputs are local paths; only `trace aggregate` reads its trace from a URI."""
+    if isinstance(path, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", path):
+        shown = path if len(path) <= 80 else f"{path[:60]}..."
+        raise error(f"{shown}: a URI; an output is written to a local path only: name a local "
+                    "file or folder")
+
+
 def check_file_name(path, error: type[Exception] = UserError) -> None:
     """One `error` line where a file's path, as the user typed it, ends in a slash: that names
     a directory. Why: a Path drops the slash, so `-o notes.txt/` replaced notes.txt and
@@ -177,6 +188,7 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
     So a file is created and removed where the output will go (in the nearest directory that
     exists: no directory is made, nothing is left behind). An output that is one of the
     command's `inputs` (the design it reads, say) is refused: the command would replace it."""
+    check_not_a_uri(path)
     check_not_an_input(path, inputs)
     if markers is None:
         target = file_target(path)

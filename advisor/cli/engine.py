@@ -8,7 +8,7 @@ import typer
 
 from advisor.cli.app import app, say_error
 from advisor.cli.choices import MigrationMode, MoveMode, Recovery, Scheduler
-from advisor.cli.grammar import (DesignCommand, design_option, json_option, not_applicable, print_result,
+from advisor.cli.grammar import (DesignCommand, design_option, dir_path, json_option, not_applicable, print_result,
                                  seed_option, workload_argument, workload_for)
 
 
@@ -18,7 +18,7 @@ def run(
     design: Path = design_option(),
     source: Optional[str] = workload_argument(),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to run"),
-    trace_out: Optional[Path] = typer.Option(None, "--trace-out", help="write the run's Parquet trace here"),
+    trace_out: Optional[Path] = typer.Option(None, "--trace-out", parser=dir_path, help="write the run's Parquet trace here"),
     scheduler: Scheduler = typer.Option("dls", help="dls (a scheduler beside each SP) or central"),
     move: MoveMode = typer.Option("rpc", help="MOVE as an rpc (ships the batch) or as a distributed txn"),
     recovery: Recovery = typer.Option("weak", help="command logging: strong, weak or off"),

@@ -31,9 +31,19 @@ simulates or prices, where anything is random."""
 def file_path(typed: str) -> Path:
     """An output file's path as typed (the `parser` of every file output option): one that
     ends in a slash is refused, which a Path would drop (`costmodel.files.check_file_name`)."""
-    from costmodel.files import check_file_name
+    from costmodel.files import check_file_name, check_not_a_uri
 
+    check_not_a_uri(typed, typer.BadParameter)
     check_file_name(typed, typer.BadParameter)
+    return Path(typed)
+
+
+def dir_path(typed: str) -> Path:
+    """An output folder's path as typed (the `parser` of every folder output option): a URI
+    is refused here, where the `//` a Path folds is still seen (`check_not_a_uri`)."""
+    from costmodel.files import check_not_a_uri
+
+    check_not_a_uri(typed, typer.BadParameter)
     return Path(typed)
 
 

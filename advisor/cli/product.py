@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from advisor.cli.app import PPM_HELP, app
-from advisor.cli.grammar import (DesignCommand, calibration_option, design_option, file_out_option,
+from advisor.cli.grammar import (DesignCommand, calibration_option, dir_path, design_option, file_out_option,
                                  jobs_option, json_option, load_calibration, not_applicable, print_result,
                                  design_seed_option, seed_option, weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import say
@@ -83,7 +83,7 @@ def tune(
     machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
     partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory for each round's spec and design"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", parser=dir_path, help="directory for each round's spec and design"),
     alpha: Optional[float] = weight_option("alpha"),
     beta: Optional[float] = weight_option("beta"),
     gamma: Optional[float] = weight_option("gamma"),
@@ -141,7 +141,7 @@ def tune(
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", help="directory for report.html, design.json, statistics"),
+    out: Path = typer.Option(Path("advisor-demo"), "--out", "-o", parser=dir_path, help="directory for report.html, design.json, statistics"),
     batches: int = typer.Option(None, help="engine batches per run (default: a quick demo)"),
     calibration: Optional[Path] = calibration_option("calibration.json (from `advisor calibrate`): what "
                                                      "the pick and every prediction price with; the "

@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 
 from advisor.cli.app import app
-from advisor.cli.grammar import json_option, not_applicable, seed_option, workload_argument
+from advisor.cli.grammar import dir_path, json_option, not_applicable, seed_option, workload_argument
 from advisor.cli.terminal import say
 from costmodel.text import visible_line
 
@@ -26,7 +26,7 @@ TRACE_HELP = ("trace directory: a path, a file:// URI, or any URI the Spark sess
 def synth(
     source: str = workload_argument(optional=False, text="bundled workload name, spec .toml or statistics directory"),
     batches: int = typer.Option(..., "--batches", "-n", help="input batches to generate"),
-    out: Path = typer.Option(..., "--out", "-o", help="trace directory to write"),
+    out: Path = typer.Option(..., "--out", "-o", parser=dir_path, help="trace directory to write"),
     seed: int = seed_option("same seed, same trace"),
     abort_rate: float = typer.Option(0.0, help="chance an execution aborts (then retries once)"),
     cost_unit_us: Optional[float] = typer.Option(None, help="microseconds per unit of procedure cost "
@@ -83,7 +83,7 @@ def validate(
                 seed="the aggregation is exact; nothing is random")
 def aggregate(
     trace_dir: str = typer.Argument(..., help=TRACE_HELP),
-    out: Path = typer.Option(..., "--out", "-o", help="statistics directory to write"),
+    out: Path = typer.Option(..., "--out", "-o", parser=dir_path, help="statistics directory to write"),
     granularity: str = typer.Option("table", help="table | fragment:N | tuple[:N]"),
     hot_tuples: Optional[int] = typer.Option(None, help="tuple granularity: the K hottest tuples kept "
                                              "(default 100; only with --granularity tuple)"),

@@ -724,3 +724,27 @@ def test_an_empty_spec_name_with_the_output_there_is_one_line_not_an_internal_er
     err = capsys.readouterr().err
     assert err.startswith("error: x.html: is inside this command's input .;") and err.count("\n") == 1
     assert (tmp_path / "x.html").read_text() == "kept"
+
+
+@pytest.mark.parametrize("command", [
+    ["recommend", "bank-transfer", "--machines", "2", "--objective", "cost", "--out", "s3a://bucket/d.json"],
+    ["trace", "synth", "bank-transfer", "--batches", "5", "--out", "file:///tmp/advisor-uri-out"],
+    ["trace", "aggregate", "/nonexistent-trace", "--out", "hdfs://namenode/stats"],
+    ["tune", "bank-transfer", "--machines", "2", "--rounds", "0", "--out", "s3a://bucket/tune"],
+])
+def test_an_output_given_as_a_uri_is_refused_not_written_to_a_local_folder(command, tmp_path, monkeypatch, capsys):
+    """A Path folds `s3a://b/x` into `s3a:/b/x`: the output was written to a folder named
+    `s3a:` (or `file:`) in the working directory, and the command said it wrote the URI."""
+    monkeypatch.chdir(tmp_path)
+    assert run_app(command) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "a URI; an output is written to a local path only" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_python_api_refuses_an_output_given_as_a_uri(tmp_path, monkeypatch):
+    from costmodel.files import check_writable
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="a URI"):
+        check_writable("s3a://bucket/d.json")
