@@ -321,27 +321,33 @@ class MultiProcessRuntime:
         self.plan = plan
         self.ctx = _context()
         self.sock_dir = str(owned_temp_dir("engs-", longest_socket_name=longest_socket_name(plan.n_partitions)))
-        self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret,
-                       payload=StreamPayload(plan.workload.streams))
-        plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
-                                             "data_parallel")}
-        designs = (design,) if next_plan is None else (design, next_plan.design)
-        # the one line a partition that hit a disk error says, for the driver to end the run with
-        self.failures, failures = self.ctx.Pipe(duplex=False)
-        self.args = dict(failures=failures, workload=workload, designs=designs, plan=plan_opts, era=0,
-                         abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
-                         site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
-                         crash_at=options.get("crash_at"))
-        self.driver = Driver(plan, driver_cfg, self, next_plan)
-        self.procs: dict[int, mp.Process] = {}
-        self.pids: list[int] = []  # every partition process this run started
-        self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
-        self.deadline: float | None = None  # perf_counter time the run must end by
-        self.messages = 0
-        self.refused = 0  # frames refused by any process of the run: not sealed by it
-        self.payload_bytes = 0  # padding the run's processes sent (payload.py)
-        self.log_stats: list = []
-        self.finals_log = {}
+        # until `run` takes it over, the socket directory is removed here on any exception:
+        # Ctrl-C while the runtime was built (a pipe, the driver) left it in TMPDIR
+        try:
+            self.net = Net(DRIVER, self.sock_dir, plan.machine, delay_s, secret=site_cfg.secret,
+                           payload=StreamPayload(plan.workload.streams))
+            plan_opts = {k: options[k] for k in ("seed", "batch_size", "scheduler", "move", "recovery",
+                                                 "data_parallel")}
+            designs = (design,) if next_plan is None else (design, next_plan.design)
+            # the one line a partition that hit a disk error says, for the driver to end the run with
+            self.failures, failures = self.ctx.Pipe(duplex=False)
+            self.args = dict(failures=failures, workload=workload, designs=designs, plan=plan_opts, era=0,
+                             abort_rate=float(options["abort_rate"]), restart_limit=int(options["restart_limit"]),
+                             site_cfg=site_cfg, sock_dir=self.sock_dir, delay_s=delay_s, epoch=0, clock=0,
+                             crash_at=options.get("crash_at"))
+            self.driver = Driver(plan, driver_cfg, self, next_plan)
+            self.procs: dict[int, mp.Process] = {}
+            self.pids: list[int] = []  # every partition process this run started
+            self.killed: set[int] = set()  # pids this driver killed on purpose (a requested crash)
+            self.deadline: float | None = None  # perf_counter time the run must end by
+            self.messages = 0
+            self.refused = 0  # frames refused by any process of the run: not sealed by it
+            self.payload_bytes = 0  # padding the run's processes sent (payload.py)
+            self.log_stats: list = []
+            self.finals_log = {}
+        except BaseException:
+            shutil.rmtree(self.sock_dir, ignore_errors=True)
+            raise
 
     # -- processes ---------------------------------------------------------------------------------
     def _spawn(self, node: int, epoch: int, clock: int, era: int | None = None) -> None:

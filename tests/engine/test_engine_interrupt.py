@@ -83,3 +83,27 @@ def test_what_a_killed_run_leaves_is_cleaned_by_the_next(tmp_path, short_tmp_pat
     r = run_workload(load_workload("move-micro"), design, batches=20, in_process=True)
     assert r.history_check == "ok"
     assert [n for n in _leftovers(tmp) if not n.startswith("pymp-")] == ["eng-live"]
+
+
+def test_an_interrupt_as_the_runtime_is_built_leaves_no_socket_directory(short_tmp_path, monkeypatch):
+    """The socket directory is made as the multi-process runtime is built, but only `run`'s
+    clean-up removed it: Ctrl-C in between (`advisor validate` at ~1 s) left an `engs-*`
+    directory in TMPDIR."""
+    import tempfile
+
+    from advisor.sources import load_workload
+    from engine_sim.engine import multiproc
+    from engine_sim.engine.runner import run_workload
+
+    monkeypatch.setenv("TMPDIR", str(short_tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(multiproc, "Driver", interrupted)  # after the socket directory is made
+    w = load_workload("move-micro")
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(KeyboardInterrupt):
+        run_workload(w, d, batches=5)
+    assert [n for n in _leftovers(short_tmp_path) if n.startswith("engs-")] == []
