@@ -62,8 +62,11 @@ def _collapse_text(imp) -> str:
     if not imp.collapse_checked:
         return ""
     n, out = imp.collapse_checked, imp.collapse_kept_out
-    return (f"; {n} design{'s' if n > 1 else ''} that would have beaten the best but collapse"
-            f"{'s' if n == 1 else ''} when overloaded judged again on longer runs, {out} of them kept out")
+    if n == 1:
+        return ("; 1 design that would have beaten the best but collapses when overloaded, judged again"
+                f" on longer runs and {'kept out' if out else 'let through'}")
+    return (f"; {n} designs that would have beaten the best but collapse when overloaded judged again on"
+            f" longer runs, {out} of them kept out")
 
 
 def moves_text(moves: list[str]) -> str:

@@ -211,6 +211,20 @@ def test_a_design_that_collapses_when_overloaded_is_not_picked_on_its_short_run(
     assert rec.selection.provenance()["simulated_search"]["collapsing_kept_out"] == imp.collapse_kept_out
 
 
+def test_the_collapse_note_reads_for_one_design_and_for_several():
+    from advisor.recommendation_text import _collapse_text
+
+    def note(checked, kept_out):
+        return _collapse_text(SimpleNamespace(collapse_checked=checked, collapse_kept_out=kept_out))
+
+    assert note(0, 0) == ""
+    assert note(1, 0).endswith("1 design that would have beaten the best but collapses when overloaded,"
+                               " judged again on longer runs and let through")
+    assert note(1, 1).endswith("judged again on longer runs and kept out")
+    assert note(3, 2).endswith("3 designs that would have beaten the best but collapse when overloaded"
+                               " judged again on longer runs, 2 of them kept out")
+
+
 def test_overload_collapse_reads_the_rate_search():
     search = [{"input_rate": 300, "throughput_bps": 300, "within_bound": True},
               {"input_rate": 985, "throughput_bps": 678, "within_bound": False},
