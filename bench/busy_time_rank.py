@@ -21,6 +21,12 @@ advisor's candidates are), predicts each with the estimate and with the simulato
 `--no-lock-waits` ranks with the estimate as it was before distributed transactions' waits for
 each other's locks were priced (`costmodel.busy_time`, `lock_waits=False`).
 
+`--searched` adds searched designs, as the issue's check asks ("random and searched designs"):
+where the estimate's own climb (`advisor.estimate_climb.climb_estimate`, what the pick's search
+runs before simulating) ends from each random design, each distinct end once. These are the
+good, balanced designs the search weighs against each other, where an order the estimate gets
+wrong costs a pick; random designs alone are mostly far from them.
+
 Workloads (`--workloads`): every bundled one on `--machines` machines x its spec's partitions per machine,
 generated dataflows of 20 and 40 SPs (also gen60) (`bench/recommend_scale.py`'s generator, seeds
 fixed, `--gen-seed`), and 20 and 40 SPs of its other shape, tables drawn with Zipf weights and
@@ -31,6 +37,7 @@ are the held-out check of figures first measured with the defaults.
     python bench/busy_time_rank.py
     python bench/busy_time_rank.py --workloads voter-leaderboard,linear-road --designs 12
     python bench/busy_time_rank.py --machines 8 --seed 2 --gen-seed 11 --no-lock-waits
+    python bench/busy_time_rank.py --searched
 """
 from __future__ import annotations
 
@@ -55,6 +62,8 @@ from advisor.sources import load_workload  # noqa: E402
 from costmodel import Weights  # noqa: E402
 from engine_sim.sim import Calibration, SimError, max_throughput  # noqa: E402
 from advisor.busy_estimate import BusyEstimate  # noqa: E402
+from advisor.design_moves import private_state, touched_state  # noqa: E402
+from advisor.estimate_climb import climb_estimate  # noqa: E402
 from recommend_scale import generated_workload, shared_workload  # noqa: E402
 
 GENERATED = {"gen20": 20, "gen40": 40, "gen60": 60}
@@ -96,14 +105,30 @@ def random_designs(g: WorkloadGraph, n_designs: int, seed: int):
         yield proc, state, Design.from_arrays(g, proc, state, Weights())
 
 
+def searched_designs(g: WorkloadGraph, estimate: BusyEstimate, starts):
+    """Where the estimate's climb ends from each (proc, state, Design) of `starts`, as
+    (proc, state, Design), each distinct end once, in the order first reached."""
+    private, touched = private_state(g), touched_state(g)
+    seen = set()
+    for proc, state, _ in starts:
+        p2, s2, _ = climb_estimate(g, estimate, proc.copy(), state.copy(), private, touched)
+        key = (p2.tobytes(), s2.tobytes())
+        if key not in seen:
+            seen.add(key)
+            yield p2, s2, Design.from_arrays(g, p2, s2, Weights())
+
+
 def rank_case(name: str, machines: int, n_designs: int, batches: int, seed: int, gen_seed: int = 7,
-              lock_waits: bool = True) -> dict:
+              lock_waits: bool = True, searched: bool = False) -> dict:
     w = workload_of(name, machines, gen_seed)
     g = WorkloadGraph.from_workload(w)
     params = Calibration.reference().params
     estimate = dataclasses.replace(BusyEstimate.of(g, w, params), lock_waits=lock_waits)
+    designs = list(random_designs(g, n_designs, seed))
+    if searched:
+        designs += list(searched_designs(g, estimate, designs))
     est, sim = [], []
-    for proc, state, d in random_designs(g, n_designs, seed):
+    for proc, state, d in designs:
         try:
             s = max_throughput(w, d, batches=batches, calibration=params).throughput_tps
         except SimError:
@@ -132,13 +157,15 @@ def main() -> int:
     ap.add_argument("--gen-seed", type=int, default=7, help="seed of the generated dataflows")
     ap.add_argument("--no-lock-waits", action="store_true",
                     help="the estimate without distributed transactions' lock waits")
+    ap.add_argument("--searched", action="store_true",
+                    help="also where the estimate's climb ends from each random design")
     args = ap.parse_args()
     print(f"{'workload':<20}{'designs':>8}{'spearman':>10}{'ties':>7}{'both':>7}{'favourite':>11}{'est/sim':>9}{'s':>6}")
     met = total = 0
     for name in args.workloads.split(","):
         t0 = time.perf_counter()
         r = rank_case(name, args.machines, args.designs, args.batches, args.seed, args.gen_seed,
-                      lock_waits=not args.no_lock_waits)
+                      lock_waits=not args.no_lock_waits, searched=args.searched)
         if r["spearman"] != r["spearman"]:  # every design simulates the same: nothing to rank
             print(f"{name:<20}{r['designs']:>8}       n/a (every design simulates the same)")
             continue

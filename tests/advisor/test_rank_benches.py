@@ -30,6 +30,28 @@ def test_the_random_designs_are_seeded_and_keep_windows_with_their_owners():
         assert design.arrays(g)[0].tolist() == proc.tolist()  # the Design is the arrays
 
 
+def test_the_searched_designs_are_where_the_estimates_climb_ends_each_once():
+    from advisor.busy_estimate import BusyEstimate
+    from engine_sim.sim import Calibration
+
+    w = B.workload_of("linear-road", 4)
+    g = WorkloadGraph.from_workload(w)
+    estimate = BusyEstimate.of(g, w, Calibration.reference().params)
+    starts = list(B.random_designs(g, 6, seed=1))
+    ends = list(B.searched_designs(g, estimate, starts + starts))  # each start twice: its end once
+    keys = [(p.tobytes(), s.tobytes()) for p, s, _ in ends]
+    assert 1 <= len(ends) <= 6 and len(set(keys)) == len(keys)
+    assert [(p.tolist(), s.tolist()) for p, s, _ in B.searched_designs(g, estimate, starts)] == \
+        [(p.tolist(), s.tolist()) for p, s, _ in ends]  # seeded starts, deterministic climbs
+    best_start = max(estimate.throughput_tps(p, s) for p, s, _ in starts)
+    assert max(estimate.throughput_tps(p, s) for p, s, _ in ends) > best_start  # they climbed
+    for proc, state, design in ends:
+        assert design.arrays(g)[0].tolist() == proc.tolist()
+    # the starts are left as they were
+    assert [(p.tolist(), s.tolist()) for p, s, _ in starts] == \
+        [(p.tolist(), s.tolist()) for p, s, _ in B.random_designs(g, 6, seed=1)]
+
+
 def test_both_groups_the_estimate_as_the_simulator_is_grouped():
     # two groups a rate search can tell apart; inside each, the two sides disagree by < 1 %
     est = np.array([100.0, 100.4, 200.0, 200.6])
