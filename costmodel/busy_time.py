@@ -132,6 +132,9 @@ class SpTraits:
     # each stream edge's bytes a batch in the graph's edge order (None: the default tuple size)
     input_tuples: np.ndarray | None = None
     edge_bytes: np.ndarray | None = None
+    # each state access edge's chance to happen in a batch (any of its declared accesses), in
+    # the graph's edge order (None: every one, every batch)
+    presence: np.ndarray | None = None
 
     @classmethod
     def declared(cls, graph: CostGraph, prices: "BusyPrices") -> "SpTraits":
@@ -157,6 +160,7 @@ class BusyInputs:
     locks_everywhere: np.ndarray  # an access that locks every partition when its table is replicated
     body_s: np.ndarray  # each transaction's body before its local rows
     commit_msg_s: np.ndarray  # the commit notification to its scheduler
+    log_absent: np.ndarray  # each access's log chance of not happening in a batch (-inf: always)
 
     @classmethod
     def of(cls, graph: CostGraph, prices: BusyPrices, traits: SpTraits) -> BusyInputs:
@@ -186,7 +190,14 @@ class BusyInputs:
             row_s=np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s)),
             locks_everywhere=graph.ps_write | traits.code[e_proc],
             body_s=np.bincount(unit, weights=body - np.where(is_unit, 0.0, P.txn_s), minlength=n_proc),
-            commit_msg_s=P.local_msg_cpu_s * is_unit)
+            commit_msg_s=P.local_msg_cpu_s * is_unit, log_absent=_log_absent(traits.presence, e_proc.size))
+
+
+def _log_absent(presence: np.ndarray | None, n_edges: int) -> np.ndarray:
+    if presence is None:
+        return np.full(n_edges, -np.inf)
+    with np.errstate(divide="ignore"):
+        return np.log1p(-np.clip(np.asarray(presence, dtype=float), 0.0, 1.0))
 
 
 def busy_time(graph: CostGraph, proc_part, state_part, prices: BusyPrices = BusyPrices(),
@@ -293,15 +304,19 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     rtt = np.where(cross, P.remote_rtt_s, P.local_rtt_s)
     shipped = np.tile(k.shipped, K)
     lock_step = np.where(foreign, rtt + P.fragment_s + np.where(shipped[txn], work_at, 0.0), 0.0)
-    # fragment rounds (group or code): one per member with remote work, as long as its slowest
+    # fragment rounds (group or code): one per member with remote work, as long as its slowest;
+    # a round to a partition happens in a batch only where one of its accesses there does (an
+    # access with a probability: the round trip priced at that chance, its rows as expected)
     rounds = np.zeros(K * n_proc)
     fr = ~k.shipped[k.unit[e_proc]] & remote
     if fr.any():
         mp, inv = np.unique(((ks * n_proc + e_proc) * n_parts + where)[fr], return_inverse=True)
         w_mp = np.bincount(inv, weights=row_s[fr])
+        present = 1.0 - np.exp(np.bincount(inv, weights=np.broadcast_to(k.log_absent, fr.shape)[fr]))
         m_of, q_of = mp // n_parts, mp % n_parts  # (design, member) and partition
         member_machine = base_of[m_of] // ppm
-        step = np.where(q_of // ppm != member_machine, P.remote_rtt_s, P.local_rtt_s) + P.fragment_s + w_mp
+        step = present * (np.where(q_of // ppm != member_machine, P.remote_rtt_s, P.local_rtt_s)
+                          + P.fragment_s) + w_mp
         longest = np.zeros(K * n_proc)
         np.maximum.at(longest, m_of, step)
         rounds = np.bincount((ks * n_proc + k.unit).ravel(), weights=longest, minlength=K * n_proc)
@@ -322,7 +337,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     np.add.at(coord, (design * n_machines + lock_base // ppm)[sel], msg_s[sel])
     np.add.at(coord, (design * n_machines + pq // ppm)[sel], msg_s[sel])
     if fr.any():
-        frag_s = 2 * np.where(q_of // ppm != member_machine, P.msg_cpu_s, P.local_msg_cpu_s)
+        frag_s = 2 * np.where(q_of // ppm != member_machine, P.msg_cpu_s, P.local_msg_cpu_s) * present
         m_design = m_of // n_proc * n_machines
         np.add.at(coord, m_design + member_machine, frag_s)
         np.add.at(coord, m_design + q_of // ppm, frag_s)

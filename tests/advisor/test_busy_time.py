@@ -209,6 +209,33 @@ def test_lock_waits_rank_contending_designs_closer_to_the_simulator():
     assert rho[0] > rho[1], rho
 
 
+def test_a_round_to_rarely_reached_tables_is_priced_at_its_chance():
+    # voter-leaderboard's nested group runs code; DeleteContestant writes Contestants and Votes
+    # with probability 0.01 each. With Leaderboard at the group's base, its round to them runs
+    # in about 2 % of batches, and the simulator holds each partition that much less
+    import dataclasses
+
+    from engine_sim.sim import simulate
+
+    w = load_workload("voter-leaderboard").with_cluster(4, 1)
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    estimate = BusyEstimate.of(g, w, params)
+    chance = dict(zip([(g.proc_names[i], g.state_names[j]) for i, j in zip(g.cost.ps_proc, g.cost.ps_state)],
+                      estimate.traits.presence))
+    assert chance[("DeleteContestant", "Votes")] == pytest.approx(0.01)
+    assert chance[("Vote", "Votes")] == pytest.approx(0.9) and chance[("Vote", "VotesByPhone")] == 1.0
+    always = dataclasses.replace(estimate, traits=dataclasses.replace(estimate.traits, presence=None))
+    proc, state = np.array([0, 3, 3]), np.array([2, 1, 3, 0])  # Vote, UpdateLeaderboard, DeleteContestant
+    rate = 400.0
+    run = simulate(w, Design.from_arrays(g, proc, state, Weights()), calibration=params, input_rate=rate,
+                   batches=400)
+    held = np.array(run.partition_utilisation) / rate  # seconds each partition is held a batch
+    priced, every_batch = estimate.estimate(proc, state).partition, always.estimate(proc, state).partition
+    assert np.allclose(priced, held, rtol=0.05), (priced, held)
+    assert (every_batch > 1.1 * held).all()  # a round trip a batch longer, as before
+
+
 def test_moves_are_tried_off_the_next_busiest_partition_when_it_is_close():
     from types import SimpleNamespace
 
