@@ -73,3 +73,23 @@ def test_rank_agreement_pairs_every_prediction_with_the_engine():
     assert agree["est_ref~engine"] == pytest.approx(1.0)
     assert agree["sim_ref~engine"] == pytest.approx(0.5)
     assert agree["est_ref~sim_ref"] == pytest.approx(0.5)
+
+
+def test_low_load_busy_times_give_the_maximum_where_nothing_waits():
+    """`--low-load`: the simulator's own busy times below saturation, the busiest setting the
+    rate. On one partition nothing waits for a lock, so they allow what the rate search finds."""
+    from costmodel import Weights
+    from costmodel.design import Design
+    from engine_sim.sim import Calibration, max_throughput
+
+    w = B.workload_of("voter-leaderboard", 2)
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    one = Design.from_arrays(g, np.zeros(g.cost.n_proc, dtype=np.int64),
+                             np.zeros(g.cost.n_state, dtype=np.int64), Weights())
+    best = max_throughput(w, one, batches=100, calibration=params)
+    low = B.low_load_throughput(w, one, best.throughput_bps, params, 100)
+    assert low == pytest.approx(best.throughput_tps, rel=0.02)
+    row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, low_load=True)
+    assert -1.0 <= row["low"] <= 1.0
+    assert np.isnan(B.rank_case("voter-leaderboard", 2, 6, 100, seed=1)["low"])  # not asked for
