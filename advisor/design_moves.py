@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from costmodel import REPLICATED
+from costmodel.arrays import sorted_unique
 from costmodel.graph import WorkloadGraph
 from advisor.placement import place_state
 
@@ -232,7 +233,7 @@ def _trade_of(proc: np.ndarray, state: np.ndarray, p2: np.ndarray, s2: np.ndarra
     """The two partitions whose trading places turns (proc, state) into (p2, s2), if that is
     what the move does."""
     changed = np.concatenate([proc[p2 != proc], state[s2 != state]])
-    values = np.unique(changed)
+    values = sorted_unique(changed)
     if values.size != 2:
         return None
     x, y = int(values[0]), int(values[1])
@@ -266,7 +267,7 @@ def trade_moves(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, priva
     if per_machine < 2:
         return
     for label, p2, s2 in busiest_partition_moves(graph, proc, state, private, touched, load):
-        to = np.unique(np.concatenate([p2[p2 != proc], s2[(s2 != state) & (s2 != REPLICATED)]]))
+        to = sorted_unique(np.concatenate([p2[p2 != proc], s2[(s2 != state) & (s2 != REPLICATED)]]))
         if to.size != 1:
             continue
         q = int(to[0])

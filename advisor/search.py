@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
+from costmodel.arrays import sorted_unique
 from advisor import metis
 from advisor.exhaustive import exhaustive_optimum
 from costmodel.graph import WorkloadGraph, adjacency_arrays, drop_idle_machines, subgraph
@@ -375,7 +376,7 @@ class DesignSearch:
                              seeds_per_ufactor=1, refine=self.refine,
                              extra_starts=self.extra_starts, exact_limit=self.exact_limit,
                              machine_sweep=False, local_search=False, pool_size=1)
-        for m in np.unique(np.concatenate([machine_of_proc, machine_of_state[~replicated]])):
+        for m in sorted_unique(np.concatenate([machine_of_proc, machine_of_state[~replicated]])):
             procs = np.flatnonzero(machine_of_proc == m)
             states = np.flatnonzero(machine_of_state == m)
             local = subgraph(cost, procs, states, machines=ppm)

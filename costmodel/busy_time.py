@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodel.arrays import sorted_unique
 from costmodel.lock_waits import hold_with_lock_waits, suffix_within
 from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
@@ -168,7 +169,7 @@ class BusyInputs:
         unit = np.arange(n_proc)
         if graph.has_groups:
             groups = graph.proc_group
-            for g in np.unique(groups[groups >= 0]):
+            for g in sorted_unique(groups[groups >= 0]):
                 members = np.flatnonzero(groups == g)
                 unit[members] = members[np.argmin(traits.rank[members])]
         n_members = np.bincount(unit, minlength=n_proc)
@@ -272,10 +273,10 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     lock = [((ks * n_proc + k.unit) * n_parts + procs).ravel()]
     remote = ~local
     lock.append((e_unit * n_parts + where)[remote])
-    everywhere = np.unique(e_unit[replicated & k.locks_everywhere])
+    everywhere = sorted_unique(e_unit[replicated & k.locks_everywhere])
     if everywhere.size and n_parts > 1:
         lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
-    pairs = np.unique(np.concatenate(lock))
+    pairs = sorted_unique(np.concatenate(lock))
     txn, pq = pairs // n_parts, pairs % n_parts  # (design, transaction) and partition of each lock
     design = txn // n_proc
     lock_base = base_of[txn]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from costmodel.arrays import sorted_unique
 from costmodel.problem import CostGraph
 from costmodel.weights import DEFAULT_WEIGHTS, Weights
 
@@ -229,7 +230,7 @@ def machines_used(graph: CostGraph, proc_part: np.ndarray, state_part: np.ndarra
         return graph.cluster_machines
     ppm = graph.partitions_per_machine
     used = np.concatenate([np.asarray(proc_part) // ppm, state_part // ppm])
-    return int(np.unique(used).size)
+    return int(sorted_unique(used).size)
 
 
 def partition_load_balance(graph: CostGraph, proc_part: np.ndarray) -> float:
