@@ -30,7 +30,7 @@ from advisor.profile import workload_profile
 from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate, scored_candidate,
                                     search_candidates)
 from advisor.search import Candidate, DesignSearch
-from advisor.selection import OBJECTIVES, Selection, select, simulation_blocker
+from advisor.selection import OBJECTIVES, Selection, select, simulation_blocker, size_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
@@ -346,14 +346,17 @@ def recommend(source: Source, machines: int | None = None,
     weights = weights or default_weights(graph, None if isinstance(calibration, SimParams) else calibration)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
-    simulate = objective == "throughput" and simulation_blocker(spec, graph) is None
+    # judged by throughput: simulated, or where the simulator cannot in time, estimated
+    # (`advisor.estimate_pick`); either way from the whole pool
+    judged = objective == "throughput" and spec_blocker(spec, graph) is None
+    simulate = judged and size_blocker(graph) is None
     processes = pick_processes(1 if jobs is None and own_simulator else jobs)
-    together = simulate and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
-    with_baselines = baselines or simulate
+    together = judged and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
+    with_baselines = baselines or judged
     # neither depends on the search: in a forked process while this one searches, everything on
     # one machine (a search of its own) where there is one, else the baselines; the rest here
     fork_together = together and processes > 1
-    fork_baselines = simulate and processes > 1 and not together and with_baselines
+    fork_baselines = judged and processes > 1 and not together and with_baselines
     ahead = (CallAhead(_beside_the_search, graph, weights, seed, fork_together, fork_baselines)
              if fork_together or fork_baselines else None)
     with ahead or nullcontext():
@@ -368,7 +371,7 @@ def recommend(source: Source, machines: int | None = None,
         scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
                             for name, result in placed.items() if result is not None}
         candidates += list(scored_baselines.values())
-        if simulate:
+        if judged:
             candidates += ([one_machine] if one_machine is not None else []) + enumerated_candidates(graph, weights, seed)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
@@ -383,7 +386,8 @@ def recommend(source: Source, machines: int | None = None,
                                 method="advisor", provenance=provenance)
     choice, lanes_note = None, ""
     if data_parallel and (selection.objective != "throughput" or spec is None):
-        lanes_note = ("the simulator judges them, and this pick is by cost" if spec is not None
+        by = "the busy-time estimate" if selection.objective == "estimate" else "cost"
+        lanes_note = (f"the simulator judges them, and this pick is by {by}" if spec is not None
                       else "a bare graph holds no dataflow to run them on")
     if data_parallel and selection.objective == "throughput" and spec is not None:
         choice = weigh_data_parallel(spec, design, calibration, seed, simulator=simulator)

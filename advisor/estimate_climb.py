@@ -89,7 +89,7 @@ def across_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarra
 
 
 def climb_through_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,
-                          private: list[np.ndarray], touched: list[np.ndarray]
+                          private: list[np.ndarray], touched: list[np.ndarray], max_priced: int | None = None
                           ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """From where a climb ends, the climb on with plateau steps (`climb_estimate`, `plateau`):
     the moves that keep the busiest partition as busy and relieve the ones behind it, each
@@ -99,8 +99,9 @@ def climb_through_plateau(graph: WorkloadGraph, estimate: BusyEstimate, proc: np
     15 % short of where plateau steps lead on 100 SPs (gen100#4503), but on small dataflows a
     climb taken through the ties ends at another design of the same estimate that the
     simulator puts 10 % slower (generated-3807 and generated-3902 on 4 machines); the
-    simulator decides between the two (docs/measurements.md, Stop 64)."""
-    return climb_estimate(graph, estimate, proc, state, private, touched, plateau=True)
+    simulator decides between the two (docs/measurements.md, Stop 64). `max_priced`: as
+    `climb_estimate`'s."""
+    return climb_estimate(graph, estimate, proc, state, private, touched, max_priced=max_priced, plateau=True)
 
 
 def via_a_trade(graph: WorkloadGraph, estimate: BusyEstimate, proc: np.ndarray, state: np.ndarray,

@@ -33,6 +33,8 @@ def objective_lines(sel, shortened_to: int | None = None) -> list[str]:
                 head += (f"; predicted {sel.prediction:,.0f} tuples/s (simulator, {sel.calibration_label}, "
                          f"{sel.prediction_batches} batches)")
         return [head]
+    if sel.objective == "estimate":
+        return _estimate_lines(sel, shortened_to)
     c = sel.chosen
     shown = sel.prediction if sel.prediction is not None else c.predicted_tps
     label = c.label if shortened_to is None else shortened(c.label, shortened_to)
@@ -53,6 +55,23 @@ def objective_lines(sel, shortened_to: int | None = None) -> list[str]:
         lines.append(f"simulated search skipped: {imp.skipped}")
     if sel.note:
         lines.append(f"note: {sel.note}")
+    return lines
+
+
+def _estimate_lines(sel, shortened_to: int | None) -> list[str]:
+    """The pick by the busy-time estimate, where the simulator cannot judge in time: what it
+    is estimated at, and how far the climbs took it from the pool's best by the estimate."""
+    pick, c = sel.improvement, sel.chosen
+    label = c.label if shortened_to is None else shortened(c.label, shortened_to)
+    lines = [f"objective: throughput requested, PICKED BY THE BUSY-TIME ESTIMATE (not simulated): picked "
+             f"{label!r}, estimated {pick.estimated_tps:,.0f} tuples/s ({sel.calibration_label}; "
+             f"{sel.distinct} distinct candidates and {pick.priced:,} designs priced)"]
+    if pick.climbed:
+        lines.append(f"estimate search: from {pick.start_label!r}, {moves_text([f'{m} (estimate)' for m in pick.moves])}; "
+                     f"the pool's best {pick.pool_pick.label!r} estimated {pick.pool_pick.estimated_tps:,.0f} tuples/s "
+                     f"({pick.estimated_tps / pick.pool_pick.estimated_tps:.2f}x)")
+    lines.append(f"note: {sel.note.removeprefix('picked by the busy-time estimate, not simulated: ')}; "
+                 "`advisor simulate` predicts the design all the same, at length")
     return lines
 
 

@@ -58,7 +58,8 @@ WALL_CAP_S = 120.0  # safety net only, far above a normal pick (the event budget
 class Selection:
     """The pick and everything it weighed (`candidates`: every candidate, with the figures the
     pick gave it). `objective` is the one actually used (a throughput request that fell back
-    says "cost", and `note` says why)."""
+    says "cost", or "estimate" where the busy-time estimate picked because the simulator
+    cannot judge in time, and `note` says why)."""
 
     requested: str
     objective: str
@@ -70,7 +71,9 @@ class Selection:
     calibration_label: str = ""  # what the predictions stand for (`Calibration.label`)
     enumerated: int = 0  # distinct designs from enumerating every assignment to machines
     distinct: int = 0  # distinct designs among the candidates (up to relabelling)
-    improvement: object = None  # advisor.sim_local_search.Improvement: the search after the pool
+    # the search after the pool: advisor.sim_local_search.Improvement, or where the estimate
+    # picked (objective "estimate"), advisor.estimate_pick.EstimatePick
+    improvement: object = None
     simulator_runs: int = 0  # simulations run for the pick (pilots and rate searches)
     simulations_reused: int = 0  # asked for again with the same settings: answered, not run
     simulator_probes: int = 0  # simulated runs in those (a rate search runs several), the work
@@ -113,6 +116,14 @@ class Selection:
         if self.note:
             out["selection_note"] = self.note
         out["candidate_table"] = self.candidate_table()
+        if self.objective == "estimate":
+            pick = self.improvement
+            out["estimate"] = {"calibration": self.calibration_label,
+                               "estimated_tuples_per_s": round(pick.estimated_tps, 1),
+                               "pool_pick": pick.pool_pick.label,
+                               "pool_pick_estimated_tuples_per_s": round(pick.pool_pick.estimated_tps, 1),
+                               "climbed_from": pick.start_label if pick.climbed else None,
+                               "moves": list(pick.moves), "designs_priced": pick.priced}
         if self.objective == "throughput":
             out["simulator"] = {"calibration": self.calibration_label, "batches": self.prediction_batches,
                                 "screened_batches": self.chosen.batches, "candidates_simulated": self.simulated}
@@ -128,12 +139,23 @@ class Selection:
 
 def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
     """Why the simulator cannot judge these designs quickly, or None when it can."""
+    return spec_blocker(workload, graph) or size_blocker(graph)
+
+
+def spec_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
+    """Why neither the simulator nor the busy-time estimate can run these designs (no spec of
+    this graph's SPs and state behind them), or None."""
     if workload is None:
         return "no workload spec behind this source, so the simulator cannot run it"
     if (set(graph.proc_names) != set(workload.procedure_names)
             or set(graph.state_names) != set(workload.table_names) | set(workload.window_names)):
         return ("the graph's state items are not the spec's tables and windows, so the "
                 "simulator cannot run it")
+    return None
+
+
+def size_blocker(graph: WorkloadGraph) -> str | None:
+    """Why the simulator cannot judge designs of this graph quickly (its size), or None."""
     c = graph.cost
     edges = c.ps_weight.size + c.pp_weight.size
     per_batch = graph.n_proc + edges  # what the simulator steps through for every batch
@@ -449,9 +471,15 @@ def select(candidates: list[Candidate], objective: str, workload: Workload | Non
     by_cost = dict(chosen=candidates[0], candidates=candidates, objective="cost")
     if objective == "cost":
         return Selection(objective, **by_cost)
-    blocker = simulation_blocker(workload, graph)
+    blocker = spec_blocker(workload, graph)
     if blocker is not None:
         return Selection(objective, **by_cost, note=f"picked by cost: {blocker}")
+    too_large = size_blocker(graph)
+    if too_large is not None:  # the busy-time estimate picks instead (no simulation)
+        from advisor.estimate_pick import select_by_estimate
+
+        return select_by_estimate(candidates, workload, graph, weights, calibration, seed, too_large,
+                                  simulator=simulator)
     unique = distinct(candidates, graph)
     counts = dict(enumerated=sum(o.source == "enumeration" for o in unique), distinct=len(unique))
     runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator, jobs=jobs)

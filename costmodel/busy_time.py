@@ -29,6 +29,7 @@ the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -87,14 +88,15 @@ class BusyPrices:
 
 @dataclass
 class BusyTime:
-    """Busy seconds per batch of every partition and of every machine's coordinator."""
+    """Busy seconds per batch of every partition and of every machine's coordinator (never
+    changed once made: a climb reads each one's bottleneck many times)."""
 
     partition: np.ndarray
     coordinator: np.ndarray
     batch_size: int
     link: np.ndarray | None = None  # busy seconds per batch of each machine's outgoing link
 
-    @property
+    @cached_property
     def bottleneck_s(self) -> float:
         link = 0.0 if self.link is None else self.link.max(initial=0.0)
         return float(max(self.partition.max(initial=0.0), self.coordinator.max(initial=0.0), link))
