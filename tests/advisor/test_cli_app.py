@@ -346,3 +346,58 @@ def test_an_interrupt_while_the_cli_loads_is_one_line(how, said, status, monkeyp
         main()
     assert exit_.value.code == status and capsys.readouterr().err == said
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+SIGNALLED_AS_A_COMPILED_MODULE_LOADS = """
+import abc
+import os
+import signal
+import sys
+
+import typer
+from advisor.cli.app import main
+
+app = typer.Typer(add_completion=False)
+SIGNAL = getattr(signal, sys.argv.pop(1))
+register = abc.ABCMeta.register
+
+
+def signalled_register(cls, subclass):
+    # where Cython's memoryview code registers its types, inside its bare `except: pass`
+    if subclass.__name__ == "_memoryviewslice" and not getattr(abc, "signalled", False):
+        abc.signalled = True
+        os.kill(os.getpid(), SIGNAL)
+        for _ in range(100):  # the handler runs here
+            pass
+    return register(cls, subclass)
+
+
+abc.ABCMeta.register = signalled_register
+
+
+@app.command()
+def act() -> None:
+    import pandas._libs.window.indexers  # noqa: F401  a compiled module with memoryviews
+    assert getattr(abc, "signalled", False), "the signal was not sent where meant"
+    typer.echo("done")
+
+
+main(app)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sig, code, said", [("SIGTERM", 143, "terminated\n"), ("SIGINT", 130, "interrupted\n")])
+def test_a_signal_while_a_compiled_module_loads_still_ends_the_command(tmp_path, sig, code, said):
+    """Cython's module initialisation drops any exception raised as it registers its
+    memoryview types (a bare `except: pass`): a SIGTERM or Ctrl-C that landed there, while
+    `advisor run` imported pandas, was lost and the command ran to its end (exit 0)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "compiled_cli.py").write_text(SIGNALLED_AS_A_COMPILED_MODULE_LOADS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "compiled_cli", sig], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (code, "", said)
