@@ -51,23 +51,24 @@ def _context():
 
 
 def _start_forkserver_deaf_to_ctrl_c() -> None:
-    """Start multiprocessing's forkserver (once a process) with SIGINT ignored. It shares the
-    terminal with this process, and a Ctrl-C while it imports its preload (numpy, a few tenths
-    of a second) printed a traceback of its own under the command's one line. An ignored
-    signal stays ignored across its exec; this process answers the Ctrl-C for the run (it
-    stops the partitions), and the forkserver ignores SIGINT once started anyway."""
+    """Start multiprocessing's forkserver (once a process) with SIGINT and SIGHUP blocked. It
+    shares the terminal with this process, and a Ctrl-C while it imports its preload (numpy,
+    a few tenths of a second) printed a traceback of its own under the command's one line. A
+    blocked signal stays blocked across the fork and exec, and the forkserver ignores SIGINT
+    once started (a pending one is dropped then); this process answers the Ctrl-C for the run
+    (it stops the partitions). Blocked, not ignored here: a Ctrl-C that came while this process
+    ignored SIGINT was lost, and the run went on to its end (exit 0); blocked, it waits and is
+    delivered here as the block ends."""
     from multiprocessing import forkserver
 
     if threading.current_thread() is not threading.main_thread():  # (signals are the main thread's)
         forkserver.ensure_running()
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # (a closed terminal: this process answers it too)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
     try:
         forkserver.ensure_running()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.signal(signal.SIGHUP, hangup)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _forkserver_end() -> tuple[int, str] | None:

@@ -107,3 +107,45 @@ def test_an_interrupt_as_the_runtime_is_built_leaves_no_socket_directory(short_t
     with pytest.raises(KeyboardInterrupt):
         run_workload(w, d, batches=5)
     assert [n for n in _leftovers(short_tmp_path) if n.startswith("engs-")] == []
+
+
+CTRL_C_AS_THE_FORKSERVER_STARTS = """
+import os
+import signal
+import time
+from multiprocessing import forkserver
+
+from engine_sim.engine import multiproc
+
+start = forkserver.ensure_running
+
+
+def started_then_ctrl_c():
+    start()  # the forkserver now imports its preload
+    os.killpg(0, signal.SIGINT)  # a Ctrl-C reaches the whole group: this process and the forkserver
+    time.sleep(0.2)
+
+
+forkserver.ensure_running = started_then_ctrl_c
+try:
+    multiproc._context()
+    time.sleep(1.0)
+    print("went on")
+except KeyboardInterrupt:
+    time.sleep(2.0)  # the forkserver's preload done: it would have said its traceback by now
+    print("interrupted")
+"""
+
+
+def test_a_ctrl_c_as_the_forkserver_starts_reaches_the_command_and_only_it(tmp_path, short_tmp_path):
+    """The forkserver is started with Ctrl-C kept from it (its own traceback under the command's
+    line); that was done by ignoring SIGINT in this process meanwhile, and a Ctrl-C then was
+    lost: `advisor run` went on to its end and exited 0 (SIGINT at 0.57 and 0.8 s)."""
+    script = tmp_path / "ctrl_c_as_forkserver_starts.py"
+    script.write_text(CTRL_C_AS_THE_FORKSERVER_STARTS)
+    env = {**os.environ, "TMPDIR": str(short_tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=env, start_new_session=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (done.stdout, done.stderr) == ("interrupted\n", "")
