@@ -149,3 +149,37 @@ def test_a_ctrl_c_as_the_forkserver_starts_reaches_the_command_and_only_it(tmp_p
                           env=env, start_new_session=True,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert (done.stdout, done.stderr) == ("interrupted\n", "")
+
+
+
+def _ctrl_c(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["history directory", "site settings"])
+def test_an_interrupt_as_the_run_makes_its_directories_leaves_none(short_tmp_path, monkeypatch, where):
+    """The run's log directory and its history directory were made before the `try` that
+    removes them: SIGTERM at 0.72 s into `advisor run` (as the second was made) left both
+    in TMPDIR, the history one without its owner file, so no later run swept it."""
+    import tempfile
+
+    from advisor.sources import load_workload
+    from engine_sim.engine import runner, spool
+
+    monkeypatch.setenv("TMPDIR", str(short_tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    made = spool.new_spool_dir
+
+    def made_then_ctrl_c():  # the history directory made, the signal as its owner file is written
+        monkeypatch.setattr(Path, "write_text", _ctrl_c)
+        return made()
+
+    if where == "history directory":
+        monkeypatch.setattr(runner, "new_spool_dir", made_then_ctrl_c)
+    else:  # both made
+        monkeypatch.setattr(runner, "SiteConfig", _ctrl_c)
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_workload(load_workload("move-micro"), d, batches=5, in_process=True)
+    monkeypatch.undo()
+    assert sorted(p.name for p in short_tmp_path.iterdir()) == []
