@@ -401,3 +401,37 @@ def test_a_signal_while_a_compiled_module_loads_still_ends_the_command(tmp_path,
     done = subprocess.run([sys.executable, "-m", "compiled_cli", sig], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout, done.stderr) == (code, "", said)
+
+
+INTERRUPTED_IN_AN_EXEC_AS_THE_CLI_LOADS = """
+import sys
+
+
+class InterruptedImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "advisor.cli":
+            exec("raise KeyboardInterrupt", {})  # Ctrl-C while a dataclass is built (by a string exec)
+        return None
+
+
+sys.meta_path.insert(0, InterruptedImport())
+from advisor.command import main
+
+main()
+"""
+
+
+@pytest.mark.process
+def test_ctrl_c_inside_a_string_exec_as_the_cli_loads_exits_130(tmp_path):
+    """The same CPython flag as above, where the console script catches a Ctrl-C that comes
+    while the CLI's modules load: `python -m advisor run ...` sent SIGINT 0.1 s in said
+    `interrupted` and then ended by SIGINT (-2), 2 times in 11."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "loading_cli.py").write_text(INTERRUPTED_IN_AN_EXEC_AS_THE_CLI_LOADS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "loading_cli"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
