@@ -21,6 +21,7 @@ from typing import Iterator
 
 from costmodel.errors import DISK_ERRNOS, describe_os_error
 from costmodel.files import errno_of
+from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
@@ -483,7 +484,13 @@ class MultiProcessRuntime:
                                 f"(timeout_s)")
 
     def _stop(self, grace_s: float = 5.0) -> None:
-        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest."""
+        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest; the
+        socket directory goes last. A signal meanwhile waits for the end (cut short, the stop
+        left the socket directory in TMPDIR)."""
+        with signals_deferred():
+            self._stop_all(grace_s)
+
+    def _stop_all(self, grace_s: float) -> None:
         for k in self.procs:
             self.net.send(k, m.Stop())
         try:

@@ -6,6 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
+from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
@@ -216,9 +217,10 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         driver.history.close()
         return result
     finally:
-        remove_spool_dir(history_dir)
-        if own_dir and run_dir is not None:
-            remove_owned_dir(run_dir)
+        with signals_deferred():  # (a signal in the middle of it left the rest in TMPDIR)
+            remove_spool_dir(history_dir)
+            if own_dir and run_dir is not None:
+                remove_owned_dir(run_dir)
 
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,

@@ -183,3 +183,51 @@ def test_an_interrupt_as_the_run_makes_its_directories_leaves_none(short_tmp_pat
         runner.run_workload(load_workload("move-micro"), d, batches=5, in_process=True)
     monkeypatch.undo()
     assert sorted(p.name for p in short_tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def sigterm_raises():
+    """SIGTERM raises KeyboardInterrupt here, as the CLI's handler does."""
+    def raise_(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _signalled_then(real):
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in the clean-up
+        return real(*args, **kwargs)
+    return signalled
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_a_signal_during_a_finished_run_s_clean_up_still_cleans_everything(short_tmp_path, monkeypatch,
+                                                                           sigterm_raises, in_process):
+    """A signal that lands as a run that finished removes its directories and stops its
+    partitions cut that clean-up short: SIGTERM 1.77 s into `advisor validate --engine` left
+    the run's log directory (logs, snapshots) in TMPDIR, SIGINT at 1.66 s part of it, and one
+    during the partitions' stop left the socket directory. It now waits for the clean-up."""
+    import tempfile
+
+    import psutil
+
+    from advisor.sources import load_workload
+    from engine_sim.engine import multiproc, runner
+
+    monkeypatch.setenv("TMPDIR", str(short_tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    if in_process:
+        monkeypatch.setattr(runner, "remove_spool_dir", _signalled_then(runner.remove_spool_dir))
+    else:
+        monkeypatch.setattr(multiproc, "_drain", _signalled_then(multiproc._drain))
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_workload(load_workload("move-micro"), d, batches=20, in_process=in_process)
+    partitions = [c for c in psutil.Process().children(recursive=True)  # (the forkserver's children)
+                  if c.pid not in before and c.ppid() != os.getpid()]
+    assert partitions == []
+    assert [n for n in _leftovers(short_tmp_path) if not n.startswith("pymp-")] == []  # (the forkserver's stays)
