@@ -23,6 +23,7 @@ def main() -> None:
         said, code = {signal.SIGTERM: ("terminated", 143), signal.SIGHUP: ("hung up", 129)}.get(
             terminated[0] if terminated else None, ("interrupted", 130))
         sys.stderr.write(said + "\n")
+        exec("None", {})  # noqa: S102 - clears CPython's flag as `advisor.cli.app._forget_the_interrupt` says
         sys.exit(code)
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -53,7 +53,11 @@ def owned_temp_dir(prefix: str, *, longest_socket_name: int = 0) -> Path:
     directory will hold Unix sockets, and is made where their paths fit."""
     base = socket_dir_base(prefix, longest_socket_name) if longest_socket_name > 0 else None
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
-    (folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    try:
+        (folder / OWNER_FILE).write_text(f"{os.getpid()}\n")
+    except BaseException:  # (a Ctrl-C, a full disk): an ownerless directory is never swept
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 

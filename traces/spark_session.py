@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Iterator, Mapping
 
 from costmodel.files import atomic_write_text
+from costmodel.signals import deferred as _signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from traces.errors import TraceError
 
@@ -368,25 +369,6 @@ class Py4jCallErrorsNotLogged(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         return not record.pathname.startswith(self.py4j_dir)
-
-
-@contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM wait until the block ends (then act as they would have): a process
-    is started and recorded in one step. Only the main thread receives signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: caught.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for sig in caught:
-            signal.raise_signal(sig)
 
 
 @contextmanager

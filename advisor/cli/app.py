@@ -77,9 +77,37 @@ _TERMINATED: list[int] = []  # SIGTERMs and SIGHUPs this process caught (typer h
 ENDINGS = {signal.SIGTERM: ("terminated", 143), signal.SIGHUP: ("hung up", 129)}  # else Ctrl-C: 130
 
 
-def _raise_terminated(signum, frame) -> None:
+def _raise_interrupt(signum, frame) -> None:
+    if _in_an_extension_s_import(frame):
+        _send_again_soon(signum)
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     _TERMINATED.append(signum)
     raise Terminated()
+
+
+def _in_an_extension_s_import(frame) -> bool:
+    """Whether the signal landed while a compiled module initialises. Why: Cython 3's
+    memoryview code, run as such a module loads (pandas', pyarrow's), registers its types
+    with `collections.abc` inside a bare `except: pass`, and a Ctrl-C or SIGTERM raised there
+    was dropped: the command went on to its end and wrote its output, exit 0 (1 in about 60
+    signals sent to `advisor run` in its first two seconds, as it imported pandas)."""
+    from importlib.machinery import ExtensionFileLoader
+
+    while frame is not None:
+        if frame.f_code.co_name in ("create_module", "exec_module") and isinstance(
+                frame.f_locals.get("self"), ExtensionFileLoader):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again_soon(signum: int) -> None:
+    """Send `signum` to the main thread again a moment later, from a thread of its own."""
+    later = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
+    later.daemon = True
+    later.start()
 
 
 MAX_COLUMNS = 1_000  # a wider terminal is a typo: 10**20 overflowed the help's renderer, 10**6 padded it to 33 MB
@@ -99,8 +127,10 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
     internal error, still without a traceback."""
     main_thread = threading.current_thread() is threading.main_thread()
     _sane_columns()
-    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
-    hangup = signal.signal(signal.SIGHUP, _raise_terminated) if main_thread else None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt) if main_thread else None
+    hangup = signal.signal(signal.SIGHUP, _raise_interrupt) if main_thread else None
+    ctrl_c = signal.signal(signal.SIGINT, _raise_interrupt) if main_thread and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler else None
     _TERMINATED.clear()
     unraisable = sys.unraisablehook
     if main_thread:
@@ -111,6 +141,8 @@ def run_app(argv: list[str] | None = None, application: typer.Typer | None = Non
         if main_thread:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
             signal.signal(signal.SIGHUP, signal.SIG_DFL if hangup is None else hangup)
+            if ctrl_c is not None:
+                signal.signal(signal.SIGINT, ctrl_c)
             sys.unraisablehook = unraisable
 
 
@@ -121,11 +153,8 @@ def _interrupt_again(hook):
     def again(unraisable) -> None:
         if isinstance(unraisable.exc_value, KeyboardInterrupt):
             # sent again from a thread a moment later: raised here, it would be dropped again
-            signum = (_TERMINATED[-1] if _TERMINATED else signal.SIGTERM) if isinstance(
-                unraisable.exc_value, Terminated) else signal.SIGINT
-            later = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
-            later.daemon = True
-            later.start()
+            _send_again_soon((_TERMINATED[-1] if _TERMINATED else signal.SIGTERM) if isinstance(
+                unraisable.exc_value, Terminated) else signal.SIGINT)
             return
         hook(unraisable)
     return again

@@ -21,6 +21,7 @@ from typing import Iterator
 
 from costmodel.errors import DISK_ERRNOS, describe_os_error
 from costmodel.files import errno_of
+from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
@@ -51,23 +52,24 @@ def _context():
 
 
 def _start_forkserver_deaf_to_ctrl_c() -> None:
-    """Start multiprocessing's forkserver (once a process) with SIGINT ignored. It shares the
-    terminal with this process, and a Ctrl-C while it imports its preload (numpy, a few tenths
-    of a second) printed a traceback of its own under the command's one line. An ignored
-    signal stays ignored across its exec; this process answers the Ctrl-C for the run (it
-    stops the partitions), and the forkserver ignores SIGINT once started anyway."""
+    """Start multiprocessing's forkserver (once a process) with SIGINT and SIGHUP blocked. It
+    shares the terminal with this process, and a Ctrl-C while it imports its preload (numpy,
+    a few tenths of a second) printed a traceback of its own under the command's one line. A
+    blocked signal stays blocked across the fork and exec, and the forkserver ignores SIGINT
+    once started (a pending one is dropped then); this process answers the Ctrl-C for the run
+    (it stops the partitions). Blocked, not ignored here: a Ctrl-C that came while this process
+    ignored SIGINT was lost, and the run went on to its end (exit 0); blocked, it waits and is
+    delivered here as the block ends."""
     from multiprocessing import forkserver
 
     if threading.current_thread() is not threading.main_thread():  # (signals are the main thread's)
         forkserver.ensure_running()
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    hangup = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # (a closed terminal: this process answers it too)
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
     try:
         forkserver.ensure_running()
     finally:
-        signal.signal(signal.SIGINT, previous)
-        signal.signal(signal.SIGHUP, hangup)
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def _forkserver_end() -> tuple[int, str] | None:
@@ -482,7 +484,13 @@ class MultiProcessRuntime:
                                 f"(timeout_s)")
 
     def _stop(self, grace_s: float = 5.0) -> None:
-        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest."""
+        """Stop every partition: ask, wait at most `grace_s` in all, then SIGKILL the rest; the
+        socket directory goes last. A signal meanwhile waits for the end (cut short, the stop
+        left the socket directory in TMPDIR)."""
+        with signals_deferred():
+            self._stop_all(grace_s)
+
+    def _stop_all(self, grace_s: float) -> None:
         for k in self.procs:
             self.net.send(k, m.Stop())
         try:

@@ -6,6 +6,7 @@ import shutil
 import time
 from pathlib import Path
 
+from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
 from costmodel.errors import DesignError
@@ -145,20 +146,21 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     if own_dir:  # what runs killed with SIGKILL left behind goes first
         for prefix in ("eng-", "engs-"):
             sweep_abandoned_dirs(prefix)
-    run_dir = owned_temp_dir("eng-") if own_dir else Path(log_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
-    t0 = time.monotonic_ns()
-    site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=command_log.group_commit,
-                          use_time=not in_process, t0_ns=t0, ship_size=_ship_size(in_process, crash_after))
-    driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
-                              latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
-                              crash_after=crash_after, crash_partition=crash_partition,
-                              want_state=return_state, fsync=fsync, t0_ns=t0,
-                              migrate_at=migration.at_batch if next_plan is not None else None,
-                              migrate_mode=migration.mode, history_dir=str(history_dir))
-    started = time.perf_counter()
-    try:
+    run_dir = history_dir = None
+    try:  # (the directories made in here: a Ctrl-C just after the first left it in TMPDIR)
+        run_dir = owned_temp_dir("eng-") if own_dir else Path(log_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
+        t0 = time.monotonic_ns()
+        site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=command_log.group_commit,
+                              use_time=not in_process, t0_ns=t0, ship_size=_ship_size(in_process, crash_after))
+        driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
+                                  latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
+                                  crash_after=crash_after, crash_partition=crash_partition,
+                                  want_state=return_state, fsync=fsync, t0_ns=t0,
+                                  migrate_at=migration.at_batch if next_plan is not None else None,
+                                  migrate_mode=migration.mode, history_dir=str(history_dir))
+        started = time.perf_counter()
         if in_process:
             from engine_sim.engine.inproc import InProcessRuntime
 
@@ -215,9 +217,10 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         driver.history.close()
         return result
     finally:
-        remove_spool_dir(history_dir)
-        if own_dir:
-            remove_owned_dir(run_dir)
+        with signals_deferred():  # (a signal in the middle of it left the rest in TMPDIR)
+            remove_spool_dir(history_dir)
+            if own_dir and run_dir is not None:
+                remove_owned_dir(run_dir)
 
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,

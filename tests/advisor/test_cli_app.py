@@ -346,3 +346,92 @@ def test_an_interrupt_while_the_cli_loads_is_one_line(how, said, status, monkeyp
         main()
     assert exit_.value.code == status and capsys.readouterr().err == said
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+SIGNALLED_AS_A_COMPILED_MODULE_LOADS = """
+import abc
+import os
+import signal
+import sys
+
+import typer
+from advisor.cli.app import main
+
+app = typer.Typer(add_completion=False)
+SIGNAL = getattr(signal, sys.argv.pop(1))
+register = abc.ABCMeta.register
+
+
+def signalled_register(cls, subclass):
+    # where Cython's memoryview code registers its types, inside its bare `except: pass`
+    if subclass.__name__ == "_memoryviewslice" and not getattr(abc, "signalled", False):
+        abc.signalled = True
+        os.kill(os.getpid(), SIGNAL)
+        for _ in range(100):  # the handler runs here
+            pass
+    return register(cls, subclass)
+
+
+abc.ABCMeta.register = signalled_register
+
+
+@app.command()
+def act() -> None:
+    import pandas._libs.window.indexers  # noqa: F401  a compiled module with memoryviews
+    assert getattr(abc, "signalled", False), "the signal was not sent where meant"
+    typer.echo("done")
+
+
+main(app)
+"""
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("sig, code, said", [("SIGTERM", 143, "terminated\n"), ("SIGINT", 130, "interrupted\n")])
+def test_a_signal_while_a_compiled_module_loads_still_ends_the_command(tmp_path, sig, code, said):
+    """Cython's module initialisation drops any exception raised as it registers its
+    memoryview types (a bare `except: pass`): a SIGTERM or Ctrl-C that landed there, while
+    `advisor run` imported pandas, was lost and the command ran to its end (exit 0)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "compiled_cli.py").write_text(SIGNALLED_AS_A_COMPILED_MODULE_LOADS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "compiled_cli", sig], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (code, "", said)
+
+
+INTERRUPTED_IN_AN_EXEC_AS_THE_CLI_LOADS = """
+import sys
+
+
+class InterruptedImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "advisor.cli":
+            exec("raise KeyboardInterrupt", {})  # Ctrl-C while a dataclass is built (by a string exec)
+        return None
+
+
+sys.meta_path.insert(0, InterruptedImport())
+from advisor.command import main
+
+main()
+"""
+
+
+@pytest.mark.process
+def test_ctrl_c_inside_a_string_exec_as_the_cli_loads_exits_130(tmp_path):
+    """The same CPython flag as above, where the console script catches a Ctrl-C that comes
+    while the CLI's modules load: `python -m advisor run ...` sent SIGINT 0.1 s in said
+    `interrupted` and then ended by SIGINT (-2), 2 times in 11."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "loading_cli.py").write_text(INTERRUPTED_IN_AN_EXEC_AS_THE_CLI_LOADS)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "loading_cli"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")

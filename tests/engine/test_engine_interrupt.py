@@ -107,3 +107,127 @@ def test_an_interrupt_as_the_runtime_is_built_leaves_no_socket_directory(short_t
     with pytest.raises(KeyboardInterrupt):
         run_workload(w, d, batches=5)
     assert [n for n in _leftovers(short_tmp_path) if n.startswith("engs-")] == []
+
+
+CTRL_C_AS_THE_FORKSERVER_STARTS = """
+import os
+import signal
+import time
+from multiprocessing import forkserver
+
+from engine_sim.engine import multiproc
+
+start = forkserver.ensure_running
+
+
+def started_then_ctrl_c():
+    start()  # the forkserver now imports its preload
+    os.killpg(0, signal.SIGINT)  # a Ctrl-C reaches the whole group: this process and the forkserver
+    time.sleep(0.2)
+
+
+forkserver.ensure_running = started_then_ctrl_c
+try:
+    multiproc._context()
+    time.sleep(1.0)
+    print("went on")
+except KeyboardInterrupt:
+    time.sleep(2.0)  # the forkserver's preload done: it would have said its traceback by now
+    print("interrupted")
+"""
+
+
+def test_a_ctrl_c_as_the_forkserver_starts_reaches_the_command_and_only_it(tmp_path, short_tmp_path):
+    """The forkserver is started with Ctrl-C kept from it (its own traceback under the command's
+    line); that was done by ignoring SIGINT in this process meanwhile, and a Ctrl-C then was
+    lost: `advisor run` went on to its end and exited 0 (SIGINT at 0.57 and 0.8 s)."""
+    script = tmp_path / "ctrl_c_as_forkserver_starts.py"
+    script.write_text(CTRL_C_AS_THE_FORKSERVER_STARTS)
+    env = {**os.environ, "TMPDIR": str(short_tmp_path),
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                          env=env, start_new_session=True,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert (done.stdout, done.stderr) == ("interrupted\n", "")
+
+
+
+def _ctrl_c(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["history directory", "site settings"])
+def test_an_interrupt_as_the_run_makes_its_directories_leaves_none(short_tmp_path, monkeypatch, where):
+    """The run's log directory and its history directory were made before the `try` that
+    removes them: SIGTERM at 0.72 s into `advisor run` (as the second was made) left both
+    in TMPDIR, the history one without its owner file, so no later run swept it."""
+    import tempfile
+
+    from advisor.sources import load_workload
+    from engine_sim.engine import runner, spool
+
+    monkeypatch.setenv("TMPDIR", str(short_tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    made = spool.new_spool_dir
+
+    def made_then_ctrl_c():  # the history directory made, the signal as its owner file is written
+        monkeypatch.setattr(Path, "write_text", _ctrl_c)
+        return made()
+
+    if where == "history directory":
+        monkeypatch.setattr(runner, "new_spool_dir", made_then_ctrl_c)
+    else:  # both made
+        monkeypatch.setattr(runner, "SiteConfig", _ctrl_c)
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_workload(load_workload("move-micro"), d, batches=5, in_process=True)
+    monkeypatch.undo()
+    assert sorted(p.name for p in short_tmp_path.iterdir()) == []
+
+
+@pytest.fixture
+def sigterm_raises():
+    """SIGTERM raises KeyboardInterrupt here, as the CLI's handler does."""
+    def raise_(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _signalled_then(real):
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs in the clean-up
+        return real(*args, **kwargs)
+    return signalled
+
+
+@pytest.mark.parametrize("in_process", [True, False])
+def test_a_signal_during_a_finished_run_s_clean_up_still_cleans_everything(short_tmp_path, monkeypatch,
+                                                                           sigterm_raises, in_process):
+    """A signal that lands as a run that finished removes its directories and stops its
+    partitions cut that clean-up short: SIGTERM 1.77 s into `advisor validate --engine` left
+    the run's log directory (logs, snapshots) in TMPDIR, SIGINT at 1.66 s part of it, and one
+    during the partitions' stop left the socket directory. It now waits for the clean-up."""
+    import tempfile
+
+    import psutil
+
+    from advisor.sources import load_workload
+    from engine_sim.engine import multiproc, runner
+
+    monkeypatch.setenv("TMPDIR", str(short_tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    if in_process:
+        monkeypatch.setattr(runner, "remove_spool_dir", _signalled_then(runner.remove_spool_dir))
+    else:
+        monkeypatch.setattr(multiproc, "_drain", _signalled_then(multiproc._drain))
+    before = {c.pid for c in psutil.Process().children(recursive=True)}
+    d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_workload(load_workload("move-micro"), d, batches=20, in_process=in_process)
+    partitions = [c for c in psutil.Process().children(recursive=True)  # (the forkserver's children)
+                  if c.pid not in before and c.ppid() != os.getpid()]
+    assert partitions == []
+    assert [n for n in _leftovers(short_tmp_path) if not n.startswith("pymp-")] == []  # (the forkserver's stays)
