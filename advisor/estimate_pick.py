@@ -34,10 +34,12 @@ from costmodel.graph import WorkloadGraph
 from costmodel.workload import Workload
 
 LABEL = "estimate search"  # the pick's label where the climbs moved it from the pool's design
-# designs each climb through the plateau from the best starts' ends may price: on 100
-# partitions a plateau step prices ~2,500 designs and a climb of 50 steps 13-17 s (gen500 on
-# 100 machines), where the winning one took 6 steps (18,000 designs)
-PLATEAU_BUDGET = 20_000
+# designs each climb from the best starts, and each climb through the plateau from their ends,
+# may price: on 100 partitions a plateau step prices ~2,500 designs and a climb of 50 steps
+# 13-17 s (gen500 on 100 machines), where the winning one took 6 steps (18,000 designs); a
+# climb from the best starts prices 3,000-16,000 on 300-500 SPs, one 75,000 (40 s) on 300 SPs
+# that share tables anywhere
+CLIMB_PRICED = 20_000
 
 
 @dataclass
@@ -79,7 +81,7 @@ def pick_by_estimate(graph: WorkloadGraph, workload: Workload, candidates: list[
     best = (first.estimated_tps, first.label, first.proc_part, first.state_part, [])
     climbs = 0
 
-    def climb(label: str, p0, s0, max_priced: int | None = None) -> None:
+    def climb(label: str, p0, s0, max_priced: int = CLIMB_PRICED, best_start: bool = False) -> None:
         """Climb from (p0, s0) and, from the best starts, where its end leads further (as the
         simulated search tries, but across the plateau: those designs keep the estimate, the
         simulator alone tells them apart); keep an end the estimate puts above the best that fits."""
@@ -88,10 +90,10 @@ def pick_by_estimate(graph: WorkloadGraph, workload: Workload, candidates: list[
         p2, s2, moves = climb_estimate(graph, estimate, np.asarray(p0, dtype=np.int64),
                                        np.asarray(s0, dtype=np.int64), private, touched, max_priced=max_priced)
         ends = [(p2, s2, moves)]
-        if max_priced is None:
+        if best_start:
             for p3, s3, went in (via_a_trade(graph, estimate, p2, s2, private, touched),
                                  climb_through_plateau(graph, estimate, p2, s2, private, touched,
-                                                       max_priced=PLATEAU_BUDGET)):
+                                                       max_priced=CLIMB_PRICED)):
                 if went:
                     ends.append((p3, s3, moves + went))
         for p3, s3, went in ends:
@@ -100,7 +102,7 @@ def pick_by_estimate(graph: WorkloadGraph, workload: Workload, candidates: list[
                 best = (tps, label, p3, s3, went)
 
     for o in pool[:CLIMB_STARTS]:
-        climb(o.label, o.proc_part, o.state_part)
+        climb(o.label, o.proc_part, o.state_part, best_start=True)
     others = [(o.label, o.proc_part, o.state_part) for o in pool[CLIMB_STARTS:]]
     for group, budget in ((others, CLIMB_BUDGET), (random_starts(graph, RANDOM_STARTS, seed), RANDOM_CLIMB_BUDGET)):
         priced = estimate.priced

@@ -89,7 +89,8 @@ def recommend(
     say("")
     say(design_table(d, rec.design_graph))
     say("")
-    say(candidate_table(rows, show_predicted=rec.selection.objective == "throughput"))
+    say(candidate_table(rows, show_predicted=rec.selection.objective == "throughput",
+                        show_estimated=rec.selection.objective in ("throughput", "estimate")))
     note = screening_note(rec.selection)
     if note:
         say(note)

@@ -19,24 +19,35 @@ def name_width(rows: list[tuple]) -> int:
 
 
 def candidate_table(rows: list[tuple[str, object, float | None, float | None]],
-                    show_predicted: bool = True) -> str:
+                    show_predicted: bool = True, show_estimated: bool | None = None) -> str:
     """Rows of (name, CostBreakdown, estimated tuples/s, predicted tuples/s), each None when
     unknown: the cost the search minimises, whether the design fits the memory limits, the
     busy-time estimate and the simulator's prediction (both tuples/s), and the prediction
-    over the fastest one's."""
+    over the fastest one's. With the estimate alone (`show_estimated`, nothing simulated: a
+    pick by the estimate), the estimate over the fastest one's."""
+    show_estimated = show_predicted if show_estimated is None else show_estimated
     width = name_width(rows)
     head = f"{'design':<{width}} {'cost':>7}  feasible"
+    if show_estimated:
+        head += f" {'estimated':>10}"
     if show_predicted:
-        head += f" {'estimated':>10} {'predicted':>10} {'vs best':>7}"
-    best = max((r[3] for r in rows if r[3] is not None), default=None)
+        head += f" {'predicted':>10}"
+    if show_estimated or show_predicted:
+        head += f" {'vs best':>7}"
+    column = 3 if show_predicted else 2  # what "vs best" compares
+    best = max((r[column] for r in rows if r[column] is not None), default=None)
     lines = [head, "-" * len(head)]
-    for name, c, est, tps in rows:
+    for row in rows:
+        name, c, est, tps = row
         shown = shortened(name, width)
         line = f"{shown:<{width}} {c.total:>7.4f}  {'yes' if c.feasible else 'NO':<8}"
-        if show_predicted:
+        if show_estimated:
             line += f" {'-' if est is None else f'{est:,.0f}':>10}"
-            line += (f" {'-':>10} {'-':>7}" if tps is None
-                     else f" {tps:>10,.0f} {tps / best if best else 0.0:>6.2f}x")
+        if show_predicted:
+            line += f" {'-' if tps is None else f'{tps:,.0f}':>10}"
+        if show_estimated or show_predicted:
+            value = row[column]
+            line += f" {'-':>7}" if value is None else f" {value / best if best else 0.0:>6.2f}x"
         lines.append(line.rstrip())
     return "\n".join(lines)
 

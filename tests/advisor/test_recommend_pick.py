@@ -105,6 +105,9 @@ def test_a_graph_too_large_to_simulate_is_picked_by_the_estimate_in_the_cli_outp
     out = capsys.readouterr().out
     assert "PICKED BY THE BUSY-TIME ESTIMATE (not simulated)" in out and "too large to simulate" in out
     assert "FELL BACK" not in out and "predicted tuples/s" not in out
+    head = next(line for line in out.splitlines() if line.startswith("design "))
+    assert "estimated" in head and "predicted" not in head  # the estimate's column, nothing simulated
+    assert re.search(r"^recommended .* 1\.00x$", out, re.M)  # the estimate's best
     provenance = json.loads(out_path.read_text())["provenance"]
     assert provenance["objective"] == "estimate" and provenance["objective_requested"] == "throughput"
     assert provenance["estimate"]["estimated_tuples_per_s"] > 0 and provenance["predicted_tuples_per_s"] is None
