@@ -64,9 +64,9 @@ def _estimate_lines(sel, shortened_to: int | None) -> list[str]:
     pick, c = sel.improvement, sel.chosen
     label = c.label if shortened_to is None else shortened(c.label, shortened_to)
     lines = [f"objective: throughput requested, PICKED BY THE BUSY-TIME ESTIMATE (not simulated): picked "
-             f"{label!r}, estimated {pick.estimated_tps:,.0f} tuples/s ({sel.calibration_label}; "
+             f"{label!r}, estimated {c.estimated_tps:,.0f} tuples/s ({sel.calibration_label}; "
              f"{sel.distinct} distinct candidates and {pick.priced:,} designs priced)"]
-    if pick.climbed:
+    if pick.climbed and not pick.kept_cheapest:
         lines.append(f"estimate search: from {pick.start_label!r}, {moves_text([f'{m} (estimate)' for m in pick.moves])}; "
                      f"the pool's best {pick.pool_pick.label!r} estimated {pick.pool_pick.estimated_tps:,.0f} tuples/s "
                      f"({pick.estimated_tps / pick.pool_pick.estimated_tps:.2f}x)")

@@ -119,7 +119,9 @@ class Selection:
         if self.objective == "estimate":
             pick = self.improvement
             out["estimate"] = {"calibration": self.calibration_label,
-                               "estimated_tuples_per_s": round(pick.estimated_tps, 1),
+                               "estimated_tuples_per_s": round(self.chosen.estimated_tps, 1),
+                               "best_estimated_tuples_per_s": round(pick.estimated_tps, 1),
+                               "kept_cheapest": pick.kept_cheapest,
                                "pool_pick": pick.pool_pick.label,
                                "pool_pick_estimated_tuples_per_s": round(pick.pool_pick.estimated_tps, 1),
                                "climbed_from": pick.start_label if pick.climbed else None,

@@ -70,3 +70,25 @@ def test_the_bench_names_its_cases_and_runs_one(capsys, monkeypatch):
     assert bench.main() == 0
     row = capsys.readouterr().out.splitlines()[-1].split()
     assert row[0] == "linear-road@4" and float(row[3]) > 1.3  # the estimate's pick, x the cheapest's
+
+
+def test_the_cheapest_design_is_kept_where_the_estimate_does_not_put_its_best_well_above_it(monkeypatch):
+    import advisor.estimate_pick as estimate_pick
+    from advisor import selection
+    from advisor.api import recommend
+
+    monkeypatch.setattr(selection, "MAX_SIM_SIZE", 0)
+    cheapest = recommend("linear-road", machines=4, baselines=False, objective="cost")
+    taken = recommend("linear-road", machines=4, baselines=False)
+    estimate = BusyEstimate.of(taken.graph, taken.workload, PARAMS)
+    assert taken.selection.chosen.estimated_tps > 1.5 * estimate.throughput_tps(*cheapest.design.arrays(taken.graph))
+    assert taken.design.procedures != cheapest.design.procedures
+    # the estimate's best 1.85x the cheapest's estimate: kept only under a margin beyond that
+    monkeypatch.setattr(estimate_pick, "ESTIMATE_MARGIN", 1.0)
+    kept = recommend("linear-road", machines=4, baselines=False)
+    sel = kept.selection
+    assert sel.objective == "estimate" and sel.improvement.kept_cheapest
+    assert kept.design.procedures == cheapest.design.procedures and kept.design.state == cheapest.design.state
+    assert "the cheapest design kept" in sel.note
+    assert kept.design.provenance["estimate"]["kept_cheapest"] is True
+    assert f"estimated {sel.chosen.estimated_tps:,.0f} tuples/s" in kept.pick_lines()[0]
