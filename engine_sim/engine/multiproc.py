@@ -56,15 +56,18 @@ def _start_forkserver_deaf_to_ctrl_c() -> None:
     shares the terminal with this process, and a Ctrl-C while it imports its preload (numpy,
     a few tenths of a second) printed a traceback of its own under the command's one line. A
     blocked signal stays blocked across the fork and exec, and the forkserver ignores SIGINT
-    once started (a pending one is dropped then); this process answers the Ctrl-C for the run
-    (it stops the partitions). Blocked, not ignored here: a Ctrl-C that came while this process
-    ignored SIGINT was lost, and the run went on to its end (exit 0); blocked, it waits and is
-    delivered here as the block ends."""
-    from multiprocessing import forkserver
+    once started; this process answers the Ctrl-C for the run (it stops the partitions).
+    Blocked, not ignored here: a Ctrl-C that came while this process ignored SIGINT was lost,
+    and the run went on to its end (exit 0); blocked, it waits and is delivered here as the
+    block ends. The resource tracker, which the forkserver's start starts first, is started
+    before the block: its start unblocks SIGINT (it keeps it from the tracker with a block of
+    its own), which let the forkserver hear a Ctrl-C after all."""
+    from multiprocessing import forkserver, resource_tracker
 
     if threading.current_thread() is not threading.main_thread():  # (signals are the main thread's)
         forkserver.ensure_running()
         return
+    resource_tracker.ensure_running()
     before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
     try:
         forkserver.ensure_running()
