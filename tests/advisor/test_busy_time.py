@@ -686,21 +686,11 @@ def test_the_simulated_search_keeps_within_the_machines_memory(monkeypatch):
     """generated-1031 on 8 machines from a spread start (at most 87 MB a machine): the search
     consolidates it onto fewer machines (188 MB on one), which a 100 MB limit forbids; with the
     limit the search ends within it, and without the check it would not."""
-    import dataclasses
-    import sys
-    from pathlib import Path
-
     import advisor.sim_local_search as search
     from costmodel.model import machine_memory
+    from workload_edits import memory_bound_case
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from trace_quality import generated_workload
-
-    w = generated_workload(1031).with_cluster(8, 1)
-    w = dataclasses.replace(w, cluster=dataclasses.replace(w.cluster, machine_memory_mb=100))
-    g = WorkloadGraph.from_workload(w)
-    limit = 100 * 2**20
-    start = np.array([1, 1, 7, 3, 1, 5, 5, 7, 7]), np.array([5, 0, 7, 0, 7, 3, 1, 1, 5, 7])
+    w, g, limit, start = memory_bound_case()
     assert machine_memory(g.cost, start[1]).max() <= limit
     kept = improve(g, w, *start, Weights(0.3, 0.1, 0.6), simulator=ENGINE_SIMULATOR)
     assert machine_memory(g.cost, kept.state_part).max() <= limit

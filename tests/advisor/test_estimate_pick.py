@@ -2,7 +2,6 @@
 time, and bench/estimate_pick.py, which compares it with the cost model's cheapest design."""
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -43,13 +42,9 @@ def test_the_pick_is_the_estimates_best_of_the_pool_and_its_climbs_and_is_seeded
 
 def test_the_pick_stays_within_the_machines_memory(monkeypatch):
     import advisor.estimate_pick as estimate_pick
-    from trace_quality import generated_workload
+    from workload_edits import memory_bound_case
 
-    w = generated_workload(1031).with_cluster(8, 1)
-    w = dataclasses.replace(w, cluster=dataclasses.replace(w.cluster, machine_memory_mb=100))
-    g = WorkloadGraph.from_workload(w)
-    limit = 100 * 2**20
-    start = np.array([1, 1, 7, 3, 1, 5, 5, 7, 7]), np.array([5, 0, 7, 0, 7, 3, 1, 1, 5, 7])
+    w, g, limit, start = memory_bound_case()
     assert machine_memory(g.cost, start[1]).max() <= limit
     pool = [scored_candidate(g, Weights(0.3, 0.1, 0.6), "start", "search", *start)]
     kept = pick_by_estimate(g, w, pool, PARAMS)
