@@ -19,6 +19,7 @@ from costmodel.design import Design
 from costmodel.errors import UserError
 from costmodel.granularity import fragment_name, fragment_parts, table_among
 from costmodel.procedure_merge import merge_procedure_groups
+from costmodel.spec_reader import MAX_PROCEDURE_COST
 from costmodel.workload import Access, Procedure, Stream, Table, Workload
 
 
@@ -209,6 +210,10 @@ def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
     if (first, second) not in mergeable_pairs(workload):
         raise ChangeError(f"{first} -> {second}: not a pair that always runs together "
                           "(one stream between them, no other inputs or outputs)")
+    cost = workload.procedure(first).cost + workload.procedure(second).cost
+    if cost > MAX_PROCEDURE_COST:  # no spec may say it: `tune` and `report` failed on the merged copy
+        raise ChangeError(f"{first} -> {second}: one SP would cost {cost:g} a batch, more than a spec's "
+                          f"{MAX_PROCEDURE_COST:,}")
     merged_name = _fresh(f"{first}+{second}", set(workload.procedure_names))
     return merge_procedure_groups(workload, [[first, second]], [merged_name])
 

@@ -98,6 +98,17 @@ def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
         merge_procedures(tpcdi, "DateTimeLookup", "TradeInsert")
 
 
+def test_a_merge_past_a_specs_largest_cost_is_no_change(tpcdi):
+    # two SPs at half the largest cost a spec allows each: the merged one would cost more than
+    # any spec may say, and `tune` and `report` failed on its copy ("cost must be <= 1000000")
+    from dataclasses import replace
+
+    heavy = replace(tpcdi, procedures=tuple(replace(p, cost=600_000.0) if p.name in ("AccountLookup", "TradeInsert")
+                                            else p for p in tpcdi.procedures))
+    with pytest.raises(ChangeError, match="more than a spec's"):
+        merge_procedures(heavy, "AccountLookup", "TradeInsert")
+
+
 def test_replicate_changes_only_that_table(tpcdi):
     r = recommend(tpcdi, baselines=False)
     d = replicate_design(r.design, r.graph, "DimDate")
