@@ -18,7 +18,7 @@ from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
 from costmodel.text import name_problem
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
-                              MAX_RATE_BPS, MAX_ROW_BYTES, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
+                              MAX_RATE_BPS, MAX_ROW_BYTES, MAX_TABLE_ROWS, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
@@ -199,11 +199,13 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
                 raise r.fail(f"nested[{i}]", f"procedure {m!r} is already in nested[{seen[m]}]")
             seen[m] = i
 
-    return Workload(
+    workload = Workload(
         name=name, tables=tuple(tables), procedures=tuple(procedures), streams=tuple(streams),
         nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
         source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
+    _check_window_sizes(r, workload)
+    return workload
 
 
 def _rate(r: _Reader, inp: dict) -> float | None:
@@ -317,7 +319,7 @@ def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
         raise r.fail(entry, "max_tuples is for time windows (a tuple window holds size tuples)")
     return Window(
         name=name, procedure=r.string(data, "procedure", entry), size=size, slide=slide, kind=kind,
-        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True),
+        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True, at_most=MAX_ROW_BYTES),
         max_tuples=max_tuples,
     )
 
@@ -345,6 +347,20 @@ def _check_window_owners(r: _Reader, windows: list[Window], procedures: list[Pro
             if a.mode != "read":
                 raise r.fail(entry, f"window {a.table!r}: its owner inserts each batch's tuples "
                                     "itself; an access to it may only read")
+
+
+def _check_window_sizes(r: _Reader, workload: Workload) -> None:
+    """A full window holds at most as many tuples as a table has rows (MAX_TABLE_ROWS). Why: a
+    time window's tuples are its size x [input] rate x its owner's tuples a batch, and size 1e300
+    at rate 1e9 held infinitely many bytes (`diff`'s renaming of machines: an internal
+    ValueError from scipy)."""
+    for i, w in enumerate(workload.windows):
+        tuples = workload.window_tuples(w)
+        if not tuples <= MAX_TABLE_ROWS:
+            how = ("its size" if w.kind == "tuple" else "max_tuples" if w.max_tuples is not None
+                   else "size seconds x [input] rate x the tuples its owner receives a batch")
+            raise r.fail(f"windows[{i}] {w.name!r}", f"holds {tuples:.3g} tuples when full ({how}), more than "
+                                                    f"the {MAX_TABLE_ROWS:.0e} a window may hold")
 
 
 def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:
