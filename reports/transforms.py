@@ -27,6 +27,13 @@ class ChangeError(UserError):
     """A change that does not apply to this workload (unknown name, nothing to split on)."""
 
 
+def _all_names(workload: Workload) -> set[str]:
+    """Every name of the workload's SPs, tables and windows: a new name must be none of them (a
+    spec gives each its own, so a copy `A#0` beside a table `A#0` was refused by the check of the
+    changed copy, and `tune` and `report` ended on that error)."""
+    return set(workload.procedure_names) | set(workload.table_names) | set(workload.window_names)
+
+
 def _fresh(name: str, taken: set[str]) -> str:
     out, n = name, 2
     while out in taken:
@@ -125,14 +132,13 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
         if key is None:
             raise ChangeError(f"{name}: no key to split on (declare partition_key)")
     procs = {p.name: p for p in workload.procedures}
-    taken = set(procs)
+    taken = _all_names(workload)  # (the copies' and the fragments' names drawn from it too)
     copy_names = [_fresh(f"{name}#{i}", taken) for i in range(copies)]
     aligned = _aligned_fragments(proc, workload, key, copies)  # fragment -> (its table, its index)
     split_tables = {t.name for t in workload.tables if t.name in {a.table for a in proc.accesses}
                     and t.name not in aligned
                     and co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key)}
-    table_taken = set(workload.table_names)
-    fragments = {t: [_fresh(f"{t}#{i}", table_taken) for i in range(copies)] for t in sorted(split_tables)}
+    fragments = {t: [_fresh(f"{t}#{i}", taken) for i in range(copies)] for t in sorted(split_tables)}
 
     tables: list[Table] = []
     for t in workload.tables:
@@ -214,7 +220,7 @@ def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
     if cost > MAX_PROCEDURE_COST:  # no spec may say it: `tune` and `report` failed on the merged copy
         raise ChangeError(f"{first} -> {second}: one SP would cost {cost:g} a batch, more than a spec's "
                           f"{MAX_PROCEDURE_COST:,}")
-    merged_name = _fresh(f"{first}+{second}", set(workload.procedure_names))
+    merged_name = _fresh(f"{first}+{second}", _all_names(workload))
     return merge_procedure_groups(workload, [[first, second]], [merged_name])
 
 

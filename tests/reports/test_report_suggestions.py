@@ -87,6 +87,21 @@ def test_tables_named_like_fragments_beside_their_stem_are_no_earlier_split():
     assert {a.table for p in w2.procedures if p.name == "A#1" for a in p.accesses} == {"T#0#1", "T#1#1"}
     assert rows(w2) == pytest.approx(rows(w))
 
+def test_new_names_are_none_of_the_workloads_sps_tables_or_windows():
+    # a table `A#0` and an SP `T#0` beside the SP `A` and the table `T` it splits, a table `A+B`
+    # beside the pair merged: the copy, the fragment and the merged SP took those names, and the
+    # changed copy was refused ("the name is also a table's"), which ended `tune` and `report`
+    w = Workload("k", (Table("T", 100, 10, "k"), Table("A#0", 100, 10, "k"), Table("A+B", 100, 10, "k")),
+                 (Procedure("A", 2.0, (Access("T", "write", 4, "input:k"),), partition_key="k"),
+                  Procedure("B", 1.0, (Access("A#0", "read", 1), Access("A+B", "read", 1))),
+                  Procedure("T#0", 1.0)),
+                 (Stream("A", "B", 8),), input=InputSpec(fields=("k",)))
+    split = valid_spec(split_procedure(w, "A", 2))
+    assert {"A#0~2", "A#1"} <= set(split.procedure_names) and {"T#0~2", "T#1"} <= set(split.table_names)
+    merged = valid_spec(merge_procedures(w, "A", "B"))
+    assert "A+B~2" in merged.procedure_names
+
+
 def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
     assert ("AccountLookup", "TradeInsert") in mergeable_pairs(tpcdi)
     w = merge_procedures(tpcdi, "AccountLookup", "TradeInsert")
