@@ -198,9 +198,17 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
                    streams=tuple(streams), nested=nested, source="", sha256="")
 
 
+def _nested_apart(workload: Workload, first: str, second: str) -> tuple[tuple[str, ...], ...]:
+    """The two nested transactions `first` and `second` are in, where they are in two different
+    ones (else ()): the SP fused of them would be in both, which no spec may say."""
+    groups = tuple(next((g for g in workload.nested if n in g), None) for n in (first, second))
+    return groups if None not in groups and groups[0] != groups[1] else ()
+
+
 def mergeable_pairs(workload: Workload) -> list[tuple[str, str]]:
     """(X, Y) with a stream X -> Y where X feeds only Y and Y is fed only by X: they always
-    run one after the other, so one SP can do both without a MOVE."""
+    run one after the other, so one SP can do both without a MOVE. Not two SPs of two nested
+    transactions (`tune` and `report` ended on the fused SP's "already in nested[0]")."""
     outs: dict[str, list[str]] = {}
     ins: dict[str, list[str]] = {}
     for s in workload.streams:
@@ -208,11 +216,16 @@ def mergeable_pairs(workload: Workload) -> list[tuple[str, str]]:
         ins.setdefault(s.target, []).append(s.source)
     return [(x, ys[0]) for x, ys in outs.items()
             if len(ys) == 1 and ins.get(ys[0]) == [x]
-            and not workload.procedure(x).oltp and not workload.procedure(ys[0]).oltp]
+            and not workload.procedure(x).oltp and not workload.procedure(ys[0]).oltp
+            and not _nested_apart(workload, x, ys[0])]
 
 
 def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
     """`first` and `second` (first -> second) become one SP `first+second`."""
+    apart = _nested_apart(workload, first, second)
+    if apart:
+        raise ChangeError(f"{first} -> {second}: in two nested transactions ({', '.join(apart[0])} and "
+                          f"{', '.join(apart[1])}); one SP can be in one only")
     if (first, second) not in mergeable_pairs(workload):
         raise ChangeError(f"{first} -> {second}: not a pair that always runs together "
                           "(one stream between them, no other inputs or outputs)")

@@ -124,6 +124,22 @@ def test_a_merge_past_a_specs_largest_cost_is_no_change(tpcdi):
         merge_procedures(heavy, "AccountLookup", "TradeInsert")
 
 
+def test_two_sps_of_two_nested_transactions_are_no_pair_to_merge():
+    # A -> B with A nested with C and B with D: the fused A+B was in both groups, the changed
+    # copy was refused ("procedure 'A+B' is already in nested[0]") and `tune` and `report` ended on it
+    w = Workload("n", (Table("T", 100, 10, "k"),),
+                 tuple(Procedure(n, 1.0, (Access("T", "write", 1),)) for n in "ABCD"),
+                 (Stream("A", "B", 8),), nested=(("A", "C"), ("B", "D")))
+    assert mergeable_pairs(w) == []
+    with pytest.raises(ChangeError, match="in two nested transactions"):
+        merge_procedures(w, "A", "B")
+    # one nested transaction, or one SP in none: the fused SP takes the group's place
+    for nested in ((("A", "C"),), (("A", "B", "C"),)):
+        one = Workload("n", w.tables, w.procedures, w.streams, nested=nested)
+        assert mergeable_pairs(one) == [("A", "B")]
+        valid_spec(merge_procedures(one, "A", "B"))
+
+
 def test_replicate_changes_only_that_table(tpcdi):
     r = recommend(tpcdi, baselines=False)
     d = replicate_design(r.design, r.graph, "DimDate")
