@@ -194,6 +194,12 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
             streams.append(s)
     nested = tuple(tuple(c for m in g for c in (copy_names if m == name else [m]))
                    for g in workload.nested)
+    # a share that is 0.0 (5e-324, a spec's smallest amount, halved) no spec may say: the copy
+    # was refused ("rows must be > 0") and `tune` and `report` ended on it
+    zero = [f"{p.name} -> {a.table}" for p in procedures for a in p.accesses if a.rows == 0] + \
+        [f"stream {s.source} -> {s.target}" for s in streams if s.tuples == 0]
+    if zero:
+        raise ChangeError(f"{name}: {zero[0]}: too few rows or tuples a batch to share among {copies} copies")
     return replace(workload, tables=tuple(tables), procedures=tuple(procedures),
                    streams=tuple(streams), nested=nested, source="", sha256="")
 

@@ -102,6 +102,20 @@ def test_new_names_are_none_of_the_workloads_sps_tables_or_windows():
     assert "A+B~2" in merged.procedure_names
 
 
+@pytest.mark.parametrize("where", ["access", "other SP's access", "stream"])
+def test_a_split_that_would_share_out_zero_rows_or_tuples_is_no_change(where):
+    # 5e-324 (the smallest number a spec may say) halved is 0.0, which no spec may say: the copy
+    # was refused ("rows must be > 0") and `tune` and `report` ended on it
+    tiny = {w: 5e-324 if w == where else 4.0 for w in ("access", "other SP's access", "stream")}
+    w = Workload("k", (Table("T", 100, 10, "k"),),
+                 (Procedure("A", 2.0, (Access("T", "write", tiny["access"], "input:k"),), partition_key="k"),
+                  Procedure("B", 1.0, (Access("T", "read", tiny["other SP's access"]),))),
+                 (Stream("A", "B", tiny["stream"]),), input=InputSpec(fields=("k",)))
+    with pytest.raises(ChangeError, match="too few rows or tuples a batch to share among 2 copies"):
+        split_procedure(w, "A", 2)
+    valid_spec(w)  # the workload itself is one a spec may say
+
+
 def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
     assert ("AccountLookup", "TradeInsert") in mergeable_pairs(tpcdi)
     w = merge_procedures(tpcdi, "AccountLookup", "TradeInsert")
