@@ -17,6 +17,7 @@ from costmodel.graph import WorkloadGraph
 MAX_PROFILE_ITEMS = 5_000  # SPs + state items + stream edges
 CHANGE = 0.20  # a figure that moved by more than this share is a change worth naming
 MAX_NAMED = 5  # changes a check's text names per kind (its JSON lists them all)
+MAX_FIGURE = 1e300  # an integer figure above this no float holds once it is compared
 
 
 def workload_profile(graph: WorkloadGraph) -> dict | None:
@@ -40,8 +41,13 @@ def check_profile(profile, where: str) -> None:
     from advisor.errors import AdvisorError
     from costmodel.errors import finite_number
 
-    shapes = {"procedures": finite_number, "streams": finite_number,
-              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(finite_number, v))}
+    def amount(v) -> bool:
+        """A figure `workload_profile` writes: a float >= 0 (an int past a float's range, 10**400,
+        was an OverflowError comparing it; a negative load read as a change of -0.00x)."""
+        return finite_number(v) and v >= 0 and (isinstance(v, float) or v <= MAX_FIGURE)
+
+    shapes = {"procedures": amount, "streams": amount,
+              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(amount, v))}
     if not isinstance(profile, dict):
         raise AdvisorError(f"{where} must be an object, got {type(profile).__name__}")
     for key, fits in shapes.items():
@@ -50,8 +56,8 @@ def check_profile(profile, where: str) -> None:
             raise AdvisorError(f"{where}.{key} must be an object")
         for name, value in part.items():
             if not fits(value):
-                shape = "[bytes, rows per batch]" if key == "state" else "a finite number"
-                raise AdvisorError(f"{where}.{key}.{name} must be {shape}, got {value!r}")
+                shape = "[bytes, rows per batch]" if key == "state" else "a finite number >= 0"
+                raise AdvisorError(f"{where}.{key}.{name} must be {shape}, got {value!r:.80}")
 
 
 @dataclass(frozen=True)
