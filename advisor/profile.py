@@ -17,7 +17,6 @@ from costmodel.graph import WorkloadGraph
 MAX_PROFILE_ITEMS = 5_000  # SPs + state items + stream edges
 CHANGE = 0.20  # a figure that moved by more than this share is a change worth naming
 MAX_NAMED = 5  # changes a check's text names per kind (its JSON lists them all)
-MAX_FIGURE = 1e300  # an integer figure above this no float holds once it is compared
 
 
 def workload_profile(graph: WorkloadGraph) -> dict | None:
@@ -39,12 +38,12 @@ def check_profile(profile, where: str) -> None:
     """Refuse (one AdvisorError line) a profile that is not what `workload_profile` writes: a
     design file is the user's, and a hand-edited one reaches here."""
     from advisor.errors import AdvisorError
-    from costmodel.errors import finite_number
+    from costmodel.errors import finite_float
 
     def amount(v) -> bool:
-        """A figure `workload_profile` writes: a float >= 0 (an int past a float's range, 10**400,
+        """A figure `workload_profile` writes: a number >= 0 (an int past a float's range, 10**400,
         was an OverflowError comparing it; a negative load read as a change of -0.00x)."""
-        return finite_number(v) and v >= 0 and (isinstance(v, float) or v <= MAX_FIGURE)
+        return finite_float(v) and v >= 0
 
     shapes = {"procedures": amount, "streams": amount,
               "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(amount, v))}
