@@ -27,6 +27,7 @@ _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>
 MAX_PROCEDURE_COST = 1_000_000
 MAX_CAPACITY_RATIO = 1e6  # the largest machine_capacity over the smallest
 MIN_TIME_WINDOW_S = 1e-6  # a time window's size and slide, at least one engine clock tick
+MIN_MEMORY_MB = 2 ** -20  # a machine's memory, at least a byte
 
 
 class _Reader:
@@ -146,7 +147,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         machines=machines,
         partitions_per_machine=r.number(cl, "partitions_per_machine", "[cluster]", 1,
                                         integer=True, positive=True),
-        machine_memory_mb=r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True),
+        machine_memory_mb=_memory_mb(r, cl),
         machine_capacity=capacity,
     )
 
@@ -218,6 +219,16 @@ def _rate(r: _Reader, inp: dict) -> float | None:
         raise r.fail("[input]", f"rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, "
                                 f"got {rate:g}")
     return rate
+
+
+def _memory_mb(r: _Reader, cl: dict) -> float | None:
+    """`[cluster] machine_memory_mb`, where declared: at least a byte (MIN_MEMORY_MB). Why: 5e-324
+    MB is a limit of 5e-318 bytes, and the machines a state needs (its bytes over the limit) were
+    infinitely many: recommend was an internal OverflowError."""
+    memory = r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True)  # its type, finiteness and sign
+    if memory is not None and memory < MIN_MEMORY_MB:
+        raise r.fail("[cluster]", f"machine_memory_mb must be at least {MIN_MEMORY_MB:.3g} (a byte), got {memory:g}")
+    return memory
 
 
 def _cost_unit_us(r: _Reader, inp: dict) -> float:

@@ -49,6 +49,9 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
      "keys 'input:nofield' name a field the input does not declare ([input] fields: account_id,"),
     ('name = "TradeInsert"\n', 'name = "TradeInsert"\npartition_key = "nope"\n',
      "partition_key 'nope' is not a field the input declares"),
+    # a memory under a byte: 5e-324 MB made the machines the state needs infinite (recommend's
+    # internal OverflowError)
+    ("machine_memory_mb = 2048", "machine_memory_mb = 5e-324", "machine_memory_mb must be at least 9.54e-07 (a byte)"),
 ])
 def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
     assert old in TPCDI
