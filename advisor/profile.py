@@ -38,10 +38,15 @@ def check_profile(profile, where: str) -> None:
     """Refuse (one AdvisorError line) a profile that is not what `workload_profile` writes: a
     design file is the user's, and a hand-edited one reaches here."""
     from advisor.errors import AdvisorError
-    from costmodel.errors import finite_number
+    from costmodel.errors import finite_float
 
-    shapes = {"procedures": finite_number, "streams": finite_number,
-              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(finite_number, v))}
+    def amount(v) -> bool:
+        """A figure `workload_profile` writes: a number >= 0 (an int past a float's range, 10**400,
+        was an OverflowError comparing it; a negative load read as a change of -0.00x)."""
+        return finite_float(v) and v >= 0
+
+    shapes = {"procedures": amount, "streams": amount,
+              "state": lambda v: isinstance(v, list) and len(v) == 2 and all(map(amount, v))}
     if not isinstance(profile, dict):
         raise AdvisorError(f"{where} must be an object, got {type(profile).__name__}")
     for key, fits in shapes.items():
@@ -50,8 +55,8 @@ def check_profile(profile, where: str) -> None:
             raise AdvisorError(f"{where}.{key} must be an object")
         for name, value in part.items():
             if not fits(value):
-                shape = "[bytes, rows per batch]" if key == "state" else "a finite number"
-                raise AdvisorError(f"{where}.{key}.{name} must be {shape}, got {value!r}")
+                shape = "[bytes, rows per batch]" if key == "state" else "a finite number >= 0"
+                raise AdvisorError(f"{where}.{key}.{name} must be {shape}, got {value!r:.80}")
 
 
 @dataclass(frozen=True)

@@ -337,7 +337,10 @@ class DesignSearch:
         A zero weight would hide a real edge from METIS, so a zero alpha or beta becomes a
         tiny positive one (integer_weights then keeps such edges at weight 1)."""
         tiny = 1e-6 * max(self.weights.alpha, self.weights.beta, 1e-9)
-        ps_total, pp_total = g.ps_cost_weight.sum(), g.pp_weight.sum()
+        # Python floats: over a total of 5e-324 tuples (a spec may declare them) a numpy scalar's
+        # quotient printed RuntimeWarning lines; inf is what it was, and integer_weights keeps
+        # such an edge at weight 1
+        ps_total, pp_total = float(g.ps_cost_weight.sum()), float(g.pp_weight.sum())
         return (max(self.weights.alpha, tiny) / ps_total if ps_total > 0 else 0.0,
                 max(self.weights.beta, tiny) / pp_total if pp_total > 0 else 0.0)
 

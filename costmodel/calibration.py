@@ -24,7 +24,6 @@ Normalised to sum to 1; only their ratios matter.
 from __future__ import annotations
 
 import json
-import math
 import os
 import platform
 import socket
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from costmodel.files import atomic_write_text, read_user_json
-from costmodel.errors import UserError
+from costmodel.errors import UserError, finite_float
 from costmodel import Weights
 from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, MAX_SECONDS, SimParams
 
@@ -200,7 +199,7 @@ class Calibration:
             raise CalibrationError(f"{source}: source must be one of {', '.join(SOURCES)}, got {data['source']!r}")
         for key in ("measurements", "prices"):  # prices weigh the cost model; --refit refits measurements
             for name, v in (data.get(key) or {}).items():
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                if not finite_float(v) or v < 0:
                     raise CalibrationError(f"{source}: {key}.{name} must be a finite number >= 0, got {v!r}")
                 if key == "prices" and v > MAX_PRICE_S:  # priced by the batch, they would overflow
                     raise CalibrationError(f"{source}: prices.{name} must be at most {MAX_PRICE_S:g} "
@@ -228,4 +227,4 @@ def engine_serve_slice_s(in_process: bool) -> float:
 
 
 def _positive(v) -> bool:
-    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+    return finite_float(v) and v > 0

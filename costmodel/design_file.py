@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import numbers
 
 from costmodel import CostBreakdown, Weights
-from costmodel.errors import DesignError
+from costmodel.errors import DesignError, finite_float
 from costmodel.workload import MAX_MACHINES, MAX_PARTITIONS, MAX_PARTITIONS_PER_MACHINE
 
 FORMAT = "advisor.design/1"
@@ -197,12 +196,11 @@ def _cost(cost, weights: Weights, fail) -> CostBreakdown | None:
     if cost is not None and not isinstance(cost, dict):
         raise fail(f"cost must be an object, got {cost!r}")
     for key, v in (cost or {}).items():
-        if key in _COST_NUMBERS and (isinstance(v, bool) or not isinstance(v, (int, float))
-                                     or not math.isfinite(v)):
+        if key in _COST_NUMBERS and not finite_float(v):
             raise fail(f"cost.{key} must be a finite number, got {v!r}")
     over = (cost or {}).get("memory_overflow_mb", [])
     if not isinstance(over, list) or not all(
-            not isinstance(x, bool) and isinstance(x, (int, float)) and math.isfinite(x) and x >= 0 for x in over):
+            finite_float(x) and x >= 0 for x in over):
         raise fail(f"cost.memory_overflow_mb must be a list of megabytes >= 0 per machine, got {over!r}")
     if not isinstance((cost or {}).get("feasible", True), bool):
         raise fail(f"cost.feasible must be true or false, got {cost['feasible']!r}")

@@ -34,6 +34,18 @@ def finite_number(value) -> bool:
         isinstance(value, float) and math.isfinite(value)))
 
 
+def finite_float(value) -> bool:
+    """A JSON number (an int or a float, not a bool) that is finite as a float: an int past a
+    float's range (10**400, which a JSON file may hold) is not. Why: `math.isfinite` raised
+    OverflowError on it, an internal error where a file's number is checked."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def as_python_int(value):
     """A numpy integer (`for n in np.arange(...)`) as the Python int it is, so that checks and
     JSON see a plain int; anything else as given, for the caller's own check to judge."""

@@ -216,8 +216,11 @@ def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
                 if s <= 0:
                     continue
                 touched = 1.0 - (1.0 - s) ** a.rows
-                accesses.append(Access(name, a.mode, a.rows * s / touched, a.keys,
-                                       a.probability * touched))
+                if touched > 0:
+                    accesses.append(Access(name, a.mode, a.rows * s / touched, a.keys,
+                                           a.probability * touched))
+                else:  # rows so few (5e-324) the chance underflows: a row, as often as the expected rows
+                    accesses.append(Access(name, a.mode, 1.0, a.keys, a.probability * a.rows * s))
         procedures.append(replace(p, accesses=tuple(accesses)))
     return replace(workload, tables=tuple(tables), procedures=tuple(procedures))
 

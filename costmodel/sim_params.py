@@ -9,8 +9,9 @@ measured; `advisor calibrate` replaces them with values fitted on this machine's
 """
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields, replace
+
+from costmodel.errors import finite_float
 
 
 CPU_COSTS = ("txn_overhead_s", "cost_unit_s", "row_read_s", "row_write_s", "tuple_in_s",
@@ -109,7 +110,7 @@ class SimParams:
             if ((f.name == "central_machine" and v == -1) or f.name in ("site_per_partition", "crowding")
                     or (f.name in WINDOW_COSTS and v is None)):
                 continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if not finite_float(v) or v < 0:
                 raise ValueError(f"simulator parameter {f.name} must be a finite number >= 0, got {v!r}")
             if f.name in COUNTS and not isinstance(v, int):
                 raise ValueError(f"simulator parameter {f.name} must be a whole number, got {v!r}")

@@ -18,7 +18,7 @@ from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
 from costmodel.text import name_problem
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
-                              MAX_RATE_BPS, MAX_ROW_BYTES, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
+                              MAX_RATE_BPS, MAX_ROW_BYTES, MAX_TABLE_ROWS, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
 
 _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>[A-Za-z_][\w]*))$")
@@ -27,6 +27,7 @@ _KEYS = re.compile(r"^(uniform|sequential|zipf:(?P<theta>[^:]+)|input:(?P<field>
 MAX_PROCEDURE_COST = 1_000_000
 MAX_CAPACITY_RATIO = 1e6  # the largest machine_capacity over the smallest
 MIN_TIME_WINDOW_S = 1e-6  # a time window's size and slide, at least one engine clock tick
+MIN_MEMORY_MB = 2 ** -20  # a machine's memory, at least a byte
 
 
 class _Reader:
@@ -146,7 +147,7 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
         machines=machines,
         partitions_per_machine=r.number(cl, "partitions_per_machine", "[cluster]", 1,
                                         integer=True, positive=True),
-        machine_memory_mb=r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True),
+        machine_memory_mb=_memory_mb(r, cl),
         machine_capacity=capacity,
     )
 
@@ -199,11 +200,13 @@ def parse_workload(text: str, source: str = "<spec>") -> Workload:
                 raise r.fail(f"nested[{i}]", f"procedure {m!r} is already in nested[{seen[m]}]")
             seen[m] = i
 
-    return Workload(
+    workload = Workload(
         name=name, tables=tuple(tables), procedures=tuple(procedures), streams=tuple(streams),
         nested=tuple(nested), windows=tuple(windows), input=input_spec, cluster=cluster, description=description,
         source=source, sha256=hashlib.sha256(text.encode()).hexdigest(),
     )
+    _check_window_sizes(r, workload)
+    return workload
 
 
 def _rate(r: _Reader, inp: dict) -> float | None:
@@ -216,6 +219,16 @@ def _rate(r: _Reader, inp: dict) -> float | None:
         raise r.fail("[input]", f"rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, "
                                 f"got {rate:g}")
     return rate
+
+
+def _memory_mb(r: _Reader, cl: dict) -> float | None:
+    """`[cluster] machine_memory_mb`, where declared: at least a byte (MIN_MEMORY_MB). Why: 5e-324
+    MB is a limit of 5e-318 bytes, and the machines a state needs (its bytes over the limit) were
+    infinitely many: recommend was an internal OverflowError."""
+    memory = r.number(cl, "machine_memory_mb", "[cluster]", None, positive=True)  # its type, finiteness and sign
+    if memory is not None and memory < MIN_MEMORY_MB:
+        raise r.fail("[cluster]", f"machine_memory_mb must be at least {MIN_MEMORY_MB:.3g} (a byte), got {memory:g}")
+    return memory
 
 
 def _cost_unit_us(r: _Reader, inp: dict) -> float:
@@ -317,7 +330,7 @@ def _window(r: _Reader, data: Any, i: int, tables: set[str]) -> Window:
         raise r.fail(entry, "max_tuples is for time windows (a tuple window holds size tuples)")
     return Window(
         name=name, procedure=r.string(data, "procedure", entry), size=size, slide=slide, kind=kind,
-        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True),
+        tuple_bytes=r.number(data, "tuple_bytes", entry, 32, integer=True, positive=True, at_most=MAX_ROW_BYTES),
         max_tuples=max_tuples,
     )
 
@@ -345,6 +358,20 @@ def _check_window_owners(r: _Reader, windows: list[Window], procedures: list[Pro
             if a.mode != "read":
                 raise r.fail(entry, f"window {a.table!r}: its owner inserts each batch's tuples "
                                     "itself; an access to it may only read")
+
+
+def _check_window_sizes(r: _Reader, workload: Workload) -> None:
+    """A full window holds at most as many tuples as a table has rows (MAX_TABLE_ROWS). Why: a
+    time window's tuples are its size x [input] rate x its owner's tuples a batch, and size 1e300
+    at rate 1e9 held infinitely many bytes (`diff`'s renaming of machines: an internal
+    ValueError from scipy)."""
+    for i, w in enumerate(workload.windows):
+        tuples = workload.window_tuples(w)
+        if not tuples <= MAX_TABLE_ROWS:
+            how = ("its size" if w.kind == "tuple" else "max_tuples" if w.max_tuples is not None
+                   else "size seconds x [input] rate x the tuples its owner receives a batch")
+            raise r.fail(f"windows[{i}] {w.name!r}", f"holds {tuples:.3g} tuples when full ({how}), more than "
+                                                    f"the {MAX_TABLE_ROWS:.0e} a window may hold")
 
 
 def _stream(r: _Reader, data: Any, i: int, procs: set[str]) -> Stream:

@@ -19,11 +19,19 @@ from costmodel.design import Design
 from costmodel.errors import UserError
 from costmodel.granularity import fragment_name, fragment_parts, table_among
 from costmodel.procedure_merge import merge_procedure_groups
+from costmodel.spec_reader import MAX_PROCEDURE_COST
 from costmodel.workload import Access, Procedure, Stream, Table, Workload
 
 
 class ChangeError(UserError):
     """A change that does not apply to this workload (unknown name, nothing to split on)."""
+
+
+def _all_names(workload: Workload) -> set[str]:
+    """Every name of the workload's SPs, tables and windows: a new name must be none of them (a
+    spec gives each its own, so a copy `A#0` beside a table `A#0` was refused by the check of the
+    changed copy, and `tune` and `report` ended on that error)."""
+    return set(workload.procedure_names) | set(workload.table_names) | set(workload.window_names)
 
 
 def _fresh(name: str, taken: set[str]) -> str:
@@ -124,14 +132,13 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
         if key is None:
             raise ChangeError(f"{name}: no key to split on (declare partition_key)")
     procs = {p.name: p for p in workload.procedures}
-    taken = set(procs)
+    taken = _all_names(workload)  # (the copies' and the fragments' names drawn from it too)
     copy_names = [_fresh(f"{name}#{i}", taken) for i in range(copies)]
     aligned = _aligned_fragments(proc, workload, key, copies)  # fragment -> (its table, its index)
     split_tables = {t.name for t in workload.tables if t.name in {a.table for a in proc.accesses}
                     and t.name not in aligned
                     and co_partitioned(t, [a for a in proc.accesses if a.table == t.name], key)}
-    table_taken = set(workload.table_names)
-    fragments = {t: [_fresh(f"{t}#{i}", table_taken) for i in range(copies)] for t in sorted(split_tables)}
+    fragments = {t: [_fresh(f"{t}#{i}", taken) for i in range(copies)] for t in sorted(split_tables)}
 
     tables: list[Table] = []
     for t in workload.tables:
@@ -187,13 +194,27 @@ def split_procedure(workload: Workload, name: str, copies: int, key: str | None 
             streams.append(s)
     nested = tuple(tuple(c for m in g for c in (copy_names if m == name else [m]))
                    for g in workload.nested)
+    # a share that is 0.0 (5e-324, a spec's smallest amount, halved) no spec may say: the copy
+    # was refused ("rows must be > 0") and `tune` and `report` ended on it
+    zero = [f"{p.name} -> {a.table}" for p in procedures for a in p.accesses if a.rows == 0] + \
+        [f"stream {s.source} -> {s.target}" for s in streams if s.tuples == 0]
+    if zero:
+        raise ChangeError(f"{name}: {zero[0]}: too few rows or tuples a batch to share among {copies} copies")
     return replace(workload, tables=tuple(tables), procedures=tuple(procedures),
                    streams=tuple(streams), nested=nested, source="", sha256="")
 
 
+def _nested_apart(workload: Workload, first: str, second: str) -> tuple[tuple[str, ...], ...]:
+    """The two nested transactions `first` and `second` are in, where they are in two different
+    ones (else ()): the SP fused of them would be in both, which no spec may say."""
+    groups = tuple(next((g for g in workload.nested if n in g), None) for n in (first, second))
+    return groups if None not in groups and groups[0] != groups[1] else ()
+
+
 def mergeable_pairs(workload: Workload) -> list[tuple[str, str]]:
     """(X, Y) with a stream X -> Y where X feeds only Y and Y is fed only by X: they always
-    run one after the other, so one SP can do both without a MOVE."""
+    run one after the other, so one SP can do both without a MOVE. Not two SPs of two nested
+    transactions (`tune` and `report` ended on the fused SP's "already in nested[0]")."""
     outs: dict[str, list[str]] = {}
     ins: dict[str, list[str]] = {}
     for s in workload.streams:
@@ -201,15 +222,24 @@ def mergeable_pairs(workload: Workload) -> list[tuple[str, str]]:
         ins.setdefault(s.target, []).append(s.source)
     return [(x, ys[0]) for x, ys in outs.items()
             if len(ys) == 1 and ins.get(ys[0]) == [x]
-            and not workload.procedure(x).oltp and not workload.procedure(ys[0]).oltp]
+            and not workload.procedure(x).oltp and not workload.procedure(ys[0]).oltp
+            and not _nested_apart(workload, x, ys[0])]
 
 
 def merge_procedures(workload: Workload, first: str, second: str) -> Workload:
     """`first` and `second` (first -> second) become one SP `first+second`."""
+    apart = _nested_apart(workload, first, second)
+    if apart:
+        raise ChangeError(f"{first} -> {second}: in two nested transactions ({', '.join(apart[0])} and "
+                          f"{', '.join(apart[1])}); one SP can be in one only")
     if (first, second) not in mergeable_pairs(workload):
         raise ChangeError(f"{first} -> {second}: not a pair that always runs together "
                           "(one stream between them, no other inputs or outputs)")
-    merged_name = _fresh(f"{first}+{second}", set(workload.procedure_names))
+    cost = workload.procedure(first).cost + workload.procedure(second).cost
+    if cost > MAX_PROCEDURE_COST:  # no spec may say it: `tune` and `report` failed on the merged copy
+        raise ChangeError(f"{first} -> {second}: one SP would cost {cost:g} a batch, more than a spec's "
+                          f"{MAX_PROCEDURE_COST:,}")
+    merged_name = _fresh(f"{first}+{second}", _all_names(workload))
     return merge_procedure_groups(workload, [[first, second]], [merged_name])
 
 

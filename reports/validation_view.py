@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from costmodel.errors import UserError
+from costmodel.errors import UserError, finite_float
 from reports.validation import FORMAT
 from costmodel.files import read_user_json
 
@@ -74,15 +74,14 @@ def _float(v) -> float | None:
 
 
 def _finite_non_negative(value) -> bool:
-    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            and value >= 0)
+    return finite_float(value) and value >= 0
 
 
 def _number(value, null: bool = False) -> bool:
     """A finite JSON number (`to_dict` writes a non-finite float as null: `null` allows it)."""
     if value is None:
         return null
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+    return finite_float(value)
 
 
 # what a field of RunResult or SimResult holds, by its annotation, as JSON (`to_dict`)

@@ -124,6 +124,9 @@ class _Plan:
 
 
 MAX_SYNTH_BATCHES = 10_000_000  # as a traced engine run's (`engine_sim.engine.runner.MAX_RUN_BATCHES`)
+# access rows one batch may draw: a batch is drawn whole (about 55 bytes a row at its peak here),
+# so a spec's 1e9 rows an access took 50 GB and was killed for memory, with nothing said
+MAX_SYNTH_ROWS_PER_BATCH = 10_000_000
 MAX_TRACE_SPAN_US = float(2 ** 62)  # a trace's last batch starts within half of int64's microseconds
 SECONDS_A_YEAR = 365.25 * 24 * 3600
 
@@ -152,6 +155,10 @@ def synthesize(spec: Mapping[str, Any], out: str | Path, batches: int, seed: int
     if not (math.isfinite(noise) and noise >= 0):
         raise TraceError(f"noise must be a number >= 0, got {noise}")
     plan = _Plan(spec)
+    most = sum(math.ceil(a.rows) for a in plan.accesses)
+    if most > MAX_SYNTH_ROWS_PER_BATCH:
+        raise TraceError(f"{plan.name}: a batch draws up to {most:,} access rows (the accesses' rows), more than "
+                         f"the {MAX_SYNTH_ROWS_PER_BATCH:,} a synthetic trace holds in memory at once")
     started = time.perf_counter()
     chunk_batches = int(max(1, min(batches, chunk_rows // max(1.0, plan.rows_per_batch))))
     if plan.rate:

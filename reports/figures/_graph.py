@@ -7,6 +7,7 @@ unreadable, so it shows one node per machine and the cut weight between machines
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +50,9 @@ class _GraphInfo:
 
 def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     graph = graph_for(design, graph)
-    if not (finite_number(max_nodes) and float(max_nodes).is_integer() and max_nodes >= 1):  # 40.0 draws as 40
+    # 40.0 draws as 40; an int is whole as it is (float() of 10**400 raised OverflowError)
+    if not (finite_number(max_nodes) and max_nodes >= 1
+            and (isinstance(max_nodes, numbers.Integral) or float(max_nodes).is_integer())):
         raise UserError(f"max_nodes must be an integer >= 1, got {max_nodes!r}")  # (a TypeError below)
     max_nodes = int(max_nodes)
     plain = graph.n_proc

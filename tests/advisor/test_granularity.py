@@ -36,6 +36,20 @@ def test_fragments_keep_every_rows_expected_count_and_the_tables_size():
     assert bid[hot] > 0.25 * sum(bid.values())
 
 
+def test_an_access_of_the_fewest_rows_a_spec_may_say_splits_without_dividing_by_zero():
+    # 5e-324 rows: the chance of touching a fragment underflowed to 0 and the rows were divided by
+    # it (recommend --data-parallel, and any fragment design of such a spec: an internal error)
+    from dataclasses import replace
+
+    w = load_workload("online-bidding")
+    bid = w.procedure("Bid")
+    tiny = replace(w, procedures=tuple(replace(p, accesses=tuple(replace(a, rows=5e-324) for a in p.accesses))
+                                       if p is bid else p for p in w.procedures))
+    got = workload_at(tiny, [f"Items#{i}" for i in range(4)])
+    accesses = got.procedure("Bid").accesses
+    assert accesses and all(a.rows > 0 and 0 <= a.probability <= 1 for a in accesses)
+
+
 def test_a_hot_tuple_takes_its_keys_mass_from_its_fragment():
     w = load_workload("online-bidding")
     names = ["Items@0"] + [f"Items#{i}" for i in range(2)]

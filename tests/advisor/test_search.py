@@ -253,3 +253,19 @@ def test_every_pool_design_is_scored_as_the_cost_model_scores_it(g, seed):
 def test_exhaustive_declines_large_graphs_without_enumerating():
     g = CostGraph(np.ones(100_000), [], [], [], [], [], [], [], [], machines=2)
     assert exhaustive_optimum(g, Weights()) is None
+
+
+def test_a_stream_of_the_fewest_tuples_a_spec_may_say_prints_no_warning():
+    # over a total of 5e-324 tuples a batch the METIS edge scale overflowed in a numpy scalar and
+    # `recommend` printed two RuntimeWarning lines (the source line among them)
+    import warnings
+
+    w = parse_workload('name = "t"\n[cluster]\nmachines = 2\n'
+                       '[[tables]]\nname = "T"\nrows = 100\nrow_bytes = 8\nkey = "k"\n'
+                       '[[procedures]]\nname = "A"\ncost = 1.0\naccesses = [{ table = "T", mode = "write", rows = 1 }]\n'
+                       '[[procedures]]\nname = "B"\ncost = 1.0\n'
+                       '[[streams]]\nfrom = "A"\nto = "B"\ntuples = 5e-324\n')
+    graph = WorkloadGraph.from_workload(w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        DesignSearch(Weights(0.3, 0.1, 0.6)).fit(graph.cost)

@@ -41,6 +41,10 @@ BAD = [
     (('table = "RecentBids", mode = "read"', 'table = "RecentBids", mode = "write"'),
      "window 'RecentBids': its owner inserts each batch's tuples itself"),
     (('slide = 10', 'slide = 10\nkind = "count"'), "kind must be 'tuple' or 'time'"),
+    # a full window holds at most 1e15 tuples: size 1e300 s at rate 1e9 held infinitely many bytes
+    (('slide = 10', 'slide = 1e300\nkind = "time"'), "holds inf tuples when full (size seconds x [input] rate"),
+    (('size = 100', 'size = 10000000000000000'), "windows[0] 'RecentBids': holds 1e+16 tuples when full (its size)"),
+    (('slide = 10', 'slide = 10\ntuple_bytes = 1000000001'), "tuple_bytes must be <= 1000000000"),
 ]
 
 
@@ -48,6 +52,8 @@ BAD = [
 def test_bad_window_names_the_problem(change, expected):
     text = SPEC.replace(*change)
     assert text != SPEC
+    if "1e300" in text:  # a time window as long as that, its input at the highest rate
+        text = text.replace("size = 100", "size = 1e300").replace("batch_size = 10", "batch_size = 10\nrate = 1e9")
     with pytest.raises(SpecError) as err:
         parse_workload(text, "w.toml")
     assert expected in str(err.value) and "\n" not in str(err.value)

@@ -49,6 +49,9 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
      "keys 'input:nofield' name a field the input does not declare ([input] fields: account_id,"),
     ('name = "TradeInsert"\n', 'name = "TradeInsert"\npartition_key = "nope"\n',
      "partition_key 'nope' is not a field the input declares"),
+    # a memory under a byte: 5e-324 MB made the machines the state needs infinite (recommend's
+    # internal OverflowError)
+    ("machine_memory_mb = 2048", "machine_memory_mb = 5e-324", "machine_memory_mb must be at least 9.54e-07 (a byte)"),
 ])
 def test_a_spec_past_what_a_run_can_take_is_refused(old, new, problem):
     assert old in TPCDI
@@ -102,6 +105,10 @@ def _design() -> dict:
     ({"cost": {"memory_overflow_mb": 5}}, "cost.memory_overflow_mb must be a list"),
     ({"cost": {"memory_overflow_mb": ["a"]}}, "cost.memory_overflow_mb must be a list"),
     ({"cost": {"feasible": "maybe"}}, "cost.feasible must be true or false"),
+    # an integer past a float's range (JSON holds one): math.isfinite's OverflowError, an internal error
+    ({"cost": {"state_colocation": 0, "processing_colocation": 0, "load_balance": 0, "total": 10**400}},
+     "cost.total must be a finite number"),
+    ({"cost": {"memory_overflow_mb": [10**400]}}, "cost.memory_overflow_mb must be a list"),
 ])
 def test_a_design_field_of_the_wrong_shape_is_refused_not_defaulted(change, problem):
     data = _design()
@@ -131,6 +138,12 @@ CALIBRATION = json.loads((ROOT / "bench" / "calibration.json").read_text())
     ((None, "machine", "x"), "machine must be an object"),
     (("simulator", "bandwidth_Bps", 1e-300), "bandwidth_Bps must be at least 1 byte/s"),
     (("simulator", "txn_overhead_s", 1e300), "txn_overhead_s must be at most 1e+06 seconds"),
+    # an integer past a float's range (JSON holds one): math.isfinite's OverflowError, an internal error
+    (("simulator", "txn_overhead_s", 10**400), "txn_overhead_s must be a finite number >= 0"),
+    (("simulator", "host_cores", 10**400), "host_cores must be a finite number >= 0"),
+    (("prices", "move_s", 10**400), "prices.move_s must be a finite number >= 0"),
+    (("measurements", "txn:latency", 10**400), "measurements.txn:latency must be a finite number >= 0"),
+    (("fit", "throughput_checks", {"a": {"engine_bps": 10**400}}), "fit.throughput_checks must map each check"),
 ])
 def test_a_calibration_value_no_run_can_use_is_refused(change, problem, tmp_path):
     section, key, value = change

@@ -109,10 +109,16 @@ def test_a_hand_broken_profile_is_one_line_and_a_gone_sp_is_named(deployed, tmp_
     # was dropped from the judgement without a word
     _, design, path, _ = deployed
     data = json.loads(path.read_text())
-    for value, message in (([1], "workload_profile.state.DimAccount must be [bytes, rows per batch], got [1]"),
-                           ("x", "workload_profile.state.DimAccount must be [bytes, rows per batch], got 'x'")):
+    # (an integer past a float's range was an internal OverflowError comparing it; a negative
+    # load was read as a change of -0.00x)
+    for part, value, message in (
+            ("state", [1], "workload_profile.state.DimAccount must be [bytes, rows per batch], got [1]"),
+            ("state", "x", "workload_profile.state.DimAccount must be [bytes, rows per batch], got 'x'"),
+            ("state", [10**400, 1.0], "workload_profile.state.DimAccount must be [bytes, rows per batch], got [1000"),
+            ("procedures", 10**400, "workload_profile.procedures.AccountLookup must be a finite number >= 0, got 1000"),
+            ("procedures", -1.0, "workload_profile.procedures.AccountLookup must be a finite number >= 0, got -1.0")):
         broken = json.loads(json.dumps(data))
-        broken["provenance"]["workload_profile"]["state"]["DimAccount"] = value
+        broken["provenance"]["workload_profile"][part]["DimAccount" if part == "state" else "AccountLookup"] = value
         (tmp_path / "broken.json").write_text(json.dumps(broken))
         assert run_app(["check", "--design", str(tmp_path / "broken.json"), "tpcdi-trade"]) == 2
         err = capsys.readouterr().err

@@ -162,6 +162,8 @@ def test_max_nodes_may_be_an_integral_float(rec):
     assert _graph_info(rec.design, rec.graph, max_nodes=np.float64(3)) == _graph_info(rec.design, rec.graph, 3)
     with pytest.raises(UserError, match=r"^max_nodes must be an integer >= 1, got 40.5$"):
         F.plot_graph(rec.design, rec.graph, ax=axes(), max_nodes=40.5)
+    # an int past a float's range is every node (float() of it was an internal OverflowError)
+    assert _graph_info(rec.design, rec.graph, max_nodes=10**400) == _graph_info(rec.design, rec.graph, 10**6)
 
 
 def test_a_sensitivity_renders_itself_as_the_other_results_do():

@@ -87,6 +87,35 @@ def test_tables_named_like_fragments_beside_their_stem_are_no_earlier_split():
     assert {a.table for p in w2.procedures if p.name == "A#1" for a in p.accesses} == {"T#0#1", "T#1#1"}
     assert rows(w2) == pytest.approx(rows(w))
 
+def test_new_names_are_none_of_the_workloads_sps_tables_or_windows():
+    # a table `A#0` and an SP `T#0` beside the SP `A` and the table `T` it splits, a table `A+B`
+    # beside the pair merged: the copy, the fragment and the merged SP took those names, and the
+    # changed copy was refused ("the name is also a table's"), which ended `tune` and `report`
+    w = Workload("k", (Table("T", 100, 10, "k"), Table("A#0", 100, 10, "k"), Table("A+B", 100, 10, "k")),
+                 (Procedure("A", 2.0, (Access("T", "write", 4, "input:k"),), partition_key="k"),
+                  Procedure("B", 1.0, (Access("A#0", "read", 1), Access("A+B", "read", 1))),
+                  Procedure("T#0", 1.0)),
+                 (Stream("A", "B", 8),), input=InputSpec(fields=("k",)))
+    split = valid_spec(split_procedure(w, "A", 2))
+    assert {"A#0~2", "A#1"} <= set(split.procedure_names) and {"T#0~2", "T#1"} <= set(split.table_names)
+    merged = valid_spec(merge_procedures(w, "A", "B"))
+    assert "A+B~2" in merged.procedure_names
+
+
+@pytest.mark.parametrize("where", ["access", "other SP's access", "stream"])
+def test_a_split_that_would_share_out_zero_rows_or_tuples_is_no_change(where):
+    # 5e-324 (the smallest number a spec may say) halved is 0.0, which no spec may say: the copy
+    # was refused ("rows must be > 0") and `tune` and `report` ended on it
+    tiny = {w: 5e-324 if w == where else 4.0 for w in ("access", "other SP's access", "stream")}
+    w = Workload("k", (Table("T", 100, 10, "k"),),
+                 (Procedure("A", 2.0, (Access("T", "write", tiny["access"], "input:k"),), partition_key="k"),
+                  Procedure("B", 1.0, (Access("T", "read", tiny["other SP's access"]),))),
+                 (Stream("A", "B", tiny["stream"]),), input=InputSpec(fields=("k",)))
+    with pytest.raises(ChangeError, match="too few rows or tuples a batch to share among 2 copies"):
+        split_procedure(w, "A", 2)
+    valid_spec(w)  # the workload itself is one a spec may say
+
+
 def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
     assert ("AccountLookup", "TradeInsert") in mergeable_pairs(tpcdi)
     w = merge_procedures(tpcdi, "AccountLookup", "TradeInsert")
@@ -96,6 +125,33 @@ def test_merge_joins_a_pair_that_always_runs_together(tpcdi):
     assert len(w.streams) == 2 and rows(w) == pytest.approx(rows(tpcdi))
     with pytest.raises(ChangeError):
         merge_procedures(tpcdi, "DateTimeLookup", "TradeInsert")
+
+
+def test_a_merge_past_a_specs_largest_cost_is_no_change(tpcdi):
+    # two SPs at half the largest cost a spec allows each: the merged one would cost more than
+    # any spec may say, and `tune` and `report` failed on its copy ("cost must be <= 1000000")
+    from dataclasses import replace
+
+    heavy = replace(tpcdi, procedures=tuple(replace(p, cost=600_000.0) if p.name in ("AccountLookup", "TradeInsert")
+                                            else p for p in tpcdi.procedures))
+    with pytest.raises(ChangeError, match="more than a spec's"):
+        merge_procedures(heavy, "AccountLookup", "TradeInsert")
+
+
+def test_two_sps_of_two_nested_transactions_are_no_pair_to_merge():
+    # A -> B with A nested with C and B with D: the fused A+B was in both groups, the changed
+    # copy was refused ("procedure 'A+B' is already in nested[0]") and `tune` and `report` ended on it
+    w = Workload("n", (Table("T", 100, 10, "k"),),
+                 tuple(Procedure(n, 1.0, (Access("T", "write", 1),)) for n in "ABCD"),
+                 (Stream("A", "B", 8),), nested=(("A", "C"), ("B", "D")))
+    assert mergeable_pairs(w) == []
+    with pytest.raises(ChangeError, match="in two nested transactions"):
+        merge_procedures(w, "A", "B")
+    # one nested transaction, or one SP in none: the fused SP takes the group's place
+    for nested in ((("A", "C"),), (("A", "B", "C"),)):
+        one = Workload("n", w.tables, w.procedures, w.streams, nested=nested)
+        assert mergeable_pairs(one) == [("A", "B")]
+        valid_spec(merge_procedures(one, "A", "B"))
 
 
 def test_replicate_changes_only_that_table(tpcdi):

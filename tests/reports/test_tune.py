@@ -98,6 +98,25 @@ def test_cli_tune_rejects_bad_input(tmp_path, capsys):
         assert len(err) == 1 and err[0].startswith("error: "), err
 
 
+def test_cli_tune_and_report_of_sps_at_the_largest_cost_leave_out_the_merge(tmp_path, capsys):
+    # A -> B at the largest cost a spec allows each (1,000,000): merging them, the change the
+    # bottleneck suggests, made an SP no spec may hold, and both commands ended on its error
+    spec = tmp_path / "heavy.toml"
+    spec.write_text('name = "heavy"\n[cluster]\nmachines = 2\n'
+                    '[[tables]]\nname = "T1"\nrows = 1000\nrow_bytes = 64\nkey = "k"\n'
+                    '[[tables]]\nname = "T2"\nrows = 1000\nrow_bytes = 64\nkey = "k"\n'
+                    '[[procedures]]\nname = "A"\ncost = 1000000\n'
+                    'accesses = [{ table = "T1", mode = "write", rows = 10 }]\n'
+                    '[[procedures]]\nname = "B"\ncost = 1.0\n'
+                    'accesses = [{ table = "T2", mode = "read", rows = 5 }]\n'
+                    '[[streams]]\nfrom = "A"\nto = "B"\ntuples = 10\n')
+    assert run_app(["tune", str(spec), "--machines", "2", "--rounds", "1"]) == 0, capsys.readouterr().err
+    design = tmp_path / "d.json"
+    assert run_app(["recommend", str(spec), "--machines", "2", "--out", str(design)]) == 0
+    assert run_app(["report", "--design", str(design), str(spec), "--jobs", "1",
+                    "--out", str(tmp_path / "r.html")]) == 0, capsys.readouterr().err
+
+
 def test_a_study_stops_when_nothing_helps():
     # one machine: no split or replication can raise throughput there
     s = TuningStudy("tpcdi-trade", machines=1).run(rounds=3)

@@ -88,6 +88,10 @@ def test_counts_are_compared_per_batch_each_side_completed():
     (lambda d: d["designs"][0].update(engine=None, simulator=None), "neither engine nor simulator"),
     (lambda d: d["designs"][0].update(design=3), '"design" must be a string'),
     (lambda d: d["designs"][0].update(engine=[1, 2]), '"engine" must be an object or null'),
+    # an integer past a float's range (JSON holds one): math.isfinite's OverflowError, an internal error
+    (lambda d: d["designs"][0].update(simulator={**d["designs"][0]["simulator"], "throughput_tps": 10**400}),
+     "simulator.throughput_tps must be"),
+    (lambda d: d["designs"][0].update(predicted_cost={"total": 10**400}), "predicted_cost.total must be a finite"),
 ])
 def test_anything_else_is_refused_with_one_line(change, message):
     doc = document()

@@ -242,3 +242,19 @@ def test_a_synthetic_trace_takes_the_specs_cost_unit_unless_told_another(tmp_pat
     assert durations[0] == pytest.approx(2.5 * durations[1], rel=0.01)  # the SPs' work at 250 us a unit
     synthesize(MIXED, tmp_path / "default", batches=2)  # a spec that says none: 100
     assert json.loads((tmp_path / "default" / "_trace.json").read_text())["input"]["cost_unit_us"] == 100.0
+
+
+def test_a_batch_of_more_access_rows_than_memory_holds_is_refused_before_writing(tmp_path, capsys):
+    # a batch is drawn whole: a spec's 1e9 rows an access (a spec may say up to 1e9) took 50 GB
+    # and the command was killed for memory, with nothing said; one past the limit is refused
+    from traces.synth import MAX_SYNTH_ROWS_PER_BATCH
+
+    spec = tmp_path / "big.toml"
+    spec.write_text('name = "big"\n[[tables]]\nname = "T"\nrows = 1000\nrow_bytes = 8\nkey = "k"\n'
+                    '[[procedures]]\nname = "P"\ncost = 1.0\naccesses = [{ table = "T", mode = "write", '
+                    f'rows = {MAX_SYNTH_ROWS_PER_BATCH - 1} }}, {{ table = "T", mode = "read", rows = 1.5 }}]\n')
+    out = tmp_path / "t"
+    assert run_app(["trace", "synth", str(spec), "--batches", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: big: a batch draws up to {MAX_SYNTH_ROWS_PER_BATCH + 1:,} access rows")
+    assert err.count("\n") == 1 and not out.exists()
