@@ -8,7 +8,9 @@ in milliseconds, so it can pick where the simulator cannot: the pool's designs r
 and its own climbs (`advisor.estimate_climb`, the ones the simulated search runs before
 simulating anything) from the pool's best few, from its others and from seeded random designs
 within a budget of priced designs; the best design any of them reaches within the machines'
-memory is the pick. Deterministic: the same input gives the same design.
+memory is the pick, where the estimate puts it ESTIMATE_MARGIN above the cost model's
+cheapest design (else the cheapest is kept). Deterministic: the same input gives the same
+design.
 
 What it cannot do is what the simulator adds: queues and the waits it does not price (the
 estimate ranks designs at a Spearman of 0.66-1.00 against the simulator, README), so the pick
