@@ -19,16 +19,14 @@ reports and matplotlib load only when a session reaches for them.
 from __future__ import annotations
 
 from importlib import import_module
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import TYPE_CHECKING, Callable
 
-try:  # one place for the version: pyproject.toml, read back from the installed metadata
-    __version__ = version("sstore-advisor")
-except PackageNotFoundError:  # a source tree that was never installed
-    __version__ = "0+unknown"
-
+# `typing.TYPE_CHECKING` without importing typing: this module runs before the console script
+# can catch a Ctrl-C (`advisor.command`), so it imports nothing it does not need at once
+TYPE_CHECKING = False
 if TYPE_CHECKING:  # for the annotations only: at run time these load on first use
+    from pathlib import Path
+    from typing import Callable
+
     from costmodel import Weights
     from costmodel.calibration import Calibration
     from costmodel.design import Design
@@ -53,8 +51,24 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
 __all__ = sorted([*_FACADE_HOMES, "simulate", "tune", "plot_graph", "plot_workload"])
 
 
+def _installed_version() -> str:
+    """One place for the version: pyproject.toml, read back from the installed metadata. Read
+    when asked for: importing importlib.metadata took most of `import advisor`, and a Ctrl-C
+    then, before `advisor.command` could catch it, was a Python traceback."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sstore-advisor")
+    except PackageNotFoundError:  # a source tree that was never installed
+        return "0+unknown"
+
+
 def __getattr__(name: str) -> object:
-    """Import a facade name's home module on first use, and keep the name here after."""
+    """Import a facade name's home module (or read `__version__`) on first use, and keep the
+    name here after."""
+    if name == "__version__":
+        globals()[name] = value = _installed_version()
+        return value
     if name not in _FACADE_HOMES:
         raise AttributeError(f"module 'advisor' has no attribute {name!r}")
     module, attribute = _FACADE_HOMES[name]
@@ -64,7 +78,7 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})
 
 
 def simulate(workload: Source, design: Design | str | Path, **options) -> SimResult:

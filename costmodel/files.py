@@ -63,9 +63,27 @@ def cannot_write(path: str | Path, exc: OSError) -> UserError:
         reason = str(exc.strerror or exc)
     else:
         said = exc.strerror if exc.errno is not None else None  # else a message around the errno
-        reason = f"{said or os.strerror(number)} ({errno.errorcode.get(number, number)})"
+        refused = _refused_by_its_directory(exc) if number == errno.ENOENT else None
+        reason = f"{refused or said or os.strerror(number)} ({errno.errorcode.get(number, number)})"
     kind = DiskFullError if number in FULL_ERRNOS else UserError
     return kind(f"{path}: cannot write: {reason}")
+
+
+def _refused_by_its_directory(exc: OSError) -> str | None:
+    """Why an ENOENT that named a new file (or directory) in a directory that is there failed:
+    the directory takes none (/proc and other pseudo filesystems). "No such file or directory"
+    read as if the directory were missing. None where that is not the case (a rename names
+    two paths, and its source may be what is gone)."""
+    name = exc.filename
+    if exc.filename2 is not None or not isinstance(name, (str, bytes)) or not name:
+        return None
+    made = Path(os.fsdecode(name))
+    try:
+        if made.is_symlink() or made.exists() or not made.parent.is_dir():
+            return None
+    except OSError:  # (a directory above that cannot be searched: what it holds is unknown)
+        return None
+    return f"{made.parent} exists but takes no new files or directories"
 
 
 @contextmanager

@@ -8,8 +8,7 @@ import numpy as np
 from costmodel.design import Design
 from costmodel.workload import Workload
 from costmodel import Bottleneck
-from reports.transforms import (co_partitioned, mergeable_pairs, merge_procedures, split_key,
-                                split_procedure)
+from reports.transforms import ChangeError, co_partitioned, merge_procedures, split_key, split_procedure
 
 
 def design_for(workload: Workload, machines: int, partitions_per_machine: int, weights,
@@ -127,11 +126,19 @@ def candidate_changes(workload: Workload, design: Design, graph, bottleneck: Bot
             out.append(("replicate", table, f"replicate read-mostly table {table} on every machine",
                         f"{cut_rows[table]:g} rows/batch of it are read across machines",
                         lambda t=table: (None, replicated + (t,))))
-    pairs = set(mergeable_pairs(workload))
-    if (bottleneck.move and (bottleneck.move[0], bottleneck.move[1]) in pairs
-            and not lanes & {bottleneck.move[0], bottleneck.move[1]}):  # (merged, lanes would run as one)
+    if bottleneck.move:  # (offered even where it is refused: the refusal is what `tune` then says)
         a, b = bottleneck.move[0], bottleneck.move[1]
         out.append(("merge", f"{a}+{b}", f"merge {a} and {b} into one SP",
                     f"{a} -> {b} is the heaviest cut stream and they always run one after the other",
-                    lambda a=a, b=b: (merge_procedures(workload, a, b), replicated)))
+                    lambda a=a, b=b: (_merged(workload, a, b, lanes), replicated)))
     return out
+
+
+def _merged(workload: Workload, first: str, second: str, lanes: set[str]) -> Workload:
+    """`merge_procedures`, which refuses a pair that is not one (its reason is the note's), and
+    refuses an SP that runs as data-parallel lanes: merged, the lanes would run as one."""
+    split = [n for n in (first, second) if n in lanes]
+    if split:
+        raise ChangeError(f"{first} -> {second}: {split[0]} runs as data-parallel lanes; merged, they "
+                          "would run as one")
+    return merge_procedures(workload, first, second)

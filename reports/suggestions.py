@@ -64,6 +64,11 @@ class Suggestion:
 
 MIN_GAIN = 0.01  # a change predicted to raise throughput by less helps nobody (`advisor tune` stops there too)
 
+# kind of change -> why there was none of that kind to try, where none was skipped
+_NONE_OF_KIND = {"split": "no SP has a key to split on",
+                 "replicate": "no read-mostly table is accessed across machines",
+                 "merge": "no cut stream joins a mergeable pair"}
+
 
 @dataclass
 class Suggestions:
@@ -76,6 +81,7 @@ class Suggestions:
     items: list[Suggestion] = field(default_factory=list)
     not_helping: list[Suggestion] = field(default_factory=list)
     tried: int = 0  # changes tried (every copy count of a split counted), 0: as many as listed
+    skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # (kind, target, text, why not)
 
     def __iter__(self):
         return iter(self.items)
@@ -99,8 +105,7 @@ class Suggestions:
             tried = max(self.tried, len(self.not_helping))
             return (f"No change is predicted to help by {MIN_GAIN:.0%} or more: {tried} tried, the best "
                     f"({top.text}) is predicted at {top.gain:+.1%}.")
-        return ("No change to try: no SP has a key to split on, no read-mostly table is accessed "
-                "across machines, and no cut stream joins a mergeable pair.")
+        return f"No change to try: {_why_none(self.skipped)}."
 
     def to_frame(self):
         import pandas as pd
@@ -182,6 +187,7 @@ class SuggestionsStart:
     cost_before: float
     tps_before: float | None
     changes: list[ChangeToTry]
+    skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # (kind, target, text, why not)
 
     @classmethod
     def of(cls, workload: Workload | None, design: Design, graph=None, weights=None,
@@ -195,21 +201,22 @@ class SuggestionsStart:
         if sim is None:
             sim = predict(workload, design, options)
         bottleneck = simulated_bottleneck(design, graph, sim)
-        changes = []
+        changes, skipped = [], []
         if workload is not None:
             for kind, target, text, reason, apply in candidate_changes(workload, design, graph, bottleneck,
                                                                        replicated):
                 try:
                     changed, forced = apply()
-                except ChangeError:
+                except ChangeError as refused:  # (the note then says why, not that there was none)
+                    skipped.append((kind, target, text, str(refused)))
                     continue
                 changes.append(ChangeToTry(kind, target, text, reason, changed, forced))
         return cls(design, graph, weights, bottleneck, design.score(graph, weights).total,
-                   None if sim is None else float(sim.throughput_tps), changes)
+                   None if sim is None else float(sim.throughput_tps), changes, skipped)
 
     def by_cost(self, limit: int = 6) -> Suggestions:
         """Statistics only: the design-level change is all there is, scored by the cost model."""
-        result = Suggestions(self.bottleneck)
+        result = Suggestions(self.bottleneck, skipped=self.skipped)
         for table in _cut_read_mostly(self.design, self.graph):
             changed = replicate_design(self.design, self.graph, table)
             result.items.append(Suggestion("replicate", table, f"replicate read-mostly table {table} on every machine",
@@ -222,7 +229,7 @@ class SuggestionsStart:
     def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6) -> Suggestions:
         """The changes with what `try_change` gave for each (in `changes` order), best first;
         those predicted no faster kept apart."""
-        result = Suggestions(self.bottleneck, tried=len(tried))
+        result = Suggestions(self.bottleneck, tried=len(tried), skipped=self.skipped)
         for change, (new_design, tps) in zip(self.changes, tried):
             result.items.append(Suggestion(change.kind, change.target, change.text, change.reason, change.workload,
                                            new_design, change.replicated, self.cost_before, new_design.cost.total,
@@ -232,6 +239,20 @@ class SuggestionsStart:
         result.not_helping = [s for s in result.items if s.gain is not None and s.gain < MIN_GAIN]
         result.items = [s for s in result.items if s.gain is None or s.gain >= MIN_GAIN][:limit]
         return result
+
+
+def _why_none(skipped: list[tuple[str, str, str, str]]) -> str:
+    """Why there was no change of each kind to try: the changes of that kind that did not apply
+    and why (the first of each target's), else that there was none ("no cut stream joins a
+    mergeable pair" was said of a merge refused for its summed cost)."""
+    parts = []
+    for kind, none in _NONE_OF_KIND.items():
+        refused: dict[str, str] = {}
+        for k, target, text, why in skipped:
+            if {"partition": "split"}.get(k, k) == kind:
+                refused.setdefault(target, f"{text} does not apply ({why})")
+        parts.extend(refused.values() or [none])
+    return ", ".join(parts[:-1]) + f", and {parts[-1]}"
 
 
 def _keep_best_split(result: Suggestions) -> None:

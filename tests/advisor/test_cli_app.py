@@ -435,3 +435,39 @@ def test_ctrl_c_inside_a_string_exec_as_the_cli_loads_exits_130(tmp_path):
     done = subprocess.run([sys.executable, "-m", "loading_cli"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+INTERRUPTED_AS_THE_VERSION_IS_READ = """
+import sys
+
+
+class InterruptedImport:
+    def find_spec(self, name, path=None, target=None):
+        if name == "importlib.metadata":
+            raise KeyboardInterrupt  # a Ctrl-C as the installed version is read
+        return None
+
+
+assert "importlib.metadata" not in sys.modules, "nothing to interrupt"
+sys.meta_path.insert(0, InterruptedImport())
+sys.argv[1:] = ["--version"]
+from advisor.command import main  # what the console script runs
+
+main()
+"""
+
+
+@pytest.mark.process
+def test_ctrl_c_as_the_version_is_read_is_one_line(tmp_path):
+    """`import advisor` read the installed version (importlib.metadata, most of its 20 ms)
+    before the console script could catch a Ctrl-C: one in the command's first moments was a
+    Python traceback. The version is read when asked for, under the CLI's handling."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "versioned_cli.py").write_text(INTERRUPTED_AS_THE_VERSION_IS_READ)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "versioned_cli.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (130, "", "interrupted\n")

@@ -102,6 +102,16 @@ def test_an_anonymous_pipe_named_through_proc_is_refused_in_the_same_line():
         os.close(write_end)
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs a /proc, where no file can be created")
+@pytest.mark.parametrize("out", ["/proc/advisor-test.json", "/proc/advisor-test/out.json"])
+def test_a_directory_that_takes_no_new_file_is_said_so_not_missing(out):
+    # /proc is there, but creating a file (or a directory) in it is ENOENT: the write said
+    # "No such file or directory", as if /proc were missing
+    with pytest.raises(UserError) as info:
+        atomic_write_text(out, "x")
+    assert str(info.value) == f"{out}: cannot write: /proc exists but takes no new files or directories (ENOENT)"
+
+
 def test_a_link_is_written_through_and_stays_a_link(tmp_path):
     (tmp_path / "real.json").write_text("old")
     (tmp_path / "link.json").symlink_to("real.json")
