@@ -93,3 +93,24 @@ def test_low_load_busy_times_give_the_maximum_where_nothing_waits():
     row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, low_load=True)
     assert -1.0 <= row["low"] <= 1.0
     assert np.isnan(B.rank_case("voter-leaderboard", 2, 6, 100, seed=1)["low"])  # not asked for
+
+
+def test_saturated_delivery_is_what_the_design_sustains_not_what_is_offered():
+    """`--saturated`: offered 1.5x its maximum, a design delivers about its maximum (it cannot
+    keep up), and the column is a rank correlation only when asked for."""
+    from costmodel import Weights
+    from costmodel.design import Design
+    from engine_sim.sim import Calibration, max_throughput
+
+    w = B.workload_of("voter-leaderboard", 2)
+    g = WorkloadGraph.from_workload(w)
+    params = Calibration.reference().params
+    one = Design.from_arrays(g, np.zeros(g.cost.n_proc, dtype=np.int64),
+                             np.zeros(g.cost.n_state, dtype=np.int64), Weights())
+    best = max_throughput(w, one, batches=100, calibration=params)
+    sat = B.saturated_throughput(w, one, best.throughput_bps, params, 100)
+    assert sat == pytest.approx(best.throughput_tps, rel=0.05)
+    assert sat < 0.9 * B.OVERLOAD * best.throughput_tps  # overloaded: far below what it was offered
+    row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, saturated=True)
+    assert -1.0 <= row["sat"] <= 1.0
+    assert np.isnan(B.rank_case("voter-leaderboard", 2, 6, 100, seed=1)["sat"])
