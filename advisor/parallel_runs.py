@@ -5,7 +5,7 @@ step of the simulated search tries its few best moves), and the simulator is pur
 one core. The designs of one round do not depend on each other, so on a machine of several
 cores they can run side by side. The answers do not change: each simulation is deterministic
 and independent, the pick still asks for them in its own order, and a result computed ahead
-is only counted when the pick asks for it (`advisor.selection.SimulationRuns.prefetch`), so
+is only counted when the pick asks for it (`advisor.simulation_runs.SimulationRuns.prefetch`), so
 the same input gives the same design, figures and counts with any number of workers.
 
 The workers are forked, so they inherit the pick's workload, graph and simulator and nothing

@@ -42,7 +42,7 @@ design that would beat the best but collapses when overloaded (`advisor.judge.ov
 below COLLAPSE_CONFIRMED) beats it only on a run of COLLAPSE_BATCHES: the short run's figure
 of such a design holds until a queue happens to form.
 
-What it simulates is kept with the pick's own simulations (`advisor.selection.SimulationRuns`):
+What it simulates is kept with the pick's own simulations (`advisor.simulation_runs.SimulationRuns`):
 the pick it starts from, simulated again on the final round's batches, is often what the
 pick's final round just ran. A move is only asked whether it beats the design by the tie
 tolerance, so its rate search stops once the simulator shows it cannot (`stop_below_tps` of
@@ -69,7 +69,8 @@ from advisor.design_moves import (block_moves, busiest_partition_moves, emptying
 from advisor.estimate_climb import (CLIMB_GAIN, across_plateau, best_by_estimate, by_estimate,
                                     climb_estimate, climb_through_plateau, via_a_trade)
 from advisor.judge import Simulator, overload_collapse
-from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE, SimulationRuns
+from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE
+from advisor.simulation_runs import SimulationRuns
 from advisor.selection import TIE_TOLERANCE  # what a move must gain
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph

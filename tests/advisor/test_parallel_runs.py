@@ -17,7 +17,7 @@ import pytest
 import advisor.parallel_runs as parallel_runs
 from advisor.api import recommend
 from advisor.parallel_runs import pick_processes, serial_picks
-from advisor.selection import AHEAD_MIN_EVENTS, SimulationRuns
+from advisor.simulation_runs import AHEAD_MIN_EVENTS, SimulationRuns
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph
 from advisor.sources import load_workload

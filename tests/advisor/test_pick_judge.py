@@ -10,7 +10,8 @@ import pytest
 
 from advisor.api import default_simulator, recommend
 from advisor.judge import overload_collapse
-from advisor.selection import TIE_TOLERANCE, SimulationRuns, select
+from advisor.selection import TIE_TOLERANCE, select
+from advisor.simulation_runs import SimulationRuns
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph
 from advisor.sources import load_workload

@@ -10,7 +10,8 @@ from costmodel import Weights
 from advisor.api import recommend
 from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
-from advisor.selection import TIE_TOLERANCE, SimulationRuns
+from advisor.selection import TIE_TOLERANCE
+from advisor.simulation_runs import SimulationRuns
 from advisor.sim_local_search import BATCHES, improve
 from advisor.sources import load_workload
 from engine_sim.sim import max_throughput
