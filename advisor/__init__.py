@@ -45,7 +45,7 @@ _FACADE_HOMES: dict[str, tuple[str, str]] = {
     "Calibration": ("costmodel.calibration", "Calibration"),
     "Design": ("costmodel.design", "Design"),
     "Workload": ("costmodel.workload", "Workload"),
-    "Recommendation": ("advisor.api", "Recommendation"),
+    "Recommendation": ("advisor.recommendation", "Recommendation"),
 }
 
 __all__ = sorted([*_FACADE_HOMES, "simulate", "tune", "plot_graph", "plot_workload"])

@@ -43,7 +43,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-from advisor.api import Recommendation, recommend  # noqa: E402
+from advisor.api import recommend  # noqa: E402
+from advisor.recommendation import Recommendation  # noqa: E402
 from costmodel.design import Design  # noqa: E402
 from advisor.sources import load_workload  # noqa: E402
 from costmodel.workload import Workload  # noqa: E402

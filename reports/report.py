@@ -85,7 +85,7 @@ def report_recommendation(design: Design | str | Path, source, *, workload=None,
     (the report's own predictions should use the same). Returns a `Recommendation` whose
     `design` is the given one, scored on this source.
     """
-    from advisor.api import Recommendation
+    from advisor.recommendation import Recommendation
 
     design, graph, workload = report_subject(design, source, workload=workload)
     compared = compared_designs(design, graph, workload, seed, calibration, source) if baselines else {}
@@ -209,7 +209,7 @@ def report_design(design: Design | str | Path, source, *, workload=None, seed: i
     one the design was recommended with (`Design.recorded_seed`), for the options too where
     none are given. `subject`: `report_subject(design, source, workload=workload)` already
     worked out (`advisor report` reads and checks the spec before its first progress line)."""
-    from advisor.api import Recommendation
+    from advisor.recommendation import Recommendation
 
     design, graph, workload = subject or report_subject(design, source, workload=workload)
     seed = design.seed_or_recorded(seed)

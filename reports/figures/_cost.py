@@ -46,7 +46,7 @@ def _cost_info(recommendation) -> _CostInfo:
 def plot_cost_breakdown(recommendation, ax=None):
     """Stacked weighted cost terms per design (the first, the recommendation, in bold).
 
-    `recommendation` is an `advisor.api.Recommendation` or a dict name -> Design.
+    `recommendation` is an `advisor.recommendation.Recommendation` or a dict name -> Design.
     """
     info = _cost_info(recommendation)
     ax = new_axes(ax, figsize=(6.4, 0.35 * len(info.names) + 1.4))

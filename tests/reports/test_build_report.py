@@ -39,7 +39,7 @@ def test_given_predictions_are_shown_and_only_the_missing_ones_simulated(rec):
 
 
 def test_the_report_of_a_design_file_computes_the_same_inputs(rec, tmp_path):
-    from advisor.api import Recommendation
+    from advisor.recommendation import Recommendation
 
     path = rec.design.save(tmp_path / "design.json")
     computed = report_recommendation(path, "tpcdi-trade")
