@@ -15,129 +15,26 @@ import socket
 import sys
 import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from costmodel.errors import DISK_ERRNOS, describe_os_error
 from costmodel.files import errno_of
 from costmodel.signals import deferred as signals_deferred
-from costmodel.temp_dirs import owned_temp_dir, sweep_abandoned_dirs
+from costmodel.temp_dirs import owned_temp_dir
 from engine_sim.engine import messages as m
 from engine_sim.engine.driver import Driver, DriverConfig
 from engine_sim.engine.crash import start_recovery
 from engine_sim.engine.errors import EngineFailure
+from engine_sim.engine.forkserver import forkserver_context, forkserver_end, main_module_hidden
 from engine_sim.engine.payload import StreamPayload
 from engine_sim.engine.plan import DRIVER
 from engine_sim.engine.site import SiteConfig
 from engine_sim.engine.transport import Net, connect_with_hello, longest_socket_name, socket_path
 
 IDLE_WAIT_S = 0.05  # longest sleep of an idle loop (a message wakes it at once)
-# the guard first: it makes the forkserver drop a connection that is not a request (forkserver_guard.py)
-_PRELOAD = ["engine_sim.engine.forkserver_guard", "engine_sim.engine.site", "engine_sim.engine.plan",
-            "engine_sim.workloads.voter", "costmodel.design", "numpy"]
 
 
 PHASE_WORDS = {"run": "running the batches", "finish": "finishing the run", "recover": "recovering"}
-MP_TEMP_PREFIX = "pymp-"  # the name multiprocessing gives its own temporary directory
-MP_SOCKET_NAME = len("listener-") + 8  # the forkserver's socket in it: a prefix and 8 random characters
-
-
-def _context():
-    _own_mp_temp_dir()
-    ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(_PRELOAD)
-    _start_forkserver_deaf_to_ctrl_c()
-    return ctx
-
-
-def _start_forkserver_deaf_to_ctrl_c() -> None:
-    """Start multiprocessing's forkserver (once a process) with SIGINT and SIGHUP blocked. It
-    shares the terminal with this process, and a Ctrl-C while it imports its preload (numpy,
-    a few tenths of a second) printed a traceback of its own under the command's one line. A
-    blocked signal stays blocked across the fork and exec, and the forkserver ignores SIGINT
-    once started; this process answers the Ctrl-C for the run (it stops the partitions).
-    Blocked, not ignored here: a Ctrl-C that came while this process ignored SIGINT was lost,
-    and the run went on to its end (exit 0); blocked, it waits and is delivered here as the
-    block ends. The resource tracker, which the forkserver's start starts first, is started
-    before the block: its start unblocks SIGINT (it keeps it from the tracker with a block of
-    its own), which let the forkserver hear a Ctrl-C after all."""
-    from multiprocessing import forkserver, resource_tracker
-
-    if threading.current_thread() is not threading.main_thread():  # (signals are the main thread's)
-        forkserver.ensure_running()
-        return
-    resource_tracker.ensure_running()
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGHUP})
-    try:
-        forkserver.ensure_running()
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, before)
-
-
-def _forkserver_end() -> tuple[int, str] | None:
-    """(pid, how it ended) of this process's forkserver once it has ended; None while it runs
-    (or where that cannot be told). It stays unreaped (WNOWAIT): multiprocessing reaps it and
-    starts a new one for the next run."""
-    from multiprocessing import forkserver
-
-    pid = getattr(getattr(forkserver, "_forkserver", None), "_forkserver_pid", None)
-    if not pid or not hasattr(os, "waitid"):
-        return None
-    try:
-        ended = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:  # reaped already
-        return None
-    if ended is None or ended.si_pid == 0:
-        return None
-    if ended.si_code == os.CLD_EXITED:
-        how = f"exited with status {ended.si_status}"
-        if ended.si_status == 1:
-            how += " (an error of its own: ADVISOR_DEBUG=1 shows its traceback)"
-        return pid, how
-    return pid, f"was killed by signal {ended.si_status}"
-
-
-@contextmanager
-def _main_module_hidden() -> Iterator[None]:
-    """While a partition's process starts, multiprocessing is not told of this program's main
-    module, so the process does not run it again. Why: a user's script that calls
-    `advisor.validate` at its top level (no `if __name__ == "__main__":`) ran again in every
-    partition as it started, which then tried to start a run of its own: 147 lines of three
-    tracebacks and a failed run. A partition needs nothing of the main module: its code and
-    its arguments are all the engine's."""
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__dict__["__spec__"] = None
-    try:
-        yield
-    finally:
-        main.__dict__.pop("__spec__", None)
-        main.__dict__.update(saved)
-
-
-def _own_mp_temp_dir() -> None:
-    """multiprocessing keeps the forkserver's socket in a `pymp-*` directory of its own making,
-    removed at exit but not after a SIGKILL, and then nobody can tell whose it was. Make that
-    directory here instead, as an owned one (it names this process), before multiprocessing
-    makes one: its removal at exit is multiprocessing's as before, and what a killed run left
-    is swept by the next (a `pymp-*` directory without an owner file is not ours, and stays).
-    Where multiprocessing keeps its directory elsewhere, it makes its own, as before. The
-    directory holds a socket, so under a long TMPDIR it goes to /tmp (Python 3.11's own
-    choice would fail there with "AF_UNIX path too long")."""
-    from multiprocessing import process, util
-
-    sweep_abandoned_dirs(MP_TEMP_PREFIX)
-    config = getattr(process.current_process(), "_config", None)
-    if not isinstance(config, dict) or config.get("tempdir") is not None:
-        return  # made already (by an earlier run of this process, or by multiprocessing)
-    folder = owned_temp_dir(MP_TEMP_PREFIX, longest_socket_name=MP_SOCKET_NAME)
-    util.Finalize(None, shutil.rmtree, args=(str(folder), True), exitpriority=-100)
-    config["tempdir"] = str(folder)
 
 
 def _own_cpu_share() -> None:
@@ -324,7 +221,7 @@ class MultiProcessRuntime:
     def __init__(self, plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, delay_s: float, *,
                  workload, design, options: dict, next_plan=None):
         self.plan = plan
-        self.ctx = _context()
+        self.ctx = forkserver_context()
         self.sock_dir = str(owned_temp_dir("engs-", longest_socket_name=longest_socket_name(plan.n_partitions)))
         # until `run` takes it over, the socket directory is removed here on any exception:
         # Ctrl-C while the runtime was built (a pipe, the driver) left it in TMPDIR
@@ -358,7 +255,7 @@ class MultiProcessRuntime:
     def _spawn(self, node: int, epoch: int, clock: int, era: int | None = None) -> None:
         args = dict(self.args, epoch=epoch, clock=clock, era=self.driver.era if era is None else era)
         p = self.ctx.Process(target=site_main, args=(node, args), name=f"partition-{node}", daemon=True)
-        with _main_module_hidden():
+        with main_module_hidden():
             p.start()
         self.procs[node] = p
         self.pids.append(p.pid)
@@ -474,7 +371,7 @@ class MultiProcessRuntime:
                 continue
             if self.failures.poll():
                 raise EngineFailure(self.failures.recv())
-            server = _forkserver_end()
+            server = forkserver_end()
             if server is not None:  # the partitions died with it (their parent): it is the cause
                 raise EngineFailure(f"the engine's forkserver (multiprocessing's, pid {server[0]}, the parent of "
                                     f"every partition process) {server[1]} while {what}; the partitions "

@@ -115,7 +115,7 @@ import signal
 import time
 from multiprocessing import forkserver
 
-from engine_sim.engine import multiproc
+from engine_sim.engine import forkserver as engine_forkserver
 
 start = forkserver.ensure_running
 
@@ -128,7 +128,7 @@ def started_then_ctrl_c():
 
 forkserver.ensure_running = started_then_ctrl_c
 try:
-    multiproc._context()
+    engine_forkserver.forkserver_context()
     time.sleep(1.0)
     print("went on")
 except KeyboardInterrupt:

@@ -97,9 +97,9 @@ def test_the_forkserver_starts_deaf_to_ctrl_c(tmp_path):
     from pathlib import Path
 
     script = ("import signal\n"
-              "from engine_sim.engine import multiproc\n"
+              "from engine_sim.engine import forkserver as engine_forkserver\n"
               "from multiprocessing import forkserver\n"
-              "multiproc._context()\n"
+              "engine_forkserver.forkserver_context()\n"
               "pid = forkserver._forkserver._forkserver_pid\n"
               "status = open(f'/proc/{pid}/status').read()\n"  # read at once: it is still importing
               "print(*(next(line for line in status.splitlines() if line.startswith(f)).split()[1]\n"

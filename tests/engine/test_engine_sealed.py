@@ -91,9 +91,9 @@ def _forge(sock_dir: Path, marker: Path, sent: list, stop: threading.Event) -> N
 @pytest.mark.process
 def test_forged_frames_to_every_engine_socket_are_refused(short_tmp_path, monkeypatch):
     tmp_path = short_tmp_path  # (pytest's own may be too long for a socket: the run would go to /tmp)
-    from engine_sim.engine.multiproc import _context
+    from engine_sim.engine.forkserver import forkserver_context
 
-    _context()  # the forkserver's socket (made once a process) outside the directory this test removes
+    forkserver_context()  # the forkserver's socket (made once a process) outside the directory this test removes
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the run's socket directory lands here
     w = load_workload("move-micro")
     d = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
