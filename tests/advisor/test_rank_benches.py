@@ -78,16 +78,7 @@ def test_rank_agreement_pairs_every_prediction_with_the_engine():
 def test_low_load_busy_times_give_the_maximum_where_nothing_waits():
     """`--low-load`: the simulator's own busy times below saturation, the busiest setting the
     rate. On one partition nothing waits for a lock, so they allow what the rate search finds."""
-    from costmodel import Weights
-    from costmodel.design import Design
-    from engine_sim.sim import Calibration, max_throughput
-
-    w = B.workload_of("voter-leaderboard", 2)
-    g = WorkloadGraph.from_workload(w)
-    params = Calibration.reference().params
-    one = Design.from_arrays(g, np.zeros(g.cost.n_proc, dtype=np.int64),
-                             np.zeros(g.cost.n_state, dtype=np.int64), Weights())
-    best = max_throughput(w, one, batches=100, calibration=params)
+    w, one, params, best = _voter_on_one_partition()
     low = B.low_load_throughput(w, one, best.throughput_bps, params, 100)
     assert low == pytest.approx(best.throughput_tps, rel=0.02)
     row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, low_load=True)
@@ -98,6 +89,18 @@ def test_low_load_busy_times_give_the_maximum_where_nothing_waits():
 def test_saturated_delivery_is_what_the_design_sustains_not_what_is_offered():
     """`--saturated`: offered 1.5x its maximum, a design delivers about its maximum (it cannot
     keep up), and the column is a rank correlation only when asked for."""
+    w, one, params, best = _voter_on_one_partition()
+    sat = B.saturated_throughput(w, one, best.throughput_bps, params, 100)
+    assert sat == pytest.approx(best.throughput_tps, rel=0.05)
+    assert sat < 0.9 * B.OVERLOAD * best.throughput_tps  # overloaded: far below what it was offered
+    row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, saturated=True)
+    assert -1.0 <= row["sat"] <= 1.0
+    assert np.isnan(B.rank_case("voter-leaderboard", 2, 6, 100, seed=1)["sat"])
+
+
+def _voter_on_one_partition():
+    """voter-leaderboard on 2 machines with everything on partition 0, and its maximum (100
+    batches, the reference cluster): a design where nothing waits for a lock."""
     from costmodel import Weights
     from costmodel.design import Design
     from engine_sim.sim import Calibration, max_throughput
@@ -107,10 +110,4 @@ def test_saturated_delivery_is_what_the_design_sustains_not_what_is_offered():
     params = Calibration.reference().params
     one = Design.from_arrays(g, np.zeros(g.cost.n_proc, dtype=np.int64),
                              np.zeros(g.cost.n_state, dtype=np.int64), Weights())
-    best = max_throughput(w, one, batches=100, calibration=params)
-    sat = B.saturated_throughput(w, one, best.throughput_bps, params, 100)
-    assert sat == pytest.approx(best.throughput_tps, rel=0.05)
-    assert sat < 0.9 * B.OVERLOAD * best.throughput_tps  # overloaded: far below what it was offered
-    row = B.rank_case("voter-leaderboard", 2, 6, 100, seed=1, saturated=True)
-    assert -1.0 <= row["sat"] <= 1.0
-    assert np.isnan(B.rank_case("voter-leaderboard", 2, 6, 100, seed=1)["sat"])
+    return w, one, params, max_throughput(w, one, batches=100, calibration=params)
