@@ -18,7 +18,7 @@ from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
 from costmodel.granularity import with_hot_set, workload_at
 from advisor.data_parallel import lanes_not_weighed
-from advisor.granularity_pick import weigh_data_parallel
+from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
 from advisor.parallel_runs import CallAhead, pick_processes
 from costmodel.graph import WorkloadGraph
@@ -28,7 +28,7 @@ from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate
                                     search_candidates)
 from advisor.recommendation import Recommendation
 from advisor.search import Candidate, DesignSearch
-from advisor.selection import OBJECTIVES, select, simulation_blocker, size_blocker, spec_blocker
+from advisor.selection import OBJECTIVES, select, simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
@@ -73,20 +73,7 @@ def recommend(source: Source, machines: int | None = None,
     the caller's own, 1, so that it runs, and keeps what it keeps, in this process); the
     recommendation is the same with any number.
     """
-    if objective not in OBJECTIVES:
-        raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    check_weights(weights, AdvisorError)
-    if max_move_mb is not None and current is None:
-        raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
-    if isinstance(max_move_mb, numbers.Real) and not isinstance(max_move_mb, (bool, int, float)):
-        max_move_mb = float(max_move_mb)  # numpy's
-    if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and not isinstance(max_move_mb, bool)
-                                        and 0 <= max_move_mb <= MAX_MOVE_MB):
-        raise AdvisorError(f"the move budget must be a number of megabytes from 0 to {MAX_MOVE_MB:g}, "
-                           f"got {max_move_mb!r}")
-    if current is not None and data_parallel:
-        raise AdvisorError("a migration from a deployed design weighs table-level designs: "
-                           "leave out data_parallel")
+    max_move_mb = _checked_request(objective, weights, max_move_mb, current, data_parallel)
     _check_collaborators(search, simulator, workload)
     check_flags(replicate=replicate, baselines=baselines, data_parallel=data_parallel)
     own_search, own_simulator = search is not None, simulator is not None
@@ -99,18 +86,11 @@ def recommend(source: Source, machines: int | None = None,
         check_table_level(current)  # (after the workload: another workload's lanes design is that first)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
-    jobs = as_python_int(jobs)  # (numpy's too, as the cluster's counts)
-    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
-        raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
+    jobs = _checked_jobs(jobs)
     graph = graph.with_cluster(machines, partitions_per_machine)
     gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
-        hot = with_hot_set(current.state, graph.state_names)  # another trace's hot tuples: carried over
-        if hot is not None:
-            current = replace(current, state=hot)
-        current, gone = current.without_gone(graph)  # what the workload dropped: judged without it
-        current = current.with_windows(graph)  # one it leaves out: beside its owner, as everywhere
-        _places_the_workload(current, graph)
+        current, gone = _current_on(current, graph)
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -122,30 +102,8 @@ def recommend(source: Source, machines: int | None = None,
     # judged by throughput: simulated, or where the simulator cannot in time, estimated
     # (`advisor.estimate_pick`); either way from the whole pool
     judged = objective == "throughput" and spec_blocker(spec, graph) is None
-    simulate = judged and size_blocker(graph) is None
     processes = pick_processes(1 if jobs is None and own_simulator else jobs)
-    together = judged and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
-    with_baselines = baselines or judged
-    # neither depends on the search: in a forked process while this one searches, everything on
-    # one machine (a search of its own) where there is one, else the baselines; the rest here
-    fork_together = together and processes > 1
-    fork_baselines = judged and processes > 1 and not together and with_baselines
-    ahead = (CallAhead(_beside_the_search, graph, weights, seed, fork_together, fork_baselines)
-             if fork_together or fork_baselines else None)
-    with ahead or nullcontext():
-        search.fit(graph)
-        candidates = search_candidates(search, graph, weights)
-        one_machine, placed = _beside_the_search(graph, weights, seed, together and not fork_together,
-                                                 with_baselines and not fork_baselines)
-        if ahead is not None:
-            forked_one_machine, forked_placed = ahead.get()
-            one_machine = forked_one_machine if fork_together else one_machine
-            placed = forked_placed if fork_baselines else placed
-        scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
-                            for name, result in placed.items() if result is not None}
-        candidates += list(scored_baselines.values())
-        if judged:
-            candidates += ([one_machine] if one_machine is not None else []) + enumerated_candidates(graph, weights, seed)
+    candidates, scored_baselines = _candidate_pool(graph, weights, seed, search, judged, baselines, processes)
     base_provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
     selection = select(candidates, objective, spec, graph, weights, calibration, seed, simulator=simulator,
                        jobs=processes)
@@ -158,22 +116,8 @@ def recommend(source: Source, machines: int | None = None,
     design = Design.from_arrays(graph, chosen.proc_part, chosen.state_part, weights,
                                 method="advisor", provenance=provenance)
     choice, lanes_note = None, ""
-    if data_parallel and (selection.objective != "throughput" or spec is None):
-        by = "the busy-time estimate" if selection.objective == "estimate" else "cost"
-        lanes_note = (f"the simulator judges them, and this pick is by {by}" if spec is not None
-                      else "a bare graph holds no dataflow to run them on")
-    if data_parallel and selection.objective == "throughput" and spec is not None:
-        choice = weigh_data_parallel(spec, design, calibration, seed, simulator=simulator)
-        if choice is None:
-            lanes_note = lanes_not_weighed(spec, design)
-        if choice is not None:  # scored as the cost model sees it: the lanes' base partitions
-            at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
-            choice.variant.cost = choice.variant.score(at, weights)
-        if choice is not None and choice.picked:
-            design = replace(choice.variant, method="advisor",
-                             provenance={**provenance, "granularity": "data-parallel",
-                                         "predicted_tuples_per_s": round(choice.variant_tps, 1),
-                                         "table_level_predicted_tuples_per_s": round(choice.table_tps, 1)})
+    if data_parallel:
+        design, choice, lanes_note = _weigh_lanes(design, selection, spec, weights, calibration, seed, simulator)
     out = Recommendation(design, graph, workload=loaded or workload,
                          search=search, selection=selection, data_parallel=choice, lanes_not_weighed=lanes_note)
     if current is not None:
@@ -196,6 +140,102 @@ def recommend(source: Source, machines: int | None = None,
             out.baselines[name] = Design.from_arrays(graph, o.proc_part, o.state_part, weights,
                                                      method=name, provenance=dict(base_provenance))
     return out
+
+
+def _checked_request(objective: str, weights: Weights | None, max_move_mb, current, data_parallel) -> float | None:
+    """What `recommend` is asked, checked before any work: the objective, the weights, and a
+    move budget (a float from here on; numpy's too) only with a deployed design to move from."""
+    if objective not in OBJECTIVES:
+        raise AdvisorError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    check_weights(weights, AdvisorError)
+    if max_move_mb is not None and current is None:
+        raise AdvisorError("a move budget (max_move_mb) needs the deployed design (current)")
+    if isinstance(max_move_mb, numbers.Real) and not isinstance(max_move_mb, (bool, int, float)):
+        max_move_mb = float(max_move_mb)  # numpy's
+    if max_move_mb is not None and not (isinstance(max_move_mb, (int, float)) and not isinstance(max_move_mb, bool)
+                                        and 0 <= max_move_mb <= MAX_MOVE_MB):
+        raise AdvisorError(f"the move budget must be a number of megabytes from 0 to {MAX_MOVE_MB:g}, "
+                           f"got {max_move_mb!r}")
+    if current is not None and data_parallel:
+        raise AdvisorError("a migration from a deployed design weighs table-level designs: "
+                           "leave out data_parallel")
+    return max_move_mb
+
+
+def _checked_jobs(jobs) -> int | None:
+    """`jobs` as a Python int (numpy's too, as the cluster's counts), at least 1; None: the default."""
+    jobs = as_python_int(jobs)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")
+    return jobs
+
+
+def _current_on(current: Design, graph: WorkloadGraph) -> tuple[Design, list[str]]:
+    """The deployed design as the pick weighs it on this workload's graph, and what the
+    workload dropped since (judged without it): another trace's hot tuples carried over, a
+    window it leaves out beside its owner, as everywhere; one that places SPs or state the
+    workload does not have is refused."""
+    hot = with_hot_set(current.state, graph.state_names)
+    if hot is not None:
+        current = replace(current, state=hot)
+    current, gone = current.without_gone(graph)
+    current = current.with_windows(graph)
+    _places_the_workload(current, graph)
+    return current, gone
+
+
+def _candidate_pool(graph: WorkloadGraph, weights: Weights, seed: int, search: DesignSearch, judged: bool,
+                    baselines: bool, processes: int) -> tuple[list[Candidate], dict[str, Candidate]]:
+    """The pool the pick judges, and the baselines scored: the search's designs, the baselines
+    (always where the pick is judged by throughput), and, judged, everything on one machine
+    and on tiny graphs every assignment to machines. What does not depend on the search (one
+    machine, a search of its own, where there is one; else the baselines) runs in a forked
+    process while this one searches, where the pick has processes to spare."""
+    together = judged and min(graph.cost.machines, graph.cost.partitions_per_machine) > 1
+    with_baselines = baselines or judged
+    fork_together = together and processes > 1
+    fork_baselines = judged and processes > 1 and not together and with_baselines
+    ahead = (CallAhead(_beside_the_search, graph, weights, seed, fork_together, fork_baselines)
+             if fork_together or fork_baselines else None)
+    with ahead or nullcontext():
+        search.fit(graph)
+        candidates = search_candidates(search, graph, weights)
+        one_machine, placed = _beside_the_search(graph, weights, seed, together and not fork_together,
+                                                 with_baselines and not fork_baselines)
+        if ahead is not None:
+            forked_one_machine, forked_placed = ahead.get()
+            one_machine = forked_one_machine if fork_together else one_machine
+            placed = forked_placed if fork_baselines else placed
+    scored_baselines = {name: scored_candidate(graph, weights, name, "baseline", *result)
+                        for name, result in placed.items() if result is not None}
+    candidates += list(scored_baselines.values())
+    if judged:
+        candidates += ([one_machine] if one_machine is not None else []) + enumerated_candidates(graph, weights, seed)
+    return candidates, scored_baselines
+
+
+def _weigh_lanes(design: Design, selection, spec: Workload | None, weights: Weights, calibration, seed: int,
+                 simulator: Simulator) -> tuple[Design, DataParallelChoice | None, str]:
+    """The pick against its data-parallel variant (lanes over fragments of the tables of SPs
+    that split by key), simulated side by side: (the design, the variant weighed, why none was
+    weighed). Only where the pick was simulated: by cost or by the estimate, or with no
+    dataflow to run, the lanes are not weighed and the note says why."""
+    if selection.objective != "throughput" or spec is None:
+        by = "the busy-time estimate" if selection.objective == "estimate" else "cost"
+        return design, None, (f"the simulator judges them, and this pick is by {by}" if spec is not None
+                              else "a bare graph holds no dataflow to run them on")
+    choice = weigh_data_parallel(spec, design, calibration, seed, simulator=simulator)
+    if choice is None:
+        return design, None, lanes_not_weighed(spec, design)
+    at = WorkloadGraph.from_workload(workload_at(spec, choice.variant.state))
+    choice.variant.cost = choice.variant.score(at, weights)  # as the cost model sees it: the lanes' base partitions
+    if choice.picked:
+        provenance = design.provenance
+        design = replace(choice.variant, method="advisor",
+                         provenance={**provenance, "granularity": "data-parallel",
+                                     "predicted_tuples_per_s": round(choice.variant_tps, 1),
+                                     "table_level_predicted_tuples_per_s": round(choice.table_tps, 1)})
+    return design, choice, ""
 
 
 def _migration_provenance(provenance: dict, plan, current: Design, max_move_mb: float | None) -> dict:
