@@ -86,3 +86,18 @@ def test_the_cost_models_busiest_machine_says_whose_it_is(outputs):
     assert "most loaded machine: 2 (33% of all load, cost model), hottest SP there: SecurityLookup" \
         in printed["recommend"]
     assert "most loaded machine: 2 (its partitions 99% busy in the simulator)" in report
+
+
+def test_a_frames_screened_figure_says_its_batches(outputs):
+    """The recommendation's row of `to_frame` is the pick's screening run, shorter than the
+    `prediction` every other output shows: the frame says on how many batches, as the design
+    file's candidate table does."""
+    rec, printed, report = outputs
+    frame, sel = rec.to_frame(), rec.selection
+    row = frame.loc["recommended"]
+    assert f"{row['predicted_tps']:,.0f}" == "36,983" and f"{rec.prediction:,.0f}" == "37,715"
+    assert row["batches"] == sel.chosen.batches == 100 and sel.prediction_batches == 300
+    picked = next(r for r in rec.design.provenance["candidate_table"] if r["design"] == sel.chosen.label)
+    assert picked["batches"] == row["batches"]
+    assert frame.loc["single-machine", "batches"] == 100
+    assert "predicted 37,715 tuples/s (simulator, reference-cluster parameters, 300 batches" in printed["recommend"]
