@@ -52,6 +52,7 @@ class DataParallelChoice:
     reason: str
     tried: int = 0
     settled_by: str = ""  # how a tie at a statistics workload's measured costs was settled
+    batches: int = 0  # the simulated batches of both sides' figures (0: nothing simulated)
 
     @property
     def speedup(self) -> float | None:
@@ -137,8 +138,8 @@ def weigh_data_parallel(workload: Workload, design: Design, calibration=None, se
             return DataParallelChoice(best, dp, table, True,
                                       f"predicted {dp:,.0f} tuples/s vs {table:,.0f} at table level "
                                       f"({of}{dp / table:.2f}x, a tie at the measured costs) {why}",
-                                      tried=len(scored), settled_by=why)
-    return DataParallelChoice(best, dp, table, picked, reason, tried=len(scored))
+                                      tried=len(scored), settled_by=why, batches=batches)
+    return DataParallelChoice(best, dp, table, picked, reason, tried=len(scored), batches=batches)
 
 
 def predicted_tps(workload: Workload, design: Design, calibration, batches: int, seed: int,

@@ -154,6 +154,22 @@ class Recommendation:
             figures["recommended"] = self.migration.chosen.estimated_tps
         return figures
 
+    def predicted_batches(self) -> dict[str, int | None]:
+        """The simulated batches behind each of `predicted_tps()`'s figures (None where there is
+        none): a screening run is shorter than `prediction`'s, so the recommendation's row in
+        `to_frame` can read apart from that figure, and the frame says why (as the design file's
+        `candidate_table` does)."""
+        from advisor.migration_pick import SIM_BATCHES
+
+        predicted = self.predicted_tps()
+        figures = {name: (b or None) if predicted.get(name) is not None else None
+                   for name, b in self._pick_figures("batches").items()}
+        if self.lanes_picked:
+            figures["recommended"] = self.data_parallel.batches or None
+        if self.migration is not None:
+            figures["recommended"] = SIM_BATCHES
+        return figures
+
     @property
     def lanes_picked(self) -> bool:
         """Whether the design is the pick's data-parallel variant (the selection's chosen
@@ -170,22 +186,25 @@ class Recommendation:
 
     def to_frame(self):
         """Cost breakdown, estimated and predicted throughput of the recommendation and every baseline,
-        one row each (predicted: the pick's side-by-side runs, `predicted_tps()`, which rank them;
-        the recommendation's own figure is `prediction`)."""
+        one row each (predicted: the pick's side-by-side runs, `predicted_tps()`, which rank them,
+        on `batches`; the recommendation's own figure is `prediction`, on its own batches)."""
         import pandas as pd
 
-        predicted, estimated = self.predicted_tps(), self.estimated_tps()
-        costs = [(name, d.cost, estimated.get(name), predicted.get(name)) for name, d in self.all_designs().items()]
+        predicted, estimated, batches = self.predicted_tps(), self.estimated_tps(), self.predicted_batches()
+        costs = [(name, d.cost, estimated.get(name), predicted.get(name), batches.get(name))
+                 for name, d in self.all_designs().items()]
         other = self.granularity_row()
         if other is not None:
-            costs.insert(1, other)
+            costs.insert(1, (*other, self.data_parallel.batches or None))
         rows = [{"design": name, "state_colocation": c.state_colocation,
                  "processing_colocation": c.processing_colocation, "load_balance": c.load_balance,
-                 "total": c.total, "feasible": c.feasible, "estimated_tps": est, "predicted_tps": tps}
-                for name, c, est, tps in costs]
+                 "total": c.total, "feasible": c.feasible, "estimated_tps": est, "predicted_tps": tps,
+                 "batches": runs}
+                for name, c, est, tps, runs in costs]
         frame = pd.DataFrame(rows).set_index("design")
         figures = ["estimated_tps", "predicted_tps"]  # None where not simulated: NaN, float columns
         frame[figures] = frame[figures].astype(float)
+        frame["batches"] = frame["batches"].astype("Int64")  # <NA> where nothing was simulated
         return frame
 
     def granularity_row(self) -> tuple[str, object, float | None, float | None] | None:
@@ -237,7 +256,8 @@ class Recommendation:
         from advisor.recommendation_text import idle_line, migration_lines, screening_note
 
         shorter = screening_note(self.selection) if self.selection is not None else ""  # the CLI's footnote
-        formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps")}
+        frame["batches"] = frame["batches"].astype(float)  # (its <NA> shown "-", as the figures' gaps are)
+        formats = {c: (lambda x: f"{x:,.0f}") for c in ("estimated_tps", "predicted_tps", "batches")}
         told = [x for x in self.pick_lines() if x != note] + ([idle_line(self.design)] if idle_line(self.design) else [])
         told += migration_lines(self.migration) if self.migration is not None else []
         return (head + "<br>" + self.design._repr_html_()

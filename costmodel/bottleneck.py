@@ -70,11 +70,11 @@ class Bottleneck:
             return [self.evidence[k]["text"] for k in EVIDENCE_KEYS if self.evidence.get(k)]
         out = []
         if self.utilisation is not None:
-            out.append(f"busiest resource: {self.resource} ({self.utilisation:.0%} utilised)")
+            out.append(f"busiest resource: {busy_text(self.resource, self.utilisation)}")
         # (a simulated machine may be the busiest with no SP load of its own: its state's
         # remote accesses and the MOVEs it receives; its cost-model share then said 0 %)
         how = (f"its partitions {self.machine_busy:.0%} busy in the simulator" if self.machine_busy is not None
-               else f"{self.machine_load_share:.0%} of all load")
+               else f"{self.machine_load_share:.0%} of all load, cost model")
         out.append(f"most loaded machine: {self.machine} ({how})"
                    + (f", hottest SP there: {self.hot_procedure}" if self.hot_procedure else ""))
         local = ", between partitions of one machine"
@@ -86,6 +86,11 @@ class Bottleneck:
                        f"{self.distributed_access[1]} ({self.distributed_access[2]:g} rows/batch"
                        + (local if self.access_on_one_machine else "") + ")")
         return out
+
+
+def busy_text(resource: str, utilisation: float) -> str:
+    """"partition 2 (99% busy)": the busiest resource as `simulate` and the report both word it."""
+    return f"{resource} ({utilisation:.0%} busy)"
 
 
 def hottest_procedure(graph: CostGraph, proc_part: np.ndarray, machine: int) -> int | None:

@@ -25,6 +25,18 @@ from costmodel.problem import CostGraph
 from costmodel.weights import DEFAULT_WEIGHTS, Weights
 
 REPLICATED = -1
+# each term of the design cost as every output names it: (label, CostBreakdown field, its weight)
+COST_TERMS = (("state co-location", "state_colocation", "alpha"),
+              ("processing co-location", "processing_colocation", "beta"),
+              ("load balance", "load_balance", "gamma"))
+
+
+def cost_terms_text(cost: "CostBreakdown | dict") -> str:
+    """The three terms in one line, as every output shows them ("state co-location 0.0000,
+    ..."): one wording and precision, so a notebook's figure reads as the CLI's and the report's
+    (a `CostBreakdown`, or its `to_dict()` as a validation file carries it)."""
+    get = cost.get if isinstance(cost, dict) else (lambda key: getattr(cost, key))
+    return ", ".join(f"{label} {get(key):.4f}" for label, key, _ in COST_TERMS)
 
 
 def _ratio(cut: np.ndarray, total: np.ndarray | float) -> np.ndarray:
@@ -198,8 +210,7 @@ class CostBreakdown:
 
     def _repr_html_(self) -> str:
         """One line in a notebook (and in a design's rendering): the total and its terms."""
-        return (f"cost {self.total:.4f} (state {self.state_colocation:.3f}, processing "
-                f"{self.processing_colocation:.3f}, balance {self.load_balance:.3f})"
+        return (f"cost {self.total:.4f} ({cost_terms_text(self)})"
                 + ("" if self.feasible else f", <b>infeasible</b>: {self.worst_overflow_mb:.1f} MB over memory"))
 
 

@@ -17,6 +17,8 @@ from typing import Callable
 
 
 from costmodel import machine_loads, machine_memory
+from costmodel.model import cost_terms_text
+from costmodel.workload import cluster_text
 from costmodel.files import atomic_write_text
 from costmodel.text import html_visible
 from costmodel.design import Design
@@ -302,16 +304,13 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
 
     context = {
         "title": title or f"Design report: {graph.name}",
-        "workload_name": graph.name, "machines": design.machines,
-        "partitions_per_machine": design.partitions_per_machine,
+        "workload_name": graph.name, "cluster": cluster_text(design.machines, design.partitions_per_machine),
         "weights": {k: f"{v:g}" for k, v in weights.to_dict().items()},
         "method": design.method or "unknown",
         "source_label": _source_label(source if source is not None else workload or graph),
         "provenance": _provenance_line(design.provenance),
         "version": __version__, "figures": figures,
-        "cost": {"total": _fmt(cost.total), "state": _fmt(cost.state_colocation),
-                 "processing": _fmt(cost.processing_colocation), "balance": _fmt(cost.load_balance),
-                 "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},
+        "cost": {"total": _fmt(cost.total), "terms": cost_terms_text(cost), "feasible": cost.feasible, "overflow": f"{cost.worst_overflow_mb:.1f}"},
         "latency_bound": f"{o.predict.latency_bound_s:g}", "sim_batches": o.predict.batches,
         "assumed": list(getattr(workload, "assumed", ()) or ()),
     }

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from costmodel import Bottleneck, cost_model_bottleneck, find_bottleneck
 from costmodel.design import Design
 from costmodel.errors import UserError, as_python_int, check_seed
+from costmodel.model import cost_terms_text
 from costmodel.workload import Workload, cluster_text
 from reports.bottleneck import NEAR_PEAK_UTILISATION
 
@@ -62,8 +63,7 @@ class ValidationResult:
         lines = [f"validation of {self.design} for {self.workload} on "
                  f"{cluster_text(self.machines, self.partitions_per_machine)}"]
         c = self.predicted_cost
-        lines.append(f"  predicted cost      {c['total']:.4f} (state {c['state_colocation']:.3f}, "
-                     f"processing {c['processing_colocation']:.3f}, balance {c['load_balance']:.3f})")
+        lines.append(f"  predicted cost      {c['total']:.4f} ({cost_terms_text(c)})")
         from reports.validation_view import METRICS, side_value
 
         lines.append(f"  {'':<26}{'engine':>14}{'simulator':>14}")

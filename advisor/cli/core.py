@@ -14,6 +14,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  jobs_option, json_option, load_calibration, not_applicable, seed_option,
                                  weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
+from costmodel.model import COST_TERMS
 from costmodel.text import visible_line
 from costmodel.workload import cluster_text
 
@@ -179,9 +180,8 @@ def evaluate(
         return
     weights = cost.weights
     say(f"{visible_line(str(design))}: {cluster_text(d.machines, d.partitions_per_machine)}")
-    say(f"  state co-location       {cost.state_colocation:.4f}  x alpha {weights.alpha:g}")
-    say(f"  processing co-location  {cost.processing_colocation:.4f}  x beta  {weights.beta:g}")
-    say(f"  load balance            {cost.load_balance:.4f}  x gamma {weights.gamma:g}")
+    for label, key, weight in COST_TERMS:  # (the labels every output names the terms by)
+        say(f"  {label:<24}{getattr(cost, key):.4f}  x {weight:<5} {getattr(weights, weight):g}")
     say(f"  total                   {cost.total:.4f}")
     if not cost.feasible:
         over = ", ".join(f"machine {m}: {x:.1f} MB" for m, x in enumerate(cost.memory_overflow_mb) if x > 0)

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from costmodel.bottleneck import busy_text
 from costmodel.workload import cluster_text
 
 WARMUP = 0.1  # the first tenth of the batches is not measured
@@ -92,7 +93,7 @@ class SimResult:
             f"{'' if self.within_bound else ', NOT MET'})",
             f"  distributed txns    {self.distributed_txns:,} ({self.distributed_txns / self.batches:.2f} per batch)",
             f"  MOVEs               {self.moves:,} ({self.moves / self.batches:.2f} per batch)",
-            f"  busiest resource    {self.bottleneck} ({self.peak_utilisation:.0%} busy)",
+            f"  busiest resource    {busy_text(self.bottleneck, self.peak_utilisation)}",
             "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(self.machine_utilisation[:16]))
             + (" ..." if self.machines > 16 else ""),
         ]
@@ -103,7 +104,7 @@ class SimResult:
 
     def _repr_html_(self) -> str:
         e = html.escape
-        return (f"<b>Simulated {e(self.workload)}</b> on {self.machines}x{self.partitions_per_machine}"
+        return (f"<b>Simulated {e(self.workload)}</b> on {cluster_text(self.machines, self.partitions_per_machine)}"
                 f" ({e(self.scheduler)}, {e(self.move)} MOVE): {self.throughput_tps:,.0f} tuples/s, "
                 f"latency p50 {self.latency_p50_ms:.2f} ms / p99 {self.latency_p99_ms:.2f} ms, "
                 f"{self.distributed_txns} distributed txns, {self.moves} MOVEs")

@@ -51,7 +51,7 @@ def test_a_design_with_nothing_cut_has_no_move_and_no_distributed_access():
     assert b.move is None and b.distributed_access is None
     assert b.machine == 0 and b.machine_load_share == 1.0 and b.hot_procedure == "SP3"
     assert hottest_procedure(g.cost, np.zeros(4, dtype=int), 2) is None
-    assert b.describe() == ["most loaded machine: 0 (100% of all load), hottest SP there: SP3"]
+    assert b.describe() == ["most loaded machine: 0 (100% of all load, cost model), hottest SP there: SP3"]
 
 
 def test_a_busier_machine_given_by_the_caller_is_the_bottleneck():
@@ -61,7 +61,7 @@ def test_a_busier_machine_given_by_the_caller_is_the_bottleneck():
                         resource="partition 0", utilisation=0.9)
     assert (b.machine, b.hot_procedure, b.saturated) == (0, "SP1", ("SP1", "SP2"))
     assert b.machine_load_share == pytest.approx(3 / 10)
-    assert b.describe()[0] == "busiest resource: partition 0 (90% utilised)"
+    assert b.describe()[0] == "busiest resource: partition 0 (90% busy)"
     with pytest.raises(ValueError, match="source"):
         Bottleneck("guessed", 0, 0.0, None)
 
