@@ -86,7 +86,7 @@ class SimResult:
         lines = [
             f"simulated {self.workload} on {cluster_text(self.machines, self.partitions_per_machine)} "
             f"({self.scheduler} scheduler, {self.move} MOVE" + (f", {calibration_label})" if calibration_label else ")"),
-            f"  input rate          {self.input_rate:,.0f} batches/s ({rate}; batch of {self.batch_size} tuples)",
+            f"  input rate          {self.input_rate:,.0f} batches/s ({rate}; batch of {self.batch_size} tuple{'' if self.batch_size == 1 else 's'})",
             f"  throughput          {self.throughput_tps:,.0f} tuples/s ({self.throughput_bps:,.0f} batches/s)",
             f"  latency p50 / p99   {self.latency_p50_ms:.2f} / {self.latency_p99_ms:.2f} ms "
             f"(mean {self.latency_mean_ms:.2f}, bound {self.latency_bound_s * 1e3:g} ms"

@@ -29,3 +29,11 @@ def test_a_calibration_names_where_it_was_measured():
     measured = Calibration.from_params(ref.params, {}, machine={"hostname": "box"})
     assert measured.label() == "calibrated on box, as a cluster"
     assert measured.on_host().label() == "calibrated on box, as that host runs the engine"
+
+
+def test_a_batch_of_one_tuple_is_said_in_the_singular():
+    w = load_workload("tpcdi-trade")
+    r = simulate(w, tpcdi_design(w, 2), batches=100, seed=1)
+    assert f"batch of {r.batch_size} tuples)" in "\n".join(r.describe())
+    one = "\n".join(replace(r, batch_size=1).describe())
+    assert "batch of 1 tuple)" in one and "1 tuples" not in one
