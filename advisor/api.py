@@ -31,7 +31,7 @@ from advisor.search import Candidate, DesignSearch
 from advisor.selection import OBJECTIVES, select, simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from costmodel.sim_params import SimParams
-from costmodel.workload import Workload
+from costmodel.workload import Workload, cluster_text
 
 def _beside_the_search(graph: WorkloadGraph, weights: Weights, seed: int, together: bool = True,
                        baselines: bool = True) -> tuple[Candidate | None, dict[str, tuple | None]]:
@@ -291,8 +291,8 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
         raise AdvisorError(f"the deployed design is of workload {current.workload!r}, not {graph.name!r}")
     asked = (machines or current.machines, partitions_per_machine or current.partitions_per_machine)
     if asked != (current.machines, current.partitions_per_machine):
-        raise AdvisorError(f"the deployed design is for {current.machines} x {current.partitions_per_machine} "
-                           f"partitions, not {asked[0]} x {asked[1]} (a migration keeps the cluster)")
+        raise AdvisorError(f"the deployed design is for {cluster_text(current.machines, current.partitions_per_machine)}, "
+                           f"not {cluster_text(*asked)} (a migration keeps the cluster)")
     return asked
 
 

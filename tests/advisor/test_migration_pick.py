@@ -78,7 +78,8 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
              (["--current", str(path), "--max-move-mb", "1e300"], "megabytes from 0 to 1e+12, got 1e+300"),
              (["--max-move-mb", "5"], "needs the deployed design"),
              (["--current", str(voter)], "voter-leaderboard"),
-             (["--current", str(path), "--machines", "5"], "keeps the cluster"),
+             (["--current", str(path), "--machines", "5"],
+              "is for 4 machines x 1 partition, not 5 machines x 1 partition (a migration keeps the cluster)"),
              (["--current", str(path), "--data-parallel"], "data_parallel")]
     for args, message in cases:
         out = tmp_path / "never.json"
