@@ -134,15 +134,7 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         raise AdvisorError(f"{where}: procedures.parquet has no procedures")
     names = list(procs["procedure"])
     known = set(names)
-    for frame, cols in ((ps, ("procedure",)), (streams, ("from_procedure", "to_procedure"))):
-        for col in cols:
-            stray = [p for p in frame[col] if p not in known]
-            if stray:
-                raise AdvisorError(f"{where}: {col} {stray[0]!r} is not in procedures.parquet")
-    items = list(state["state"])
-    stray = [s for s in ps["state"] if s not in set(items)]
-    if stray:
-        raise AdvisorError(f"{where}: procedure_state.state {stray[0]!r} is not in state.parquet")
+    _check_references(known, ps, streams, state, where)
 
     inp = manifest.get("input") or {}
     assumed: list[str] = [("access keys: uniform (a trace's key distribution is not modelled)"
@@ -248,39 +240,10 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure]),
                                     partition_key=split_by.get(r.procedure), oltp=r.procedure in invoked))
 
-    stream_list = []
-    for r in streams.itertuples(index=False):
-        if r.tuples <= 0:
-            continue
-        stream_list.append(Stream(r.from_procedure, r.to_procedure, float(r.tuples) / batches,
-                                  max(1, int(round(float(r.bytes) / float(r.tuples))))))
-
-    table_info = manifest.get("tables") or {}
-    default_row_bytes = manifest.get("default_row_bytes") or 100
-    table_list = []
-    for r, flag in zip(state.itertuples(index=False), read_mostly):
-        if r.kind == "window":
-            continue
-        info = table_info.get(r.table) or {}
-        row_bytes = int(info.get("row_bytes") or default_row_bytes)
-        if r.kind == "table" and info.get("rows") is not None:
-            rows = int(info["rows"])
-        else:
-            rows = max(1, int(round(float(r.estimated_bytes) / row_bytes)))
-        table_list.append(Table(r.state, rows, row_bytes, str(info.get("key") or "key"),
-                                read_mostly=bool(flag)))
-
+    stream_list = _streams(streams, batches)
+    table_list = _tables(state, read_mostly, manifest)
     assumed += _unseen(procedures, table_list, batches)
-    failing = [r.procedure for r in procs.itertuples(index=False) if r.invocations > 0 and r.commits == 0]
-    if failing:  # (its work and accesses are taken from the aborted executions)
-        assumed.append(f"never committed in the trace (every execution aborted): {', '.join(failing[:5])}"
-                       f"{' ...' if len(failing) > 5 else ''}; modelled as if each execution committed")
-    declared = manifest.get("procedures")
-    ran = set(names)
-    never_ran = [n for n in declared if isinstance(n, str) and n not in ran] if isinstance(declared, list) else []
-    if never_ran:  # (the manifest declares them; without a run they have no statistics to place by)
-        assumed.append(f"declared in the trace's manifest but never ran in it: {', '.join(never_ran[:5])}"
-                       f"{' ...' if len(never_ran) > 5 else ''} (not in the statistics: no design places them)")
+    assumed += _not_as_traced(procs, manifest, known)
     _within_a_run(procedures, stream_list, where)
     cycle = dataflow_cycle([(st.source, st.target) for st in stream_list])
     if cycle is not None:  # a hand-edited streams.parquet: refused as a spec's cycle is, by every command
@@ -304,6 +267,63 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         raise AdvisorError(f"{where}: the workload rebuilt from these statistics is not one a spec "
                            f"could declare: {exc}") from None
     return workload, timings
+
+
+def _check_references(known: set[str], ps, streams, state, where: str) -> None:
+    """Every SP the accesses and streams name is in procedures.parquet, every item accessed in
+    state.parquet (a hand-edited or mixed-up statistics directory is refused by name)."""
+    for frame, cols in ((ps, ("procedure",)), (streams, ("from_procedure", "to_procedure"))):
+        for col in cols:
+            stray = [p for p in frame[col] if p not in known]
+            if stray:
+                raise AdvisorError(f"{where}: {col} {stray[0]!r} is not in procedures.parquet")
+    items = set(state["state"])
+    stray = [s for s in ps["state"] if s not in items]
+    if stray:
+        raise AdvisorError(f"{where}: procedure_state.state {stray[0]!r} is not in state.parquet")
+
+
+def _streams(streams, batches: float) -> list[Stream]:
+    """The streams that carried tuples, per batch, each tuple's bytes as measured (at least 1)."""
+    return [Stream(r.from_procedure, r.to_procedure, float(r.tuples) / batches,
+                   max(1, int(round(float(r.bytes) / float(r.tuples)))))
+            for r in streams.itertuples(index=False) if r.tuples > 0]
+
+
+def _tables(state, read_mostly, manifest: dict) -> list[Table]:
+    """The tables (and fragments, hot tuples) the workload places, windows aside (their owner's):
+    rows as the manifest declares them, else from the estimated bytes at the row size it gives."""
+    table_info = manifest.get("tables") or {}
+    default_row_bytes = manifest.get("default_row_bytes") or 100
+    out = []
+    for r, flag in zip(state.itertuples(index=False), read_mostly):
+        if r.kind == "window":
+            continue
+        info = table_info.get(r.table) or {}
+        row_bytes = int(info.get("row_bytes") or default_row_bytes)
+        if r.kind == "table" and info.get("rows") is not None:
+            rows = int(info["rows"])
+        else:
+            rows = max(1, int(round(float(r.estimated_bytes) / row_bytes)))
+        out.append(Table(r.state, rows, row_bytes, str(info.get("key") or "key"), read_mostly=bool(flag)))
+    return out
+
+
+def _not_as_traced(procs, manifest: dict, ran: set[str]) -> list[str]:
+    """What the workload assumes where the trace shows no normal run: SPs that never committed
+    (modelled from their aborted executions as if each committed), and SPs the manifest declares
+    that never ran (nothing to place them by: left out)."""
+    out = []
+    failing = [r.procedure for r in procs.itertuples(index=False) if r.invocations > 0 and r.commits == 0]
+    if failing:
+        out.append(f"never committed in the trace (every execution aborted): {', '.join(failing[:5])}"
+                   f"{' ...' if len(failing) > 5 else ''}; modelled as if each execution committed")
+    declared = manifest.get("procedures")
+    never_ran = [n for n in declared if isinstance(n, str) and n not in ran] if isinstance(declared, list) else []
+    if never_ran:
+        out.append(f"declared in the trace's manifest but never ran in it: {', '.join(never_ran[:5])}"
+                   f"{' ...' if len(never_ran) > 5 else ''} (not in the statistics: no design places them)")
+    return out
 
 
 def _measured_work(procs) -> dict[str, float]:
