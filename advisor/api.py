@@ -58,8 +58,9 @@ def recommend(source: Source, machines: int | None = None,
     are the spec's tables; `calibration` (a Calibration, the path of its file, or bare SimParams)
     prices the default weights and is what the simulator predicts with (default: the weights
     from the default calibration file, predictions on the reference cluster); `simulator` is what judges (default:
-    engine_sim's, `default_simulator`). Where the simulator cannot judge, the pick
-    falls back to cost and `selection.note` says why. With `data_parallel`, the pick's
+    engine_sim's, `default_simulator`). Where the dataflow is too large to simulate in time,
+    the busy-time estimate picks (`advisor.estimate_pick`); with no dataflow to run, the pick
+    falls back to cost; `selection.note` says why. With `data_parallel`, the pick's
     data-parallel variant (SPs that split by key, as lanes over fragments of their tables) is
     simulated beside it and recommended when faster (`Recommendation.data_parallel` says).
 
