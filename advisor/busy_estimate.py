@@ -24,6 +24,9 @@ MEMO_DESIGNS = 50_000  # designs an estimate remembers (a search revisits a quar
 MEMO_FLOATS = 32_000_000
 _PRICED_BEFORE = object()  # a remembered design whose busy times were not kept
 CHUNK = 128  # designs priced in one call of `busy_times` (the gain levels off above a few dozen)
+# busy times of one call of `busy_times`, at most: fewer designs a call on a big cluster (128
+# designs of 1,000,000 partitions made arrays of a GB each, 6.8 GB in all at the peak)
+CHUNK_FLOATS = 4_000_000
 
 
 @dataclass
@@ -75,8 +78,9 @@ class BusyEstimate:
                 todo.append(([i], proc_part, state_part, key if remembered else None))
         if self._inputs is None and todo:
             self._inputs = BusyInputs.of(self.graph.cost, self.prices, self.traits)
-        for first in range(0, len(todo), CHUNK):
-            chunk = todo[first:first + CHUNK]
+        step = max(1, min(CHUNK, CHUNK_FLOATS // max(1, self.graph.cost.n_partitions)))
+        for first in range(0, len(todo), step):
+            chunk = todo[first:first + step]
             partition, coordinator, link = busy_times(
                 self.graph.cost, np.stack([t[1] for t in chunk]), np.stack([t[2] for t in chunk]),
                 self.prices, self.traits, self.lock_waits, self._inputs)

@@ -13,7 +13,7 @@ from itertools import chain, islice
 
 import numpy as np
 
-from advisor.busy_estimate import BusyEstimate
+from advisor.busy_estimate import CHUNK_FLOATS, BusyEstimate
 from advisor.design_moves import (block_moves, busiest_partition_moves, emptying_moves, lock_order_swaps,
                                   plateau_moves, trade_moves)
 from costmodel.graph import WorkloadGraph
@@ -186,9 +186,11 @@ def priced_moves(estimate: BusyEstimate, moves) -> list[tuple]:
 def _priced_in_chunks(estimate: BusyEstimate, moves):
     """`priced_moves`, PRICE_AT_ONCE moves at a time, yielded one by one: the same figures and
     the same count of designs priced (the estimate remembers what an earlier chunk priced, as
-    one call does), with the busy times of one chunk held at a time."""
+    one call does), with the busy times of one chunk held at a time (fewer moves a chunk on a
+    big cluster: CHUNK_FLOATS busy times at most, 512 moves of 1,000,000 partitions held 4 GB)."""
     moves = iter(moves)
-    while chunk := list(islice(moves, PRICE_AT_ONCE)):
+    at_once = max(1, min(PRICE_AT_ONCE, CHUNK_FLOATS // max(1, estimate.graph.cost.n_partitions)))
+    while chunk := list(islice(moves, at_once)):
         yield from priced_moves(estimate, chunk)
 
 
