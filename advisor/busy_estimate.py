@@ -17,7 +17,16 @@ from costmodel.workload import DEFAULT_COST_UNIT_US
 
 WINDOW_BATCHES = 200  # batches a window's maintenance is averaged over (a few slides at least)
 MEMO_DESIGNS = 50_000  # designs an estimate remembers (a search revisits a quarter to a third)
+# busy times (floats) the remembered designs keep, all told: past it a design is still
+# remembered as priced (`priced` and so every climb's budget are the same) but priced again
+# when met. Why: each keeps a busy time per partition, and 50,000 designs of 98,304
+# partitions (`recommend -m 24 -p 4096`, within the cluster limits) held 39 GB
+MEMO_FLOATS = 32_000_000
+_PRICED_BEFORE = object()  # a remembered design whose busy times were not kept
 CHUNK = 128  # designs priced in one call of `busy_times` (the gain levels off above a few dozen)
+# busy times of one call of `busy_times`, at most: fewer designs a call on a big cluster (128
+# designs of 1,000,000 partitions made arrays of a GB each, 6.8 GB in all at the peak)
+CHUNK_FLOATS = 4_000_000
 
 
 @dataclass
@@ -31,6 +40,7 @@ class BusyEstimate:
     lock_waits: bool = True  # distributed transactions' waits for each other's locks
     priced: int = field(default=0, init=False)  # designs priced so far (not answered from the memo): the work
     _memo: dict = field(default_factory=dict, init=False, repr=False)
+    _memo_floats: int = field(default=0, init=False, repr=False)  # busy times the memo keeps (MEMO_FLOATS)
     _inputs: BusyInputs | None = field(default=None, init=False, repr=False)  # built at the first design
 
     @classmethod
@@ -55,27 +65,32 @@ class BusyEstimate:
             state_part = np.asarray(state_part, dtype=np.int64)
             key = (proc_part.tobytes(), state_part.tobytes())
             found = self._memo.get(key)
-            if found is not None:
+            if found is not None and found is not _PRICED_BEFORE:
                 out[i] = found
             elif key in slots:
                 todo[slots[key]][0].append(i)
             else:
-                self.priced += 1
-                remembered = len(self._memo) + len(slots) < MEMO_DESIGNS
+                if found is None:
+                    self.priced += 1
+                remembered = found is None and len(self._memo) + len(slots) < MEMO_DESIGNS
                 if remembered:
                     slots[key] = len(todo)
                 todo.append(([i], proc_part, state_part, key if remembered else None))
         if self._inputs is None and todo:
             self._inputs = BusyInputs.of(self.graph.cost, self.prices, self.traits)
-        for first in range(0, len(todo), CHUNK):
-            chunk = todo[first:first + CHUNK]
+        step = max(1, min(CHUNK, CHUNK_FLOATS // max(1, self.graph.cost.n_partitions)))
+        for first in range(0, len(todo), step):
+            chunk = todo[first:first + step]
             partition, coordinator, link = busy_times(
                 self.graph.cost, np.stack([t[1] for t in chunk]), np.stack([t[2] for t in chunk]),
                 self.prices, self.traits, self.lock_waits, self._inputs)
             for (places, _p, _s, key), part, coord, sent in zip(chunk, partition, coordinator, link):
                 found = BusyTime(part, coord, self.batch_size, sent)
                 if key is not None:
-                    self._memo[key] = found
+                    floats = part.size + coord.size + (0 if sent is None else sent.size)
+                    kept = self._memo_floats + floats <= MEMO_FLOATS
+                    self._memo_floats += floats if kept else 0
+                    self._memo[key] = found if kept else _PRICED_BEFORE
                 for i in places:
                     out[i] = found
         return out

@@ -140,7 +140,7 @@ def _pulls_onto(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, priva
 def _busiest_partitions(busy: np.ndarray) -> list[int]:
     """The busiest partition, then the next busiest if it is within NEAR_BUSIEST of it (ties
     by index)."""
-    order = sorted(range(busy.size), key=lambda p: (-busy[p], p))[:2]
+    order = [int(p) for p in np.lexsort((np.arange(busy.size), -busy))[:2]]  # numpy: 10^6 partitions
     return [p for k, p in enumerate(order) if k == 0 or busy[p] >= (1.0 - NEAR_BUSIEST) * busy[order[0]]]
 
 
@@ -181,10 +181,12 @@ def _machine_stand_ins(graph: WorkloadGraph, busy: np.ndarray) -> set[int]:
     c = graph.cost
     ppm = c.partitions_per_machine
     by_machine = busy[: c.machines * ppm].reshape(c.machines, ppm)
-    alike = {}  # the first machine of each load profile stands for all
-    for m in range(c.machines):
-        alike.setdefault(tuple(np.sort(by_machine[m])), m)
-    return {int(m * ppm + np.argmin(by_machine[m])) for m in alike.values()}
+    # the first machine of each load profile stands for all; found by numpy, not a loop over
+    # the machines (a million of them took a minute of `recommend -m 1000000`); + 0.0 makes
+    # -0.0 the 0.0 it equals, as the rows are compared byte by byte
+    _, first = np.unique(np.sort(by_machine, axis=1) + 0.0, axis=0, return_index=True)
+    least = np.argmin(by_machine, axis=1)
+    return {int(m * ppm + least[m]) for m in first}
 
 
 def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, touched: list[np.ndarray],

@@ -134,29 +134,48 @@ def gone_line(gone: list[str]) -> str:
             f"({', '.join(gone[:5])}{' ...' if len(gone) > 5 else ''}): judged without them")
 
 
+DENSE_PLACES = 2_048  # machines (or partitions of one) up to which a renaming is solved on every pair
+
+
 def align(current: Design, new: Design, graph: WorkloadGraph) -> Design:
     """`new` with its machines, then each machine's partitions, renamed to keep the most bytes
     of state (then the most SPs) where `current` has them. The same design comes back when no
-    renaming helps."""
+    renaming helps.
+
+    Only the machines either design places something on are renamed within: on the others
+    nothing stays or moves. Why: a loop over every machine, each renaming every partition,
+    and a machines x machines matrix took 90 s and 7 GB for `diff` of a design on 30,000
+    machines, and 100,000 were a MemoryError (an internal error)."""
     check_comparable(current, new)
     ppm = current.partitions_per_machine
     machine_keep = _kept(current, new, graph, lambda p: p // ppm, current.machines)
     machine_of = _assignment(machine_keep)  # new machine -> current machine
-    renamed = {p: machine_of[p // ppm] * ppm + p % ppm for p in range(new.n_partitions)}
-    moved = _renamed(new, renamed)
-    for m in range(current.machines):  # within each machine, its partitions
+    moved = _renamed(new, {p: machine_of[p // ppm] * ppm + p % ppm for p in _used(new)})
+    for m in sorted({p // ppm for p in _used(moved) | _used(current)}):  # within each machine, its partitions
         keep = _kept(current, moved, graph, lambda p, m=m: p % ppm if p // ppm == m else -1, ppm)
         local_of = _assignment(keep)
-        renamed = {p: (p // ppm) * ppm + (local_of[p % ppm] if p // ppm == m else p % ppm)
-                   for p in range(new.n_partitions)}
-        moved = _renamed(moved, renamed)
+        moved = _renamed(moved, {p: m * ppm + local_of[p % ppm] for p in _used(moved) if p // ppm == m})
     return moved
 
 
-def _kept(current: Design, new: Design, graph: WorkloadGraph, where, n: int) -> np.ndarray:
+def _used(design: Design) -> set[int]:
+    """The partitions `design` places an SP or state on."""
+    return {p for p in (*design.procedures.values(), *design.state.values()) if p is not None}
+
+
+class _Kept(dict):
+    """keep[(c, a)] of `_kept`, the pairs that keep anything, on `n` places a side."""
+
+    def __init__(self, n: int):
+        super().__init__()
+        self.n = n
+
+
+def _kept(current: Design, new: Design, graph: WorkloadGraph, where, n: int) -> np.ndarray | _Kept:
     """keep[c, a]: what stays put when place c of `new` becomes place a of `current`
-    (bytes of state, plus a fraction of a byte per SP to break ties)."""
-    keep = np.zeros((n, n))
+    (bytes of state, plus a fraction of a byte per SP to break ties): a matrix up to
+    DENSE_PLACES places, else only the pairs that keep anything (`_Kept`)."""
+    keep = np.zeros((n, n)) if n <= DENSE_PLACES else _Kept(n)
     sizes = _state_bytes(graph)
     for name, p in new.state.items():
         q = current.state.get(name)
@@ -164,17 +183,29 @@ def _kept(current: Design, new: Design, graph: WorkloadGraph, where, n: int) -> 
             continue
         c, a = where(p), where(q)
         if c >= 0 and a >= 0:
-            keep[c, a] += sizes.get(name, 0.0)
+            _add(keep, c, a, sizes.get(name, 0.0))
     for name, p in new.procedures.items():
         c, a = where(p), where(current.procedures[name])
         if c >= 0 and a >= 0:
-            keep[c, a] += 1e-3
+            _add(keep, c, a, 1e-3)
     return keep
 
 
-def _assignment(keep: np.ndarray) -> list[int]:
+def _add(keep: np.ndarray | _Kept, c: int, a: int, value: float) -> None:
+    if isinstance(keep, _Kept):
+        keep[(c, a)] = keep.get((c, a), 0.0) + value
+    else:
+        keep[c, a] += value
+
+
+def _assignment(keep: np.ndarray | _Kept) -> list[int] | dict[int, int]:
+    """New place -> current place: the renaming that keeps the most, or none (every place its
+    own) where none keeps more. Past DENSE_PLACES, the renaming of the places that keep
+    anything, solved on those alone, as a dict (a place not in it keeps its name)."""
     from scipy.optimize import linear_sum_assignment
 
+    if isinstance(keep, _Kept):
+        return _sparse_assignment(keep)
     rows, cols = linear_sum_assignment(keep, maximize=True)
     out = list(range(keep.shape[0]))
     for r, c in zip(rows, cols):
@@ -184,12 +215,43 @@ def _assignment(keep: np.ndarray) -> list[int]:
     return out
 
 
+class _Renaming(dict):
+    """A renaming of some places; any other keeps its name."""
+
+    def __missing__(self, place: int) -> int:
+        return place
+
+
+def _sparse_assignment(keep: _Kept) -> _Renaming:
+    """`_assignment` solved on the places that keep anything: those renamed as the matrix of
+    them says, and the places they free taken by the places renamed onto them, so the renaming
+    stays one to one."""
+    from scipy.optimize import linear_sum_assignment
+
+    rows = sorted({c for c, _ in keep})
+    cols = sorted({a for _, a in keep})
+    row_of, col_of = {c: k for k, c in enumerate(rows)}, {a: k for k, a in enumerate(cols)}
+    matrix = np.zeros((len(rows), len(cols)))
+    for (c, a), value in keep.items():
+        matrix[row_of[c], col_of[a]] = value
+    chosen = {rows[r]: cols[a] for r, a in zip(*linear_sum_assignment(matrix, maximize=True))}
+    if sum(keep.get((c, a), 0.0) for c, a in chosen.items()) <= sum(keep.get((c, c), 0.0) for c in rows) + 1e-12:
+        return _Renaming()  # renaming gains nothing: keep the names it has
+    out = _Renaming(chosen)
+    taken = set(chosen.values())
+    freed = sorted(set(chosen) - taken)  # places renamed away whose name no one took
+    for place in sorted(taken - set(chosen)):  # a place whose name was taken: it takes a freed one
+        out[place] = freed.pop(0)
+    return out
+
+
 def _renamed(design: Design, partition_of: dict[int, int]) -> Design:
+    """`design` with each partition p renamed partition_of[p] (one not in it keeps its name)."""
     if all(k == v for k, v in partition_of.items()):
         return design
     return replace(design,
-                   procedures={n: partition_of[p] for n, p in design.procedures.items()},
-                   state={n: (None if p is None else partition_of[p]) for n, p in design.state.items()},
+                   procedures={n: partition_of.get(p, p) for n, p in design.procedures.items()},
+                   state={n: (None if p is None else partition_of.get(p, p)) for n, p in design.state.items()},
                    provenance={**design.provenance, "relabelled_to_match": True})
 
 

@@ -104,9 +104,12 @@ def as_path(path, error: type[Exception] = UserError) -> Path:
     """A path the Python API was given: a str or os.PathLike, else one `error` line (pathlib's
     TypeError for None or 5 named neither the argument nor the value). A path no system call
     takes is one line too: a NUL byte was Python's ValueError, a name over 255 bytes an
-    OSError (ENAMETOOLONG) from the first `is_dir()`."""
+    OSError (ENAMETOOLONG) from the first `is_dir()`. An empty one too: read as the working
+    directory, it was refused as a folder named `.`."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
         raise error(f"expected a file path, got {path!r}")
+    if os.fspath(path) == "":  # Path("") is the working directory: an unset variable read it
+        raise error("an empty path: name a file or a folder")
     path = Path(path)
     text = str(path)
     shown = text if len(text) <= 80 else f"{text[:60]}...({len(text):,} characters)"

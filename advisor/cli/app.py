@@ -181,8 +181,25 @@ def _internal(exc: Exception) -> int:
     return 1
 
 
+def _refuse_empty_values(argv: list[str]) -> None:
+    """One UserError line where an argument or an option's value is empty (`--out "$DIR"`
+    with DIR unset). Why: a path option read `""` as `Path("")`, the working directory:
+    `trace synth --out ""` replaced an empty working directory with the trace, and a refusal
+    named `.` (`report --validation ""` refused the report's own output as inside input `.`)."""
+    for k, word in enumerate(argv):
+        if word == "--":
+            return
+        if word.startswith("--") and word.endswith("="):
+            raise UserError(f"{word[:-1]} is given an empty value (an unset shell variable?): give it one")
+        if word == "":
+            after = f" after {visible_line(argv[k - 1])}" if k > 0 else ""
+            raise UserError(f"an empty argument{after} (an unset shell variable?): give a workload, a path "
+                            "or a value there, or leave it out")
+
+
 def _run(argv: list[str] | None, application: typer.Typer | None) -> int:
     try:
+        _refuse_empty_values(sys.argv[1:] if argv is None else list(argv))
         code = (application or app)(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         return _interrupted() if exc.exit_code == 130 else exc.exit_code
