@@ -167,10 +167,9 @@ def _best_and_least_loaded(current, priced, plateau: bool) -> tuple[tuple | None
     for e, label, p2, s2 in priced:
         if best is None or e.throughput_tps > best[0].throughput_tps:
             best = (e, label, p2, s2)
-        if plateau:
+        if plateau and e.bottleneck_s <= current.bottleneck_s * (1 + CLIMB_GAIN):  # (busiest no busier)
             busy = _busiest_first(e)
-            if (e.bottleneck_s <= current.bottleneck_s * (1 + CLIMB_GAIN) and _less_loaded(busy, here)
-                    and (least is None or _less_loaded(busy, least_busy))):
+            if _less_loaded(busy, here) and (least is None or _less_loaded(busy, least_busy)):
                 least, least_busy = (e, label, p2, s2), busy
     return best, least
 
