@@ -31,7 +31,8 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from costmodel.files import atomic_write_text, read_user_json
+from costmodel.files import atomic_write_text
+from costmodel.user_files import read_user_json
 from costmodel.errors import UserError, finite_float
 from costmodel import Weights
 from costmodel.sim_params import ENGINE_SERVE_SLICE_S, IN_PROCESS_SERVE_SLICE_S, MAX_SECONDS, SimParams

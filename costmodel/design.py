@@ -21,7 +21,8 @@ from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state,
 from costmodel.design_file import FORMAT, design_fields, design_to_dict, is_count, is_partition
 from costmodel.design_view import assignment_frame, assignment_rows, design_html
 from costmodel.errors import DesignError
-from costmodel.files import atomic_write_text, read_user_json
+from costmodel.files import atomic_write_text
+from costmodel.user_files import read_user_json
 from costmodel.graph import WorkloadGraph
 from costmodel.lane_graph import expand_lanes
 

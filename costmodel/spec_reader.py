@@ -12,7 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from costmodel.files import as_path, read_user_text
+from costmodel.files import as_path
+from costmodel.user_files import read_user_text
 from costmodel.errors import SpecError, finite_number
 from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml

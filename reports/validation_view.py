@@ -17,7 +17,7 @@ from pathlib import Path
 
 from costmodel.errors import UserError, finite_float
 from reports.validation import FORMAT
-from costmodel.files import read_user_json
+from costmodel.user_files import read_user_json
 
 # what a validation shows of each side; counts per batch, since the engine and the simulator
 # run different numbers of batches (the demo: 200 and 300, so 200 MOVEs against 300 were one

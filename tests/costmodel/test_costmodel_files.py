@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from costmodel import files
+from costmodel import files, user_files
 from costmodel.errors import UserError
 from costmodel.files import (WRITTEN, atomic_write_bytes, atomic_write_text, check_replaceable, check_writable,
-                          discard_dir, publish_dir, read_user_text, staging_dir)
+                          discard_dir, publish_dir, staging_dir)
+from costmodel.user_files import read_user_text
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("costmodel", "traces", "advisor", "engine_sim", "reports", "bench")
@@ -411,19 +412,17 @@ def test_a_place_that_cannot_be_written_is_said_before_the_work_and_nothing_is_l
 
 
 def test_an_endless_or_oversized_input_is_refused_not_read_into_memory(tmp_path, monkeypatch):
-    import costmodel.files as files
-
-    monkeypatch.setattr(files, "MAX_INPUT_BYTES", 1000)
+    monkeypatch.setattr(user_files, "MAX_INPUT_BYTES", 1000)
     big = tmp_path / "big.json"
     big.write_text("[" + "0," * 600 + "0]")
     with pytest.raises(UserError, match=r"big.json: over 0 MB, not a file this tool reads"):
-        files.read_user_json(big)
+        user_files.read_user_json(big)
     if Path("/dev/zero").exists():  # /dev/zero as a design was read until the kernel killed the process
         with pytest.raises(UserError, match="/dev/zero: over"):
-            files.read_user_text("/dev/zero")
+            user_files.read_user_text("/dev/zero")
     small = tmp_path / "small.toml"
     small.write_bytes(b"a = 1\r\nb = 2\r\n")  # universal newlines, as read_text gave
-    assert files.read_user_text(small) == "a = 1\nb = 2\n"
+    assert user_files.read_user_text(small) == "a = 1\nb = 2\n"
 
 
 def test_json_with_an_integer_python_will_not_convert_is_one_line(tmp_path):
@@ -431,7 +430,7 @@ def test_json_with_an_integer_python_will_not_convert_is_one_line(tmp_path):
     path = tmp_path / "d.json"
     path.write_text('{"machines": 1' + "0" * 5000 + "}")
     with pytest.raises(UserError, match=r"d.json: not valid JSON: Exceeds the limit") as exc:
-        files.read_user_json(path)
+        user_files.read_user_json(path)
     assert "\n" not in str(exc.value)
 
 
@@ -478,7 +477,7 @@ def test_an_empty_input_name_is_the_current_directory_it_is_read_as(tmp_path, mo
 def test_a_path_argument_that_is_no_path_is_one_line():
     for value in (None, 5, {}, b"x"):
         with pytest.raises(UserError, match="expected a file path, got"):
-            files.read_user_text(value)
+            user_files.read_user_text(value)
         with pytest.raises(UserError, match="expected a file path, got"):
             files.atomic_write_text(value, "x")
 
