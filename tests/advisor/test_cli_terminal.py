@@ -282,6 +282,12 @@ def test_the_estimates_moves_are_said_once_as_such():
     assert moves_text(moves) == ("start from 'x'; by the estimate: A -> partition 1, B -> partition 2; "
                                  "partitions 0 and 1 trade places; C -> partition 3 (estimate)")
     assert moves_text([]) == ""
+    climb = [f"SP{k} -> partition 0 (estimate)" for k in range(50)]  # a 150-SP climb's length
+    line = moves_text(climb)
+    assert line.startswith("by the estimate: SP0 -> partition 0, SP1 -> partition 0, ")
+    assert "SP7 -> partition 0" in line and "SP8 -> partition 0" not in line
+    assert line.endswith(" ... and 42 more moves (every one in the design file)") and len(line) < 400
+    assert moves_text(climb[:8]) == "by the estimate: " + ", ".join(m[: -len(" (estimate)")] for m in climb[:8])
 
 
 def test_long_candidate_names_stay_told_apart():
