@@ -108,6 +108,10 @@ def report_subject(design: Design | str | Path, source, *, workload=None) -> tup
     spec, graph = load_source_for(design, source)
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     workload = workload_at(workload, design.state) if workload is not None else spec
+    if workload is not None:  # it will be simulated: a cluster the simulator cannot model is said now
+        from engine_sim.sim.compiled import check_simulated_partitions
+
+        check_simulated_partitions(design.n_partitions)
     if workload is not None:
         workload = workload.with_cluster(design.machines, design.partitions_per_machine)
     design.arrays(graph)  # fails with a one-line DesignError if the names do not match

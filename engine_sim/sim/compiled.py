@@ -41,6 +41,14 @@ MAX_PARTITIONS = 16_384  # a cluster's partitions: a million took minutes only t
 MOVES = ("rpc", "txn")
 
 
+def check_simulated_partitions(n_partitions: int) -> None:
+    """Refuse a cluster the simulator cannot model, in one line: a caller that simulates late
+    (a report) asks first, before any work or progress line."""
+    if n_partitions > MAX_PARTITIONS:
+        raise SimError(f"the simulator models at most {MAX_PARTITIONS:,} partitions (it builds every "
+                       f"partition's state, used or not), got {n_partitions:,}")
+
+
 @dataclass
 class Round:
     """One dependent fragment round of a distributed transaction (a nested group's member, a
@@ -180,9 +188,7 @@ def compile_plan(workload: Workload, design: Design, *, params: SimParams, sched
         design.check_fields()  # one built in Python: as a file would be read
     except DesignError as exc:
         raise SimError(str(exc)) from None
-    if design.n_partitions > MAX_PARTITIONS:
-        raise SimError(f"the simulator models at most {MAX_PARTITIONS:,} partitions (it builds every "
-                       f"partition's state, used or not), got {design.n_partitions:,}")
+    check_simulated_partitions(design.n_partitions)
     try:  # a design of fragments or hot tuples is judged against the spec split the same way
         routes = lane_routes(workload, design)
         workload = workload_at(workload, design.state)

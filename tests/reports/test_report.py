@@ -191,3 +191,22 @@ def test_report_without_a_spec_uses_the_cost_model_only():
     assert 'id="scaling"' not in html and "predicted throughput (tuples/s)" not in html
     assert "replicate read-mostly table DimDate" in html and "design cost" in html
     assert len([t for t, _ in parse(html) if t == "img"]) == 4
+
+
+def test_a_cluster_the_simulator_cannot_model_is_refused_before_any_progress(tmp_path, capsys):
+    """A report simulates its design: on more partitions than the simulator models it is
+    refused in one line before the report's first progress line, not after its work began."""
+    import json
+
+    small = tmp_path / "small.json"
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "--objective", "cost", "--out", str(small)]) == 0
+    capsys.readouterr()
+    data = json.loads(small.read_text())
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({**data, "cluster": {**data["cluster"], "machines": 20_000}, "provenance": {}}))
+    out = tmp_path / "r.html"
+    code = run_app(["report", "--design", str(huge), "tpcdi-trade", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("error: ") and "at most 16,384 partitions" in err and err.count("\n") == 1, err
+    assert not out.exists()
