@@ -96,12 +96,14 @@ def meeting_groups(at: np.ndarray, later: np.ndarray, earlier: np.ndarray
     group = np.empty(order.size, dtype=np.int64)
     group[order] = np.cumsum(first) - 1
     g_at, g_earlier = s_at[first], s_earlier[first]
-    starts = np.searchsorted(g_at, np.arange(int(at.max()) + 2))
     js = np.flatnonzero(later)
-    reps = starts[at[js] + 1] - starts[at[js]]  # the groups at each later lock's partition
+    # the groups at each later lock's partition: found for those partitions only (an index of
+    # every (design, partition) was most of a big cluster's estimate: a million partitions)
+    lo = np.searchsorted(g_at, at[js])
+    reps = np.searchsorted(g_at, at[js] + 1) - lo
     offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     pair_j = np.repeat(js, reps)
-    pair_g = np.repeat(starts[at[js]], reps) + offset
+    pair_g = np.repeat(lo, reps) + offset
     apart = ~((earlier[pair_j] & g_earlier[pair_g]) != 0).any(axis=1)
     return group, pair_j[apart], pair_g[apart]
 
