@@ -178,7 +178,10 @@ def _run(spark, info: TraceInfo, gran: Granularity, prog: Progress) -> dict[str,
         return spark.read.schema(from_arrow_schema(schema)).parquet(
             *info.locations(dataset))
 
-    txns, flows, accesses = read("txns"), read("flows"), read("accesses")
+    try:  # Spark lists the files here: one removed since validation is "Path does not exist"
+        txns, flows, accesses = read("txns"), read("flows"), read("accesses")
+    except Exception as exc:  # noqa: BLE001 - becomes one line
+        raise _as_trace_error(exc, info) from None
     if info.key_type != "string":
         accesses = accesses.withColumn("key", F.col("key").cast("string"))
     # windows are state items of their own, whole at every granularity (codes 0..W-1)

@@ -22,7 +22,8 @@ from traces.errors import TraceError
 from traces.manifest_fields import spec_tables
 from traces.schema import DATASETS, MANIFEST, full_schema
 from traces.trace_checks import (TraceInfo, check_acyclic_flows, check_names, check_schema, check_table_names,
-                                 key_problem, missing_manifest, name_problem, parse_manifest)
+                                 hidden_part, key_problem, missing_manifest, name_problem, parse_manifest,
+                                 spark_paths)
 from traces.trace_integrity import MAX_UNMATCHED_FRACTION, unmatched_flows_message, unmatched_message
 from traces.windows import manifest_windows
 
@@ -82,12 +83,15 @@ class _HadoopDir:
         """The Parquet files under `path`, in name order; hidden and _ files skipped, as the
         local listing does."""
         found = []
+        root = str(self.fs.makeQualified(path).toString()).rstrip("/") + "/"
         entries = self.fs.listFiles(path, True)
         while entries.hasNext():
             entry = entries.next()
             name = str(entry.getPath().getName())
-            if entry.isFile() and name.endswith(".parquet") and not name.startswith((".", "_")):
-                found.append(str(entry.getPath().toString()))
+            full = str(entry.getPath().toString())
+            if (entry.isFile() and name.endswith(".parquet")
+                    and not hidden_part(full.removeprefix(root))):
+                found.append(full)
         return sorted(found)
 
 
@@ -225,7 +229,7 @@ def _footer_schema(spark, files: list[str]) -> pa.Schema:
     """The dataset's schema as its Parquet footers declare it (first file)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(spark.read.parquet(files[0]).schema)
+    return to_arrow_schema(spark.read.parquet(*spark_paths(files[:1])).schema)
 
 
 def _read(spark, files: list[str], dataset: str, key_type: str):
@@ -234,7 +238,7 @@ def _read(spark, files: list[str], dataset: str, key_type: str):
     schema = full_schema(dataset)  # an optional column a file lacks reads as null
     if dataset == "accesses" and key_type == "int64":
         schema = schema.set(schema.get_field_index("key"), pa.field("key", pa.int64()))
-    return spark.read.schema(from_arrow_schema(schema)).parquet(*files)
+    return spark.read.schema(from_arrow_schema(schema)).parquet(*spark_paths(files))
 
 
 def _run_checks(where: str, dataset: str, frame, checks: list[_Check],

@@ -47,17 +47,40 @@ class TraceInfo:
         return str(self.path.absolute()) if isinstance(self.path, Path) else self.path
 
     def locations(self, dataset: str) -> list[str]:
-        """The dataset's files as Spark reads them."""
-        return [str(f.absolute()) if isinstance(f, Path) else f for f in self.files[dataset]]
+        """The dataset's files as Spark reads them (each a literal path, never a glob)."""
+        return spark_paths(str(f.absolute()) if isinstance(f, Path) else f for f in self.files[dataset])
+
+
+# Hadoop reads `{}[]*?` in a path given to Spark as a glob (and `\` as its escape): a file named
+# `part[1].parquet` was "Path does not exist", and `part*.parquet` read every `part...` file.
+_GLOB_CHARS = "\\{}[]*?"
+
+
+def spark_paths(paths) -> list[str]:
+    """Paths as Spark's readers take them literally: each glob character escaped."""
+    return ["".join("\\" + c if c in _GLOB_CHARS else c for c in p) for p in paths]
+
+
+def hidden_part(relative: str) -> bool:
+    """A file Spark and Hadoop skip: one under a folder, or named, with a leading `.` or `_`
+    (a failed job's `_temporary/`, `.spark-staging-*/`, `_SUCCESS`, `.crc` files)."""
+    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
 
 
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
-    """The Parquet files of a dataset folder, in name order (hidden and _ files skipped)."""
+    """The Parquet files of a dataset folder, in name order (hidden and _ files skipped, and the
+    files under a hidden or _ folder: a failed Spark job's `_temporary/` holds partial copies)."""
     folder = trace_dir / dataset
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.rglob("*.parquet")
-                  if p.is_file() and not p.name.startswith((".", "_")))
+    found = sorted(p for p in folder.rglob("*.parquet")
+                   if p.is_file() and not hidden_part(p.relative_to(folder).as_posix()))
+    for p in found:
+        if ":" in p.name:  # Hadoop's local filesystem cannot open it (its checksum file's name)
+            raise TraceError(f"{trace_dir}: {dataset}: {p.relative_to(folder).as_posix()}: Spark "
+                             "cannot read a file whose name holds ':' (a Hadoop path takes none); "
+                             "rename it")
+    return found
 
 
 def is_local_trace(location: str | Path) -> bool:
