@@ -17,6 +17,7 @@ import html
 
 import hashlib
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -182,9 +183,14 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
     path = Path(stats_dir)
     manifest = read_stats_manifest(path)
     tables = {}
+    # `sha256` names what was read, as `write_statistics` names what it wrote: a table edited
+    # since (the manifest kept) had the old digest, so a report took a design `recommend` picked
+    # from the old figures for the search's pick on the new ones and did not search again
+    digest = hashlib.sha256()
     for name, schema in TABLES.items():
         file = path / f"{name}.parquet"
         try:
+            _digest_file(digest, file)
             table = pq.read_table(file)
         except FileNotFoundError:
             raise TraceError(f"{path}: {name}.parquet is missing") from None
@@ -203,7 +209,17 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
         if name == "procedures":  # after the cast: a string or list column reached max() raw (internal error)
             tables[name] = _untimed_work_as_null(tables[name])
     check_statistics(tables, manifest, path)
-    return tables, manifest
+    return tables, {**manifest, "sha256": digest.hexdigest()}
+
+
+def _digest_file(digest, file: Path) -> None:
+    """Feed a regular file's bytes to `digest` in chunks (anything else, such as /dev/zero, is
+    left to the Parquet reader to refuse, never read to its end)."""
+    if not stat.S_ISREG(file.stat().st_mode):
+        return
+    with file.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
 
 
 def _untimed_work_as_null(procs: pa.Table) -> pa.Table:
