@@ -36,9 +36,13 @@ def synth(
 ) -> None:
     """Write a synthetic trace of a workload spec (streamed in row groups: flat memory)."""
     from advisor.sources import load_workload
+    from costmodel.files import check_writable
     from costmodel.workload import workload_as_plain
+    from traces.schema import MANIFEST
     from traces.synth import synthesize
 
+    # a statistics directory is an input like a trace: a trace written inside it changed it
+    check_writable(out, MANIFEST, "a trace directory", inputs=(source,))
     workload = load_workload(source)
     summary = synthesize(workload_as_plain(workload), out, batches, seed,
                          abort_rate=abort_rate, cost_unit_us=cost_unit_us,

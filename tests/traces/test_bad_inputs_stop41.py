@@ -330,8 +330,8 @@ def test_statistics_past_what_a_run_can_take_are_one_line(stats, tmp_path, capsy
 
 
 def test_an_output_inside_the_statistics_or_trace_it_reads_is_refused(stats, good_trace, tmp_path, capsys):
-    """`recommend` and `simulate` refused such a path; `tune`, `run --trace-out` and `trace
-    aggregate` wrote into their own input."""
+    """`recommend` and `simulate` refused such a path; `tune`, `run --trace-out`, `trace
+    aggregate` and `trace synth` (of statistics) wrote into their own input."""
     before = sorted(p.name for p in stats.iterdir())
     design = tmp_path / "d.json"
     assert run_app(["recommend", str(stats), "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
@@ -340,6 +340,7 @@ def test_an_output_inside_the_statistics_or_trace_it_reads_is_refused(stats, goo
             (["tune", str(stats), "--machines", "2", "--rounds", "0", "--out", str(stats / "sub")], stats),
             (["run", "--design", str(design), str(stats), "--batches", "5", "--in-process",
               "--trace-out", str(stats / "tr")], stats),
+            (["trace", "synth", str(stats), "--batches", "5", "--out", str(stats / "tr"), "--quiet"], stats),
             (["trace", "aggregate", str(good_trace), "--out", str(good_trace / "stats"), "--quiet"], good_trace)):
         assert run_app(command) == 2, command
         assert f"is inside this command's input {inside}" in one_error_line(capsys)
