@@ -133,16 +133,20 @@ def positional_designs(args: Sequence[str], params: Sequence) -> list[str]:
     flags = {o for p in params if p.param_type_name == "option"
              and (getattr(p, "is_flag", False) or getattr(p, "count", False))
              for o in [*p.opts, *p.secondary_opts]}
-    found, value_next, options_over = [], False, False
+    known = {o for p in params if p.param_type_name == "option" for o in [*p.opts, *p.secondary_opts]}
+    found, value_next, options_over = [], "", False
     for word in args:
-        if value_next:
-            value_next = False
+        if value_next == "known" or (value_next == "unknown" and word.split("=", 1)[0] not in known):
+            value_next = ""  # an option's value (an option the command knows is never one: below)
         elif word == "--" and not options_over:
+            value_next = ""
             options_over = True
         elif word.startswith("-") and word != "-" and not options_over:
             # an option the command does not know is taken to have a value (`--current d.json`
-            # where the command says --design): its own error then says what is wrong
-            value_next = "=" not in word and word not in flags
+            # where the command says --design): its own error then says what is wrong; but not
+            # an option it knows (`--in-process --out v.json`: v.json is --out's, no design)
+            value_next = ("" if "=" in word or word in flags else
+                          "known" if word in known else "unknown")
         elif _is_design_file(word):
             found.append(word)
     return found

@@ -127,6 +127,22 @@ def test_a_mistyped_design_option_is_named_as_unknown_not_as_positional(design_f
     assert err.count("\n") == 1 and "No such option: --current" in err, err
 
 
+def test_an_unknown_flag_before_a_known_option_is_named_not_the_option_s_value(design_file, tmp_path, capsys):
+    """`validate -d d.json --in-process --out v.json` (a `run` flag given to `validate`): the
+    unknown flag was taken to take `--out` as its value, so `v.json`, the output, was called
+    a design given positionally ("v.json is a design: give it as --design v.json")."""
+    command = dict(every_command())[("validate",)]
+    out = tmp_path / "v.json"
+    assert positional_designs(["-d", str(design_file), "--in-process", "--out", str(out)], command.params) == []
+    assert positional_designs(["--in-process", "--out=x.json", str(design_file)], command.params) == [str(design_file)]
+    for argv in (["validate", "-d", str(design_file), "--in-process", "--out", str(out)],
+                 ["export", "-d", str(design_file), "--bogus", "--out", str(out), "--format", "csv"]):
+        assert run_app(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"No such option: {argv[3]}" in err and "is a design" not in err, (argv, err)
+    assert not out.exists()
+
+
 def test_workload_defaults_to_the_bundled_one_the_design_names(design_file, tmp_path, capsys):
     assert run_app(["evaluate", "--design", str(design_file), "tpcdi-trade", "--json"]) == 0
     given = json.loads(capsys.readouterr().out)
