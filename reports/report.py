@@ -346,7 +346,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         view = ValidationView.from_any(validation)
         context["validation"] = {
             "figure": _png(lambda ax: F.plot_engine_vs_simulator(view, ax=ax), (6.0, 3.2)) if view.has_both else None,
-            "header": view.header, "rows": view.rows, "notes": view.notes,
+            "header": view.header, "rows": view.rows,
+            "notes": view.cluster_notes(design.machines, design.partitions_per_machine) + view.notes,
         }
 
     bottleneck = simulated_bottleneck(design, graph, own_sim)

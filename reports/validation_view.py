@@ -51,6 +51,8 @@ class ValidationEntry:
     simulator: dict | None
     bottleneck: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    machines: int | None = None  # the cluster it ran on, where the file says
+    partitions_per_machine: int | None = None
 
     def value(self, side: str, metric: str) -> float | None:
         return side_value(self.engine if side == "engine" else self.simulator, metric)
@@ -185,7 +187,8 @@ def _entry(e, where: str) -> ValidationEntry:
     for name, item in bottleneck.items():  # the report shows each one's text line
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             raise fail(f"bottleneck.{name} must be an object whose \"text\" is a string")
-    return ValidationEntry(e["design"], e["engine"], e["simulator"], bottleneck, notes)
+    return ValidationEntry(e["design"], e["engine"], e["simulator"], bottleneck, notes,
+                           e.get("machines"), e.get("partitions_per_machine"))
 
 
 def parse_validation(data, source: str = "validation result", workload: str | None = None
@@ -298,6 +301,22 @@ class ValidationView:
             if check is not None:
                 notes.append(f"{e.design}: engine history check {check}")
         return notes
+
+    def cluster_notes(self, machines: int, partitions_per_machine: int) -> list[str]:
+        """A line for each design validated on another cluster than `machines` x
+        `partitions_per_machine` (the design a report is of): its figures are that cluster's,
+        shown beside the design's own predictions for its own (a 2-machine validation in the
+        report of a 4-machine design gave the same design name two throughputs, unexplained)."""
+        def cluster(m: int, p: int) -> str:
+            return f"{m:,} machine{'s' if m != 1 else ''} x {p:,} partition{'s' if p != 1 else ''}"
+        lines = []
+        for e in self.entries:
+            m = e.machines if e.machines is not None else machines
+            p = e.partitions_per_machine if e.partitions_per_machine is not None else partitions_per_machine
+            if (m, p) != (machines, partitions_per_machine):
+                lines.append(f"{e.design}: validated on {cluster(m, p)}, not this design's "
+                             f"{cluster(machines, partitions_per_machine)}: its figures are that cluster's")
+        return lines
 
     def to_frame(self):
         import pandas as pd

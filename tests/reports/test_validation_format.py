@@ -204,3 +204,35 @@ def test_validate_exits_1_where_the_engine_run_failed_its_history_check(tmp_path
     captured = capsys.readouterr()
     assert "engine history check: exactly-once violated" in captured.out
     assert captured.err.strip().splitlines()[-1] == f"error: the engine run failed its correctness check: {shown}"
+
+
+def test_a_design_validated_on_another_cluster_says_so():
+    """`advisor report -d four-machines.json --validation two-machines.json` showed the
+    validation's 2-machine simulator figure under the design's name beside the summary's
+    4-machine one, with nothing saying the two are of different clusters."""
+    view = ValidationView.from_any({"format": FORMAT, "workload": "tpcdi-trade", "designs": [
+        {"design": "naive", "machines": 2, "partitions_per_machine": 1, "engine": ENGINE, "simulator": SIM},
+        {"design": "advisor", "machines": 4, "partitions_per_machine": 1, "engine": None, "simulator": SIM},
+        {"design": "unsaid", "engine": None, "simulator": SIM}]})
+    assert view.cluster_notes(4, 1) == [
+        "naive: validated on 2 machines x 1 partition, not this design's 4 machines x 1 partition: "
+        "its figures are that cluster's"]
+    assert view.cluster_notes(2, 1)[0].startswith("advisor: validated on 4 machines x 1 partition, not this design's 2")
+    assert view.cluster_notes(1, 2) == [
+        f"{name}: validated on {m} machines x 1 partition, not this design's 1 machine x 2 partitions: "
+        "its figures are that cluster's" for name, m in (("naive", 2), ("advisor", 4))]
+
+
+@pytest.mark.integration
+def test_the_report_of_a_design_validated_on_another_cluster_says_so(tmp_path, capsys):
+    four, two, validation, out = (tmp_path / n for n in ("d4.json", "d2.json", "v.json", "r.html"))
+    for machines, design in ((4, four), (2, two)):
+        assert run_app(["recommend", "tpcdi-trade", "--machines", str(machines), "--objective", "cost",
+                        "--out", str(design)]) == 0
+    assert run_app(["validate", "-d", str(two), "--sim", "--batches", "20", "--out", str(validation)]) == 0
+    for design, said in ((four, True), (two, False)):
+        assert run_app(["report", "-d", str(design), "--validation", str(validation), "--no-sensitivity",
+                        "--no-scaling", "--no-suggestions", "--quiet", "--out", str(out)]) == 0
+        shown = "advisor: validated on 2 machines x 1 partition, not this design&#39;s 4 machines x 1 partition"
+        assert (shown in out.read_text()) == said, design
+    capsys.readouterr()
