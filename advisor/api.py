@@ -16,7 +16,7 @@ from advisor.priced_weights import CalibrationSource, as_calibration, default_we
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
-from costmodel.granularity import with_hot_set, workload_at
+from costmodel.granularity import other_granularity, with_hot_set, workload_at
 from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -91,7 +91,7 @@ def recommend(source: Source, machines: int | None = None,
     graph = graph.with_cluster(machines, partitions_per_machine)
     gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
-        current, gone = _current_on(current, graph)
+        current, gone = _current_on(current, graph, _is_statistics(source))
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -171,18 +171,29 @@ def _checked_jobs(jobs) -> int | None:
     return jobs
 
 
-def _current_on(current: Design, graph: WorkloadGraph) -> tuple[Design, list[str]]:
+def _current_on(current: Design, graph: WorkloadGraph, from_statistics: bool = False) -> tuple[Design, list[str]]:
     """The deployed design as the pick weighs it on this workload's graph, and what the
     workload dropped since (judged without it): another trace's hot tuples carried over, a
     window it leaves out beside its owner, as everywhere; one that places SPs or state the
-    workload does not have is refused."""
+    workload does not have is refused, and one of another granularity is said to be (as
+    `advisor check` says it: a table-level design against fragment statistics was "does not
+    fit the workload as it is now", pointing to `advisor check` as if the workload had changed)."""
     hot = with_hot_set(current.state, graph.state_names)
     if hot is not None:
         current = replace(current, state=hot)
+    if other_granularity(current.state, graph, from_statistics):
+        raise AdvisorError("the deployed design (--current) and the workload place state at different "
+                           "granularities (tables, fragments, tuples): give statistics of the design's own granularity")
     current, gone = current.without_gone(graph)
     current = current.with_windows(graph)
     _places_the_workload(current, graph)
     return current, gone
+
+
+def _is_statistics(source: Source) -> bool:
+    from traces.statistics import is_statistics_dir
+
+    return isinstance(source, (str, Path)) and is_statistics_dir(source)
 
 
 def _candidate_pool(graph: WorkloadGraph, weights: Weights, seed: int, search: DesignSearch, judged: bool,

@@ -185,6 +185,24 @@ def tables_among(names: Iterable[str]) -> dict[str, str]:
     return {n: table_among(n, known) for n in known}
 
 
+def other_granularity(state: Iterable[str], graph, from_statistics: bool) -> bool:
+    """Whether a design placing the state items `state` places fragments or tuples of a table
+    `graph` holds whole, or the reverse: a granularity mismatch, not a changed workload.
+
+    Statistics at fragment or tuple granularity name their items `T#i` and `T@KEY`; a spec's
+    names are its own (`advisor tune` splits a table into tables `T#0`..., new to a design made
+    before the split: drift, not another granularity), unless its graph says they belong to a
+    table; names are read among their own (`table_of`, `tables_among`), as a spec's table
+    `Trade@Type` is no hot tuple of `Trade`."""
+    state = list(state)
+    ours = {n for n in state if n not in graph._state_index}
+    items = ((n for j, n in enumerate(graph.state_names) if graph.table_of(j) != n) if from_statistics
+             else (n for n, t in zip(graph.state_names, graph.state_tables) if t != n))
+    table_of = tables_among(state)
+    placed = set(state)
+    return any(table_of[n] != n for n in ours) or any(n not in placed for n in items)
+
+
 def workload_at(workload: Workload, state_names: Iterable[str]) -> Workload:
     """`workload` with its tables replaced by the items a design names (`state_names`);
     the workload itself when the design places whole tables."""

@@ -208,19 +208,10 @@ def _is_statistics(source: Source) -> bool:
 
 def _check_granularity(design: Design, graph, from_statistics: bool) -> None:
     """A design that places fragments or tuples of a table the source holds whole (or the
-    reverse) is a granularity mismatch, not drift."""
+    reverse) is a granularity mismatch, not drift (`costmodel.granularity.other_granularity`)."""
     from advisor.errors import AdvisorError
-    from costmodel.granularity import tables_among
+    from costmodel.granularity import other_granularity
 
-    ours = {n for n in design.state if n not in graph._state_index}
-    # statistics at fragment or tuple granularity name their items `T#i` and `T@KEY`; a spec's
-    # names are its own (`advisor tune` splits a table into tables `T#0`..., new to a design made
-    # before the split: drift, exit 3, not another granularity), unless its graph says they
-    # belong to a table; names are read among their own (`table_of`, `tables_among`), as a
-    # spec's table `Trade@Type` is no hot tuple of `Trade`
-    items = ((n for j, n in enumerate(graph.state_names) if graph.table_of(j) != n) if from_statistics
-             else (n for n, t in zip(graph.state_names, graph.state_tables) if t != n))
-    table_of = tables_among(design.state)
-    if any(table_of[n] != n for n in ours) or any(n not in design.state for n in items):
+    if other_granularity(design.state, graph, from_statistics):
         raise AdvisorError("the design and the source place state at different granularities "
                            "(tables, fragments, tuples): check a design against statistics of its own granularity")

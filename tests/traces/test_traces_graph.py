@@ -106,3 +106,23 @@ def test_check_of_a_table_design_against_fragment_statistics_says_another_granul
     capsys.readouterr()
     assert run_app(["check", "--design", str(design), str(tpcdi / "frag")]) == 2
     assert "place state at different granularities" in capsys.readouterr().err
+
+
+def test_recommend_current_of_another_granularity_says_so_as_check_does(tpcdi, tmp_path, capsys):
+    # recommend --current said "does not fit the workload as it is now: design does not place
+    # 'DimDate#0' ... (`advisor check` says what changed)", as if the workload had changed,
+    # where check says what is wrong: the statistics are of another granularity
+    table, frag = tmp_path / "table.json", tmp_path / "frag.json"
+    for source, design in (("table", table), ("frag", frag)):
+        assert run_app(["recommend", str(tpcdi / source), "--machines", "2", "--objective", "cost",
+                        "--out", str(design)]) == 0
+    capsys.readouterr()
+    for deployed, now in ((table, "frag"), (frag, "table")):
+        assert run_app(["check", "--design", str(deployed), str(tpcdi / now)]) == 2
+        assert "place state at different granularities" in capsys.readouterr().err
+        assert run_app(["recommend", str(tpcdi / now), "--current", str(deployed), "--objective", "cost"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("error:") == 1 and "Traceback" not in err and "advisor check" not in err, err
+        assert ("error: the deployed design (--current) and the workload place state at different "
+                "granularities (tables, fragments, tuples)") in err
+    assert run_app(["recommend", str(tpcdi / "frag"), "--current", str(frag), "--objective", "cost"]) == 0
