@@ -17,15 +17,17 @@ from advisor.cli.terminal import say, working
 from costmodel.text import visible_line
 
 
-def _scaled(design, workload, machines: Optional[int], rescale: str):
+def _scaled(design, workload, machines: Optional[int], rescale: Optional[str]):
     from engine_sim.sim import SimError
     from reports.scaling import scale_design
 
     if machines is None:
+        if rescale is not None:  # (it was the design as it is, without a word)
+            raise SimError(f"--rescale {rescale} applies to --machines N only (it would change nothing)")
         return design
     if machines < 1:
         raise SimError(f"--machines must be >= 1, got {machines}")
-    return scale_design(design, machines, workload=workload, method=rescale)
+    return scale_design(design, machines, workload=workload, method=rescale or "spread")
 
 
 @app.command(cls=DesignCommand)
@@ -34,8 +36,9 @@ def simulate(
     workload: Optional[str] = workload_argument(),
     machines: Optional[int] = typer.Option(None, "--machines", "-m",
                                            help="simulate the design scaled to N machines"),
-    rescale: Literal["spread", "recommend"] = typer.Option(
-        "spread", help="how --machines rescales: spread (keep co-location) or recommend (a fresh advisor design)"),
+    rescale: Optional[Literal["spread", "recommend"]] = typer.Option(
+        None, help="how --machines rescales: spread (keep co-location; the default) or recommend "
+                   "(a fresh advisor design)"),
     scheduler: Scheduler = typer.Option("dls", help="dls (one scheduler per SP, with it) or central"),
     move: MoveMode = typer.Option("rpc", help="rpc (asynchronous) or txn (distributed transaction)"),
     calibration: Optional[Path] = calibration_option("calibration.json from `advisor calibrate` "

@@ -83,3 +83,16 @@ def test_simulate_refuses_a_design_of_another_workload(tpcdi_json, tmp_path, cap
     bad.write_text('{"format": "advisor.calibration/1", "simulator": {"warp_factor": 9}}')
     assert run_app(["simulate", "tpcdi-trade", "--design", str(tpcdi_json), "--calibration", str(bad)]) == 2
     assert "unknown simulator parameter 'warp_factor'" in capsys.readouterr().err
+
+
+def test_rescale_without_machines_is_refused_as_it_would_change_nothing(tpcdi_json, capsys):
+    """`simulate -d d.json --rescale recommend` simulated the design as it is, without a word
+    that the option asked for nothing (it applies to --machines N only)."""
+    for how in ("recommend", "spread"):
+        assert run_app(["simulate", "tpcdi-trade", "--design", str(tpcdi_json), "--rescale", how]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"--rescale {how} applies to --machines N only (it would change nothing)" in err
+    assert run_app(["simulate", "tpcdi-trade", "--design", str(tpcdi_json), "--machines", "2",
+                    "--rescale", "recommend", "--batches", "20", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["machines"] == 2
