@@ -191,7 +191,7 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
         file = path / f"{name}.parquet"
         try:
             _digest_file(digest, file)
-            table = pq.read_table(file)
+            table = pq.read_table(file.absolute())  # (a relative `run:2/x.parquet` is a URI to Arrow)
         except FileNotFoundError:
             raise TraceError(f"{path}: {name}.parquet is missing") from None
         except (pa.ArrowException, OSError) as exc:

@@ -70,7 +70,8 @@ def hidden_part(relative: str) -> bool:
 def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
     """The Parquet files of a dataset folder, in name order (hidden and _ files skipped, and the
     files under a hidden or _ folder: a failed Spark job's `_temporary/` holds partial copies)."""
-    folder = trace_dir / dataset
+    # absolute: Arrow reads a relative `run:2/txns/x.parquet` as a URI of a filesystem `run`
+    folder = (trace_dir / dataset).absolute()
     if not folder.is_dir():
         return []
     found = sorted(p for p in folder.rglob("*.parquet")

@@ -4,6 +4,9 @@ names, a name Hadoop cannot open is refused before Spark starts, and a file gone
 validation and the Spark job is one line, never an internal error."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -11,7 +14,10 @@ import traces.aggregate as aggregate_module
 from advisor.cli import run_app
 from traces.aggregate import aggregate
 from traces.errors import TraceError
+from traces.statistics import read_statistics_arrow
 from traces.trace_checks import spark_paths, validate_trace
+
+STATS = Path(__file__).resolve().parents[1] / "common" / "data" / "stats-move-micro"
 
 
 def one_error_line(capsys) -> str:
@@ -100,3 +106,19 @@ def test_a_file_gone_before_spark_reads_it_is_one_line(trace, spark, monkeypatch
     monkeypatch.setattr(aggregate_module, "validate_trace", validate_then_remove)
     with pytest.raises(TraceError, match=r"the Spark job failed: .*PATH_NOT_FOUND.*flows/part-00000\.parquet"):
         aggregate(trace, None, "table", spark=spark, progress=None)
+
+
+def test_a_relative_path_whose_first_folder_holds_a_colon_is_read_as_a_path(trace, tmp_path, monkeypatch, capsys):
+    """Arrow reads a relative `run:2/trace/txns/part-00000.parquet` as a URI of a filesystem
+    named `run`: a trace or statistics under a folder named by a time (`12:30/`) was "not a
+    readable Parquet file (Unrecognized filesystem type in URI ...)"."""
+    rows = validate_trace(trace).rows
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(trace, tmp_path / "run:2" / "trace")
+    shutil.copytree(STATS, tmp_path / "run:2" / "stats")
+    assert validate_trace("run:2/trace").rows == rows
+    assert read_statistics_arrow("run:2/stats")[1]["sha256"] == read_statistics_arrow(STATS)[1]["sha256"]
+    assert run_app(["trace", "validate", "run:2/trace"]) == 0
+    assert run_app(["recommend", "run:2/stats", "--objective", "cost", "--out", "d.json"]) == 0
+    assert run_app(["evaluate", "--design", "d.json", "run:2/stats"]) == 0
+    capsys.readouterr()
