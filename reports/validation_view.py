@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from costmodel.errors import UserError, finite_float
+from costmodel.workload import cluster_text
 from reports.validation import FORMAT
 from costmodel.user_files import read_user_json
 
@@ -307,15 +308,13 @@ class ValidationView:
         `partitions_per_machine` (the design a report is of): its figures are that cluster's,
         shown beside the design's own predictions for its own (a 2-machine validation in the
         report of a 4-machine design gave the same design name two throughputs, unexplained)."""
-        def cluster(m: int, p: int) -> str:
-            return f"{m:,} machine{'s' if m != 1 else ''} x {p:,} partition{'s' if p != 1 else ''}"
         lines = []
         for e in self.entries:
             m = e.machines if e.machines is not None else machines
             p = e.partitions_per_machine if e.partitions_per_machine is not None else partitions_per_machine
             if (m, p) != (machines, partitions_per_machine):
-                lines.append(f"{e.design}: validated on {cluster(m, p)}, not this design's "
-                             f"{cluster(machines, partitions_per_machine)}: its figures are that cluster's")
+                lines.append(f"{e.design}: validated on {cluster_text(m, p)}, not this design's "
+                             f"{cluster_text(machines, partitions_per_machine)}: its figures are that cluster's")
         return lines
 
     def to_frame(self):
