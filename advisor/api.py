@@ -16,7 +16,7 @@ from advisor.priced_weights import CalibrationSource, as_calibration, default_we
 from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
-from costmodel.granularity import other_granularity, with_hot_set, workload_at
+from costmodel.granularity import with_hot_set, workload_at
 from advisor.data_parallel import lanes_not_weighed
 from advisor.granularity_pick import DataParallelChoice, weigh_data_parallel
 from advisor.judge import Simulator
@@ -30,6 +30,7 @@ from advisor.recommendation import Recommendation
 from advisor.search import Candidate, DesignSearch
 from advisor.selection import OBJECTIVES, select, simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
+from advisor.sources import check_same_granularity
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload, cluster_text
 
@@ -91,7 +92,7 @@ def recommend(source: Source, machines: int | None = None,
     graph = graph.with_cluster(machines, partitions_per_machine)
     gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
-        current, gone = _current_on(current, graph, _is_statistics(source))
+        current, gone = _current_on(current, graph, source)
     spec = loaded or workload
     if spec is not None:
         spec = spec.with_cluster(graph.cost.machines, graph.cost.partitions_per_machine)
@@ -171,7 +172,7 @@ def _checked_jobs(jobs) -> int | None:
     return jobs
 
 
-def _current_on(current: Design, graph: WorkloadGraph, from_statistics: bool = False) -> tuple[Design, list[str]]:
+def _current_on(current: Design, graph: WorkloadGraph, source: Source) -> tuple[Design, list[str]]:
     """The deployed design as the pick weighs it on this workload's graph, and what the
     workload dropped since (judged without it): another trace's hot tuples carried over, a
     window it leaves out beside its owner, as everywhere; one that places SPs or state the
@@ -181,19 +182,11 @@ def _current_on(current: Design, graph: WorkloadGraph, from_statistics: bool = F
     hot = with_hot_set(current.state, graph.state_names)
     if hot is not None:
         current = replace(current, state=hot)
-    if other_granularity(current.state, graph, from_statistics):
-        raise AdvisorError("the deployed design (--current) and the workload place state at different "
-                           "granularities (tables, fragments, tuples): give statistics of the design's own granularity")
+    check_same_granularity(current, graph, source, "the deployed design (--current)", OWN_GRANULARITY)
     current, gone = current.without_gone(graph)
     current = current.with_windows(graph)
     _places_the_workload(current, graph)
     return current, gone
-
-
-def _is_statistics(source: Source) -> bool:
-    from traces.statistics import is_statistics_dir
-
-    return isinstance(source, (str, Path)) and is_statistics_dir(source)
 
 
 def _candidate_pool(graph: WorkloadGraph, weights: Weights, seed: int, search: DesignSearch, judged: bool,
@@ -308,6 +301,7 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
     return asked
 
 
+OWN_GRANULARITY = "give statistics of the design's own granularity"  # what a granularity refusal advises
 MAX_MOVE_MB = 1e12  # an exabyte: a larger budget is a typo (1e300 printed as 300 digits)
 
 
@@ -384,6 +378,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
+    for design, who in ((current, "the deployed design (--current)"), (new, "the new design (--design)")):
+        check_same_granularity(design, graph, source, who, OWN_GRANULARITY)
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)

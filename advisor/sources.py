@@ -12,7 +12,7 @@ from advisor.selection import MAX_SIM_BATCH_WORK
 from costmodel.design import Design
 from costmodel.errors import SpecError, is_a
 from costmodel.files import as_path
-from costmodel.granularity import workload_at
+from costmodel.granularity import other_granularity, workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes
 from costmodel.spec_reader import check_workload, read_spec
@@ -106,6 +106,23 @@ def load_source_for(design: Design, source: Source) -> tuple[Workload | None, Wo
         if at is not workload:
             workload, graph = at, WorkloadGraph.from_workload(at)
     return workload, graph
+
+
+def is_statistics_source(source: Source) -> bool:
+    """Whether `source` names a statistics directory (its granularity is the trace's, fixed)."""
+    from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas
+
+    return isinstance(source, (str, Path)) and is_statistics_dir(source)
+
+
+def check_same_granularity(design: Design, graph: WorkloadGraph, source: Source, who: str, advice: str) -> None:
+    """Refuse `design` where it places state at another granularity than statistics `source`
+    (`costmodel.granularity.other_granularity`): one line saying so, not that the design
+    misses an item (`DimDate#0`) as if the workload had changed. `who` names the design in
+    that line, `advice` ends it."""
+    if other_granularity(design.state, graph, is_statistics_source(source)):
+        raise AdvisorError(f"{who} and the workload place state at different granularities "
+                           f"(tables, fragments, tuples): {advice}")
 
 
 def check_argument_order(verb: str, design, source, order: str) -> None:

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from advisor.sources import Source, load_source
+from advisor.sources import Source, check_same_granularity, load_source
 from advisor.api import check_table_level, recommend
 from costmodel.design import Design
 from costmodel.errors import DesignError
@@ -134,7 +133,9 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         after = workload_profile(graph)
         out.changes = compare_profiles(before, after) if after is not None else []
     design, out.hot_set = _carried_to_hot_set(design, graph)
-    _check_granularity(design, graph, _is_statistics(source))
+    # a granularity mismatch, not drift
+    check_same_granularity(design, graph, source, "the design",
+                           "check a design against statistics of its own granularity")
     windows = graph.window_owners()  # a window the design leaves out lives with its owner
     out.unplaced = ([n for n in graph.proc_names if n not in design.procedures]
                     + [n for n in graph.state_names if n not in design.state and n not in windows])
@@ -198,20 +199,3 @@ def _carried_to_hot_set(design: Design, graph) -> tuple[Design, str]:
     return (replace(design, state=state),
             f"hot tuples changed: {new} new (judged where their fragments are), {gone} no longer hot "
             "(their rows are in their fragments)")
-
-
-def _is_statistics(source: Source) -> bool:
-    from traces.statistics import is_statistics_dir
-
-    return isinstance(source, (str, Path)) and is_statistics_dir(source)
-
-
-def _check_granularity(design: Design, graph, from_statistics: bool) -> None:
-    """A design that places fragments or tuples of a table the source holds whole (or the
-    reverse) is a granularity mismatch, not drift (`costmodel.granularity.other_granularity`)."""
-    from advisor.errors import AdvisorError
-    from costmodel.granularity import other_granularity
-
-    if other_granularity(design.state, graph, from_statistics):
-        raise AdvisorError("the design and the source place state at different granularities "
-                           "(tables, fragments, tuples): check a design against statistics of its own granularity")
