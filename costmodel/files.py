@@ -167,6 +167,7 @@ def dir_target(path: str | Path) -> Path:
     unresolved path no longer reaches once `out` is moved), and a symbolic link followed (the
     folder it names is replaced, the link kept)."""
     given = as_path(path)
+    check_not_standard_output(given, "folder")
     try:  # (a folder output holds Parquet datasets, whose writer and Spark take UTF-8 paths only)
         str(given.absolute()).encode("utf-8")
     except UnicodeEncodeError:
@@ -194,6 +195,16 @@ def check_file_name(path, error: type[Exception] = UserError) -> None:
     if isinstance(path, str) and path.endswith(("/", os.sep)):
         shown = path if len(path) <= 80 else f"...{path[-60:]}"
         raise error(f"{shown}: ends in {path[-1]!r}, so it names a directory; name a file to write")
+    check_not_standard_output(path, "file", error)
+
+
+def check_not_standard_output(path, kind: str, error: type[Exception] = UserError) -> None:
+    """One `error` line where an output is `-`, which by custom means standard output. Why:
+    every output is a file or folder written under a temporary name and renamed (progress
+    lines go to standard output too), so `--out -` wrote a file named `-` in the working
+    directory and said "wrote -"."""
+    if isinstance(path, (str, os.PathLike)) and not isinstance(path, bytes) and os.fspath(path) == "-":
+        raise error(f"'-': outputs are written to a {kind}, not to standard output; name a {kind} to write")
 
 
 def check_writable(path: str | Path, markers: str | Iterable[str] | None = None, what: str = OURS, *,

@@ -644,6 +644,30 @@ def test_a_file_output_that_ends_in_a_slash_is_refused_and_nothing_written(comma
     assert notes.read_text() == "the user's notes" and not (tmp_path / "results").exists()
 
 
+@pytest.mark.parametrize("command", [
+    ["recommend", "bank-transfer", "--machines", "2", "--objective", "cost"],
+    ["export", "--design", "{design}", "--format", "csv"],
+    ["simulate", "--design", "{design}", "--batches", "20"],
+    ["report", "--design", "{design}", "--quiet"],
+    ["trace", "synth", "bank-transfer", "--batches", "5", "--quiet"],
+], ids=lambda c: "-".join(c[:2]))
+def test_an_output_named_dash_is_refused_not_written_as_a_file_named_dash(command, tmp_path, capsys,
+                                                                         monkeypatch):
+    """`--out -` (standard output, by custom) wrote a file named `-` and said "wrote -"."""
+    design = tmp_path / "x.json"
+    assert run_app(["recommend", "bank-transfer", "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    capsys.readouterr()
+    assert run_app([a.replace("{design}", str(design)) for a in command] + ["--out", "-"]) == 2
+    out, err = capsys.readouterr()
+    kind = "folder" if command[0] == "trace" else "file"
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert err.endswith(f"'-': outputs are written to a {kind}, not to standard output; name a {kind} to write\n")
+    assert "wrote" not in out and list(work.iterdir()) == []
+
+
 def test_the_python_api_refuses_a_file_path_that_ends_in_a_slash(bank, tmp_path):
     _, rec = bank
     with pytest.raises(UserError, match="ends in '/', so it names a directory"):
