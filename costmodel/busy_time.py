@@ -33,7 +33,7 @@ from functools import cached_property
 
 import numpy as np
 
-from costmodel.arrays import sorted_unique
+from costmodel.arrays import OrderedSums, sorted_unique
 from costmodel.lock_waits import hold_with_lock_waits, suffix_within
 from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
@@ -238,8 +238,8 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     ppm, n_machines = graph.partitions_per_machine, graph.machines
     n_parts = n_machines * ppm
     ks = np.arange(K)[:, None]  # each row's design
-    busy = np.zeros(K * n_parts)
-    coord = np.zeros(K * n_machines)
+    busy = OrderedSums(K * n_parts)
+    coord = OrderedSums(K * n_machines)
 
     # transactions: an SP, or a nested group run on its first member's partition
     base = procs[:, k.unit]  # each SP's transaction's base partition (K x SPs)
@@ -249,14 +249,14 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     src_m, dst_m = base[:, graph.pp_src] // ppm, base[:, graph.pp_dst] // ppm
     move_s = np.where(src_m != dst_m, k.move_cross_s, P.local_msg_cpu_s)
     move_s = np.where(k.inner, 0.0, move_s).ravel()
-    np.add.at(coord, (ks * n_machines + src_m).ravel(), move_s)
-    np.add.at(coord, (ks * n_machines + dst_m).ravel(), move_s)
-    np.add.at(coord, (ks * n_machines + base[:, k.is_unit] // ppm).ravel(), P.sched_s + P.ack_s)
+    coord.add(ks * n_machines + src_m, move_s)
+    coord.add(ks * n_machines + dst_m, move_s)
+    coord.add(ks * n_machines + base[:, k.is_unit] // ppm, P.sched_s + P.ack_s)
     # and its bytes occupy the sender's outgoing link
-    link = np.zeros(K * n_machines)
+    link = OrderedSums(K * n_machines)
     crosses = (src_m != dst_m) & ~k.inner
-    np.add.at(link, (ks * n_machines + src_m)[crosses], np.broadcast_to(k.link_s, crosses.shape)[crosses])
-    link = link.reshape(K, n_machines)
+    link.add((ks * n_machines + src_m)[crosses], np.broadcast_to(k.link_s, crosses.shape)[crosses])
+    link = link.sums().reshape(K, n_machines)
 
     # accesses: where each runs; owned state (a window) is its owner's, always local
     e_proc, e_state = graph.ps_proc, graph.ps_state
@@ -286,9 +286,9 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     dist = np.bincount(txn[foreign], minlength=K * n_proc) > 0
     single = np.flatnonzero(np.tile(k.is_unit, K) & ~dist)
     single_part = single // n_proc * n_parts + base_of[single]  # (design, partition)
-    np.add.at(busy, single_part, body[single])
+    busy.add(single_part, body[single])
     if not dist.any():
-        return busy.reshape(K, n_parts), coord.reshape(K, n_machines), link
+        return busy.sums().reshape(K, n_parts), coord.sums().reshape(K, n_machines), link
 
     # remote work per (transaction, partition): rows done there (a replicated write: on all)
     rw_key, rw_s = [(e_unit * n_parts + where)[remote]], [row_s[remote]]
@@ -299,8 +299,9 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
         rw_s.append(np.repeat(k.row_s[rep_a], n_parts))
     rw_key, rw_s = np.concatenate(rw_key), np.concatenate(rw_s)
     keep = rw_key % n_parts != base_of[rw_key // n_parts]
-    work_at = np.zeros(pairs.size)
-    np.add.at(work_at, np.searchsorted(pairs, rw_key[keep]), rw_s[keep])
+    work_at = OrderedSums(pairs.size)
+    work_at.add(np.searchsorted(pairs, rw_key[keep]), rw_s[keep])
+    work_at = work_at.sums()
 
     # each locked partition's round trip with the base: between machines or inside one
     cross = (pq // ppm) != (lock_base // ppm)
@@ -330,28 +331,29 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     # a partition is held from its lock (ascending order) to the commit: its own lock step and
     # every later one, then the tail
     seg_end = np.append(np.flatnonzero(np.diff(txn)) + 1, txn.size)  # one past each transaction's last
-    next_txn = seg_end[np.searchsorted(seg_end, np.arange(txn.size), side="right")]
+    next_txn = np.repeat(seg_end, np.diff(seg_end, prepend=0))
     held = suffix_within(lock_step, next_txn, design) + tail[txn]
     in_dist = dist[txn]
 
     # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
     msg_s = np.where(cross, P.msg_cpu_s, P.local_msg_cpu_s) * 5
     sel = in_dist & foreign
-    np.add.at(coord, (design * n_machines + lock_base // ppm)[sel], msg_s[sel])
-    np.add.at(coord, (design * n_machines + pq // ppm)[sel], msg_s[sel])
+    coord.add((design * n_machines + lock_base // ppm)[sel], msg_s[sel])
+    coord.add((design * n_machines + pq // ppm)[sel], msg_s[sel])
     if fr.any():
         frag_s = 2 * np.where(q_of // ppm != member_machine, P.msg_cpu_s, P.local_msg_cpu_s) * present
         m_design = m_of // n_proc * n_machines
-        np.add.at(coord, m_design + member_machine, frag_s)
-        np.add.at(coord, m_design + q_of // ppm, frag_s)
+        coord.add(m_design + member_machine, frag_s)
+        coord.add(m_design + q_of // ppm, frag_s)
+    coord = coord.sums()
 
     # a partition is also held while its transaction waits for a later lock (lock waits)
     d = np.flatnonzero(in_dist)
     hold = held[d]
     if lock_waits:
         hold = hold_with_lock_waits(txn[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
-                                     busy, single_part, body[single],
+                                     busy.sums(), single_part, body[single],
                                      coord.reshape(K, n_machines).max(axis=1, initial=0.0),
                                      design=design[d], n_parts=n_parts)
-    np.add.at(busy, design[d] * n_parts + pq[d], hold)
-    return busy.reshape(K, n_parts), coord.reshape(K, n_machines), link
+    busy.add(design[d] * n_parts + pq[d], hold)
+    return busy.sums().reshape(K, n_parts), coord.reshape(K, n_machines), link

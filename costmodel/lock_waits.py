@@ -49,7 +49,7 @@ def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, ne
     if pair_j.size == 0 and not single_sq.any():
         return held  # no later lock can meet anybody
     n_groups = int(group.max()) + 1
-    starts = np.searchsorted(design, np.arange(n_designs))
+    suffixes = LockSuffixes(next_txn, design, np.searchsorted(design, np.arange(n_designs)))
     hold = held
     busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
     rate = 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s)
@@ -57,23 +57,35 @@ def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, ne
         squares = np.bincount(group, weights=hold ** 2, minlength=n_groups)
         meets = single_sq + np.bincount(pair_j, weights=squares[pair_g], minlength=part.size)
         wait = (rate[0] if n_designs == 1 else rate[design]) / 2 * meets
-        hold = held + np.maximum(suffix_within(wait, next_txn, design, starts) - wait, 0.0)  # its later locks' waits
+        hold = held + np.maximum(suffixes(wait) - wait, 0.0)  # its later locks' waits
         busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
         rate = 0.5 * (rate + 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s))
     return hold
 
 
 def earlier_partitions(t: np.ndarray, part: np.ndarray, n_parts: int) -> np.ndarray:
-    """Each lock's earlier partitions: those its transaction (`t`) locks below its partition,
-    as bits of 63-bit words (locks x words), so no transactions x partitions matrix is built."""
-    words = (n_parts + 62) // 63
-    masks = np.zeros((int(t[-1]) + 1, words), dtype=np.uint64)
-    np.bitwise_or.at(masks, (t, part // 63), np.left_shift(np.uint64(1), (part % 63).astype(np.uint64)))
-    word = np.arange(words)[None, :]
-    below = np.where(word < (part // 63)[:, None], np.uint64((1 << 63) - 1), np.uint64(0))
-    own_word = word == (part // 63)[:, None]
-    below[own_word] = np.left_shift(np.uint64(1), (part % 63).astype(np.uint64)) - np.uint64(1)
-    return masks[t] & below
+    """Each lock's earlier partitions: those its transaction (`t`, ascending) locks below its
+    partition, as bits of 63-bit words (locks x words), so no transactions x partitions matrix
+    is built.
+
+    A transaction's locks are consecutive and ascending, so its partitions below a lock's are
+    the locks before it in the transaction: per word, a running sum of the locks' bits (one
+    bit each, so the sum is their OR) less that sum at the transaction's first lock. The sums
+    wrap modulo 2**64 and the difference is still exact (it is below 2**63). Why: scattering
+    each lock's bit into a mask per transaction (`bitwise_or.at`) was the slow part.
+
+    The last partition is nobody's earlier one, so it has no bit: 64 partitions (32 machines
+    of 2) fit one word, and the groups are sorted on one key fewer."""
+    words = max(1, (n_parts - 1 + 62) // 63)
+    word = part // 63
+    bit = np.left_shift(np.uint64(1), (part % 63).astype(np.uint64))
+    first = np.searchsorted(t, t)  # each lock's transaction's first lock
+    out = np.empty((t.size, words), dtype=np.uint64)
+    for w in range(words):
+        bits = bit if words == 1 else np.where(word == w, bit, np.uint64(0))
+        before = np.cumsum(bits, dtype=np.uint64) - bits  # the bits of every earlier lock
+        out[:, w] = before - before[first]
+    return out
 
 
 def meeting_groups(at: np.ndarray, later: np.ndarray, earlier: np.ndarray
@@ -104,8 +116,19 @@ def meeting_groups(at: np.ndarray, later: np.ndarray, earlier: np.ndarray
     offset = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
     pair_j = np.repeat(js, reps)
     pair_g = np.repeat(lo, reps) + offset
-    apart = ~((earlier[pair_j] & g_earlier[pair_g]) != 0).any(axis=1)
-    return group, pair_j[apart], pair_g[apart]
+    return group, *_apart(pair_j, pair_g, earlier, g_earlier)
+
+
+def _apart(pair_j: np.ndarray, pair_g: np.ndarray, earlier: np.ndarray, g_earlier: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """The (later lock, group) pairs whose earlier partitions share none, a word at a time
+    (a pairs x words matrix and its `any` along a handful of words cost more than a column
+    each)."""
+    clash = np.zeros(pair_j.size, dtype=bool)
+    for w in range(earlier.shape[1]):
+        clash |= (earlier[:, w][pair_j] & g_earlier[:, w][pair_g]) != 0
+    apart = ~clash
+    return pair_j[apart], pair_g[apart]
 
 
 def suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | None = None,
@@ -116,14 +139,39 @@ def suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | N
     With `design` (each lock's design, ascending; `starts`: where each design's locks begin),
     the sums run within each design's own row, so they add what one design alone adds, in the
     same order (a row's padding is zeros after its end, and adding zeros to zero is exact)."""
-    if design is None or design.size == 0 or design[0] == design[-1]:
-        suffix = np.zeros(step.size + 1)
-        suffix[:-1] = np.cumsum(step[::-1])[::-1]
-        return suffix[:-1] - suffix[next_txn]
-    starts = np.searchsorted(design, np.arange(int(design[-1]) + 1)) if starts is None else starts
-    pos = np.arange(step.size) - starts[design]
-    width = int(pos.max()) + 2
-    rows = np.zeros((starts.size, width))
-    rows[design, pos] = step
-    suffix = np.cumsum(rows[:, ::-1], axis=1)[:, ::-1]
-    return suffix[design, pos] - suffix[design, next_txn - starts[design]]
+    return LockSuffixes(next_txn, design, starts)(step)
+
+
+class LockSuffixes:
+    """`suffix_within` for many steps over one set of locks: where each lock and its next
+    transaction's first lock sit in the designs' padded rows is found once. Why: the lock
+    waits' fixed point sums six rounds of waits over the same locks.
+
+    The rows are stored reversed and transposed (a design a column, its last lock first), so
+    the running sums go down the columns: each column adds its design's steps in the order a
+    row reversed adds them, and a contiguous cumulative sum along the first axis is the
+    fastest NumPy has."""
+
+    def __init__(self, next_txn: np.ndarray, design: np.ndarray | None = None,
+                 starts: np.ndarray | None = None):
+        self.next_txn = next_txn
+        self.one_design = design is None or design.size == 0 or design[0] == design[-1]
+        if self.one_design:
+            return
+        starts = np.searchsorted(design, np.arange(int(design[-1]) + 1)) if starts is None else starts
+        first = starts[design]
+        pos = np.arange(design.size) - first
+        width = int(pos.max()) + 2
+        self.shape = (width, starts.size)
+        self.at = (width - 1 - pos) * starts.size + design  # each lock's cell
+        self.after = (width - 1 - (next_txn - first)) * starts.size + design  # its next transaction's
+
+    def __call__(self, step: np.ndarray) -> np.ndarray:
+        if self.one_design:
+            suffix = np.zeros(step.size + 1)
+            suffix[:-1] = np.cumsum(step[::-1])[::-1]
+            return suffix[:-1] - suffix[self.next_txn]
+        rows = np.zeros(self.shape[0] * self.shape[1])
+        rows[self.at] = step
+        suffix = np.cumsum(rows.reshape(self.shape), axis=0).ravel()
+        return suffix.take(self.at) - suffix.take(self.after)

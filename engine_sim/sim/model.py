@@ -246,17 +246,6 @@ class EngineModel:
             self._invoke(t, u, b, self.u_source_cpu[u])
 
     # -- procedure schedulers (the common path is in hotpath.py) -------------------------------
-    def _fan_in(self, t: float, u: int, b: int, cpu: float) -> bool:
-        """Count one upstream input of (u, b); True once all of them are there."""
-        key = (u, b)
-        got = self.fanin.get(key, 0) + 1
-        if got < self.u_inputs[u]:
-            self.fanin[key] = got
-            self.cpu(self.u_sched[u], t, cpu)
-            return False
-        self.fanin.pop(key, None)
-        return True
-
     def _release_pending(self, u: int, b: int, t: float) -> None:
         """Invocations that arrived ahead of batch b (now created) follow it in order."""
         pend = self.pending[u]
@@ -274,16 +263,3 @@ class EngineModel:
         data = self.u_send_bytes[u] - P.control_bytes
         done = self.cpu(pm, t, P.msg_cpu_s + data * P.ser_byte_s)
         self.env.at(done + self.lat_local, self._exec, u, b)
-
-    # -- single-sited transactions (the common path is in hotpath.py) ------------------------
-    def _run_single(self, t: float, p: int, u: int, b: int) -> None:
-        """Run a queued single-sited transaction once its partition is released."""
-        free = self.part_free
-        fin = (free[p] if free[p] > t else t) + self.u_service[u][b]
-        post = self.u_post[u]
-        free[p] = fin if post is None else fin + post[b]
-        if self.u_sched_local[u]:
-            self.env.at(fin + self.lat_local, self._commit, u, b)
-        else:
-            self.env.at(self.send(self.u_machine[u], self.u_sched[u], self.u_ack_bytes[u], fin),
-                        self._commit, u, b)

@@ -19,3 +19,28 @@ def test_sorted_unique_leaves_its_input_as_it_was():
     values = np.array([3, 1, 3, 2])
     assert sorted_unique(values).tolist() == [1, 2, 3]
     assert values.tolist() == [3, 1, 3, 2]
+
+
+def test_ordered_sums_are_successive_add_at_calls_to_the_last_bit():
+    """One `bincount` over every addition, in order, adds each value to its bin's running
+    sum as the `np.add.at` calls did one after the other (not their sums added together)."""
+    from costmodel.arrays import OrderedSums
+
+    rng = np.random.default_rng(5)
+    want, sums = np.zeros(17), OrderedSums(17)
+    for k in range(6):
+        bins = rng.integers(0, 17, (int(rng.integers(0, 40)), 3))
+        values = rng.random(bins.shape) * 10.0 ** rng.integers(-9, 3) if k % 3 else 1e-6 * (k + 1)
+        np.add.at(want, bins.ravel(), np.broadcast_to(values, bins.shape).ravel())
+        sums.add(bins, values)
+        assert sums.sums().tobytes() == want.tobytes()
+
+
+def test_ordered_sums_of_nothing_are_float_zeros():
+    """`bincount` of no values counts in integers; the sums are floats whatever was added."""
+    from costmodel.arrays import OrderedSums
+
+    empty = OrderedSums(4)
+    assert empty.sums().dtype == np.float64 and not empty.sums().any()
+    empty.add(np.array([], dtype=np.int64), np.array([]))
+    assert empty.sums().dtype == np.float64 and empty.sums().tolist() == [0.0] * 4
