@@ -22,6 +22,7 @@ from costmodel.workload import cluster_text
 from costmodel.files import atomic_write_text
 from costmodel.text import html_visible
 from costmodel.design import Design
+from costmodel.errors import UserError
 from advisor.parallel_runs import serial_picks
 from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
@@ -98,7 +99,7 @@ def report_subject(design: Design | str | Path, source, *, workload=None) -> tup
     """(the design scored on `source`, its graph on the design's cluster, the spec to simulate or
     None): what a report of a design file is about, before anything is compared with it. A
     design without weights gets those `recommend` prices, as `evaluate` gives it."""
-    from advisor.sources import load_source_for
+    from advisor.sources import is_statistics_source, load_source_for
     from costmodel.granularity import workload_at
     from costmodel.graph import WorkloadGraph
     from advisor.priced_weights import default_weights
@@ -106,6 +107,10 @@ def report_subject(design: Design | str | Path, source, *, workload=None) -> tup
     if not isinstance(design, Design):
         design = Design.load(design)
     spec, graph = load_source_for(design, source)
+    if workload is not None and spec is not None and not is_statistics_source(source):
+        # (the graph was priced from the source and the other spec simulated: two workloads)
+        raise UserError("a spec to simulate (--spec) is for a source of statistics; this source is a "
+                        "workload spec, simulated as it is: leave --spec out or give the statistics")
     graph = graph.with_cluster(design.machines, design.partitions_per_machine)
     workload = workload_at(workload, design.state) if workload is not None else spec
     if workload is not None:  # it will be simulated: a cluster the simulator cannot model is said now

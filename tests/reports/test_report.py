@@ -161,6 +161,21 @@ def test_cli_report_errors_are_one_line(tmp_path, capsys):
     assert not out.exists()
 
 
+def test_a_spec_to_simulate_beside_a_spec_source_is_refused(tmp_path, capsys):
+    # --spec names what to simulate for statistics; beside a spec whose names match it was taken,
+    # the graph priced from one workload and the other simulated, under one design name
+    design = tmp_path / "design.json"
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "r.html"
+    assert run_app(["report", "--design", str(design), "tpcdi-trade", "--spec", "tpcdi-trade",
+                    "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("error: a spec to simulate (--spec) is for a source of statistics; this source is a "
+                   "workload spec, simulated as it is: leave --spec out or give the statistics\n")
+    assert not out.exists()
+
+
 def test_validation_view_reads_the_validate_result(tpcdi_trade, tpcdi_report):
     from reports.validation import validate_design
     from reports.validation_view import ValidationView
