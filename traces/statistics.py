@@ -213,10 +213,13 @@ def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], d
 
 
 def _digest_file(digest, file: Path) -> None:
-    """Feed a regular file's bytes to `digest` in chunks (anything else, such as /dev/zero, is
-    left to the Parquet reader to refuse, never read to its end)."""
+    """Feed a regular file's bytes to `digest` in chunks; anything else is one line. Why: a
+    statistics table is one file `write_statistics` wrote, and the Parquet reader said a link
+    to /dev/zero or a pipe "is missing" and read a folder as an empty dataset ("column 'state'
+    is missing")."""
     if not stat.S_ISREG(file.stat().st_mode):
-        return
+        raise TraceError(f"{file.parent}: {file.name} is not a regular file (a folder, device or pipe): "
+                         "statistics are the files `advisor trace aggregate` writes")
     with file.open("rb") as f:
         while chunk := f.read(1 << 20):
             digest.update(chunk)

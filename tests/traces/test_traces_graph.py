@@ -96,6 +96,28 @@ def test_bad_statistics_directory_is_one_line(tmp_path, capsys):
     assert err.count("error:") == 1 and "Traceback" not in err
 
 
+def test_a_statistics_table_that_is_no_regular_file_is_named_so(tpcdi, tmp_path, capsys):
+    # a link to /dev/zero and a pipe were "state.parquet is missing"; a folder, an empty
+    # dataset: "column 'state' is missing"
+    import os
+    import shutil
+
+    for kind in ("device", "pipe", "folder"):
+        stats = tmp_path / kind
+        shutil.copytree(tpcdi / "table", stats)
+        (stats / "state.parquet").unlink()
+        if kind == "device":
+            (stats / "state.parquet").symlink_to("/dev/zero")
+        elif kind == "pipe":
+            os.mkfifo(stats / "state.parquet")
+        else:
+            (stats / "state.parquet").mkdir()
+        assert run_app(["recommend", str(stats), "--machines", "2", "--objective", "cost"]) == 2
+        assert capsys.readouterr().err == (f"error: {stats}: state.parquet is not a regular file (a folder, "
+                                           "device or pipe): statistics are the files `advisor trace "
+                                           "aggregate` writes\n")
+
+
 def test_check_of_a_table_design_against_fragment_statistics_says_another_granularity(tpcdi, tmp_path, capsys):
     # statistics at fragment granularity name their items T#i; a table-level design checked
     # against them is another granularity (exit 2), not drift, while a spec's own T#0 tables
