@@ -38,8 +38,8 @@ def workloads(as_json: bool = json_option('print {"workloads": {name: descriptio
 @app.command()
 def recommend(
     source: str = workload_argument(optional=False),
-    machines: Optional[int] = typer.Option(None, "--machines", "-m", help="machines (default: the spec's)"),
-    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
+    machines: Optional[int] = typer.Option(None, "--machines", "-m", min=1, help="machines (default: the spec's)"),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", min=1, help=PPM_HELP),
     alpha: Optional[float] = weight_option("alpha"),
     beta: Optional[float] = weight_option("beta"),
     gamma: Optional[float] = weight_option("gamma"),

@@ -80,9 +80,9 @@ def report(
 @app.command()
 def tune(
     source: str = workload_argument(optional=False),
-    machines: int = typer.Option(..., "--machines", "-m", help="machines of the cluster to tune for"),
+    machines: int = typer.Option(..., "--machines", "-m", min=1, help="machines of the cluster to tune for"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
-    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", help=PPM_HELP),
+    partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", min=1, help=PPM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", parser=dir_path, help="directory for each round's spec and design"),
     alpha: Optional[float] = weight_option("alpha"),
     beta: Optional[float] = weight_option("beta"),
@@ -102,8 +102,6 @@ def tune(
     from reports.predict import PredictOptions
     from reports.tuning import TuningStudy, check_min_gain
 
-    if machines < 1:
-        raise AdvisorError(f"--machines must be >= 1, got {machines}")
     if rounds < 0:
         raise AdvisorError(f"--rounds must be >= 0, got {rounds}")
     check_min_gain(min_gain, "--min-gain")

@@ -25,8 +25,6 @@ def _scaled(design, workload, machines: Optional[int], rescale: Optional[str]):
         if rescale is not None:  # (it was the design as it is, without a word)
             raise SimError(f"--rescale {rescale} applies to --machines N only (it would change nothing)")
         return design
-    if machines < 1:
-        raise SimError(f"--machines must be >= 1, got {machines}")
     return scale_design(design, machines, workload=workload, method=rescale or "spread")
 
 
@@ -34,7 +32,7 @@ def _scaled(design, workload, machines: Optional[int], rescale: Optional[str]):
 def simulate(
     design: Path = design_option("design JSON to simulate"),
     workload: Optional[str] = workload_argument(),
-    machines: Optional[int] = typer.Option(None, "--machines", "-m",
+    machines: Optional[int] = typer.Option(None, "--machines", "-m", min=1,
                                            help="simulate the design scaled to N machines"),
     rescale: Optional[Literal["spread", "recommend"]] = typer.Option(
         None, help="how --machines rescales: spread (keep co-location; the default) or recommend "

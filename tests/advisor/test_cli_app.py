@@ -227,7 +227,13 @@ def test_help_lists_the_valid_values_of_a_choice(command, listed, capsys, monkey
 
 @pytest.mark.parametrize("argv, said", [
     (["recommend", "tpcdi-trade", "--objective", "speed"], "'speed' is not one of 'throughput', 'cost'."),
-    (["recommend", "tpcdi-trade", "--machines", "0"], "machines must be an integer >= 1, got 0"),
+    # each command said it its own way ("machines must be an integer >= 1, got 0" here,
+    # "--machines must be >= 1, got 0" in simulate and tune): the option's range, as --jobs says it
+    *[([command, *args, option, "0"], f"Invalid value for '{option}' / '{short}': Input should be greater than or equal to 1")
+      for command, *args in (["recommend", "tpcdi-trade"], ["tune", "tpcdi-trade", "-m", "2"],
+                             ["simulate", "-d", "x.json"])
+      for option, short in (("--machines", "-m"), ("--partitions-per-machine", "-p"))
+      if (command, option) != ("simulate", "--partitions-per-machine")],
 ])
 def test_a_value_outside_the_choices_is_one_plain_line(argv, said, capsys):
     import advisor.cli  # noqa: F401  registers every command

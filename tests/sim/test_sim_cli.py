@@ -65,7 +65,7 @@ def test_simulate_at_a_given_rate_with_a_calibration_file(tpcdi_json, tmp_path, 
     # 1e300 printed a 300-digit rate, 1e-300 "0 batches/s", both with exit 0
     (["--rate", "1e300"], "input rate must be from 1e-06 to 1e+09 batches per second, got 1e+300"),
     (["--rate", "1e-300"], "input rate must be from 1e-06 to 1e+09 batches per second, got 1e-300"),
-    (["--machines", "0"], "--machines must be >= 1"),
+    (["--machines", "0"], "Invalid value for '--machines' / '-m': Input should be greater than or equal to 1"),
     (["--calibration", "/nonexistent/cal.json"], "no such file"),
     # it ran the reference cluster's parameters as if this host had measured them
     (["--this-host"], "--this-host needs --calibration with a calibration measured on the host"),
