@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field, replace
 
-from advisor.sources import Source, check_same_granularity, load_source
+from advisor.sources import Source, check_argument_order, check_same_granularity, load_source
 from advisor.api import check_table_level, recommend
 from costmodel.design import Design
 from costmodel.errors import DesignError
@@ -121,6 +121,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
 
     if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise AdvisorError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
+    check_argument_order("check", design, source, "design, source")
     design = design if isinstance(design, Design) else Design.load(design)
     seed = design.seed_or_recorded(seed)
     _, graph = load_source(source)
