@@ -28,7 +28,7 @@ from costmodel.workload import Workload
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.suggestions import MIN_GAIN, Suggestion, Suggestions, design_for, suggest
+from reports.suggestions import MIN_GAIN, Suggestion, Suggestions, design_for, gain_threshold_text, suggest
 
 
 SAVED_MARKER = "tuning.json"  # the manifest that marks a directory `TuningStudy.save` wrote
@@ -127,13 +127,14 @@ class TuningStudy:
             current = self.rounds[-1]
             tried = suggest(current.workload, current.design, weights=self.weights,
                             replicated=current.replicated, options=self.options, sim=current.sim,
-                            seed=self.seed, pool=pool)
+                            seed=self.seed, pool=pool, min_gain=self.min_gain)
             current.suggestions = tried
             best = _best_gain(tried)
             if best is None or best.gain < self.min_gain:
                 # none predicted to help (how many were tried and the best of them), or none to try
                 self.stopped = ("no change raises predicted throughput by "
-                                f"{self.min_gain:.0%} or more" if tried.items else _sentence_part(tried.note))
+                                f"{gain_threshold_text(self.min_gain)} or more" if tried.items
+                                else _sentence_part(tried.note))
                 break
             self.rounds.append(self._round(len(self.rounds), best.text, best.workload or current.workload,
                                            best.replicated, best.design))
