@@ -13,9 +13,13 @@ changes themselves in `reports.transforms`.
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass, field
 
+from advisor.errors import AdvisorError
+from advisor.sources import load_workload
 from costmodel.design import Design
+from costmodel.errors import is_a
 from costmodel.workload import Workload
 from costmodel import Bottleneck
 from reports.bottleneck import simulated_bottleneck
@@ -156,6 +160,8 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
     (`reports.parallel.section_pool`) tries the changes side by side (default: one by one,
     here), with the same result.
     """
+    workload, design = _suggest_inputs(workload, design)
+    check_min_gain(min_gain)
     start = SuggestionsStart.of(workload, design, graph, weights, replicated, options, sim)
     if workload is None:
         return start.by_cost(limit)
@@ -164,6 +170,29 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
                            start.tps_before is not None) for change in start.changes]
     pool.work_here()
     return start.finish([f.result() for f in futures], limit, min_gain)
+
+
+def _suggest_inputs(workload, design) -> tuple[Workload | None, Design]:
+    """The workload (None: statistics only, a name, a spec, statistics or a Workload) and the
+    design (a Design or its file) as the verbs read them; the wrong kind is one AdvisorError
+    line (a string design was an AttributeError on `.weights` deep in the start)."""
+    if isinstance(design, (str, os.PathLike)) and not isinstance(design, bytes):
+        design = Design.load(design)
+    elif not is_a(design, Design):
+        raise AdvisorError(f"design must be a Design or its JSON file, got {design!r:.80}")
+    if workload is not None and not (is_a(workload, Workload) or isinstance(workload, (str, os.PathLike))):
+        raise AdvisorError(f"workload must be a Workload, a bundled name, a spec file, statistics or None, "
+                           f"got {workload!r:.80}")
+    return (None if workload is None else load_workload(workload)), design
+
+
+def check_min_gain(value, name: str = "min_gain") -> None:
+    """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
+    whole round first, or took every change)."""
+    from advisor.errors import AdvisorError
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10:
+        raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
 
 
 def try_change(workload: Workload, design: Design, weights, change: ChangeToTry, seed: int = 0,

@@ -28,7 +28,8 @@ from costmodel.workload import Workload
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.suggestions import MIN_GAIN, Suggestion, Suggestions, design_for, gain_threshold_text, suggest
+from reports.suggestions import (MIN_GAIN, Suggestion, Suggestions, check_min_gain, design_for,  # noqa: F401  (check_min_gain: also read from here)
+                                 gain_threshold_text, suggest)
 
 
 SAVED_MARKER = "tuning.json"  # the manifest that marks a directory `TuningStudy.save` wrote
@@ -210,13 +211,6 @@ class TuningStudy:
                 + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
         formats = {"predicted_tps": lambda x: f"{x:,.0f}", "cost": lambda x: f"{x:.4f}"}
         return head + frame.to_html(index=False, formatters=formats, na_rep="-")
-
-
-def check_min_gain(value, name: str = "min_gain") -> None:
-    """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
-    whole round first, or took every change)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10:
-        raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
 
 
 def _best_gain(tried: Suggestions) -> Suggestion | None:
