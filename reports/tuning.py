@@ -25,6 +25,7 @@ from advisor.errors import AdvisorError
 from costmodel.errors import as_python_int, check_seed
 from costmodel.weights import check_weights
 from costmodel.workload import Workload
+from advisor.api import check_jobs
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
@@ -88,8 +89,8 @@ class TuningStudy:
         check_seed(self.seed, AdvisorError)
         check_weights(self.weights, AdvisorError)
         check_min_gain(self.min_gain)
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
-            raise AdvisorError(f"jobs must be an integer >= 1, got {self.jobs!r}")
+        jobs = check_jobs(self.jobs)  # (numpy's too: np.int64(1) was refused here, taken by recommend)
+        self.jobs = usable_cores() if jobs is None else jobs
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "
@@ -141,8 +142,9 @@ class TuningStudy:
                                            best.replicated, best.design))
             if progress:
                 progress(self.rounds[-1])
-        else:
-            self.stopped = f"reached {rounds} rounds"
+        else:  # (all the study's rounds: a second `run(1)` after a first said "reached 1 rounds")
+            changed = len(self.rounds) - 1
+            self.stopped = f"reached {changed} round{'' if changed == 1 else 's'}"
 
     @property
     def best(self) -> TuningRound:

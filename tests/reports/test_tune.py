@@ -234,3 +234,16 @@ def test_a_min_gain_under_one_percent_takes_a_change_gaining_less(monkeypatch):
     # the threshold said is the one asked for, not rounded to "1%" or "0%"
     assert refused.stopped.startswith("no change is predicted to help by 0.6% or more")
     assert "+0.5%" in refused.stopped
+
+
+def test_a_study_run_again_counts_every_round_it_holds_and_takes_numpy_counts(study):
+    # run(1) then run(1) said "reached 1 rounds" beside two rounds of changes; jobs=np.int64(1)
+    # was refused here ("jobs must be an integer >= 1, got np.int64(1)") where recommend takes it
+    import numpy as np
+
+    again = TuningStudy("tpcdi-trade", machines=np.int64(8), jobs=np.int64(1)).run(np.int64(1))
+    assert again.jobs == 1 and type(again.jobs) is int
+    assert again.stopped == "reached 1 round"
+    again.run(1)
+    assert [r.to_dict() for r in again.rounds] == [r.to_dict() for r in study.rounds]
+    assert again.stopped == study.stopped == "reached 2 rounds"
