@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from advisor.errors import AdvisorError
 from advisor.sources import load_workload
 from costmodel.design import Design
-from costmodel.errors import is_a
+from costmodel.errors import as_python_number, is_a
 from costmodel.workload import Workload
 from costmodel import Bottleneck
 from reports.bottleneck import simulated_bottleneck
@@ -161,7 +161,7 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
     here), with the same result.
     """
     workload, design = _suggest_inputs(workload, design)
-    check_min_gain(min_gain)
+    min_gain = check_min_gain(min_gain)
     start = SuggestionsStart.of(workload, design, graph, weights, replicated, options, sim)
     if workload is None:
         return start.by_cost(limit)
@@ -186,13 +186,13 @@ def _suggest_inputs(workload, design) -> tuple[Workload | None, Design]:
     return (None if workload is None else load_workload(workload)), design
 
 
-def check_min_gain(value, name: str = "min_gain") -> None:
+def check_min_gain(value, name: str = "min_gain") -> float:
     """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
-    whole round first, or took every change)."""
-    from advisor.errors import AdvisorError
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10:
+    whole round first, or took every change), returned as a Python number (numpy's too)."""
+    number = as_python_number(value)
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 10:
         raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
+    return number
 
 
 def try_change(workload: Workload, design: Design, weights, change: ChangeToTry, seed: int = 0,

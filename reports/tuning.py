@@ -88,7 +88,7 @@ class TuningStudy:
         self.machines, self.partitions_per_machine = check_cluster(self.machines, self.partitions_per_machine)
         check_seed(self.seed, AdvisorError)
         check_weights(self.weights, AdvisorError)
-        check_min_gain(self.min_gain)
+        self.min_gain = check_min_gain(self.min_gain)
         jobs = check_jobs(self.jobs)  # (numpy's too: np.int64(1) was refused here, taken by recommend)
         self.jobs = usable_cores() if jobs is None else jobs
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
