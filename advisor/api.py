@@ -30,7 +30,7 @@ from advisor.recommendation import Recommendation
 from advisor.search import Candidate, DesignSearch
 from advisor.selection import OBJECTIVES, select, simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
-from advisor.sources import check_same_granularity
+from advisor.sources import check_same_granularity, is_statistics_source
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload, cluster_text
 
@@ -379,8 +379,10 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
-    for design, who in ((current, "the deployed design (--current)"), (new, "the new design (--design)")):
-        check_same_granularity(design, graph, source, who, OWN_GRANULARITY)
+    check_same_granularity(current, graph, source, "the deployed design (--current)", OWN_GRANULARITY)
+    if is_statistics_source(source):  # (a spec is read at the current design's granularity: a new
+        # design of another is the pair's mismatch, which `check_comparable` names item by item)
+        check_same_granularity(new, graph, source, "the new design (--design)", OWN_GRANULARITY)
     if workload is not None:
         lane_routes(workload, new)  # and the new one's, as evaluate/simulate do: one line, not 0 tuples/s
     graph = graph.with_cluster(current.machines, current.partitions_per_machine)
