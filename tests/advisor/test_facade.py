@@ -250,3 +250,13 @@ def test_a_recommendation_where_a_design_path_goes_is_one_short_line(rec):
     with pytest.raises(UserError, match=r"^expected a file path, got Recommendation\(") as caught:
         advisor.evaluate(rec, "tpcdi-trade")
     assert len(str(caught.value)) < 120
+
+
+def test_a_recommendation_prints_in_one_line(rec):
+    # its dataclass repr held the graph, every baseline and every candidate: 23 KB in a list
+    said = repr(rec)
+    assert "\n" not in said and len(said) < 200
+    assert said.startswith("Recommendation('tpcdi-trade' on 4 machines x 1 partition") and f"cost {rec.design.cost.total:.4f}" in said
+    assert str([rec]) == f"[{said}]"
+    thrown = advisor.recommend("tpcdi-trade", machines=2)
+    assert f"predicted {thrown.prediction:,.0f} tuples/s" in repr(thrown)
