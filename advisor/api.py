@@ -88,7 +88,7 @@ def recommend(source: Source, machines: int | None = None,
         check_table_level(current)  # (after the workload: another workload's lanes design is that first)
     machines, partitions_per_machine = check_cluster(machines, partitions_per_machine)
     check_seed(seed, AdvisorError)
-    jobs = _checked_jobs(jobs)
+    jobs = check_jobs(jobs)
     graph = graph.with_cluster(machines, partitions_per_machine)
     gone: list[str] = []
     if current is not None:  # before the search: one that places other SPs or state, said now
@@ -164,8 +164,9 @@ def _checked_request(objective: str, weights: Weights | None, max_move_mb, curre
     return max_move_mb
 
 
-def _checked_jobs(jobs) -> int | None:
-    """`jobs` as a Python int (numpy's too, as the cluster's counts), at least 1; None: the default."""
+def check_jobs(jobs) -> int | None:
+    """`jobs` as a Python int (numpy's too, as the cluster's counts), at least 1; None: the
+    default. Every `jobs=` of the API (recommend's, a tuning study's) is read by this."""
     jobs = as_python_int(jobs)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         raise AdvisorError(f"jobs must be an integer >= 1, got {jobs!r}")

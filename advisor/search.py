@@ -30,6 +30,7 @@ a machine's SPs spread over its single-threaded partitions with their state besi
 """
 from __future__ import annotations
 
+import numbers
 import time
 from dataclasses import dataclass, field, fields
 
@@ -38,6 +39,9 @@ import numpy as np
 from costmodel import DEFAULT_WEIGHTS, REPLICATED, CostBreakdown, CostGraph, Weights, score
 from costmodel.arrays import sorted_unique
 from advisor import metis
+from advisor.errors import AdvisorError
+from costmodel.errors import check_seed, finite_number, is_a
+from costmodel.workload import Workload
 from advisor.exhaustive import exhaustive_optimum
 from costmodel.graph import WorkloadGraph, adjacency_arrays, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
@@ -183,6 +187,7 @@ class DesignSearch:
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()
+        graph = self._check(graph)
         self.metis_s_ = 0.0
         self.local_search_steps_, self.local_search_timed_out_ = 0, False
         graph = graph.with_cluster(self.machines, self.partitions_per_machine)
@@ -212,6 +217,40 @@ class DesignSearch:
         self.machines_used_ = self.cost_.machines_used
         self.elapsed_s_ = time.perf_counter() - started
         return self
+
+    def _check(self, graph) -> WorkloadGraph | CostGraph:
+        """The parameters as a notebook sets them (in the constructor or as attributes since)
+        and the graph `fit` was given, each wrong one one AdvisorError line before any work
+        (they were numpy's, pymetis's or an AttributeError from deep in the search: `seed=-1`
+        "expected non-negative integer", `ufactors=(0,)` "Caught an unknown exception!"). A
+        Workload is its graph."""
+        from advisor.sources import check_cluster  # (it imports this module)
+
+        self.machines, self.partitions_per_machine = check_cluster(self.machines, self.partitions_per_machine)
+        if not is_a(self.weights, Weights):
+            raise AdvisorError(f"weights must be costmodel.Weights(alpha, beta, gamma), got {self.weights!r:.80}")
+        if self.partition_weights is not None and not is_a(self.partition_weights, Weights):
+            raise AdvisorError(f"partition_weights must be costmodel.Weights(alpha, beta, gamma) or None, "
+                               f"got {self.partition_weights!r:.80}")
+        self.seed = check_seed(self.seed, AdvisorError)
+        ufactors = self.ufactors
+        if isinstance(ufactors, (str, bytes)) or not isinstance(ufactors, (tuple, list)) or not all(
+                isinstance(u, numbers.Integral) and not isinstance(u, bool) and u >= 1 for u in ufactors):
+            raise AdvisorError(f"ufactors must be a tuple of integers >= 1 (METIS's balance tolerance), "
+                               f"got {ufactors!r:.80}")
+        for name, least in (("seeds_per_ufactor", 0), ("exact_limit", 0), ("local_search_starts", 0),
+                            ("local_search_restarts", 0), ("pool_size", 1)):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < least:
+                raise AdvisorError(f"{name} must be an integer >= {least}, got {value!r:.80}")
+        budget = self.local_search_budget_s
+        if budget is not None and not (finite_number(budget) and budget > 0):
+            raise AdvisorError(f"local_search_budget_s must be None or a number of seconds > 0, got {budget!r:.80}")
+        if is_a(graph, Workload):
+            return WorkloadGraph.from_workload(graph)
+        if not isinstance(graph, (WorkloadGraph, CostGraph)):
+            raise AdvisorError(f"fit takes a WorkloadGraph, a CostGraph or a Workload, got {graph!r:.80}")
+        return graph
 
     @staticmethod
     def _distinct(cands: list[Candidate], relabel: bool) -> list[Candidate]:

@@ -126,14 +126,31 @@ def check_same_granularity(design: Design, graph: WorkloadGraph, source: Source,
 
 
 def check_argument_order(verb: str, design, source, order: str) -> None:
-    """One line where a verb's design and workload look swapped (a design file where the
-    workload goes, a workload name or spec where the design goes): the verbs' orders differ
-    (`evaluate(design, source)`, `simulate(workload, design)`), and a swap read as "t4.json:
-    not valid TOML" or "tpcdi-trade: no such file". `order`: the verb's signature, said."""
-    if looks_like_a_design_file(source) and not looks_like_a_design_file(design) and \
-            isinstance(design, (str, os.PathLike)):
-        raise AdvisorError(f"{verb}({order}): the arguments look swapped: {str(source)!r} is a design file, "
-                           f"where the workload goes, and {str(design)!r} where the design goes")
+    """One line where a verb's design and workload look swapped (a design, or its file, where
+    the workload goes; a workload, its name, spec or graph where the design goes): the verbs'
+    orders differ (`evaluate(design, source)`, `simulate(workload, design)`), and a swap read as
+    "t4.json: not valid TOML" or "tpcdi-trade: no such file", and a swap of the objects
+    themselves as "expected a file path, got Workload(...)" with the whole workload in the line.
+    `order`: the verb's signature, said."""
+    if _is_a_design(source) and not _is_a_design(design) and (
+            isinstance(design, (str, os.PathLike)) or is_a(design, Workload) or isinstance(design, WorkloadGraph)):
+        what = "a design file" if looks_like_a_design_file(source) else "a design"
+        raise AdvisorError(f"{verb}({order}): the arguments look swapped: {_argument_text(source)} is {what}, "
+                           f"where the workload goes, and {_argument_text(design)} where the design goes")
+
+
+def _is_a_design(value) -> bool:
+    return looks_like_a_design_file(value) or is_a(value, Design)
+
+
+def _argument_text(value) -> str:
+    """An argument as an error line names it: a path quoted, an object by its kind and name
+    (its repr is the whole workload or design)."""
+    if is_a(value, Design):
+        return f"Design of {value.workload!r:.60}"
+    if is_a(value, Workload) or isinstance(value, WorkloadGraph):
+        return f"{type(value).__name__} {value.name!r:.60}"
+    return repr(str(value))
 
 
 def looks_like_a_design_file(value) -> bool:

@@ -20,10 +20,12 @@ import numpy as np
 from costmodel import REPLICATED, CostBreakdown, Weights, misplaced_owned_state, score
 from costmodel.design_file import FORMAT, design_fields, design_to_dict, is_count, is_partition
 from costmodel.design_view import assignment_frame, assignment_rows, design_html
-from costmodel.errors import DesignError
+from costmodel.errors import DesignError, is_a
 from costmodel.files import atomic_write_text
 from costmodel.user_files import read_user_json
 from costmodel.graph import WorkloadGraph
+from costmodel.weights import check_weights
+from costmodel.workload import Workload
 from costmodel.lane_graph import expand_lanes
 
 __all__ = ["FORMAT", "Design", "check_comparable"]
@@ -112,6 +114,7 @@ class Design:
         """The assignment as arrays in the graph's node order; checks the names match and
         that every window sits on its owner's partition. A window the design does not name
         sits there anyway (as `check_windows` and the simulator and engine take it)."""
+        graph = _as_graph(graph)
         owner_of = graph.window_owners()
         missing = [n for n in graph.proc_names if n not in self.procedures]
         missing += [n for n in graph.state_names if n not in self.state and n not in owner_of]
@@ -194,11 +197,12 @@ class Design:
     def cost_view(self, graph: WorkloadGraph) -> tuple[WorkloadGraph, np.ndarray, np.ndarray]:
         """(graph, SP partitions, state partitions) as the cost model scores this design: on
         its cluster, each data-parallel SP one node per lane (`costmodel.lane_graph`)."""
-        graph = graph.with_cluster(self.machines, self.partitions_per_machine)
+        graph = _as_graph(graph).with_cluster(self.machines, self.partitions_per_machine)
         return expand_lanes(self, graph, *self.arrays(graph))
 
     def score(self, graph: WorkloadGraph, weights: Weights | None = None) -> CostBreakdown:
         """The cost of this design on `graph`, put on the design's cluster."""
+        check_weights(weights, DesignError)
         graph, proc, state = self.cost_view(graph)
         return score(graph.cost, proc, state, weights or self.weights)
 
@@ -222,11 +226,21 @@ class Design:
         return cls.from_dict(read_user_json(path, DesignError), str(path))
 
     def assignment_rows(self, graph: WorkloadGraph | None = None) -> list[dict]:
-        return assignment_rows(self, graph)
+        return assignment_rows(self, self._placing(graph))
 
     def to_frame(self, graph: WorkloadGraph | None = None):
         self.check_fields()
-        return assignment_frame(self, graph)
+        return assignment_frame(self, self._placing(graph))
+
+    def _placing(self, graph) -> WorkloadGraph | None:
+        """`graph` (or a Workload's) checked to be one this design places, as `arrays` checks
+        it: the rows' windows are read from it (a Workload's text, or another workload's graph,
+        failed there as an AttributeError or a KeyError)."""
+        if graph is None:
+            return None
+        graph = _as_graph(graph)
+        self.arrays(graph)
+        return graph
 
     def _repr_html_(self) -> str:
         """Never raises (a notebook shows it): a design changed into one no file could hold
@@ -236,6 +250,16 @@ class Design:
         except DesignError as exc:
             return f"<p><b>Not a valid design:</b> {html.escape(str(exc))}</p>"
         return design_html(self)
+
+
+def _as_graph(graph) -> WorkloadGraph:
+    """What a design is placed on, given from Python: a WorkloadGraph, or a Workload (its
+    graph); anything else one DesignError line, not an AttributeError from inside."""
+    if is_a(graph, WorkloadGraph):
+        return graph
+    if is_a(graph, Workload):
+        return WorkloadGraph.from_workload(graph)
+    raise DesignError(f"graph must be a WorkloadGraph or a Workload, got {graph!r:.80}")
 
 
 def unplaced_message(design: Design, missing: list[str], workload: str, kind: str = "") -> str:

@@ -54,6 +54,15 @@ def as_python_int(value):
     return value
 
 
+def as_python_number(value):
+    """A numpy scalar (`np.float32(0.5)`, a float32 column's value, `np.int64(4)`) as the Python
+    number it is, so that checks see a number and JSON writes one (a float32 is no `float`: it
+    was refused as "got 1000.0" of a rate in range); anything else as given."""
+    if isinstance(value, numbers.Number) and not isinstance(value, (bool, int, float)) and hasattr(value, "item"):
+        return value.item()
+    return value
+
+
 def is_a(value, cls: type) -> bool:
     """`isinstance`, also true of an object of a reloaded copy of `cls` (same module and name):
     a notebook's `%autoreload` makes a new class, and the objects made since are of that one.

@@ -105,7 +105,7 @@ def as_path(path, error: type[Exception] = UserError) -> Path:
     OSError (ENAMETOOLONG) from the first `is_dir()`. An empty one too: read as the working
     directory, it was refused as a folder named `.`."""
     if not isinstance(path, (str, os.PathLike)) or isinstance(path, bytes):
-        raise error(f"expected a file path, got {path!r}")
+        raise error(f"expected a file path, got {path!r:.80}")
     if os.fspath(path) == "":  # Path("") is the working directory: an unset variable read it
         raise error("an empty path: name a file or a folder")
     path = Path(path)

@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass, field, replace
 
-from advisor.sources import Source, check_same_granularity, load_source
+from advisor.sources import Source, check_argument_order, check_same_granularity, load_source
 from advisor.api import check_table_level, recommend
 from costmodel.design import Design
-from costmodel.errors import DesignError
+from costmodel.errors import DesignError, as_python_number
 from costmodel.granularity import with_hot_set
 from advisor.profile import MAX_NAMED, Change, check_profile, compare_profiles, workload_profile
 
@@ -119,8 +119,10 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     None: the one the design was recommended with (`Design.recorded_seed`)."""
     from advisor.errors import AdvisorError
 
-    if not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
+    tolerance = as_python_number(tolerance)  # (numpy's too)
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not 0 <= tolerance < 1:
         raise AdvisorError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
+    check_argument_order("check", design, source, "design, source")
     design = design if isinstance(design, Design) else Design.load(design)
     seed = design.seed_or_recorded(seed)
     _, graph = load_source(source)

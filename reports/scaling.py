@@ -2,7 +2,12 @@
 size beside simple baselines, all simulated. Answers "how far does this dataflow scale"."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+
+from advisor.errors import AdvisorError
+from advisor.sources import load_workload
+from costmodel.errors import as_python_int
 
 from costmodel import Weights
 from costmodel.design import Design
@@ -86,10 +91,24 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     already is not simulated again."""
     fixed = fixed or {}
     curve = ScalingCurve()
-    for m in machine_counts:
+    if isinstance(workload, (str, os.PathLike)):  # (as every verb reads a source)
+        workload = load_workload(workload)
+    for m in check_machine_counts(machine_counts):
         curve.rows += scaling_rows(workload, m, weights, partitions_per_machine, seed, baselines, options,
                                    objective, fixed.get(m))
     return curve
+
+
+def check_machine_counts(machine_counts) -> list[int]:
+    """A list of machine counts from Python (numpy's too), each an int >= 1; else one line (4
+    for [4] was "'int' object is not iterable", a 0 the simulator's error further in)."""
+    said = f"machine_counts must be a list of machine counts (integers >= 1), got {machine_counts!r:.80}"
+    if isinstance(machine_counts, (str, bytes)) or not hasattr(machine_counts, "__iter__"):
+        raise AdvisorError(said)
+    counts = [as_python_int(m) for m in machine_counts]
+    if not all(isinstance(m, int) and not isinstance(m, bool) and m >= 1 for m in counts):
+        raise AdvisorError(said)
+    return counts
 
 
 def scaling_rows(workload, machines: int, weights: Weights | None = None,

@@ -13,9 +13,13 @@ changes themselves in `reports.transforms`.
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass, field
 
+from advisor.errors import AdvisorError
+from advisor.sources import load_workload
 from costmodel.design import Design
+from costmodel.errors import as_python_number, is_a
 from costmodel.workload import Workload
 from costmodel import Bottleneck
 from reports.bottleneck import simulated_bottleneck
@@ -62,7 +66,12 @@ class Suggestion:
                 "tps_before": self.tps_before, "tps_after": self.tps_after, "gain": self.gain}
 
 
-MIN_GAIN = 0.01  # a change predicted to raise throughput by less helps nobody (`advisor tune` stops there too)
+MIN_GAIN = 0.01  # a change predicted to raise throughput by less helps nobody (`advisor tune`'s default too)
+
+
+def gain_threshold_text(min_gain: float) -> str:
+    """A smallest gain as a percentage, as asked: 0.005 is "0.5%" (`:.0%` said "0%" or "1%")."""
+    return f"{min_gain * 100:g}%"
 
 # kind of change -> why there was none of that kind to try, where none was skipped
 _NONE_OF_KIND = {"split": "no SP has a key to split on",
@@ -73,15 +82,16 @@ _NONE_OF_KIND = {"split": "no SP has a key to split on",
 @dataclass
 class Suggestions:
     """The changes predicted to help (`items`, best first) and those tried that are predicted
-    to gain less than MIN_GAIN over the design they start from (`not_helping`): a change is
-    only suggested when the same pick as `recommend`, on the changed dataflow, is predicted
-    faster by that much, as `advisor tune` takes one."""
+    to gain less than `min_gain` (MIN_GAIN unless asked) over the design they start from
+    (`not_helping`): a change is only suggested when the same pick as `recommend`, on the
+    changed dataflow, is predicted faster by that much, as `advisor tune` takes one."""
 
     bottleneck: Bottleneck
     items: list[Suggestion] = field(default_factory=list)
     not_helping: list[Suggestion] = field(default_factory=list)
     tried: int = 0  # changes tried (every copy count of a split counted), 0: as many as listed
     skipped: list[tuple[str, str, str, str]] = field(default_factory=list)  # (kind, target, text, why not)
+    min_gain: float = MIN_GAIN  # what a change must gain to be in `items`
 
     def __iter__(self):
         return iter(self.items)
@@ -103,7 +113,8 @@ class Suggestions:
         if self.not_helping:
             top = self.not_helping[0]
             tried = max(self.tried, len(self.not_helping))
-            return (f"No change is predicted to help by {MIN_GAIN:.0%} or more: {tried} tried, the best "
+            return (f"No change is predicted to help by {gain_threshold_text(self.min_gain)} or more: "
+                    f"{tried} tried, the best "
                     f"({top.text}) is predicted at {top.gain:+.1%}.")
         return f"No change to try: {_why_none(self.skipped)}."
 
@@ -141,13 +152,16 @@ class ChangeToTry:
 
 def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
             replicated: tuple[str, ...] = (), options: PredictOptions | None = None,
-            sim=None, seed: int = 0, limit: int = 6, pool=None) -> Suggestions:
-    """Bottleneck of `design` and the candidate changes ranked by predicted gain (best first).
+            sim=None, seed: int = 0, limit: int = 6, pool=None, min_gain: float = MIN_GAIN) -> Suggestions:
+    """Bottleneck of `design` and the candidate changes ranked by predicted gain (best first),
+    those predicted to gain less than `min_gain` kept apart (`advisor tune --min-gain`).
 
     `sim` is the simulator result of `design` if already known (saves one simulation); `pool`
     (`reports.parallel.section_pool`) tries the changes side by side (default: one by one,
     here), with the same result.
     """
+    workload, design = _suggest_inputs(workload, design)
+    min_gain = check_min_gain(min_gain)
     start = SuggestionsStart.of(workload, design, graph, weights, replicated, options, sim)
     if workload is None:
         return start.by_cost(limit)
@@ -155,7 +169,30 @@ def suggest(workload: Workload | None, design: Design, graph=None, weights=None,
     futures = [pool.submit(try_change, workload, design, start.weights, change, seed, options,
                            start.tps_before is not None) for change in start.changes]
     pool.work_here()
-    return start.finish([f.result() for f in futures], limit)
+    return start.finish([f.result() for f in futures], limit, min_gain)
+
+
+def _suggest_inputs(workload, design) -> tuple[Workload | None, Design]:
+    """The workload (None: statistics only, a name, a spec, statistics or a Workload) and the
+    design (a Design or its file) as the verbs read them; the wrong kind is one AdvisorError
+    line (a string design was an AttributeError on `.weights` deep in the start)."""
+    if isinstance(design, (str, os.PathLike)) and not isinstance(design, bytes):
+        design = Design.load(design)
+    elif not is_a(design, Design):
+        raise AdvisorError(f"design must be a Design or its JSON file, got {design!r:.80}")
+    if workload is not None and not (is_a(workload, Workload) or isinstance(workload, (str, os.PathLike))):
+        raise AdvisorError(f"workload must be a Workload, a bundled name, a spec file, statistics or None, "
+                           f"got {workload!r:.80}")
+    return (None if workload is None else load_workload(workload)), design
+
+
+def check_min_gain(value, name: str = "min_gain") -> float:
+    """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
+    whole round first, or took every change), returned as a Python number (numpy's too)."""
+    number = as_python_number(value)
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number < 10:
+        raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
+    return number
 
 
 def try_change(workload: Workload, design: Design, weights, change: ChangeToTry, seed: int = 0,
@@ -226,18 +263,19 @@ class SuggestionsStart:
         result.items = result.items[:limit]
         return result
 
-    def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6) -> Suggestions:
+    def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6,
+               min_gain: float = MIN_GAIN) -> Suggestions:
         """The changes with what `try_change` gave for each (in `changes` order), best first;
-        those predicted no faster kept apart."""
-        result = Suggestions(self.bottleneck, tried=len(tried), skipped=self.skipped)
+        those predicted to gain less than `min_gain` kept apart."""
+        result = Suggestions(self.bottleneck, tried=len(tried), skipped=self.skipped, min_gain=min_gain)
         for change, (new_design, tps) in zip(self.changes, tried):
             result.items.append(Suggestion(change.kind, change.target, change.text, change.reason, change.workload,
                                            new_design, change.replicated, self.cost_before, new_design.cost.total,
                                            self.tps_before, tps))
         _keep_best_split(result)
         result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
-        result.not_helping = [s for s in result.items if s.gain is not None and s.gain < MIN_GAIN]
-        result.items = [s for s in result.items if s.gain is None or s.gain >= MIN_GAIN][:limit]
+        result.not_helping = [s for s in result.items if s.gain is not None and s.gain < min_gain]
+        result.items = [s for s in result.items if s.gain is None or s.gain >= min_gain][:limit]
         return result
 
 

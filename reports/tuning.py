@@ -25,10 +25,12 @@ from advisor.errors import AdvisorError
 from costmodel.errors import as_python_int, check_seed
 from costmodel.weights import check_weights
 from costmodel.workload import Workload
+from advisor.api import check_jobs
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.suggestions import MIN_GAIN, Suggestion, Suggestions, design_for, suggest
+from reports.suggestions import (MIN_GAIN, Suggestion, Suggestions, check_min_gain, design_for,  # noqa: F401  (check_min_gain: also read from here)
+                                 gain_threshold_text, suggest)
 
 
 SAVED_MARKER = "tuning.json"  # the manifest that marks a directory `TuningStudy.save` wrote
@@ -86,9 +88,9 @@ class TuningStudy:
         self.machines, self.partitions_per_machine = check_cluster(self.machines, self.partitions_per_machine)
         check_seed(self.seed, AdvisorError)
         check_weights(self.weights, AdvisorError)
-        check_min_gain(self.min_gain)
-        if isinstance(self.jobs, bool) or not isinstance(self.jobs, int) or self.jobs < 1:
-            raise AdvisorError(f"jobs must be an integer >= 1, got {self.jobs!r}")
+        self.min_gain = check_min_gain(self.min_gain)
+        jobs = check_jobs(self.jobs)  # (numpy's too: np.int64(1) was refused here, taken by recommend)
+        self.jobs = usable_cores() if jobs is None else jobs
         workload, _ = load_source(self.source)  # statistics: the workload rebuilt from them
         if workload is None:
             raise AdvisorError("tuning changes the dataflow, so it needs a workload (a bundled name, "
@@ -127,20 +129,22 @@ class TuningStudy:
             current = self.rounds[-1]
             tried = suggest(current.workload, current.design, weights=self.weights,
                             replicated=current.replicated, options=self.options, sim=current.sim,
-                            seed=self.seed, pool=pool)
+                            seed=self.seed, pool=pool, min_gain=self.min_gain)
             current.suggestions = tried
             best = _best_gain(tried)
             if best is None or best.gain < self.min_gain:
                 # none predicted to help (how many were tried and the best of them), or none to try
                 self.stopped = ("no change raises predicted throughput by "
-                                f"{self.min_gain:.0%} or more" if tried.items else _sentence_part(tried.note))
+                                f"{gain_threshold_text(self.min_gain)} or more" if tried.items
+                                else _sentence_part(tried.note))
                 break
             self.rounds.append(self._round(len(self.rounds), best.text, best.workload or current.workload,
                                            best.replicated, best.design))
             if progress:
                 progress(self.rounds[-1])
-        else:
-            self.stopped = f"reached {rounds} rounds"
+        else:  # (all the study's rounds: a second `run(1)` after a first said "reached 1 rounds")
+            changed = len(self.rounds) - 1
+            self.stopped = f"reached {changed} round{'' if changed == 1 else 's'}"
 
     @property
     def best(self) -> TuningRound:
@@ -209,13 +213,6 @@ class TuningStudy:
                 + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
         formats = {"predicted_tps": lambda x: f"{x:,.0f}", "cost": lambda x: f"{x:.4f}"}
         return head + frame.to_html(index=False, formatters=formats, na_rep="-")
-
-
-def check_min_gain(value, name: str = "min_gain") -> None:
-    """The smallest gain a change must bring: a number in [0, 10) (nan, a string or -1 ran the
-    whole round first, or took every change)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 10:
-        raise AdvisorError(f"{name} must be a number in [0, 10), got {value!r}")
 
 
 def _best_gain(tried: Suggestions) -> Suggestion | None:

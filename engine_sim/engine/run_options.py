@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from costmodel.design import Design
-from costmodel.errors import check_latency_bound
+from costmodel.errors import as_python_number, check_latency_bound
 from engine_sim.engine.crash import parse_crash_at
 from engine_sim.engine.errors import EngineError
 from engine_sim.engine.migration import MODES as MIGRATION_MODES
@@ -24,6 +24,13 @@ def check_positive_int(name: str, value, allow_none: bool = False, at_most: int 
         raise EngineError(f"{name} must be an integer >= 1, got {value!r}")
     if at_most is not None and value > at_most:
         raise EngineError(f"{name} must be at most {at_most:,}, got {value:,}")
+
+
+def python_ints(record, *names: str) -> None:
+    """The record's number fields as Python numbers where a numpy one was given (`for k in
+    np.arange(...)`, a float32): counts are checked as ints, and a run's settings go into its JSON."""
+    for name in names:
+        object.__setattr__(record, name, as_python_number(getattr(record, name)))
 
 
 def check_choice(name: str, value, allowed: tuple[str, ...]) -> None:
@@ -59,6 +66,7 @@ class ClientOptions:
     restart_limit: int = 100
 
     def __post_init__(self) -> None:
+        python_ints(self, "in_flight", "restart_limit", "latency_bound_s", "abort_rate")
         check_positive_int("in_flight", self.in_flight)
         check_latency_bound(self.latency_bound_s, EngineError)
         rate = self.abort_rate
@@ -86,6 +94,7 @@ class RecoveryOptions:
     crash_at: tuple | str | None = None
 
     def __post_init__(self) -> None:
+        python_ints(self, "snapshot_every", "crash_after", "crash_partition")
         check_choice("--recovery", self.mode, RECOVERY_MODES)
         check_positive_int("--crash-after", self.crash_after, allow_none=True)
         _check_count("snapshot_every", self.snapshot_every)
@@ -127,6 +136,7 @@ class NetworkOptions:
     machine_delay_ms: float = 0.0
 
     def __post_init__(self) -> None:
+        python_ints(self, "machine_delay_ms")
         delay = self.machine_delay_ms
         if not isinstance(delay, (int, float)) or isinstance(delay, bool) or not delay >= 0:
             raise EngineError(f"machine delay must be >= 0 ms, got {delay!r}")
@@ -144,6 +154,7 @@ class MigrationOptions:
     mode: str = "live"
 
     def __post_init__(self) -> None:
+        python_ints(self, "at_batch")
         if self.to is None:
             if self.at_batch is not None or self.mode != "live":
                 raise EngineError("--at-batch and --migration need --migrate-to (the design to migrate to)")

@@ -9,7 +9,8 @@ from pathlib import Path
 from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
 from costmodel.design import Design, unplaced_message
-from costmodel.errors import DesignError
+from costmodel.errors import DesignError, as_python_int, check_seed
+from costmodel.files import as_path
 from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.workload import MAX_BATCH_SIZE, Workload
@@ -87,6 +88,10 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     """
     if not isinstance(workload, Workload):
         raise EngineError(f"expected a Workload, got {type(workload).__name__}")
+    batches, batch_size = as_python_int(batches), as_python_int(batch_size)  # (numpy's are counts too)
+    seed = check_seed(seed, EngineError)  # (-1 ran, a string failed deep in the input)
+    if trace_out is not None:  # (5 failed after the whole run, as the trace was written)
+        trace_out = as_path(trace_out, EngineError)
     for name, record, kind in (("client", client, ClientOptions), ("recovery", recovery, RecoveryOptions),
                                ("command_log", command_log, CommandLogOptions),
                                ("network", network, NetworkOptions), ("migration", migration, MigrationOptions)):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from costmodel.calibration import Calibration
 from costmodel.design import Design
-from costmodel.errors import check_latency_bound, check_seed, finite_number
+from costmodel.errors import as_python_number, check_latency_bound, check_seed, finite_number
 from costmodel.sim_params import SimParams
 from costmodel.spec_reader import check_workload, read_spec
 from costmodel.workload import MAX_RATE_BPS, MIN_RATE_BPS, Workload
@@ -178,6 +178,7 @@ def simulate(workload: Workload | str | Path, design: Design | str | Path, *, sc
     """
     workload, design, calibration = api_inputs(workload, design, calibration)
     seed = design.seed_or_recorded(seed)
+    input_rate, latency_bound_s, tolerance = map(as_python_number, (input_rate, latency_bound_s, tolerance))
     if input_rate is not None:
         check_offered_rate(input_rate)
     kw = dict(scheduler=scheduler, move=move, calibration=calibration, batches=batches,

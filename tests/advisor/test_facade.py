@@ -222,3 +222,41 @@ def test_swapped_design_and_workload_are_said_to_be_swapped(tmp_path, call, verb
     path = str(Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1}).save(tmp_path / "d.json"))
     with pytest.raises(AdvisorError, match=rf"^{re.escape(verb)}: the arguments look swapped: '.*d.json' is a design file"):
         call(path)
+
+
+@pytest.mark.parametrize("call, verb", [
+    (lambda d, w: advisor.simulate(d, w), "simulate(workload, design)"),
+    (lambda d, w: advisor.validate(d, w, engine=False), "validate(workload, design)"),
+    (lambda d, w: advisor.evaluate(w, d), "evaluate(design, source)"),
+    (lambda d, w: advisor.diff(d, w, d), "diff(current, new, source)"),
+    (lambda d, w: advisor.plot_graph(w, d), "plot_graph(design, source)"),
+    (lambda d, w: advisor.check(w, d), "check(design, source)"),
+])
+def test_swapped_design_and_workload_objects_are_said_to_be_swapped_in_a_short_line(call, verb):
+    # the objects themselves swapped read "expected a file path, got Workload(...)", the whole
+    # workload's repr in the line (2,400 characters for tpcdi-trade), or not swapped at all
+    from costmodel.design import Design
+
+    design = Design("move-micro", 2, 1, {"SP1": 0, "SP2": 1}, {"T1": 0, "T2": 1})
+    with pytest.raises(AdvisorError) as caught:
+        call(design, advisor.load_workload("move-micro"))
+    said = str(caught.value)
+    assert said.startswith(f"{verb}: the arguments look swapped: Design of 'move-micro' is a design")
+    assert "Workload 'move-micro' where the design goes" in said and len(said) < 200
+
+
+def test_a_recommendation_where_a_design_path_goes_is_one_short_line(rec):
+    # `evaluate(rec, workload)` (the recommendation, not its .design) printed its whole repr
+    with pytest.raises(UserError, match=r"^expected a file path, got Recommendation\(") as caught:
+        advisor.evaluate(rec, "tpcdi-trade")
+    assert len(str(caught.value)) < 120
+
+
+def test_a_recommendation_prints_in_one_line(rec):
+    # its dataclass repr held the graph, every baseline and every candidate: 23 KB in a list
+    said = repr(rec)
+    assert "\n" not in said and len(said) < 200
+    assert said.startswith("Recommendation('tpcdi-trade' on 4 machines x 1 partition") and f"cost {rec.design.cost.total:.4f}" in said
+    assert str([rec]) == f"[{said}]"
+    thrown = advisor.recommend("tpcdi-trade", machines=2)
+    assert f"predicted {thrown.prediction:,.0f} tuples/s" in repr(thrown)

@@ -55,6 +55,25 @@ def test_numpy_integers_go_where_counts_go(rec, tmp_path):
     assert advisor.recommend(w, current=two.design, max_move_mb=np.int64(1)).migration is not None
 
 
+def test_numpy_floats_go_where_numbers_go(rec):
+    # a float32 (a float32 column's value) is no Python float: "input rate must be from 1e-06 to
+    # 1e+09 batches per second, got 1000.0", and the tolerance, min_gain and latency bound refused
+    import json
+
+    from engine_sim.engine import ClientOptions, NetworkOptions
+
+    w = load_workload("tpcdi-trade")
+    at = advisor.simulate(w, rec.design, input_rate=np.float32(1000), latency_bound_s=np.float32(0.5))
+    assert at.throughput_tps == advisor.simulate(w, rec.design, input_rate=1000.0, latency_bound_s=0.5).throughput_tps
+    json.dumps(at.to_dict())  # its settings are plain numbers
+    assert advisor.check(rec.design, w, tolerance=np.float32(0.1)).within
+    study = advisor.tune(w, machines=2, rounds=0, min_gain=np.float32(0.02), jobs=1)
+    assert type(study.min_gain) is float
+    client = ClientOptions(latency_bound_s=np.float32(0.5), abort_rate=np.float32(0.1))
+    assert {type(client.latency_bound_s), type(client.abort_rate)} == {float}
+    assert type(NetworkOptions(machine_delay_ms=np.float32(1)).machine_delay_ms) is float
+
+
 @pytest.mark.parametrize("machines", [0, -3, 2.5, True])
 def test_a_cluster_of_no_machines_is_refused_where_it_is_asked_for(machines):
     with pytest.raises(UserError, match="machines must be an integer >= 1"):

@@ -221,3 +221,30 @@ def test_a_cluster_is_named_in_the_singular_where_a_count_is_one():
     assert cluster_text(4, 1) == "4 machines x 1 partition"
     assert cluster_text(1, 2) == "1 machine x 2 partitions"
     assert cluster_text(1000, 4) == "1,000 machines x 4 partitions"
+
+
+def test_a_design_placed_on_what_is_no_graph_of_it_is_one_design_error_line():
+    # `design.to_frame(workload)`, `design.score("tpcdi-trade")`: AttributeErrors from inside
+    # ('Workload' object has no attribute 'window_owners'); another workload's graph a KeyError
+    from costmodel.design import Design
+    from costmodel.errors import DesignError
+    from costmodel.graph import WorkloadGraph
+    from costmodel.spec_reader import read_spec
+
+    workload = read_spec("tpcdi-trade")
+    design = Design("tpcdi-trade", 2, 1, {p.name: i % 2 for i, p in enumerate(workload.procedures)},
+                    {t.name: 0 for t in workload.tables})
+    graph = WorkloadGraph.from_workload(workload)
+    # a Workload is its graph
+    assert design.to_frame(workload).equals(design.to_frame(graph))
+    assert design.score(workload) == design.score(graph)
+    for wrong in ("tpcdi-trade", None, 5):
+        with pytest.raises(DesignError, match="^graph must be a WorkloadGraph or a Workload, got"):
+            design.score(wrong)
+    with pytest.raises(DesignError, match="^graph must be a WorkloadGraph or a Workload, got 'x'"):
+        design.to_frame("x")
+    other = WorkloadGraph.from_workload(read_spec("window-micro"))
+    with pytest.raises(DesignError, match="^this is a design of workload 'tpcdi-trade': design does not place"):
+        design.to_frame(other)
+    with pytest.raises(DesignError, match=r"^weights must be costmodel.Weights\(alpha, beta, gamma\) or None"):
+        design.score(graph, (1, 1, 1))

@@ -93,3 +93,37 @@ def test_a_migration_compare_with_a_crash_is_refused_before_either_run(recovery)
     d = round_robin_design(w)
     with pytest.raises(EngineError, match="--migration compare runs the migration twice"):
         compare_migration(w, d, d, batches=200, at_batch=100, recovery=recovery)
+
+
+def test_numpy_counts_are_the_counts_they_are_in_a_run_and_its_records():
+    # `for n in np.arange(...)`: "--batches must be an integer >= 1, got np.int64(5)", and the
+    # same of in_flight, crash_after and at_batch, where every other verb takes them
+    import json
+
+    import numpy as np
+
+    w = load_workload("move-micro")
+    d = round_robin_design(w)
+    counts = ClientOptions(in_flight=np.int64(4), restart_limit=np.int32(5))
+    assert (type(counts.in_flight), type(counts.restart_limit)) == (int, int)
+    recovery = RecoveryOptions(snapshot_every=np.int64(2), crash_after=np.int64(3), crash_partition=np.int64(0))
+    assert {type(getattr(recovery, n)) for n in ("snapshot_every", "crash_after", "crash_partition")} == {int}
+    assert type(MigrationOptions(to=d, at_batch=np.int64(2)).at_batch) is int
+    r = run_workload(w, d, batches=np.int64(6), batch_size=np.int64(3), seed=np.int64(1), in_process=True,
+                     client=counts)
+    assert r.committed > 0 and r.history_check == "ok"
+    json.dumps(r.to_dict())  # the run's settings are plain numbers
+
+
+@pytest.mark.parametrize("options, problem", [
+    (dict(seed=-1), "^seed must be an integer >= 0, got -1"),  # it ran
+    (dict(seed="a"), "^seed must be an integer >= 0, got 'a'"),
+    (dict(trace_out=5), "^expected a file path, got 5"),  # pathlib's TypeError after the whole run
+])
+def test_a_bad_seed_or_trace_directory_is_refused_before_the_run(options, problem, monkeypatch):
+    import engine_sim.engine.runner as runner
+
+    w = load_workload("move-micro")
+    monkeypatch.setattr(runner, "build_plan", lambda *a, **k: pytest.fail("the run started"))
+    with pytest.raises(EngineError, match=problem):
+        run_workload(w, round_robin_design(w), batches=2, in_process=True, **options)

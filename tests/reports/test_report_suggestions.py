@@ -234,3 +234,27 @@ def test_the_note_counts_every_copy_count_tried():
     assert result.tried == 3
     if not result.items:
         assert result.note.startswith("No change is predicted to help by 1% or more: 3 tried")
+
+
+@pytest.mark.parametrize("workload, design, said", [
+    ("rec", 5, r"^design must be a Design or its JSON file, got 5"),  # an AttributeError on .weights
+    ("rec", None, r"^design must be a Design or its JSON file, got None"),
+    (5, "rec", r"^workload must be a Workload, a bundled name, a spec file, statistics or None, got 5"),
+])
+def test_suggest_given_the_wrong_kind_of_argument_says_so_in_one_line(tmp_path, workload, design, said):
+    from advisor.errors import AdvisorError
+
+    rec = recommend("tpcdi-trade", machines=2, objective="cost")
+    with pytest.raises(AdvisorError, match=said):
+        suggest(rec.workload if workload == "rec" else workload, rec.design if design == "rec" else design)
+    # a name and the design's file are what the verbs take
+    path = rec.design.save(tmp_path / "d.json")
+    assert suggest("tpcdi-trade", str(path)).bottleneck == suggest(rec.workload, rec.design).bottleneck
+
+
+def test_suggest_refuses_a_min_gain_tune_refuses():
+    from advisor.errors import AdvisorError
+
+    rec = recommend("tpcdi-trade", machines=2, objective="cost")
+    with pytest.raises(AdvisorError, match=r"^min_gain must be a number in \[0, 10\), got -1"):
+        suggest(rec.workload, rec.design, min_gain=-1)

@@ -57,3 +57,28 @@ def test_the_report_prints_the_dip_under_its_scaling_chart(monkeypatch):
     calm = build_report(rec, options=ReportOptions(sensitivity=False, suggestions=False, jobs=1,
                                                    scaling_machines=[1, 2]))
     assert 'class="note dip"' not in calm
+
+
+@pytest.mark.parametrize("counts, said", [
+    (4, r"^machine_counts must be a list of machine counts \(integers >= 1\), got 4"),  # 'int' object is not iterable
+    ([2, 0], r"^machine_counts must be a list of machine counts \(integers >= 1\), got \[2, 0\]"),
+    (["2"], r"^machine_counts must be a list of machine counts \(integers >= 1\), got \['2'\]"),
+])
+def test_a_scaling_curve_of_no_list_of_counts_is_one_line(counts, said):
+    from advisor.errors import AdvisorError
+    from reports.scaling import scaling_curve
+
+    with pytest.raises(AdvisorError, match=said):
+        scaling_curve("tpcdi-trade", counts)
+
+
+def test_numpy_machine_counts_are_the_counts_they_are():
+    # they stayed numpy integers in the rows (and in `to_frame`'s machines column)
+    import numpy as np
+
+    from advisor.sources import load_workload
+    from reports.scaling import scaling_curve
+
+    curve = scaling_curve(load_workload("move-micro"), np.arange(1, 3), baselines=(), objective="cost")
+    assert [type(r["machines"]) for r in curve.rows] == [int, int]
+    assert [r["machines"] for r in curve.rows] == [1, 2]

@@ -203,3 +203,47 @@ def test_the_api_tune_takes_a_calibration_and_a_seed_as_the_cli_does():
     assert plain.predicted_tps != pytest.approx(start.predicted_tps, rel=0.05)
     seeded = advisor.tune("tpcdi-trade", machines=4, rounds=0, seed=3, jobs=1)
     assert seeded.options.seed == 3
+
+
+def test_a_min_gain_under_one_percent_takes_a_change_gaining_less(monkeypatch):
+    """`tune --min-gain 0.004` stopped at a change predicted +0.5 % ("no change is predicted to
+    help by 1% or more ... the best ... is predicted at +0.5%"): the suggestions kept apart
+    every change under their own 1 %, and the study chose among the rest only."""
+    import reports.suggestions as suggestions
+    import reports.tuning as tuning
+
+    small = {}
+
+    def tried_once(workload, design, **kw):  # the round's one change, +0.5 %, tried for real
+        start = suggestions.SuggestionsStart.of(workload, design, weights=kw.get("weights"),
+                                                options=kw.get("options"), sim=kw.get("sim"))
+        tps = start.tps_before
+        asked = {"min_gain": kw["min_gain"]} if "min_gain" in kw else {}
+        out = start.finish([(design, tps * 1.005)] + [(design, tps * 0.9)] * (len(start.changes) - 1), **asked)
+        for s in [*out.items, *out.not_helping]:
+            s.workload = None  # (the design it is priced with is the round's own)
+        small["said"] = out
+        return out
+
+    monkeypatch.setattr(tuning, "suggest", tried_once)
+    taken = TuningStudy("tpcdi-trade", machines=8, min_gain=0.004, jobs=1).run(rounds=1)
+    assert len(taken.rounds) == 2, taken.stopped
+    assert small["said"].best.gain == pytest.approx(0.005)
+    refused = TuningStudy("tpcdi-trade", machines=8, min_gain=0.006, jobs=1).run(rounds=1)
+    assert len(refused.rounds) == 1
+    # the threshold said is the one asked for, not rounded to "1%" or "0%"
+    assert refused.stopped.startswith("no change is predicted to help by 0.6% or more")
+    assert "+0.5%" in refused.stopped
+
+
+def test_a_study_run_again_counts_every_round_it_holds_and_takes_numpy_counts(study):
+    # run(1) then run(1) said "reached 1 rounds" beside two rounds of changes; jobs=np.int64(1)
+    # was refused here ("jobs must be an integer >= 1, got np.int64(1)") where recommend takes it
+    import numpy as np
+
+    again = TuningStudy("tpcdi-trade", machines=np.int64(8), jobs=np.int64(1)).run(np.int64(1))
+    assert again.jobs == 1 and type(again.jobs) is int
+    assert again.stopped == "reached 1 round"
+    again.run(1)
+    assert [r.to_dict() for r in again.rounds] == [r.to_dict() for r in study.rounds]
+    assert again.stopped == study.stopped == "reached 2 rounds"

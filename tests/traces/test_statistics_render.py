@@ -12,3 +12,18 @@ def test_statistics_render_a_hostile_manifest_escaped_in_a_notebook():
     out = stats._repr_html_()
     assert "<script>" not in out and "<img" not in out
     assert "&lt;img src=x onerror=alert(1)&gt;" in out and "&lt;script&gt;" in out
+
+
+def test_statistics_of_no_path_is_one_trace_error_line():
+    # `load_statistics(None)` was pathlib's TypeError ("expected str, bytes or os.PathLike
+    # object, not NoneType"), naming neither the argument nor what it takes
+    import pytest
+
+    from reports.statistics_view import StatisticsView
+    from traces import load_statistics
+    from traces.errors import TraceError
+
+    for load in (load_statistics, StatisticsView.load):
+        for wrong in (None, 5):
+            with pytest.raises(TraceError, match=f"^expected a file path, got {wrong}$"):
+                load(wrong)
