@@ -10,6 +10,7 @@ from functools import partialmethod
 import numpy as np
 import pytest
 
+import advisor.placement as placement
 from advisor.placement import (BalanceForTargets, _ProcessingMoves, _RunningCost, _state_cut, _state_total,
                                place_state, refine_processing)
 from costmodel import REPLICATED, CostGraph, Weights
@@ -20,7 +21,7 @@ def random_case(seed: int) -> tuple[CostGraph, np.ndarray, np.ndarray, Weights]:
     machines, capacities of 1 and 2, up to 70 machines (the balance's sparse path), weights
     either small integers (exact ties) or awkward fractions."""
     rng = np.random.default_rng(seed)
-    n_proc, n_state = int(rng.integers(2, 60)), int(rng.integers(1, 40))
+    n_proc, n_state = int(rng.integers(2, 150 if seed % 4 == 0 else 60)), int(rng.integers(1, 40))
     machines, ppm = int(rng.choice([2, 3, 5, 8, 70])), int(rng.choice([1, 1, 2]))
     n_ps = int(rng.integers(0, 4 * n_proc))
     pool = rng.integers(0, [n_proc, n_state], size=(max(n_ps // 2, 1), 2))
@@ -58,7 +59,9 @@ def running_cost(g: CostGraph, proc: np.ndarray, state: np.ndarray) -> _RunningC
 
 
 @pytest.mark.parametrize("seed", range(120))
-def test_the_screened_refinement_makes_the_same_moves_as_evaluating_every_sp(seed):
+@pytest.mark.parametrize("rows", [3, placement.SCREEN_ROWS])
+def test_the_screened_refinement_makes_the_same_moves_as_evaluating_every_sp(seed, rows, monkeypatch):
+    monkeypatch.setattr(placement, "SCREEN_ROWS", rows)  # blocks of SPs screened at once
     g, proc, state, weights = random_case(seed)
     moves = _ProcessingMoves(g, weights)
     p1, s1, p2, s2 = proc.copy(), state.copy(), proc.copy(), state.copy()
@@ -82,10 +85,10 @@ def test_the_screens_figures_are_the_exact_ones_within_its_bound(seed):
         return
     moves = _ProcessingMoves(g, weights)
     run = running_cost(g, proc, state)
-    for first in (0, g.n_proc // 2):
-        screened = moves._totals_from(first, proc, state, run)
-        bound = moves.rounding.bound_from(first, run)
-        for row, v in enumerate(range(first, g.n_proc)):
+    for first, last in ((0, g.n_proc), (g.n_proc // 2, g.n_proc), (1, max(1, g.n_proc - 1))):
+        screened = moves._totals_from(first, last, proc, state, run)
+        bound = moves.rounding.bound_from(first, last, run)
+        for row, v in enumerate(range(first, last)):
             exact = moves._exact_costs(v, proc, state, run).total
             assert np.abs(exact - screened[row]).max() <= bound[row] / 8  # 8x to spare
 
@@ -97,7 +100,7 @@ def test_every_sp_the_screen_leaves_out_stays_where_it_is(seed):
         return
     moves = _ProcessingMoves(g, weights)
     run = running_cost(g, proc, state)
-    kept = set(moves._may_move(0, proc, state, run).tolist())
+    kept = set(moves._may_move(0, g.n_proc, proc, state, run).tolist())
     for v in set(range(g.n_proc)) - kept:
         p, s = proc.copy(), state.copy()
         assert not moves._move_if_better(v, p, s, running_cost(g, proc, state))
