@@ -198,14 +198,14 @@ def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, 
     stand-ins (`_machine_stand_ins`), and the partitions of what it works with (the SPs it
     streams to or from, or shares state with, and that state)."""
     c = graph.cost
-    places = set(stand_ins)
-    peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
+    peers = [c.pp_dst[c.pp_src == i], c.pp_src[c.pp_dst == i]]
     mine = touched[i]
-    if mine.size:
-        peers |= set(c.ps_proc[np.isin(c.ps_state, mine)].tolist())
-        places |= {int(q) for q in state[mine] if q != REPLICATED}
-    places |= {int(proc[j]) for j in peers}
-    return sorted(places)
+    if mine.size:  # (a mask, not np.isin: this runs for every SP of the partition, each step)
+        shared = np.zeros(c.n_state, dtype=bool)
+        shared[mine] = True
+        peers.append(c.ps_proc[shared[c.ps_state]])
+    held = state[mine]
+    return sorted(set(stand_ins) | set(held[held != REPLICATED].tolist()) | set(proc[np.concatenate(peers)].tolist()))
 
 
 def lock_order_swaps(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, load):

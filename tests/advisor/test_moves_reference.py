@@ -20,13 +20,14 @@ WORKLOADS = ("window-micro", "tpcdi-trade", "linear-road", "voter-leaderboard", 
 
 
 def reference_moves_off(graph, proc, state, private, touched, hot, n_parts, busy):
-    """`_moves_off` as it was before the moves were built per SP (23d3c2b)."""
+    """`_moves_off` as it was before the moves were built per SP (23d3c2b), with the crowded
+    partition's targets as they were found then."""
     c = graph.cost
     on_hot = np.flatnonzero(proc == hot)
     crowded = on_hot.size * (n_parts - 1) > design_moves.CROWDED_MOVES
     stand_ins = design_moves._machine_stand_ins(graph, busy) if crowded else None
     for i in on_hot:
-        for q in (range(n_parts) if stand_ins is None else design_moves._crowded_targets(
+        for q in (range(n_parts) if stand_ins is None else reference_crowded_targets(
                 graph, proc, state, touched, stand_ins, int(i))):
             if q == hot:
                 continue
@@ -49,13 +50,27 @@ def reference_moves_off(graph, proc, state, private, touched, hot, n_parts, busy
             yield f"{graph.state_names[j]} -> partition {q}", proc, s2
 
 
+def reference_crowded_targets(graph, proc, state, touched, stand_ins, i):
+    """`_crowded_targets` as it was (23d3c2b)."""
+    c = graph.cost
+    places = set(stand_ins)
+    peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
+    mine = touched[i]
+    if mine.size:
+        peers |= set(c.ps_proc[np.isin(c.ps_state, mine)].tolist())
+        places |= {int(q) for q in state[mine] if q != REPLICATED}
+    places |= {int(proc[j]) for j in peers}
+    return sorted(places)
+
+
 def designs(g: WorkloadGraph, rng: np.random.Generator, count: int):
-    """Random designs (some with replicated tables, one with everything on partition 0, so
-    that the crowded partition's targets are taken), each with random busy times."""
+    """Random designs (some with replicated tables, two with everything on partition 0, so
+    that the crowded partition's targets are taken, one of them with replicated tables), each
+    with random busy times."""
     c = g.cost
     n_parts = c.machines * c.partitions_per_machine
     for k in range(count):
-        proc = np.zeros(c.n_proc, dtype=np.int64) if k == 0 else rng.integers(0, n_parts, c.n_proc)
+        proc = np.zeros(c.n_proc, dtype=np.int64) if k % 4 == 0 else rng.integers(0, n_parts, c.n_proc)
         state = rng.integers(0, n_parts, c.n_state)
         if k % 3 == 1:
             state[rng.random(c.n_state) < 0.3] = REPLICATED
