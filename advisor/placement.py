@@ -162,8 +162,8 @@ class _ProcessingMoves:
         """Greedy passes over all SPs, each moved where the exact cost is lowest if that
         lowers it; returns the number of moves made (in place).
 
-        With `screen`, the SPs whose moves cannot lower the cost are found for all of them at
-        once (`_may_move`, again after each move taken) and only the others are evaluated one
+        With `screen`, the SPs whose moves cannot lower the cost are found SCREEN_ROWS at a
+        time (`_may_move`, again after each move taken) and only the others are evaluated one
         by one: the same moves in the same order as evaluating every SP (`screen=False`), as
         the screen leaves out only SPs the exact evaluation would leave where they are. Why:
         a Python loop over every SP of every pass was 5-17 % of `recommend` on 150 SPs, and
@@ -245,11 +245,11 @@ class _ProcessingMoves:
 
     def _may_move(self, first: int, last: int, proc_part: np.ndarray, state_part: np.ndarray, run: _RunningCost
                   ) -> np.ndarray:
-        """The SPs `first` to `last` (excluded) that `_move_if_better` might move now: every SP's cost on
-        every partition computed at once (`_totals_from`) and an SP left out only where no
-        other partition is below its own by MOVE_TOLERANCE plus twice the most its sums,
-        added in another order, can differ from the exact evaluation's (`_RoundingScale`).
-        NaN anywhere keeps an SP in."""
+        """The SPs `first` to `last` (excluded) that `_move_if_better` might move now: every
+        SP's cost on every partition computed at once (`_totals_from`) and an SP left out only
+        where no other partition is below its own by MOVE_TOLERANCE plus twice the most its
+        sums, added in another order, can differ from the exact evaluation's
+        (`_RoundingScale`). NaN anywhere keeps an SP in."""
         total = self._totals_from(first, last, proc_part, state_part, run)
         rows = np.arange(total.shape[0])
         cur = proc_part[first:last]
@@ -261,8 +261,9 @@ class _ProcessingMoves:
 
     def _totals_from(self, first: int, last: int, proc_part: np.ndarray, state_part: np.ndarray,
                      run: _RunningCost) -> np.ndarray:
-        """(SPs `first` to `last` excluded, partitions): the cost after moving each SP to each partition,
-        as `_move_if_better` prices it, for all of them at once (its sums in another order)."""
+        """(SPs `first` to `last` excluded, partitions): the cost after moving each SP to each
+        partition, as `_move_if_better` prices it, for all of them at once (its sums in
+        another order)."""
         g, w = self.g, self.w
         n, k = g.n_partitions, last - first
         cur = proc_part[first:last]
