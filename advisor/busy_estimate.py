@@ -84,10 +84,10 @@ class BusyEstimate:
             partition, coordinator, link = busy_times(
                 self.graph.cost, np.stack([t[1] for t in chunk]), np.stack([t[2] for t in chunk]),
                 self.prices, self.traits, self.lock_waits, self._inputs)
-            for (places, _p, _s, key), part, coord, sent in zip(chunk, partition, coordinator, link):
-                found = BusyTime(part, coord, self.batch_size, sent)
+            priced = BusyTime.each(partition, coordinator, self.batch_size, link)
+            for (places, _p, _s, key), found in zip(chunk, priced):
                 if key is not None:
-                    floats = part.size + coord.size + (0 if sent is None else sent.size)
+                    floats = partition.shape[1] + coordinator.shape[1] + link.shape[1]
                     kept = self._memo_floats + floats <= MEMO_FLOATS
                     self._memo_floats += floats if kept else 0
                     self._memo[key] = found if kept else _PRICED_BEFORE

@@ -151,19 +151,21 @@ def _moves_off(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, privat
     on_hot = np.flatnonzero(proc == hot)
     stand_ins = _machine_stand_ins(graph, busy) if on_hot.size * (n_parts - 1) > CROWDED_MOVES else None
     for i in on_hot:
+        mine, name = private[i], graph.proc_names[i]
+        # the state it touches that moves too (a replicated table stays), where that is more
+        also = None if np.array_equal(touched[i], mine) else touched[i][state[touched[i]] != REPLICATED]
         for q in (range(n_parts) if stand_ins is None else _crowded_targets(graph, proc, state, touched,
                                                                             stand_ins, int(i))):
             if q == hot:
                 continue
-            for kind, items in (("", private[i]), (" with all its state", touched[i])):
-                if kind and np.array_equal(items, private[i]):
-                    continue
-                p2, s2 = proc.copy(), state.copy()
-                p2[i] = q
-                s2[private[i]] = q  # its windows and private tables go with it
-                if items.size:
-                    s2[items] = np.where(s2[items] == REPLICATED, REPLICATED, q)
-                yield f"{graph.proc_names[i]}{kind} -> partition {q}", p2, s2
+            p2, s2 = proc.copy(), state.copy()
+            p2[i] = q
+            s2[mine] = q  # its windows and private tables go with it
+            yield f"{name} -> partition {q}", p2, s2
+            if also is not None:
+                p3, s3 = p2.copy(), s2.copy()
+                s3[also] = q
+                yield f"{name} with all its state -> partition {q}", p3, s3
     users = {}
     for p, j in zip(c.ps_proc, c.ps_state):
         users.setdefault(int(j), set()).add(int(proc[p]))
@@ -196,14 +198,14 @@ def _crowded_targets(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, 
     stand-ins (`_machine_stand_ins`), and the partitions of what it works with (the SPs it
     streams to or from, or shares state with, and that state)."""
     c = graph.cost
-    places = set(stand_ins)
-    peers = set(c.pp_dst[c.pp_src == i].tolist()) | set(c.pp_src[c.pp_dst == i].tolist())
+    peers = [c.pp_dst[c.pp_src == i], c.pp_src[c.pp_dst == i]]
     mine = touched[i]
-    if mine.size:
-        peers |= set(c.ps_proc[np.isin(c.ps_state, mine)].tolist())
-        places |= {int(q) for q in state[mine] if q != REPLICATED}
-    places |= {int(proc[j]) for j in peers}
-    return sorted(places)
+    if mine.size:  # (a mask, not np.isin: this runs for every SP of the partition, each step)
+        shared = np.zeros(c.n_state, dtype=bool)
+        shared[mine] = True
+        peers.append(c.ps_proc[shared[c.ps_state]])
+    held = state[mine]
+    return sorted(set(stand_ins) | set(held[held != REPLICATED].tolist()) | set(proc[np.concatenate(peers)].tolist()))
 
 
 def lock_order_swaps(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray, load):
