@@ -16,8 +16,7 @@ from costmodel.design import Design
 from costmodel.design_file import edited_since_made
 from costmodel.granularity import workload_at
 from costmodel.graph import WorkloadGraph
-from costmodel.workload import cluster_text
-from costmodel.workload import Workload
+from costmodel.workload import Workload, cluster_text
 from advisor.errors import AdvisorError
 from advisor.granularity_pick import DataParallelChoice
 from advisor.search import DesignSearch
