@@ -59,7 +59,10 @@ def test_a_worker_runs_a_task_and_its_simulations_come_back(small):
         failed = pool.submit(small.design.arrays, None)  # an error in a worker comes back as itself
         assert where.result() != os.getpid()
         assert not SIMULATIONS.keys()  # kept once the pool closes, in this thread
-    assert isinstance(failed.exception(), AttributeError)
+    from costmodel.errors import DesignError
+
+    exc = failed.exception()  # the worker's own exception, its class and its line
+    assert type(exc) is DesignError and str(exc) == "graph must be a WorkloadGraph or a Workload, got None"
     again = predict(small.workload, small.design, options)  # answered from the worker's run
     assert SIMULATIONS.misses == 1 and SIMULATIONS.hits == 1
     assert again.throughput_tps == result.result().throughput_tps
