@@ -81,8 +81,6 @@ def test_refine_processing_is_that_of_evaluating_every_sp(seed, monkeypatch):
 @pytest.mark.parametrize("seed", range(60))
 def test_the_screens_figures_are_the_exact_ones_within_its_bound(seed):
     g, proc, state, weights = random_case(2000 + seed)
-    if g.n_partitions == 1:
-        return
     moves = _ProcessingMoves(g, weights)
     run = running_cost(g, proc, state)
     for first, last in ((0, g.n_proc), (g.n_proc // 2, g.n_proc), (1, max(1, g.n_proc - 1))):
@@ -96,8 +94,6 @@ def test_the_screens_figures_are_the_exact_ones_within_its_bound(seed):
 @pytest.mark.parametrize("seed", range(60))
 def test_every_sp_the_screen_leaves_out_stays_where_it_is(seed):
     g, proc, state, weights = random_case(3000 + seed)
-    if g.n_partitions == 1:
-        return
     moves = _ProcessingMoves(g, weights)
     run = running_cost(g, proc, state)
     kept = set(moves._may_move(0, g.n_proc, proc, state, run).tolist())
