@@ -266,7 +266,7 @@ class SuggestionsStart:
     def finish(self, tried: list[tuple[Design, float | None]], limit: int = 6,
                min_gain: float = MIN_GAIN) -> Suggestions:
         """The changes with what `try_change` gave for each (in `changes` order), best first;
-        those predicted to gain less than `min_gain` kept apart."""
+        those predicted to gain less than `min_gain`, or nothing, kept apart."""
         result = Suggestions(self.bottleneck, tried=len(tried), skipped=self.skipped, min_gain=min_gain)
         for change, (new_design, tps) in zip(self.changes, tried):
             result.items.append(Suggestion(change.kind, change.target, change.text, change.reason, change.workload,
@@ -274,8 +274,10 @@ class SuggestionsStart:
                                            self.tps_before, tps))
         _keep_best_split(result)
         result.items.sort(key=lambda s: -(s.gain if s.gain is not None else (s.cost_before - s.cost_after)))
-        result.not_helping = [s for s in result.items if s.gain is not None and s.gain < min_gain]
-        result.items = [s for s in result.items if s.gain is None or s.gain >= min_gain][:limit]
+        helps = [s.gain is None or (s.gain >= min_gain and s.gain > 0) for s in result.items]  # (0: no help
+        # even at --min-gain 0, or tune takes a change for nothing, round after round)
+        result.not_helping = [s for s, h in zip(result.items, helps) if not h]
+        result.items = [s for s, h in zip(result.items, helps) if h][:limit]
         return result
 
 

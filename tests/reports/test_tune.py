@@ -205,27 +205,33 @@ def test_the_api_tune_takes_a_calibration_and_a_seed_as_the_cli_does():
     assert seeded.options.seed == 3
 
 
-def test_a_min_gain_under_one_percent_takes_a_change_gaining_less(monkeypatch):
-    """`tune --min-gain 0.004` stopped at a change predicted +0.5 % ("no change is predicted to
-    help by 1% or more ... the best ... is predicted at +0.5%"): the suggestions kept apart
-    every change under their own 1 %, and the study chose among the rest only."""
+def _one_change_gaining(factor: float, said: dict):
+    """A stand-in for the round's `suggest`: its first change is tried for real and predicted at
+    `factor` x the start, every other one at 0.9 x; what it said is kept in `said`."""
     import reports.suggestions as suggestions
-    import reports.tuning as tuning
 
-    small = {}
-
-    def tried_once(workload, design, **kw):  # the round's one change, +0.5 %, tried for real
+    def tried_once(workload, design, **kw):
         start = suggestions.SuggestionsStart.of(workload, design, weights=kw.get("weights"),
                                                 options=kw.get("options"), sim=kw.get("sim"))
         tps = start.tps_before
         asked = {"min_gain": kw["min_gain"]} if "min_gain" in kw else {}
-        out = start.finish([(design, tps * 1.005)] + [(design, tps * 0.9)] * (len(start.changes) - 1), **asked)
+        out = start.finish([(design, tps * factor)] + [(design, tps * 0.9)] * (len(start.changes) - 1), **asked)
         for s in [*out.items, *out.not_helping]:
             s.workload = None  # (the design it is priced with is the round's own)
-        small["said"] = out
+        said["said"] = out
         return out
 
-    monkeypatch.setattr(tuning, "suggest", tried_once)
+    return tried_once
+
+
+def test_a_min_gain_under_one_percent_takes_a_change_gaining_less(monkeypatch):
+    """`tune --min-gain 0.004` stopped at a change predicted +0.5 % ("no change is predicted to
+    help by 1% or more ... the best ... is predicted at +0.5%"): the suggestions kept apart
+    every change under their own 1 %, and the study chose among the rest only."""
+    import reports.tuning as tuning
+
+    small = {}
+    monkeypatch.setattr(tuning, "suggest", _one_change_gaining(1.005, small))
     taken = TuningStudy("tpcdi-trade", machines=8, min_gain=0.004, jobs=1).run(rounds=1)
     assert len(taken.rounds) == 2, taken.stopped
     assert small["said"].best.gain == pytest.approx(0.005)
@@ -234,6 +240,20 @@ def test_a_min_gain_under_one_percent_takes_a_change_gaining_less(monkeypatch):
     # the threshold said is the one asked for, not rounded to "1%" or "0%"
     assert refused.stopped.startswith("no change is predicted to help by 0.6% or more")
     assert "+0.5%" in refused.stopped
+
+
+def test_a_min_gain_of_zero_takes_no_change_predicted_no_faster(monkeypatch):
+    """`--min-gain 0` took a change predicted at exactly the start's throughput: a round that
+    changed the dataflow for nothing, again each round asked."""
+    import reports.tuning as tuning
+
+    said = {}
+    monkeypatch.setattr(tuning, "suggest", _one_change_gaining(1.0, said))
+    study = TuningStudy("tpcdi-trade", machines=8, min_gain=0, jobs=1).run(rounds=2)
+    assert len(study.rounds) == 1, study.stopped
+    assert said["said"].items == [] and said["said"].not_helping[0].gain == 0
+    monkeypatch.setattr(tuning, "suggest", _one_change_gaining(1.001, said))
+    assert len(TuningStudy("tpcdi-trade", machines=8, min_gain=0, jobs=1).run(rounds=1).rounds) == 2
 
 
 def test_a_study_run_again_counts_every_round_it_holds_and_takes_numpy_counts(study):
