@@ -101,6 +101,8 @@ def recommend(source: Source, machines: int | None = None,
     weights = weights or default_weights(graph, None if isinstance(calibration, SimParams) else calibration)
     if search is None:
         search = DesignSearch(weights=weights, seed=seed, replicate=replicate)
+    else:
+        _check_search_cluster(search, graph)
     # judged by throughput: simulated, or where the simulator cannot in time, estimated
     # (`advisor.estimate_pick`); either way from the whole pool
     judged = objective == "throughput" and spec_blocker(spec, graph) is None
@@ -261,6 +263,20 @@ def _migration_provenance(provenance: dict, plan, current: Design, max_move_mb: 
                           "judged_by": plan.judged_by, "unconstrained": unconstrained,
                           **({"gone": list(plan.gone)} if plan.gone else {}),
                           "frontier": plan.to_dict()["frontier"]}}
+
+
+def _check_search_cluster(search: DesignSearch, graph: WorkloadGraph) -> None:
+    """A search of the caller's own set for another cluster than the recommendation's is one
+    line: its designs were of its cluster, weighed as if of the recommendation's (a
+    `DesignSearch(machines=2)` beside `machines=4` was 4, without a word)."""
+    asked = (graph.cost.machines, graph.cost.partitions_per_machine)
+    machines, ppm = getattr(search, "machines", None), getattr(search, "partitions_per_machine", None)
+    own = (machines if machines is not None else asked[0],
+           ppm if ppm is not None else asked[1])
+    if own != asked:
+        raise AdvisorError(f"search is set for {cluster_text(*own)} and the recommendation is for "
+                           f"{cluster_text(*asked)}: leave the search's machines and partitions_per_machine "
+                           "None (the recommendation's) or give the same")
 
 
 def _check_collaborators(search, simulator, workload) -> None:

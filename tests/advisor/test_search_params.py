@@ -56,3 +56,17 @@ def test_fit_takes_a_workload_as_its_graph_and_numpy_counts_as_counts(graph):
     by_workload = DesignSearch(machines=np.int64(2), seed=np.int64(1)).fit(load_workload("move-micro"))
     assert by_workload.cost_ == by_graph.cost_
     assert list(by_workload.proc_part_) == list(by_graph.proc_part_)
+
+
+def test_a_search_of_another_cluster_than_the_recommendation_s_is_refused():
+    # recommend(machines=4, search=DesignSearch(machines=2)) went on without a word
+    from advisor.api import recommend
+
+    with pytest.raises(AdvisorError, match=r"^search is set for 2 machines x 1 partition and the "
+                                           r"recommendation is for 4 machines x 1 partition: "):
+        recommend("move-micro", machines=4, search=DesignSearch(machines=2), objective="cost")
+    with pytest.raises(AdvisorError, match=r"^search is set for 4 machines x 2 partitions and "):
+        recommend("move-micro", machines=4, search=DesignSearch(partitions_per_machine=2), objective="cost")
+    for search in (DesignSearch(machines=4), DesignSearch()):
+        rec = recommend("move-micro", machines=4, search=search, objective="cost")
+        assert rec.design.machines == 4 and search.candidates_
