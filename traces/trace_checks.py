@@ -81,6 +81,11 @@ def dataset_files(trace_dir: Path, dataset: str) -> list[Path]:
             raise TraceError(f"{trace_dir}: {dataset}: {p.relative_to(folder).as_posix()}: Spark "
                              "cannot read a file whose name holds ':' (a Hadoop path takes none); "
                              "rename it")
+        if ":" in str(p) and any(c in _GLOB_CHARS for c in str(p)):
+            raise TraceError(f"{trace_dir}: {dataset}: {p.relative_to(folder).as_posix()}: Spark cannot "
+                             f"read a path that holds both ':' and one of {_GLOB_CHARS} (Hadoop reads it "
+                             "as a pattern, and a folder named with ':' in a pattern as a URI); rename "
+                             "or move the trace")
     return found
 
 

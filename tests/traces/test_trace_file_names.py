@@ -122,3 +122,18 @@ def test_a_relative_path_whose_first_folder_holds_a_colon_is_read_as_a_path(trac
     assert run_app(["recommend", "run:2/stats", "--objective", "cost", "--out", "d.json"]) == 0
     assert run_app(["evaluate", "--design", "d.json", "run:2/stats"]) == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("where", ["x[1]/run:2", "run:2/x[1]", "run:2/x*"])
+def test_a_path_holding_a_colon_and_a_glob_character_is_refused_before_spark(trace, tmp_path, where, capsys):
+    """Spark escapes a path's glob characters, but then Hadoop walks it as a pattern and reads
+    a folder named `run:2` in it as a URI: the Spark job failed with Hadoop's wording
+    ("URISyntaxException: Relative path in absolute URI"), after the session had started."""
+    moved = tmp_path / where
+    shutil.copytree(trace, moved)
+    with pytest.raises(TraceError, match=r"Spark cannot read a path that holds both ':' and one of"):
+        validate_trace(moved)
+    stats = tmp_path / "stats"
+    assert run_app(["trace", "aggregate", str(moved), "--out", str(stats)]) == 2
+    assert "holds both ':'" in one_error_line(capsys)
+    assert not stats.exists()
