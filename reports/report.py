@@ -26,7 +26,7 @@ from costmodel.errors import UserError
 from advisor.parallel_runs import serial_picks
 from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
-from reports.sensitivity import design_signature, placement_signature
+from reports.sensitivity import design_signature, machine_changes, placement_signature
 
 TEMPLATE = "report.html.j2"
 THIS_DESIGN = "this design"  # how the report names the design it is about
@@ -578,18 +578,34 @@ def _sensitivity_section(o: ReportOptions, graph, design: Design, futures: dict)
 
     swept = {term: [d for share in DEFAULT_SHARES for d in futures[f"sensitivity {term} {share}"].result()]
              for term in TERMS}
-    return _sensitivity_context(sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept), design)
+    return _sensitivity_context(sensitivity_of(graph, design.weights, design, DEFAULT_SHARES, swept), design, graph)
 
 
-def _sensitivity_context(sens, design: Design) -> dict:
-    """The sweep (`reports.sensitivity.Sensitivity`, computed by its section) as the report shows it."""
+GROUPS_IN_FULL = 40  # SPs + state items up to which the sweep's designs are listed in full, machine by machine
+CHANGES_SHOWN = 12  # past that, of each design's differences from A, the first this many are named
+
+
+def _sensitivity_context(sens, design: Design, graph) -> dict:
+    """The sweep (`reports.sensitivity.Sensitivity`, computed by its section) as the report
+    shows it: each design's machines in full on a small dataflow; on a larger one, what each
+    places elsewhere than A (A's places are the full assignment's)."""
     from reports.figures import plot_sensitivity
 
     rows = sens.rows  # plain rows: pandas is not imported for a report
+    in_full = len(design.procedures) + len(design.state) <= GROUPS_IN_FULL
     designs = []
     for letter, d in sens.designs.items():
         points = ", ".join(f"{r['term']} {r['share']:.0%}" for r in rows if r["design"] == letter)
-        groups = "; ".join("{" + ", ".join(x.split(":", 1)[1] for x in g) + "}" for g in design_signature(d)[0])
+        if in_full:
+            groups = "; ".join("{" + ", ".join(x.split(":", 1)[1] for x in g) + "}" for g in design_signature(d)[0])
+        elif letter == "A":
+            groups = "the design of this report (its places: the full assignment below)"
+        else:
+            changes = machine_changes(sens.designs["A"], d, graph)
+            more = f" and {len(changes) - CHANGES_SHOWN:,} more" if len(changes) > CHANGES_SHOWN else ""
+            groups = (f"{len(changes):,} of {len(d.procedures) + len(d.state):,} items: "
+                      f"{', '.join(changes[:CHANGES_SHOWN])}{more}"
+                      if changes else "A's machine grouping; its partitions within machines differ")
         designs.append({"letter": letter, "where": points or "the given weights only", "groups": groups})
     changed = [r for r in rows if r["design"] != "A"]
     if not changed:
@@ -598,7 +614,7 @@ def _sensitivity_context(sens, design: Design) -> dict:
         text = (f"The choice changes at {len(changed)} of {len(rows)} sweep points; the largest extra cost of keeping "
                 f"design A there is {max(r['regret'] for r in changed):.3f}.")
     return {"sensitivity_figure": _png(lambda ax: plot_sensitivity(sens, ax=ax), (6.8, 3.8)),
-            "sensitivity_text": text, "sensitivity_designs": designs}
+            "sensitivity_text": text, "sensitivity_designs": designs, "sensitivity_in_full": in_full}
 
 
 def _assignment(design: Design, limit: int, graph=None) -> dict:

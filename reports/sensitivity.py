@@ -65,6 +65,19 @@ def placement_signature(design) -> tuple:
     return tuple(layout), tuple(sorted(n for n, p in design.state.items() if p is None))
 
 
+def machine_changes(base, other, graph) -> list[str]:
+    """What `other` places on another machine than `base` does (`SP3 m2->m5`, `T1 m0->all`),
+    SPs first, once `other`'s machines are renamed to keep the most of `base` in place. Why:
+    on a dataflow of realistic size each design's full grouping is a wall of names in which a
+    reader cannot find the two SPs that differ."""
+    from advisor.migration import align, moves_between
+
+    where = lambda p, ppm=base.partitions_per_machine: "all" if p is None else f"m{p // ppm}"  # noqa: E731
+    return [f"{m.name} {where(m.from_partition)}->{where(m.to_partition)}"
+            for m in moves_between(base, align(base, other, graph), graph)
+            if where(m.from_partition) != where(m.to_partition)]
+
+
 @dataclass
 class Sensitivity:
     """The sweep's results: one row per (term, share) with the chosen design's letter, its

@@ -101,6 +101,11 @@ def _graph_info(design, graph, max_nodes: int) -> _GraphInfo:
     return info
 
 
+CROWDED_RING = 12  # machines past which the ring's nodes shrink and their labels go outside it
+RING_LABEL_AT = 1.25  # a crowded ring's labels start this far out (the nodes lie on radius 1)
+WEIGHTS_SHOWN = 12  # cut edges between machines whose weight is written on them, the heaviest
+
+
 def _aggregated_info(info: _GraphInfo, graph, pmach, state, ppm) -> _GraphInfo:
     """One node per machine; edges carry the summed weight of cut edges between machines."""
     c = graph.cost
@@ -112,8 +117,9 @@ def _aggregated_info(info: _GraphInfo, graph, pmach, state, ppm) -> _GraphInfo:
     n_state = np.bincount(state[placed] // ppm, minlength=M)
     top = loads.max() if loads.max() > 0 else 1.0
     angle = np.linspace(0, 2 * np.pi, M, endpoint=False)
+    sep = ": " if M > CROWDED_RING else "\n"  # one line outside a crowded ring (two ran into the next)
     for m in range(M):
-        info.nodes.append(_Node(f"machine {m}\n{n_proc[m]} SPs, {n_state[m]} state", "machine", m,
+        info.nodes.append(_Node(f"machine {m}{sep}{n_proc[m]} SPs, {n_state[m]} state", "machine", m,
                                 float(np.cos(angle[m])), float(np.sin(angle[m])),
                                 1.0 + 2.0 * loads[m] / top))
     between = np.zeros((M, M))
@@ -144,7 +150,7 @@ def plot_graph(design, graph, ax=None, max_nodes: int = 80):
 
 def _figsize(info: _GraphInfo) -> tuple[float, float]:
     if info.aggregated:
-        return (6.0, 5.0)
+        return (6.0, 5.0) if info.machines <= CROWDED_RING else (8.0, 7.5)
     columns = len(info.column_order) + (1 if any(n.machine is None for n in info.nodes) else 0)
     return (min(18.0, max(5.0, 2.0 * columns + 1)), min(14.0, max(3.0, 0.55 * info.columns_height + 1.2)))
 
@@ -159,6 +165,9 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
 
     colours = machine_colours(info.machines)
     max_w = max((e.weight for e in info.edges), default=1.0) or 1.0
+    # the heaviest cuts' weights only (their numbers piled up in the ring's centre)
+    heaviest = sorted((e.weight for e in info.edges), reverse=True)
+    weight_shown = heaviest[WEIGHTS_SHOWN - 1] if len(heaviest) > WEIGHTS_SHOWN else 0.0
     for e in info.edges:
         a, b = info.nodes[e.a], info.nodes[e.b]
         width = 0.6 + 2.4 * e.weight / max_w
@@ -177,15 +186,25 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
                     arrowprops=dict(arrowstyle="-|>" if e.kind != "processing-state" else "-",
                                     connectionstyle=f"arc3,rad={rad}", shrinkA=9, shrinkB=9,
                                     mutation_scale=8, **style))
-        if info.aggregated:
+        if info.aggregated and e.weight >= weight_shown:
             ax.text((a.x + b.x) / 2, (a.y + b.y) / 2, f"{e.weight:g}", fontsize=7, color="#d62728",
                     ha="center", va="center", zorder=3)
+    crowded = info.aggregated and info.machines > CROWDED_RING
     for n in info.nodes:
         colour = REPLICATED_COLOUR if n.machine is None else colours[n.machine]
         marker = {"state": "s", "window": WINDOW_MARKER}.get(n.kind, "o")
-        ax.scatter([n.x], [n.y], s=(170 if n.kind != "machine" else 500) * n.size, c=[colour],
+        size = 170 if n.kind != "machine" else 500 * min(1.0, CROWDED_RING / info.machines)
+        ax.scatter([n.x], [n.y], s=size * n.size, c=[colour],
                    marker=marker, edgecolors="black", linewidths=0.6, zorder=2)
-        if n.kind == "machine":
+        if n.kind == "machine" and crowded:  # outside the ring, along its radius: below the
+            # node, a label ran into the next machines' nodes once more than a dozen shared it,
+            # and level labels still ran into each other at the ring's top and bottom
+            degrees = float(np.degrees(np.arctan2(n.y, n.x)))
+            left = abs(degrees) > 90  # (read left to right on either side)
+            ax.text(n.x * RING_LABEL_AT, n.y * RING_LABEL_AT, label(n.name, 40), fontsize=6, zorder=4,
+                    rotation=degrees - 180 if left and degrees > 0 else degrees + 180 if left else degrees,
+                    rotation_mode="anchor", ha="right" if left else "left", va="center")
+        elif n.kind == "machine":
             ax.text(n.x, n.y - 0.25, label(n.name, 40), fontsize=7, ha="center", va="top", zorder=4)
         else:  # SP names above the node (streams run along the row), state names to the right
             above = n.kind == "processing"
@@ -203,8 +222,9 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
         ax.set_xlim(min(xs) - 0.6, max(xs) + 0.9)
         ax.set_ylim(-info.columns_height + 0.4, 1.1)
     else:
-        ax.set_xlim(-1.6, 1.6)
-        ax.set_ylim(-1.6, 1.6)
+        reach = 2.4 if crowded else 1.6  # (the labels outside the ring)
+        ax.set_xlim(-reach, reach)
+        ax.set_ylim(-reach, reach)
     ax.set_xticks([])
     ax.set_yticks([])
     for side in ax.spines.values():

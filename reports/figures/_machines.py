@@ -58,6 +58,14 @@ def _memory_info(design, graph) -> _StackInfo:
                       windows=frozenset(graph.window_owners()))
 
 
+TICKS_AT_MOST = 16  # machine labels under the bars (24 of them, `m0m1m2...`, ran into each other)
+
+
+def machine_ticks(machines: int) -> range:
+    """The machines labelled under the bars: every one up to TICKS_AT_MOST, else every k-th."""
+    return range(0, machines, -(-machines // TICKS_AT_MOST))
+
+
 OFF_THE_SCALE = 4.0  # a memory limit this many times the fullest machine's state is said, not drawn
 
 
@@ -114,8 +122,9 @@ def _draw_stacks(info: _StackInfo, ax) -> None:
     else:
         ymax = top
     ax.set_ylim(0, ymax * 1.15)
-    ax.set_xticks(range(info.machines))
-    ax.set_xticklabels([f"m{m}" for m in range(info.machines)], fontsize=7)
+    ax.set_xticks(machine_ticks(info.machines))
+    ax.set_xticklabels([f"m{m}" if info.machines <= 12 else str(m) for m in machine_ticks(info.machines)],
+                       fontsize=7)
     ax.set_xlabel("machine", fontsize=8)
     ax.set_ylabel(info.unit, fontsize=8)
     ax.set_title(title, fontsize=9)

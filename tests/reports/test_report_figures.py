@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from advisor.api import recommend
@@ -247,3 +248,58 @@ def test_machines_are_never_the_replicated_grey_and_a_far_limit_is_said_not_draw
     ax = F.plot_machine_memory(rec.design, rec.graph, ax=axes())
     assert ax.get_title().endswith("(limit 2,048 MiB a machine, far above)")
     assert ax.get_ylim()[1] < 1000  # the bars, not the limit, set the scale
+
+
+def _overlapping(texts, fig) -> list[tuple[str, str]]:
+    """Pairs of these drawn texts whose boxes overlap on the rendered figure."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_text()]
+    return [(a, b) for i, (a, box_a) in enumerate(boxes) for b, box_b in boxes[i + 1:] if box_a.overlaps(box_b)]
+
+
+def test_a_ring_of_many_machines_keeps_its_labels_apart():
+    """24 machines drawn one node each: the labels under the nodes ran into the next nodes and
+    into each other, and every cut's weight was written in the ring's centre."""
+    from reports.figures._graph import WEIGHTS_SHOWN, graph_figsize
+
+    from advisor.baselines import baseline_design
+
+    r = recommend("chain-32", machines=24, partitions_per_machine=1, baselines=False, objective="cost")
+    spread = baseline_design("round-robin", r.graph, r.design.weights)  # every machine used, many cuts
+    fig = Figure(figsize=graph_figsize(spread, r.graph, max_nodes=20))
+    ax = F.plot_graph(spread, r.graph, ax=fig.add_subplot(), max_nodes=20)
+    FigureCanvasAgg(fig).draw()
+    labels = [t for t in ax.texts if t.get_text().startswith("machine ")]
+    assert len(labels) == 24
+    # each along its radius, outside the ring of nodes (radius 1), read left to right
+    for t in labels:
+        x, y = t.get_position()
+        assert np.hypot(x, y) > 1.1
+        assert (t.get_rotation() - np.degrees(np.arctan2(y, x))) % 180 == pytest.approx(0, abs=1e-6) or \
+            (t.get_rotation() - np.degrees(np.arctan2(y, x))) % 180 == pytest.approx(180, abs=1e-6)
+        assert t.get_horizontalalignment() == ("left" if x > 0 else "right")
+    # so two labels meet nowhere if the ring leaves a line's height between neighbours where they start
+    anchors = ax.transData.transform([t.get_position() for t in labels])
+    gaps = np.hypot(*(anchors - np.roll(anchors, 1, axis=0)).T)
+    line_px = labels[0].get_fontsize() * fig.dpi / 72
+    assert gaps.min() > line_px
+    info = _graph_info(spread, r.graph, max_nodes=20)
+    weights = sorted((e.weight for e in info.edges), reverse=True)
+    shown = [t for t in ax.texts if t.get_text() and t.get_text()[0].isdigit()]
+    assert len(info.edges) > WEIGHTS_SHOWN
+    assert len(shown) == sum(w >= weights[WEIGHTS_SHOWN - 1] for w in weights)
+
+
+@pytest.mark.parametrize("machines", [4, 24, 100])
+def test_machine_labels_under_the_bars_do_not_run_into_each_other(machines):
+    """At the report's size, 24 labels `m0` ... `m23` ran into each other."""
+    from reports.figures._machines import TICKS_AT_MOST, machine_ticks
+
+    r = recommend("chain-32", machines=machines, partitions_per_machine=1, baselines=False, objective="cost")
+    fig = Figure(figsize=(5.6, 3.4))
+    ax = F.plot_machine_load(r.design, r.graph, ax=fig.add_subplot())
+    FigureCanvasAgg(fig).draw()
+    ticks = ax.get_xticklabels()
+    assert len(ticks) == len(machine_ticks(machines)) <= TICKS_AT_MOST
+    assert list(machine_ticks(machines))[-1] >= machines - -(-machines // TICKS_AT_MOST)  # to the last bars
+    assert _overlapping(ticks, fig) == []
