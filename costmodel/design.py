@@ -25,7 +25,7 @@ from costmodel.files import atomic_write_text
 from costmodel.user_files import read_user_json
 from costmodel.graph import WorkloadGraph
 from costmodel.weights import check_weights
-from costmodel.workload import Workload
+from costmodel.workload import Workload, cluster_text
 from costmodel.lane_graph import expand_lanes
 
 __all__ = ["FORMAT", "Design", "check_comparable"]
@@ -241,6 +241,19 @@ class Design:
         graph = _as_graph(graph)
         self.arrays(graph)
         return graph
+
+    def __repr__(self) -> str:
+        """One line, never raising (the dataclass's listed every SP and state item: 19 KB at
+        100 SPs, in a print, a list or a traceback); `to_frame()` and the notebook's table show
+        every place."""
+        cluster = (cluster_text(self.machines, self.partitions_per_machine)
+                   if is_count(self.machines) and is_count(self.partitions_per_machine)
+                   else f"machines={self.machines!r:.40}, partitions_per_machine={self.partitions_per_machine!r:.40}")
+        placed = (f", {len(self.procedures):,} SPs and {len(self.state):,} state items placed"
+                  if isinstance(self.procedures, dict) and isinstance(self.state, dict) else "")
+        method = f", method {self.method!r:.60}" if self.method else ""
+        cost = f", cost {self.cost.total:.4f}" if isinstance(self.cost, CostBreakdown) else ""
+        return f"Design({self.workload!r:.80} on {cluster}{placed}{method}{cost})"
 
     def _repr_html_(self) -> str:
         """Never raises (a notebook shows it): a design changed into one no file could hold

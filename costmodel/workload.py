@@ -268,6 +268,15 @@ class Workload:
             })
         return pd.DataFrame(rows)
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's listed every table, SP and stream whole: 50 KB at 100
+        SPs); `to_frame()` and the notebook's table show them."""
+        counts = ", ".join(f"{len(items):,} {what}{'' if len(items) == 1 else 's'}" for items, what in (
+            (self.procedures, "SP"), (self.tables, "table"), (self.streams, "stream"), (self.windows, "window"))
+            if isinstance(items, (tuple, list)))
+        source = f", from {self.source!r:.120}" if self.source else ""
+        return f"Workload({self.name!r:.80}: {counts}{source})"
+
     def _repr_html_(self) -> str:
         e = html.escape
         rows = "".join(
