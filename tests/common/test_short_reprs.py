@@ -50,3 +50,11 @@ def test_a_simulation_prints_its_figures_on_one_line(chain):
     text = repr(result)
     assert "\n" not in text and len(text) < ONE_LINE
     assert f"{result.throughput_tps:,.0f} tuples/s" in text and result.bottleneck in text
+
+
+def test_a_validation_prints_both_sides_on_one_line(chain):
+    workload, design = chain
+    result = advisor.validate(workload, design, engine=False)
+    text = repr(result)
+    assert "\n" not in text and len(text) < ONE_LINE
+    assert f"simulator {result.simulator['throughput_tps']:,.0f} tuples/s" in text and "engine -" in text
