@@ -42,5 +42,31 @@ def export(
     say(f"wrote {visible_line(str(out))} ({fmt})")
     if result.not_expressible:
         say(f"not expressible in {fmt} ({len(result.not_expressible)}, also at the top of {visible_line(str(out))}):")
-        for line in result.not_expressible:
-            say(f"  - {line}")
+        for line in shown_by_kind(result.not_expressible, str(out)):
+            say(f"  {line}")
+
+
+SHOWN_PER_KIND = 3  # of the notes on one kind of item (`table ...`, `stream ...`), printed; the file has all
+NOTE_CHARS = 300  # of one note, printed (one listed where each of 100 SPs runs)
+
+
+def shown_by_kind(notes: list[str], out: str) -> list[str]:
+    """The notes as printed: the first few on each kind of item (the note's first word), then
+    how many more there are. Why: a 100-SP design printed 295 lines, 164 of them the same
+    sentence about one table after another, and the few that differ were lost among them."""
+    kinds: dict[str, int] = {}
+    for note in notes:
+        kind = note.split(" ", 1)[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    lines, seen = [], dict.fromkeys(kinds, 0)
+    for note in notes:
+        kind = note.split(" ", 1)[0]
+        seen[kind] += 1
+        if seen[kind] <= SHOWN_PER_KIND:
+            clipped = len(note) > NOTE_CHARS
+            lines.append(f"- {note[:NOTE_CHARS]}" + (f" ... (in full at the top of {visible_line(out)})"
+                                                      if clipped else ""))
+        if seen[kind] == SHOWN_PER_KIND and kinds[kind] > SHOWN_PER_KIND:
+            lines.append(f"  ... and {kinds[kind] - SHOWN_PER_KIND:,} more '{kind} ...' notes, every one at "
+                         f"the top of {visible_line(out)}")
+    return lines

@@ -262,9 +262,30 @@ def test_cli_writes_each_format(trade, fmt, tmp_path, capsys):
     stdout = capsys.readouterr().out
     result = export_design(trade, "tpcdi-trade", fmt)
     assert out.read_text() == result.text and f"wrote {out}" in stdout
-    for line in result.not_expressible:  # printed, one by one
-        assert f"  - {line}\n" in stdout
+    kinds = [line.split(" ", 1)[0] for line in result.not_expressible]
+    for k, line in enumerate(result.not_expressible):  # printed, the first 3 of each kind of item
+        assert (f"  - {line}\n" in stdout) == (kinds[:k + 1].count(kinds[k]) <= 3)
+    for kind in set(kinds):
+        more = kinds.count(kind) - 3
+        assert (f"  ... and {more} more '{kind} ...' notes, every one at the top of {out}\n" in stdout) == (more > 0)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_cli_prints_a_few_notes_of_each_kind_on_a_large_design(tmp_path, capsys):
+    """A 100-SP design printed 295 lines, 164 of them one sentence table after table; and one
+    note listed where each of its 100 SPs runs on one line."""
+    rec = recommend("chain-32", machines=8, objective="cost", baselines=False)
+    design = rec.design.save(tmp_path / "d.json")
+    out = tmp_path / "out.ddl"
+    assert run_app(["export", "--design", str(design), "--format", "voltdb", "--out", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    notes = export_design(rec.design, "chain-32", "voltdb").not_expressible
+    streams = [n for n in notes if n.startswith("stream ")]
+    assert len(streams) > 3 and len(stdout.splitlines()) < len(notes)
+    assert all(f"  - {n}\n" in stdout for n in streams[:3]) and not any(n in stdout for n in streams[3:])
+    assert f"  ... and {len(streams) - 3} more 'stream ...' notes, every one at the top of {out}" in stdout
+    assert max(map(len, stdout.splitlines())) < 350 + len(str(out))  # a long note clipped
+    assert all(f"--   - {n}" in out.read_text() for n in notes)  # the file keeps every one
 
 
 @pytest.mark.parametrize("args, problem", [
