@@ -269,3 +269,18 @@ def test_a_notebook_checks_with_advisor_check_and_sees_what_the_command_prints(d
     from advisor.recommendation_text import migration_lines
 
     assert all(line in html.unescape(plan._repr_html_()) for line in migration_lines(plan))
+
+
+def test_a_deployed_design_that_no_longer_fits_memory_is_out_of_date(deployed, tmp_path, capsys):
+    """Tables that grew past a machine's memory where the design keeps them: exit 3 and the
+    reason, not "OK, 1.000 of the best" (the simulator, blind to memory, predicts it fastest)."""
+    spec, _, path, _ = deployed
+    rows = {"DimDate": 10_000_000, "DimTime": 20_000_000}  # 1,200 MB each, on one 2,048 MiB machine
+    grown = replace(spec, tables=tuple(replace(t, rows=rows.get(t.name, t.rows)) for t in spec.tables))
+    (tmp_path / "grown.toml").write_text(workload_to_toml(grown))
+    assert run_app(["check", "--design", str(path), str(tmp_path / "grown.toml"), "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert not data["within_tolerance"] and data["ratio"] == 0.0
+    assert data["over_memory_mb"] == pytest.approx(240.8, abs=0.1)
+    assert run_app(["check", "--design", str(path), str(tmp_path / "grown.toml")]) == 3
+    assert "no longer fits memory" in capsys.readouterr().out
