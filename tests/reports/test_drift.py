@@ -234,6 +234,32 @@ def test_a_design_of_other_hot_tuples_is_carried_over_not_called_another_granula
     assert rec.migration is not None
 
 
+def test_a_diff_from_a_design_of_other_hot_tuples_carries_it_over(tmp_path):
+    """After check and recommend --current carried a design to a newer trace's hot tuples,
+    `diff` of the deployed design and the new one refused it: "does not place 'T1@3'" from a
+    spec, "different granularities" from statistics (both at tuple granularity)."""
+    from advisor.api import diff
+    from costmodel.granularity import fragment_name, fragment_of, tuple_name, workload_at
+
+    w = load_workload("move-micro")
+
+    def at(hot):
+        return workload_at(w, [fragment_name(t.name, i) for t in w.tables for i in range(4)]
+                           + [tuple_name("T1", k) for k in hot])
+
+    design = recommend(at([1, 2]), machines=2, objective="cost").design
+    now = at([2, 3])
+    rec = recommend(now, current=design)
+    moved = diff(design, rec.design, now, relabel=False)
+    assert moved.megabytes_moved == pytest.approx(rec.migration.chosen.megabytes)
+    # the new hot tuple moved off where its fragment is: one move, from there
+    other = replace(rec.design, state={**rec.design.state, "T1@3": 1 - rec.design.state["T1@3"]})
+    moved = diff(design, other, now, relabel=False)
+    assert [(m.name, m.from_partition, m.to_partition) for m in moved.moves] == [
+        ("T1@3", design.state[fragment_name("T1", fragment_of(3, 4))], other.state["T1@3"])]
+    assert "T1@1" not in {m.name for m in moved.moves}  # no longer hot: its rows are in its fragment
+
+
 def test_a_spec_that_advisor_tune_split_is_drift_not_another_granularity(deployed, capsys):
     # `advisor tune` splits an SP and its table into tables of their own, `DimSecurity#0..`:
     # check took those names for fragments of statistics and said "different granularities"
