@@ -182,14 +182,20 @@ def _current_on(current: Design, graph: WorkloadGraph, source: Source) -> tuple[
     workload does not have is refused, and one of another granularity is said to be (as
     `advisor check` says it: a table-level design against fragment statistics was "does not
     fit the workload as it is now", pointing to `advisor check` as if the workload had changed)."""
-    hot = with_hot_set(current.state, graph.state_names)
-    if hot is not None:
-        current = replace(current, state=hot)
+    current = on_hot_set(current, graph)
     check_same_granularity(current, graph, source, "the deployed design (--current)", OWN_GRANULARITY)
     current, gone = current.without_gone(graph)
     current = current.with_windows(graph)
     _places_the_workload(current, graph)
     return current, gone
+
+
+def on_hot_set(design: Design, graph: WorkloadGraph) -> Design:
+    """`design` carried over to the graph's hot tuples where only the hot set differs
+    (`costmodel.granularity.with_hot_set`), else as it is: a design of an earlier trace's hot
+    tuples is the same deployment, for `recommend --current` and `diff` alike."""
+    hot = with_hot_set(design.state, graph.state_names)
+    return design if hot is None else replace(design, state=hot)
 
 
 def _candidate_pool(graph: WorkloadGraph, weights: Weights, seed: int, search: DesignSearch, judged: bool,
@@ -395,6 +401,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes
+    current, new = on_hot_set(current, graph), on_hot_set(new, graph)  # (another trace's hot tuples)
     if is_statistics_source(source):  # (a spec is seen at the current design's: what differs is named below)
         for design, who in ((current, "the deployed design (--current)"), (new, "the new design (--design)")):
             check_same_granularity(design, graph, source, who, OWN_GRANULARITY)

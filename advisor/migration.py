@@ -97,6 +97,12 @@ class DesignDiff:
             lines.append(f"{self.judged_by}: current {now:,.0f} tuples/s, new {new:,.0f} tuples/s{ratio}")
         return lines
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's held both designs whole, with their provenance: 10 KB)."""
+        figures = "".join(f", {k} {v:,.0f} tuples/s" for k, v in self.predicted_tps.items() if v is not None)
+        return (f"DesignDiff({self.current.workload!r}: {len(self.moves)} moves, {self.megabytes_moved:,.3f} MB, "
+                f"copy {self.copy_seconds:.3f} s{figures})")
+
     def to_frame(self):
         """One row per move: kind, name, from and to (partition, machine), bytes."""
         import pandas as pd

@@ -50,6 +50,14 @@ class Reachable:
             return self.estimated_tps
         return None if self.cost is None else -self.cost
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's held the design whole, with its provenance: `frontier()`
+        printed 28 KB for tpcdi-trade)."""
+        figures = "".join(f", {name} {value:,.0f} tuples/s" for name, value in
+                          (("predicted", self.predicted_tps), ("estimated", self.estimated_tps)) if value is not None)
+        cost = "" if self.cost is None else f", cost {self.cost:.4f}"
+        return f"Reachable({self.label!r}: {self.megabytes:,.3f} MB{figures}{cost})"
+
 
 @dataclass
 class MigrationPlan:
@@ -100,13 +108,22 @@ class MigrationPlan:
                 "chosen": self.chosen.label, "chosen_megabytes": self.chosen.megabytes,
                 "frontier": [{"budget": b, "design": r.label, "megabytes": r.megabytes,
                               "estimated_tuples_per_s": r.estimated_tps,
-                              "predicted_tuples_per_s": r.predicted_tps} for b, r in self.frontier()]}
+                              "predicted_tuples_per_s": r.predicted_tps, "fits_memory": fits_memory(r)}
+                             for b, r in self.frontier()]}
+
+
+def fits_memory(r: Reachable) -> bool:
+    """Whether the design fits the machines' memory (one not scored yet is taken to)."""
+    return r.design.cost is None or r.design.cost.feasible
 
 
 def _fastest(points: list[Reachable], judged_by: str) -> Reachable:
-    """The fastest of `points` (the deployed design is always judged, so never empty); ties
-    within TIE_TOLERANCE go to fewer megabytes. Costs tie only when equal."""
+    """The fastest of `points` that fit memory, where any does (the simulator does not model
+    memory: a deployed design its tables outgrew was kept as fastest); ties within
+    TIE_TOLERANCE go to fewer megabytes. Costs tie only when equal. (The deployed design is
+    always judged, so never empty.)"""
     judged = [r for r in points if r.speed(judged_by) is not None]
+    judged = [r for r in judged if fits_memory(r)] or judged  # as the unconstrained pick: memory first
     top = max(r.speed(judged_by) for r in judged)
     slack = abs(top) * TIE_TOLERANCE if judged_by != "cost" else 1e-12
     near = [r for r in judged if r.speed(judged_by) >= top - slack]
@@ -277,12 +294,12 @@ def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: i
     if simulation_blocker(workload, graph) is not None:
         return "estimate"
 
-    order = sorted(points, key=lambda r: (r.megabytes, -(r.estimated_tps or 0.0)))
-    frontier, top = [], -1.0
-    for r in order:
-        if (r.estimated_tps or 0.0) > top * (1 + 1e-9):
-            frontier.append(r)
-            top = r.estimated_tps or 0.0
+    fits = [r for r in points if fits_memory(r)]
+    cheapest_fit = min((r.megabytes for r in fits), default=float("inf"))
+    # the picks weigh designs that fit memory first: one over memory competes only below the
+    # megabytes of the cheapest that fits (its estimate, blind to memory, hid those that fit)
+    over = [r for r in _estimate_frontier([r for r in points if not fits_memory(r)]) if r.megabytes < cheapest_fit]
+    frontier = sorted(_estimate_frontier(fits) + over, key=lambda r: r.megabytes)
     if len(frontier) > MAX_SIMULATED:  # keep the ends and an even spread between them
         keep = np.unique(np.linspace(0, len(frontier) - 1, MAX_SIMULATED).round().astype(int))
         frontier = [frontier[k] for k in keep]
@@ -293,6 +310,17 @@ def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: i
     for r, tps in zip(judged, predicted):
         r.predicted_tps = tps
     return "simulator"  # only simulated designs compete: an estimate is not a prediction
+
+
+def _estimate_frontier(points: list[Reachable]) -> list[Reachable]:
+    """The designs no other is both cheaper to reach than and estimated faster than."""
+    order = sorted(points, key=lambda r: (r.megabytes, -(r.estimated_tps or 0.0)))
+    frontier, top = [], -1.0
+    for r in order:
+        if (r.estimated_tps or 0.0) > top * (1 + 1e-9):
+            frontier.append(r)
+            top = r.estimated_tps or 0.0
+    return frontier
 
 
 def predict_designs(designs: list[Design], workload, calibration, seed: int = 0, *,

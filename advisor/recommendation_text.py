@@ -130,7 +130,10 @@ def screening_note(sel) -> str:
 
 
 def migration_lines(plan) -> list[str]:
-    """The pick from the deployed design and the frontier of megabytes against speed."""
+    """The pick from the deployed design and the frontier of megabytes against speed (a row
+    over memory says so: the picks take a design that fits first, so it may be faster)."""
+    from advisor.migration_pick import fits_memory
+
     by = {"simulator": "predicted tuples/s", "estimate": "estimated tuples/s", "cost": "cost"}[plan.judged_by]
     c = plan.chosen
     lines = [f"from the deployed design: picked {c.label!r}, moving {c.megabytes:,.3f} MB"
@@ -142,7 +145,8 @@ def migration_lines(plan) -> list[str]:
     for budget, r in plan.frontier():
         value = r.speed(plan.judged_by)
         shown = "-" if value is None else (f"{-value:.4f}" if plan.judged_by == "cost" else f"{value:,.0f}")
-        lines.append(f"  {budget:<30}  {r.megabytes:>10,.3f}  {shown:>18}  {r.label}")  # (fitted where printed)
+        over = "" if fits_memory(r) else "  (over memory)"
+        lines.append(f"  {budget:<30}  {r.megabytes:>10,.3f}  {shown:>18}  {r.label}{over}")  # (fitted where printed)
     return lines
 
 

@@ -39,11 +39,13 @@ class DriftCheck:
     gone: list[str] = field(default_factory=list)  # what the design places that the workload no longer has
     note: str = ""  # where the figures are for other parameters than the design's recorded ones
     hot_set: str = ""  # how the hot tuples changed, where the design was carried over to the new ones
+    over_memory_mb: float = 0.0  # the deployed design's worst machine over memory, where a design that fits exists
 
     @property
     def ratio(self) -> float | None:
-        """Deployed over best; 0 when the deployed design cannot run the workload at all."""
-        if self.unplaced:
+        """Deployed over best; 0 when the deployed design cannot run the workload at all (it
+        lacks an SP or state item, or its state no longer fits where a design's would)."""
+        if self.unplaced or self.over_memory_mb > 0:
             return 0.0
         if self.deployed_tps is None or not self.best_tps:
             return None
@@ -52,7 +54,7 @@ class DriftCheck:
     @property
     def within(self) -> bool:
         """Whether the deployed design is within the tolerance of the best (exit 0, else 3)."""
-        if self.unplaced:
+        if self.unplaced or self.over_memory_mb > 0:
             return False
         if self.judged_by == "cost":
             return self.deployed_tps is not None and self.deployed_tps <= (self.best_tps or 0) + 1e-12
@@ -63,6 +65,12 @@ class DriftCheck:
             lines = [f"OUT OF DATE: the workload now has {len(self.unplaced)} SP(s) or state item(s) the "
                      f"deployed design does not place ({', '.join(self.unplaced[:5])}"
                      f"{' ...' if len(self.unplaced) > 5 else ''}): recommend anew"]
+        elif self.over_memory_mb > 0:
+            form = ".4f" if self.judged_by == "cost" else ",.0f"
+            lines = [f"OUT OF DATE: the deployed design no longer fits memory (its worst machine is "
+                     f"{self.over_memory_mb:,.1f} MB over); the best design that fits: {self.best_tps:{form}} "
+                     f"{'cost' if self.judged_by == 'cost' else 'tuples/s'} ({self.judged_by}), reaching it moves "
+                     f"{self.megabytes_to_best:,.2f} MB"]
         elif self.judged_by == "cost":
             lines = [f"deployed design cost {self.deployed_tps:.4f}, best {self.best_tps:.4f} (cost model: "
                      f"nothing simulated)", "OK" if self.within else "OUT OF DATE: a cheaper design exists"]
@@ -109,7 +117,7 @@ class DriftCheck:
                 "tolerance": self.tolerance, "judged_by": self.judged_by,
                 "deployed": self.deployed_tps, "best": self.best_tps, "ratio": self.ratio,
                 "megabytes_to_best": self.megabytes_to_best, "unplaced": list(self.unplaced),
-                "gone": list(self.gone), "note": self.note, "hot_set": self.hot_set,
+                "gone": list(self.gone), "over_memory_mb": self.over_memory_mb, "note": self.note, "hot_set": self.hot_set,
                 "compared_with": self.compared_with, "changes": [c.to_dict() for c in self.changes]}
 
 
@@ -162,6 +170,8 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
     else:
         out.deployed_tps, out.best_tps = deployed.speed(plan.judged_by), best.speed(plan.judged_by)
     out.best, out.megabytes_to_best = best.design, best.megabytes
+    if not deployed.design.cost.feasible and best.design.cost.feasible:  # (the pick takes one that fits first)
+        out.over_memory_mb = deployed.design.cost.worst_overflow_mb
     return out
 
 

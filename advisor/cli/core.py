@@ -103,7 +103,7 @@ def recommend(
     for line in rec.bottleneck.describe():
         say(line)
     if not d.cost.feasible:
-        say(f"warning: no design fits memory; worst machine is {d.cost.worst_overflow_mb:.1f} MB over")
+        say(memory_warning(d, rec.migration))
     if out is not None:
         say(f"\nwrote {visible_line(str(out))}")
 
@@ -188,3 +188,13 @@ def evaluate(
         say(f"  INFEASIBLE: over memory by {over}")
     if note:
         say(note)
+
+
+def memory_warning(design, plan) -> str:
+    """The line for a pick over memory: none fits, or (from a deployed design) none within
+    the budget does, and what reaching one that fits moves."""
+    over = f"worst machine is {design.cost.worst_overflow_mb:.1f} MB over"
+    if plan is None or not plan.best.design.cost.feasible:
+        return f"warning: no design fits memory; {over}"
+    return (f"warning: no design within the budget fits memory ({over}); the fastest that fits moves "
+            f"{plan.best.megabytes:,.3f} MB")

@@ -139,3 +139,41 @@ def test_a_deployed_design_of_the_workload_as_it_was_is_one_line_before_the_sear
     assert str(info.value) == ("the deployed design (--current) does not fit the workload as it is now: design "
                                "does not place 'Audit' of workload 'voter-leaderboard' (`advisor check` says "
                                "what changed; recommend without it for a new design)")
+
+
+def _outgrown(spec):
+    """tpcdi-trade where DimDate and DimTime grew to 1,200 MB each: the pick's design keeps
+    both on one machine (2,048 MiB), now 240.8 MB over, and designs that split them fit."""
+    from dataclasses import replace
+
+    rows = {"DimDate": 10_000_000, "DimTime": 20_000_000}
+    return replace(spec, tables=tuple(replace(t, rows=rows.get(t.name, t.rows)) for t in spec.tables))
+
+
+def test_a_deployed_design_that_no_longer_fits_memory_is_left_for_one_that_fits(tmp_path, capsys):
+    """The unconstrained pick prefers designs that fit memory (`pick_by_throughput`); the
+    migration's picks kept the deployed design, over memory, because the simulator (which
+    does not model memory) predicted it fastest, and printed "no design fits memory"."""
+    from advisor.api import evaluate
+    from advisor.sources import load_workload
+
+    spec = load_workload("tpcdi-trade")
+    deployed = recommend(spec, machines=4).design
+    grown = _outgrown(spec)
+    assert not evaluate(deployed, grown).feasible
+    rec = recommend(grown, current=deployed)
+    plan = rec.migration
+    assert rec.design.cost.feasible and plan.best.design.cost.feasible
+    assert plan.best.megabytes > 0
+    # a budget that reaches no design that fits keeps the fastest it reaches, and says so
+    assert plan.best_within(0.0).megabytes == 0.0
+    from costmodel.spec_writer import workload_to_toml
+
+    (tmp_path / "grown.toml").write_text(workload_to_toml(grown))
+    deployed.save(tmp_path / "deployed.json")
+    assert run_app(["recommend", str(tmp_path / "grown.toml"), "--current", str(tmp_path / "deployed.json"),
+                    "--max-move-mb", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "deployed design  (over memory)" in out
+    assert (f"warning: no design within the budget fits memory (worst machine is 240.8 MB over); the fastest "
+            f"that fits moves {plan.best.megabytes:,.3f} MB") in out

@@ -140,3 +140,19 @@ def test_the_frontier_lists_an_asked_budget_once():
     budgets = [b for b, _ in plan.frontier()]
     assert "<= 5.000 MB (asked)" in budgets and "<= 5.000 MB" not in budgets
     assert len(budgets) == len(set(budgets))
+
+
+def test_the_frontier_and_a_diff_print_in_a_line_each():
+    """`rec.migration.frontier()`, as docs/drift.md shows it, printed every design whole, with
+    its provenance (28 KB for tpcdi-trade), and so did a DesignDiff outside a notebook (10 KB)."""
+    deployed = advisor.recommend("tpcdi-trade", machines=4, objective="cost").design
+    plan = advisor.recommend("tpcdi-trade", machines=4, current=deployed).migration
+    for budget, r in plan.frontier():
+        shown = repr(r)
+        assert "\n" not in shown and "provenance" not in shown and "candidate_table" not in shown
+        assert repr(r.label) in shown and f"{r.megabytes:,.3f} MB" in shown
+        assert f"predicted {r.predicted_tps:,.0f} tuples/s" in shown
+    d = advisor.diff(deployed, plan.best.design, "tpcdi-trade")
+    shown = repr(d)
+    assert "\n" not in shown and "provenance" not in shown
+    assert f"{len(d.moves)} moves" in shown and f"{d.megabytes_moved:,.3f} MB" in shown

@@ -234,6 +234,32 @@ def test_a_design_of_other_hot_tuples_is_carried_over_not_called_another_granula
     assert rec.migration is not None
 
 
+def test_a_diff_from_a_design_of_other_hot_tuples_carries_it_over(tmp_path):
+    """After check and recommend --current carried a design to a newer trace's hot tuples,
+    `diff` of the deployed design and the new one refused it: "does not place 'T1@3'" from a
+    spec, "different granularities" from statistics (both at tuple granularity)."""
+    from advisor.api import diff
+    from costmodel.granularity import fragment_name, fragment_of, tuple_name, workload_at
+
+    w = load_workload("move-micro")
+
+    def at(hot):
+        return workload_at(w, [fragment_name(t.name, i) for t in w.tables for i in range(4)]
+                           + [tuple_name("T1", k) for k in hot])
+
+    design = recommend(at([1, 2]), machines=2, objective="cost").design
+    now = at([2, 3])
+    rec = recommend(now, current=design)
+    moved = diff(design, rec.design, now, relabel=False)
+    assert moved.megabytes_moved == pytest.approx(rec.migration.chosen.megabytes)
+    # the new hot tuple moved off where its fragment is: one move, from there
+    other = replace(rec.design, state={**rec.design.state, "T1@3": 1 - rec.design.state["T1@3"]})
+    moved = diff(design, other, now, relabel=False)
+    assert [(m.name, m.from_partition, m.to_partition) for m in moved.moves] == [
+        ("T1@3", design.state[fragment_name("T1", fragment_of(3, 4))], other.state["T1@3"])]
+    assert "T1@1" not in {m.name for m in moved.moves}  # no longer hot: its rows are in its fragment
+
+
 def test_a_spec_that_advisor_tune_split_is_drift_not_another_granularity(deployed, capsys):
     # `advisor tune` splits an SP and its table into tables of their own, `DimSecurity#0..`:
     # check took those names for fragments of statistics and said "different granularities"
@@ -269,3 +295,18 @@ def test_a_notebook_checks_with_advisor_check_and_sees_what_the_command_prints(d
     from advisor.recommendation_text import migration_lines
 
     assert all(line in html.unescape(plan._repr_html_()) for line in migration_lines(plan))
+
+
+def test_a_deployed_design_that_no_longer_fits_memory_is_out_of_date(deployed, tmp_path, capsys):
+    """Tables that grew past a machine's memory where the design keeps them: exit 3 and the
+    reason, not "OK, 1.000 of the best" (the simulator, blind to memory, predicts it fastest)."""
+    spec, _, path, _ = deployed
+    rows = {"DimDate": 10_000_000, "DimTime": 20_000_000}  # 1,200 MB each, on one 2,048 MiB machine
+    grown = replace(spec, tables=tuple(replace(t, rows=rows.get(t.name, t.rows)) for t in spec.tables))
+    (tmp_path / "grown.toml").write_text(workload_to_toml(grown))
+    assert run_app(["check", "--design", str(path), str(tmp_path / "grown.toml"), "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert not data["within_tolerance"] and data["ratio"] == 0.0
+    assert data["over_memory_mb"] == pytest.approx(240.8, abs=0.1)
+    assert run_app(["check", "--design", str(path), str(tmp_path / "grown.toml")]) == 3
+    assert "no longer fits memory" in capsys.readouterr().out
