@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from advisor.sources import Source, check_argument_order, check_same_granularity, load_source
 from advisor.api import check_table_level, recommend
+from advisor.selection import TIE_TOLERANCE
 from costmodel.design import Design
 from costmodel.errors import DesignError, as_python_number
 from costmodel.granularity import with_hot_set
@@ -80,6 +81,10 @@ class DriftCheck:
                      f"tuples/s ({self.judged_by}): {self.ratio:.3f} of the best",
                      f"{verdict}: tolerance {self.tolerance:.0%}; reaching the best moves "
                      f"{self.megabytes_to_best:,.2f} MB"]
+        if self.judged_by in ("simulator", "estimate") and self.tolerance < TIE_TOLERANCE and not self.unplaced:
+            lines.append(f"note: a tolerance under {TIE_TOLERANCE:.0%} acts as {TIE_TOLERANCE:.0%}: the best is the "
+                         f"pick, which keeps the deployed design where it is within {TIE_TOLERANCE:.0%} of the "
+                         "fastest (fewer megabytes first; short simulations tell such designs apart no better)")
         if self.hot_set:
             lines.append(self.hot_set)
         if self.note:

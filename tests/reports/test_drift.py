@@ -41,6 +41,15 @@ def test_the_design_is_fine_for_its_own_workload(deployed, capsys):
     assert "OK: tolerance 10%" in out and "1.000 of the best" in out and "nothing beyond 20 %" in out
 
 
+def test_a_tolerance_under_the_pick_s_tie_is_said_to_act_as_the_tie(deployed, capsys):
+    """The best is the pick, which keeps the deployed design within 2 % of the fastest: a
+    `--tolerance 0.01` was honoured silently as 0.02 (a 1.5 % faster design read 1.000)."""
+    _, _, path, _ = deployed
+    for tolerance, said in (("0.01", True), ("0.02", False), ("0.1", False)):
+        assert run_app(["check", "--design", str(path), "tpcdi-trade", "--tolerance", tolerance]) == 0
+        assert ("note: a tolerance under 2% acts as 2%" in capsys.readouterr().out) == said
+
+
 def test_a_drifted_workload_is_out_of_date_and_the_change_is_named(deployed, capsys):
     _, design, path, root = deployed
     assert run_app(["check", "--design", str(path), str(root / "now.toml"), "--json"]) == 3
