@@ -14,6 +14,7 @@ from advisor.cli.grammar import (DesignCommand, calibration_option, design_optio
                                  jobs_option, json_option, load_calibration, not_applicable, seed_option,
                                  weight_option, workload_argument, workload_for)
 from advisor.cli.terminal import output_width, say, shorten, working
+from costmodel.errors import UserError
 from costmodel.model import COST_TERMS
 from costmodel.text import visible_line
 from costmodel.workload import cluster_text
@@ -66,6 +67,9 @@ def recommend(
     from advisor.api import recommend as run, resolve_weights
     from costmodel.files import check_writable
 
+    if max_move_mb is not None and current is None:  # (the API's line names its parameters)
+        raise UserError("--max-move-mb needs --current DEPLOYED.json: a move budget is counted from the "
+                        "deployed design")
     if out is not None:
         check_writable(out, inputs=(current, calibration, source))  # said now, not after the search
     weights = resolve_weights(alpha, beta, gamma, calibration=calibration, source=source,

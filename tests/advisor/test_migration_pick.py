@@ -76,7 +76,7 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
     voter = recommend("voter-leaderboard", machines=4, objective="cost").design.save(tmp_path / "v.json")
     cases = [(["--current", str(path), "--max-move-mb", "-1"], "megabytes from 0 to 1e+12"),
              (["--current", str(path), "--max-move-mb", "1e300"], "megabytes from 0 to 1e+12, got 1e+300"),
-             (["--max-move-mb", "5"], "needs the deployed design"),
+             (["--max-move-mb", "5"], "--max-move-mb needs --current DEPLOYED.json"),
              (["--current", str(voter)], "voter-leaderboard"),
              (["--current", str(path), "--machines", "5"],
               "is for 4 machines x 1 partition, not 5 machines x 1 partition (a migration keeps the cluster)"),
@@ -89,6 +89,8 @@ def test_bad_migration_inputs_are_one_line_and_exit_2(deployed, tmp_path, capsys
         assert not out.exists()
     with pytest.raises(UserError):
         recommend("tpcdi-trade", current=str(path), max_move_mb=float("nan"))
+    with pytest.raises(UserError, match=r"max_move_mb\) needs the deployed design \(current\)"):
+        recommend("tpcdi-trade", max_move_mb=5)  # in Python, its parameters' names
     # nothing to move: the frontier is "no move" and the unconstrained best, no row of 0 MB budgets
     plan = recommend("tpcdi-trade", current=str(path)).migration
     same = recommend("tpcdi-trade", current=plan.best.design).migration
