@@ -13,7 +13,7 @@ from costmodel.weights import check_weights
 from advisor import __version__
 from advisor.baselines import BASELINE_FUNCTIONS
 from advisor.priced_weights import CalibrationSource, as_calibration, default_weights, weights_from_calibration
-from costmodel.design import Design
+from costmodel.design import Design, check_same_deployment
 from advisor.errors import AdvisorError
 from costmodel.errors import DesignError, as_python_int, check_seed, finite_number
 from costmodel.granularity import with_hot_set, workload_at
@@ -398,6 +398,7 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     check_flags(relabel=relabel)
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
     new.check_fields()
+    check_same_deployment(current, new)  # before the workload is read: it is the new one's by default
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
     workload, graph = load_source_for(current, source)  # checks the current design's lanes

@@ -284,14 +284,21 @@ def unplaced_message(design: Design, missing: list[str], workload: str, kind: st
     return f"{other}design does not place {kind}{missing[0]!r} of workload {workload!r}{more}"
 
 
+def check_same_deployment(current: Design, new: Design) -> None:
+    """Two designs of one workload on one cluster, each named (which file is the other
+    workload's is the likely mistake)."""
+    if current.workload != new.workload:
+        raise DesignError(f"the designs are of different workloads: the current one of {current.workload!r}, "
+                          f"the new one of {new.workload!r}")
+    if (current.machines, current.partitions_per_machine) != (new.machines, new.partitions_per_machine):
+        raise DesignError(f"the designs are for different clusters: the current one for "
+                          f"{cluster_text(current.machines, current.partitions_per_machine)}, the new one for "
+                          f"{cluster_text(new.machines, new.partitions_per_machine)}")
+
+
 def check_comparable(current: Design, new: Design) -> None:
     """Two designs of one workload on one cluster, placing the same SPs and state items."""
-    if current.workload != new.workload:
-        raise DesignError(f"the designs are of different workloads: {current.workload!r} and {new.workload!r}")
-    if (current.machines, current.partitions_per_machine) != (new.machines, new.partitions_per_machine):
-        raise DesignError(f"the designs are for different clusters: {current.machines} x "
-                          f"{current.partitions_per_machine} and {new.machines} x "
-                          f"{new.partitions_per_machine} partitions")
+    check_same_deployment(current, new)
     for what, a, b in (("procedure", current.procedures, new.procedures), ("state item", current.state, new.state)):
         only = sorted(set(a) ^ set(b))
         if only:

@@ -120,13 +120,19 @@ def test_bad_diff_inputs_are_one_line_and_exit_2(tpcdi, tmp_path, capsys):
     owner = window.procedures["InsertWindow"]
     misplaced = replace(window, state={**window.state, "Window": (owner + 1) % 2})
     w1, w2 = window.save(tmp_path / "w1.json"), misplaced.save(tmp_path / "w2.json")
-    for args, message in [([a, other, "tpcdi-trade"], "different workloads"),
-                          ([a, bigger, "tpcdi-trade"], "different clusters"),
+    for args, message in [([a, other, "tpcdi-trade"], "different workloads: the current one of 'tpcdi-trade', "
+                                                        "the new one of 'voter-leaderboard'"),
+                          # without a workload (the new design's by default): named alike, not
+                          # "this is a design of workload 'voter-leaderboard': design does not place ..."
+                          ([a, other, None], "the new one of 'voter-leaderboard'"),
+                          ([a, bigger, "tpcdi-trade"], "different clusters: the current one for 4 machines x "
+                                                       "1 partition, the new one for 5 machines x 1 partition"),
                           ([w1, w2, "window-micro"], "window")]:
-        with pytest.raises(DesignError):  # the API raises what the CLI prints
-            diff(*args)
+        if args[2] is not None:
+            with pytest.raises(DesignError):  # the API raises what the CLI prints
+                diff(*args)
         current, new, source = map(str, args)
-        assert run_app(["diff", "--current", current, "--design", new, source]) == 2
+        assert run_app(["diff", "--current", current, "--design", new] + ([source] if args[2] else [])) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1
 
