@@ -82,3 +82,13 @@ def name_problem(name: str) -> str:
     label = unicodedata.name(c, "")
     return (f"holds {c!r} (U+{ord(c):04X}{' ' + label if label else ''}), an invisible or control "
             "character a name may not hold (it would not print as what it is)")
+
+
+PER_PART_SHOWN = 16  # partitions or machines named on one line of a command's summary
+
+
+def first_of(items: list[str], sep: str = ", ", shown: int = PER_PART_SHOWN) -> str:
+    """The first `shown` of `items` joined, and how many more there are. Why: a summary line per
+    partition was 2,000 characters at 100 partitions; `--json` gives every one."""
+    more = f"{sep}... ({len(items) - shown:,} more; --json has every one)" if len(items) > shown else ""
+    return sep.join(items[:shown]) + more

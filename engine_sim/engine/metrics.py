@@ -5,6 +5,7 @@ import math
 from array import array
 from dataclasses import asdict, dataclass, field
 
+from costmodel.text import first_of
 from costmodel.workload import cluster_text
 
 
@@ -91,13 +92,13 @@ class RunResult:
             ("transactions", f"{self.committed} committed, {self.aborts} aborts, {self.restarts} restarts, "
                              f"{self.distributed_txns} distributed"),
             ("MOVEs", f"{self.moves}" + (f" ({self.move_txns} as transactions)" if self.move_txns else "")),
-            ("partition busy", ", ".join(f"p{i} {b:.2f}s" for i, b in enumerate(self.partition_busy_s))),
+            ("partition busy", first_of([f"p{i} {b:.2f}s" for i, b in enumerate(self.partition_busy_s)])),
         ]
         if self.lanes:
             rows.insert(1, ("lanes", ", ".join(self.lanes) + " (data-parallel: one transaction a partition a batch)"))
         if any(self.partition_held_s):
-            rows.append(("partition held", ", ".join(f"p{i} {h:.2f}s ({h / self.wall_s:.0%})"
-                                                     for i, h in enumerate(self.partition_held_s))))
+            rows.append(("partition held", first_of([f"p{i} {h:.2f}s ({h / self.wall_s:.0%})"
+                                                      for i, h in enumerate(self.partition_held_s)])))
         if self.crashed:
             rows.append(("recovery", f"crashed, recovered in {self.recovery_s:.3f} s "
                                      f"({self.replayed} replayed)"))

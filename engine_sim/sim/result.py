@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from costmodel.bottleneck import busy_text
+from costmodel.text import first_of
 from costmodel.workload import cluster_text
 
 WARMUP = 0.1  # the first tenth of the batches is not measured
@@ -94,8 +95,7 @@ class SimResult:
             f"  distributed txns    {self.distributed_txns:,} ({self.distributed_txns / self.batches:.2f} per batch)",
             f"  MOVEs               {self.moves:,} ({self.moves / self.batches:.2f} per batch)",
             f"  busiest resource    {busy_text(self.bottleneck, self.peak_utilisation)}",
-            "  machine utilisation " + " ".join(f"m{m}:{u:.0%}" for m, u in enumerate(self.machine_utilisation[:16]))
-            + (" ..." if self.machines > 16 else ""),
+            "  machine utilisation " + first_of([f"m{m}:{u:.0%}" for m, u in enumerate(self.machine_utilisation)], " "),
         ]
         lines += [f"  window {name:<12} on partition {w['partition']} with {w['owner']}: {w['slides']:,} "
                   f"slides, {w['inserted']:,.0f} tuples in, {w['busy_s'] * 1e3:,.1f} ms of maintenance"

@@ -20,7 +20,7 @@ def test_the_summary_reports_the_result_s_own_numbers():
     assert f"{r.bottleneck} ({r.peak_utilisation:.0%} busy)" in text
     assert ("NOT MET" in text) == (not r.within_bound)
     missed = replace(r, within_bound=False, machines=20, machine_utilisation=[0.5] * 20)
-    assert "NOT MET" in "\n".join(missed.describe("x")) and missed.describe("x")[-1].endswith(" ...")
+    assert "NOT MET" in "\n".join(missed.describe("x")) and missed.describe("x")[-1].endswith(" ... (4 more; --json has every one)")
 
 
 def test_a_calibration_names_where_it_was_measured():
