@@ -287,13 +287,70 @@ def _workload_info(workload) -> _GraphInfo:
     return info
 
 
+LARGE_DATAFLOW = 40  # SPs past which the dataflow is drawn by stream depth, its state left out
+COLUMNS_A_BAND = 16  # columns side by side in one band of a large dataflow; the next ones wrap below
+SPS_A_COLUMN = 12  # SPs stacked in one column; a depth with more takes columns side by side
+
+
+def stream_depths(workload) -> dict[str, int]:
+    """Each SP's depth in the dataflow: 0 for an SP no stream feeds, else one more than the
+    deepest SP that feeds it."""
+    depth: dict[str, int] = {}
+    feeds: dict[str, list[str]] = {}
+    for s in workload.streams:
+        feeds.setdefault(s.target, []).append(s.source)
+    for name in workload.topological_order():
+        depth[name] = 1 + max((depth[f] for f in feeds.get(name, ())), default=-1)
+    return depth
+
+
+def _large_workload_info(workload) -> _GraphInfo:
+    """A large dataflow's SPs by stream depth, left to right: each depth one column (or more,
+    side by side, SPS_A_COLUMN SPs each), COLUMNS_A_BAND columns a band, the next band below.
+    Why: one row of 100 SPs with their 165 tables under them was a strip in which no name could
+    be read, and one column of a depth 34 SPs deep, a smear."""
+    depth = stream_depths(workload)
+    by_depth: dict[int, list[str]] = {}
+    for name in workload.topological_order():
+        by_depth.setdefault(depth[name], []).append(name)
+    columns = [names[k:k + SPS_A_COLUMN] for d in sorted(by_depth)
+               for names in [by_depth[d]] for k in range(0, len(names), SPS_A_COLUMN)]
+    info = _GraphInfo(machines=1)
+    index: dict[str, int] = {}
+    top = max((p.cost for p in workload.procedures), default=1.0) or 1.0
+    band_top = 0
+    for band in range(0, len(columns), COLUMNS_A_BAND):
+        these = columns[band:band + COLUMNS_A_BAND]
+        for x, names in enumerate(these):
+            for row, name in enumerate(names):
+                index[name] = len(info.nodes)
+                info.nodes.append(_Node(name, "processing", 0, float(x), -float(band_top + row),
+                                        0.6 + 0.8 * workload.procedure(name).cost / top))
+        band_top += max(map(len, these)) + 1
+    for s in workload.streams:
+        info.edges.append(_Edge(index[s.source], index[s.target], "processing-processing", False, s.tuples))
+    info.columns_height = band_top
+    info.column_order = list(range(min(COLUMNS_A_BAND, len(columns))))
+    info.column_titles = False
+    return info
+
+
 def plot_workload(workload, ax=None):
-    """The dataflow of a workload (no design yet): SPs in dataflow order, their tables below."""
+    """The dataflow of a workload (no design yet): SPs in dataflow order, their tables below;
+    past LARGE_DATAFLOW SPs, the SPs by stream depth alone (the title says what is left out)."""
     if not is_a(workload, Workload):
         raise wrong_kind("workload", "a costmodel Workload (advisor.load_workload(name) reads one)", workload)
-    info = _workload_info(workload)
-    ax = new_axes(ax, figsize=(min(18.0, max(5.0, 1.8 * len(workload.procedures) + 1)),
-                               min(12.0, max(3.0, 0.55 * info.columns_height + 1.2))))
+    large = len(workload.procedures) > LARGE_DATAFLOW
+    info = _large_workload_info(workload) if large else _workload_info(workload)
+    columns = len(info.column_order) if large else len(workload.procedures)
+    ax = new_axes(ax, figsize=(min(18.0, max(5.0, 1.1 * columns + 1)) if large else
+                               min(18.0, max(5.0, 1.8 * columns + 1)),
+                               min(14.0 if large else 12.0, max(3.0, 0.55 * info.columns_height + 1.2))))
     _draw_graph(info, ax)
-    ax.set_title(f"dataflow of {label(workload.name, 40)}", fontsize=9)
+    title = f"dataflow of {label(workload.name, 40)}"
+    if large:
+        state = len(workload.tables) + len(workload.windows)
+        title += (f": {len(workload.procedures)} SPs by stream depth, left to right, "
+                  f"{state} tables and windows left out (advisor.plot_graph draws them by machine)")
+    ax.set_title(title, fontsize=9)
     return ax

@@ -303,3 +303,40 @@ def test_machine_labels_under_the_bars_do_not_run_into_each_other(machines):
     assert len(ticks) == len(machine_ticks(machines)) <= TICKS_AT_MOST
     assert list(machine_ticks(machines))[-1] >= machines - -(-machines // TICKS_AT_MOST)  # to the last bars
     assert _overlapping(ticks, fig) == []
+
+
+def test_a_large_dataflow_is_drawn_by_stream_depth_its_names_apart():
+    """100 SPs were one row, their 165 tables under them: a strip in which no name could be
+    read. Now each SP once, by stream depth, at most 12 a column and 16 columns a band."""
+    import sys
+    from collections import Counter
+    from pathlib import Path
+
+    from reports.figures._graph import (COLUMNS_A_BAND, LARGE_DATAFLOW, SPS_A_COLUMN, _large_workload_info,
+                                        stream_depths)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+    from recommend_scale import case_workload
+
+    workload = case_workload("shared150")[0]
+    assert len(workload.procedures) > LARGE_DATAFLOW
+    info = _large_workload_info(workload)
+    assert sorted(n.name for n in info.nodes) == sorted(p.name for p in workload.procedures)
+    assert all(n.kind == "processing" for n in info.nodes)
+    # a band starts where the rows' gap is; within one, a column is an x
+    band_of = {}
+    tops = sorted({-n.y for n in info.nodes})
+    band, previous = 0, None
+    for y in tops:
+        band += previous is not None and y > previous + 1
+        band_of[y], previous = band, y
+    columns = Counter((band_of[-n.y], n.x) for n in info.nodes)
+    assert max(columns.values()) <= SPS_A_COLUMN and max(x for _, x in columns) < COLUMNS_A_BAND
+    assert len({b for b, _ in columns}) > 1  # it wraps
+    # every stream runs to a later column: left to right, then down
+    depth, where = stream_depths(workload), {n.name: (band_of[-n.y], n.x) for n in info.nodes}
+    for s in workload.streams:
+        assert depth[s.target] > depth[s.source] and where[s.target] > where[s.source]
+    ax = F.plot_workload(workload, ax=axes())
+    assert len(ax.collections) == len(workload.procedures)
+    assert f"{len(workload.tables) + len(workload.windows)} tables and windows left out" in ax.get_title()
