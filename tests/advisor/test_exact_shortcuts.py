@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from advisor import exhaustive
-from advisor.local_search import _Evaluator
+from advisor.move_totals import MoveTotals
 from advisor.search import contract_groups
 from advisor.sources import load_workload
 from costmodel import Weights, machine_memory
@@ -77,7 +77,7 @@ def test_swap_totals_are_the_totals_after_applying_both_moves():
     for name in ("tpcdi-trade", "linear-road", "streaming-ledger", "chain-32", "bank-transfer", "voter-leaderboard"):
         for machines in (2, 4, 7):
             g = WorkloadGraph.from_workload(load_workload(name).with_cluster(machines, 1)).cost
-            ev = _Evaluator(g, Weights(*rng.dirichlet([1, 1, 1])))
+            ev = MoveTotals(g, Weights(*rng.dirichlet([1, 1, 1])))
             for _ in range(10):
                 ev.reset(rng.integers(0, g.machines, g.n_proc))
                 us, vs = (np.array(x) for x in zip(*[rng.choice(g.n_proc, 2, replace=False) for _ in range(6)]))

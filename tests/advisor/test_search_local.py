@@ -6,7 +6,8 @@ from hypothesis import assume, given, settings, strategies as st
 
 from costmodel import CostGraph, Weights, score
 from advisor.priced_weights import default_weights
-from advisor.local_search import TabuSearch, _Evaluator
+from advisor.local_search import TabuSearch
+from advisor.move_totals import MoveTotals
 from advisor.placement import place_state
 from advisor.search import DesignSearch
 
@@ -115,7 +116,7 @@ def test_every_move_is_priced_as_the_cost_model_prices_it(case, a, b, c):
     g, part = case
     assume(a + b + c > 0)  # Weights refuses all zero
     weights = Weights(a, b, c)
-    ev = _Evaluator(g, weights)
+    ev = MoveTotals(g, weights)
     ev.reset(part)
     totals = ev.move_totals()
     for v in range(g.n_proc):
@@ -139,7 +140,7 @@ def test_tabu_search_is_deterministic_and_never_worse_than_its_start():
     b = TabuSearch(w, seed=3).run(g, [("dealt", start)])
     assert [x[2] for x in a.results_] == [x[2] for x in b.results_]
     assert all(np.array_equal(x[1], y[1]) for x, y in zip(a.results_, b.results_))
-    ev = _Evaluator(g, w)
+    ev = MoveTotals(g, w)
     ev.reset(start)
     assert a.results_[0][2] <= ev.total + 1e-12
 
@@ -162,7 +163,7 @@ def test_remembering_each_assignments_step_gives_the_designs_of_recomputing_ever
         starts = [(f"s{i}", rng.integers(0, g.machines, g.n_proc)) for i in range(3)]
         runs.append((g, w, starts))
     remembered = [TabuSearch(w, seed=1).run(g, starts) for g, w, starts in runs]
-    real = _Evaluator.step_view
+    real = MoveTotals.step_view
     visited, revisits, alive = set(), [], []
 
     def recompute(self):
@@ -172,7 +173,7 @@ def test_remembering_each_assignments_step_gives_the_designs_of_recomputing_ever
         visited.add(key)
         self._seen.clear()
         return real(self)
-    monkeypatch.setattr(_Evaluator, "step_view", recompute)
+    monkeypatch.setattr(MoveTotals, "step_view", recompute)
     fresh = [TabuSearch(w, seed=1).run(g, starts) for g, w, starts in runs]
     assert sum(revisits) > len(revisits) // 2  # most steps came back to an assignment seen before
     for a, b in zip(remembered, fresh):
