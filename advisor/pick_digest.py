@@ -82,9 +82,10 @@ def pick_request(graph, spec, weights: Weights, seed: int, calibration=None, obj
 
 def workload_digest(workload) -> str:
     """The workload's content as a digest: where it was read from, and its description, left
-    out (a changed copy of a spec keeps its file's `sha256`, so that field cannot say it)."""
-    content = replace(workload, source="", sha256="", description="")
-    return hashlib.sha256(repr(content).encode()).hexdigest()
+    out (a changed copy of a spec keeps its file's `sha256`, so that field cannot say it).
+    Every field, as `content_digest` feeds it: the workload's `repr` is one line of counts,
+    which two different workloads share."""
+    return content_digest(replace(workload, source="", sha256="", description=""))
 
 
 def content_digest(value) -> str:

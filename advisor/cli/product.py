@@ -36,7 +36,8 @@ def report(
                                                      "parameters)"),
     seed: Optional[int] = design_seed_option(),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress lines"),
-    jobs: Optional[int] = jobs_option("the report's independent sections (at most 3)"),
+    jobs: Optional[int] = jobs_option("the report's independent parts: the comparison, sensitivity, scaling and "
+                                              "suggestions (at most 4)"),
 ) -> None:
     """Write one self-contained HTML report of a design (figures embedded, no network needed)."""
     from costmodel.design import Design

@@ -66,6 +66,23 @@ def test_every_part_of_the_request_is_in_the_key(linear_road):
     assert pick_key(linear_road, None, 0, None, "throughput", "default") is None  # default weights: not named
 
 
+def test_workloads_that_print_alike_are_different_requests(linear_road):
+    """A workload prints as one line of counts: two that differ only inside (an SP split in two
+    ways, `tune`'s round 3 on tpcdi-trade x 8, which read the other's pick and failed on it) are
+    two requests, and two simulations."""
+    from advisor.pick_digest import workload_digest
+
+    renamed = replace(linear_road, procedures=tuple(
+        replace(p, name=f"{p.name}#0") if i == 0 else p for i, p in enumerate(linear_road.procedures)))
+    busier = replace(linear_road, tables=tuple(
+        replace(t, rows=t.rows + 1) if i == 0 else t for i, t in enumerate(linear_road.tables)))
+    assert repr(renamed) == repr(busier) == repr(linear_road)
+    digests = {workload_digest(w) for w in (linear_road, renamed, busier)}
+    assert len(digests) == 3
+    keys = {pick_key(w, WEIGHTS, 0, None, "throughput", "default") for w in (linear_road, renamed, busier)}
+    assert len(keys) == 3
+
+
 def _kept(cache, linear_road) -> tuple[str, CachedPick]:
     key = pick_key(linear_road, WEIGHTS, 0, None, "throughput", "default")
     pick = recommend_cached(linear_road, WEIGHTS, 0)
