@@ -14,7 +14,7 @@ import numpy as np
 def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, next_txn: np.ndarray,
                           single_busy: np.ndarray, single_part: np.ndarray, single_s: np.ndarray,
                           coordinator_s, rounds: int = 6, *, design: np.ndarray | None = None,
-                          n_parts: int | None = None) -> np.ndarray:
+                          n_parts: int | None = None, suffixes: "LockSuffixes | None" = None) -> np.ndarray:
     """Each distributed transaction's hold of each partition it locks (in lock order, `held`
     without waiting), plus the waits for its later locks while it holds this one.
 
@@ -30,7 +30,8 @@ def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, ne
 
     Several designs at once (`busy_times`): `design` gives each lock's design, `n_parts` the
     partitions of one; `single_busy` and `single_part` are then by (design, partition) and
-    `coordinator_s` one figure per design. Without them, one design."""
+    `coordinator_s` one figure per design. Without them, one design. `suffixes`: the caller's
+    `LockSuffixes(next_txn, design, ...)` of these locks, if it has one."""
     if txn.size == 0:
         return held
     n_parts = n_parts or single_busy.size
@@ -55,7 +56,8 @@ def hold_with_lock_waits(txn: np.ndarray, part: np.ndarray, held: np.ndarray, ne
     if pair_later.size == 0 and not single_sq.any():
         return held  # no later lock can meet anybody
     g_design = g_at // n_parts
-    suffixes = LockSuffixes(next_txn, design, np.searchsorted(design, np.arange(n_designs)))
+    if suffixes is None:
+        suffixes = LockSuffixes(next_txn, design, np.searchsorted(design, np.arange(n_designs)))
     hold = held
     busy = single_busy + np.bincount(at, weights=hold, minlength=single_busy.size)
     rate = 1.0 / np.maximum(busy.reshape(n_designs, n_parts).max(axis=1), coordinator_s)
