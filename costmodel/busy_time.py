@@ -279,7 +279,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     e_proc, e_state = graph.ps_proc, graph.ps_state
     e_unit = ks * n_proc + k.e_unit  # each access's transaction, by design (K x accesses)
     e_base = base[:, e_proc]
-    row_s = np.repeat(k.row_s[None, :], K, axis=0)
+    row_s = np.broadcast_to(k.row_s, e_base.shape)  # (a view: masks of it copy what they take)
     where = np.where(k.owned, e_base, states[:, e_state])
     replicated = where == REPLICATED
     local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
@@ -291,7 +291,8 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     # written (or read by code)
     lock = [((ks * n_proc + k.unit) * n_parts + procs).ravel()]
     remote = ~local
-    lock.append((e_unit * n_parts + where)[remote])
+    remote_key = (e_unit * n_parts + where)[remote]  # each remote access's (design, transaction, partition)
+    lock.append(remote_key)
     everywhere = sorted_unique(e_unit[replicated & k.locks_everywhere])
     if everywhere.size and n_parts > 1:
         lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
@@ -308,7 +309,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
         return busy.sums().reshape(K, n_parts), coord.sums().reshape(K, n_machines), link
 
     # remote work per (transaction, partition): rows done there (a replicated write: on all)
-    rw_key, rw_s = [(e_unit * n_parts + where)[remote]], [row_s[remote]]
+    rw_key, rw_s = [remote_key], [row_s[remote]]
     rep_k, rep_a = np.nonzero(replicated & graph.ps_write)
     if rep_k.size and n_parts > 1:
         rep_txn = rep_k * n_proc + k.e_unit[rep_a]
