@@ -248,3 +248,32 @@ def test_the_hot_path_runs_what_it_ran_to_the_last_bit(name, machines, scheduler
         for rate, in_flight in ((5.0, None), (5000.0, None), (None, 4)):
             assert run(plan, rate, in_flight, model_module.bind_hot_path) == \
                 run(plan, rate, in_flight, bind_hot_path_before)
+
+
+def busy_before(model) -> list[float]:
+    """`summarise`'s partition busy seconds as it added them at d553a52: every unit's
+    single-sited work of every committed batch through one generator."""
+    busy = list(model.part_busy)
+    for i, u in enumerate(model.plan.units):
+        work = u.service if u.post is None else [a + b for a, b in zip(u.service, u.post)]
+        done_mask = model.committed[i]
+        busy[u.base] += sum(s for s, ok, d in zip(work, done_mask, u.dist or [None] * len(work))
+                            if ok and d is None)
+    return [float(x) for x in busy]
+
+
+@pytest.mark.parametrize("name, machines, move", [("linear-road", 4, "txn"), ("window-micro", 2, "rpc"),
+                                                   ("gen40", None, "rpc"), ("shared40", None, "rpc")])
+def test_the_summary_adds_the_single_sited_work_as_it_did(name, machines, move):
+    """A unit that never runs distributed and committed every batch has its work summed as a
+    whole list: the same terms in the same order as the generator did, so the same bits."""
+    w = scale_workload(name) if machines is None else load_workload(name).with_cluster(machines)
+    rng = np.random.default_rng(7)
+    n_parts = w.cluster.machines * w.cluster.partitions_per_machine
+    for spread in (2, n_parts):
+        plan = compile_plan(w, random_design(w, rng, spread), params=SimParams(), scheduler="dls", move=move,
+                            batches=40, batch_size=None, seed=5)
+        m = EngineModel(plan, 50.0)
+        m.run()
+        got = summarise(m, latency_bound_s=1.0, wall_s=0.0).partition_busy_s
+        assert np.array(got).tobytes() == np.array(busy_before(m)).tobytes()
