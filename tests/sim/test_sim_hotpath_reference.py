@@ -2,7 +2,8 @@
 must give the same figures to the last bit (the advisor's picks compare them), so every
 handler must do the same arithmetic in the same order and push the same events. The
 reference is `bind_hot_path` as it was at d553a52 (before `create_now` and `forward` were
-inlined into `invoke` and `commit`, and each unit's out edges were read from one tuple)."""
+inlined into `invoke` and `commit`, each unit's out edges were read from one tuple, and a join's
+inputs were counted in a list per unit)."""
 from __future__ import annotations
 
 import sys
@@ -47,7 +48,7 @@ def bind_hot_path_before(model) -> None:
     client_latency = model.client_latency
     arrive_dtxn, remote_dtxn, new_dtxn = model._arrive_dtxn, model._remote_dtxn, model.new_dtxn
     kick, must_queue, part_serves = model._kick, model._must_queue, model.part_serves
-    fanin = model.fanin
+    fanin: dict = {}  # (the model kept this dict then; it keeps a list per join now)
 
     def invoke(t: float, u: int, b: int, cpu: float) -> None:
         """An invocation of unit u for batch b reaches u's procedure scheduler."""
