@@ -290,12 +290,29 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         message(part_machine[q], T.node, control_bytes, done, on_lock_reply, T, q)
 
     def on_lock_reply(t: float, T: Dtxn, q: int) -> None:
-        next_lock(at_coordinator(t, T, q), T)
+        node = T.node  # at_coordinator(t, T, q), inlined (every lock on another partition)
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        read = (c if c > t else t) + work
+        coord_free[node] = read
+        coord_busy[node] += work
+        next_lock(read, T)
 
     # -- execution and two-phase commit ----------------------------------------------------------
     def execute(t: float, T: Dtxn) -> None:
-        """Every lock held: the body runs on the base partition, then its fragment rounds."""
-        run_round(at_part(T.spec.base, t, T.spec.exec_s), T, 0)
+        """Every lock held: the body runs on the base partition, then its fragment rounds
+        (`run_round(at_part(base, t, exec_s), T, 0)`, inlined: a transaction without rounds,
+        most, goes to its prepare straight away, as `run_round` would send it)."""
+        spec = T.spec
+        base, work = spec.base, spec.exec_s
+        f = part_free[base]
+        done = (f if f > t else t) + work
+        part_free[base] = done
+        part_busy[base] += work
+        if spec.rounds:
+            run_round(done, T, 0)
+        else:
+            prepare(done, T)
 
     def run_round(t: float, T: Dtxn, i: int) -> None:
         rounds = T.spec.rounds
@@ -336,7 +353,12 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         message(part_machine[q], T.node, control_bytes, done, on_vote, T, q)
 
     def on_vote(t: float, T: Dtxn, q: int) -> None:
-        t = at_coordinator(t, T, q)
+        node = T.node  # t = at_coordinator(t, T, q), inlined (every participant votes)
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        t = (c if c > t else t) + work
+        coord_free[node] = t
+        coord_busy[node] += work
         T.waiting -= 1
         if T.waiting == 0:
             commit_dtxn(t, T)

@@ -1,8 +1,8 @@
 """engine_sim.sim.dtxn against the code it replaced, message for message: a run's figures,
 timelines and counters must be the same to the last bit. The reference is
 `bind_distributed_path` as it was at d553a52 (before the observer's check left the messages
-of a run without one, and the CPU and partition reservations and event pushes of the
-commit's handlers were inlined)."""
+of a run without one, and the CPU and partition reservations and event pushes of the lock
+replies', the body's and the commit's handlers were inlined)."""
 from __future__ import annotations
 
 from heapq import heappop, heappush
