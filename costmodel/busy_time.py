@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 
 from costmodel.arrays import OrderedSums, sorted_unique
-from costmodel.lock_waits import hold_with_lock_waits, suffix_within
+from costmodel.lock_waits import LockSuffixes, hold_with_lock_waits
 from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
 
@@ -245,7 +245,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     arrays of a few dozen entries, so the time went into the calls, not the arithmetic. Here
     every array holds all K designs, each entry keyed by its design, and every sum adds the
     same terms in the same order as one design alone (sums along a transaction's locks run
-    row by row, `suffix_within`): each design's figures are the same to the last digit."""
+    row by row, `LockSuffixes`): each design's figures are the same to the last digit."""
     P = prices
     traits = traits or SpTraits.declared(graph, P)
     k = inputs or BusyInputs.of(graph, P, traits)
@@ -279,7 +279,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     e_proc, e_state = graph.ps_proc, graph.ps_state
     e_unit = ks * n_proc + k.e_unit  # each access's transaction, by design (K x accesses)
     e_base = base[:, e_proc]
-    row_s = np.repeat(k.row_s[None, :], K, axis=0)
+    row_s = np.broadcast_to(k.row_s, e_base.shape)  # (a view: masks of it copy what they take)
     where = np.where(k.owned, e_base, states[:, e_state])
     replicated = where == REPLICATED
     local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
@@ -291,7 +291,8 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     # written (or read by code)
     lock = [((ks * n_proc + k.unit) * n_parts + procs).ravel()]
     remote = ~local
-    lock.append((e_unit * n_parts + where)[remote])
+    remote_key = (e_unit * n_parts + where)[remote]  # each remote access's (design, transaction, partition)
+    lock.append(remote_key)
     everywhere = sorted_unique(e_unit[replicated & k.locks_everywhere])
     if everywhere.size and n_parts > 1:
         lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
@@ -308,7 +309,7 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
         return busy.sums().reshape(K, n_parts), coord.sums().reshape(K, n_machines), link
 
     # remote work per (transaction, partition): rows done there (a replicated write: on all)
-    rw_key, rw_s = [(e_unit * n_parts + where)[remote]], [row_s[remote]]
+    rw_key, rw_s = [remote_key], [row_s[remote]]
     rep_k, rep_a = np.nonzero(replicated & graph.ps_write)
     if rep_k.size and n_parts > 1:
         rep_txn = rep_k * n_proc + k.e_unit[rep_a]
@@ -346,11 +347,17 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     tail = body + rounds + prepare + P.commit_s  # from the last lock to the commit
 
     # a partition is held from its lock (ascending order) to the commit: its own lock step and
-    # every later one, then the tail
-    seg_end = np.append(np.flatnonzero(np.diff(txn)) + 1, txn.size)  # one past each transaction's last
-    next_txn = np.repeat(seg_end, np.diff(seg_end, prepend=0))
-    held = suffix_within(lock_step, next_txn, design) + tail[txn]
+    # every later one, then the tail. Only the distributed transactions' holds count, so the
+    # sums run over their locks alone: a lock of a single-sited transaction is its base, of
+    # step 0.0, and a running sum of steps >= 0 (so never -0.0) is the same to the last bit
+    # without it (`LockSuffixes` adds each design's steps from its last lock)
     in_dist = dist[txn]
+    d = np.flatnonzero(in_dist)  # whole transactions, in order
+    txn_d, design_d = txn[d], design[d]
+    seg_end = np.append(np.flatnonzero(np.diff(txn_d)) + 1, txn_d.size)  # one past each transaction's last
+    next_txn = np.repeat(seg_end, np.diff(seg_end, prepend=0))
+    suffixes = LockSuffixes(next_txn, design_d, np.searchsorted(design_d, np.arange(K)))
+    hold = suffixes(lock_step[d]) + tail[txn_d]
 
     # the coordinator's messages: lock request and reply, prepare and vote, decide, fragments
     msg_s = np.where(cross, P.msg_cpu_s, P.local_msg_cpu_s) * 5
@@ -365,12 +372,9 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     coord = coord.sums()
 
     # a partition is also held while its transaction waits for a later lock (lock waits)
-    d = np.flatnonzero(in_dist)
-    hold = held[d]
     if lock_waits:
-        hold = hold_with_lock_waits(txn[d], pq[d], hold, np.searchsorted(d, next_txn[d]),
-                                     busy.sums(), single_part, body[single],
+        hold = hold_with_lock_waits(txn_d, pq[d], hold, next_txn, busy.sums(), single_part, body[single],
                                      coord.reshape(K, n_machines).max(axis=1, initial=0.0),
-                                     design=design[d], n_parts=n_parts)
-    busy.add(design[d] * n_parts + pq[d], hold)
+                                     design=design_d, n_parts=n_parts, suffixes=suffixes)
+    busy.add(design_d * n_parts + pq[d], hold)
     return busy.sums().reshape(K, n_parts), coord.reshape(K, n_machines), link

@@ -55,7 +55,11 @@ def bind_hot_path(model) -> None:
     heap = env.heap
     seq = env.seq
     u_inputs, u_sched, u_machine = model.u_inputs, model.u_sched, model.u_machine
-    u_base, u_service, u_dist, u_out = model.u_base, model.u_service, model.u_dist, model.u_out
+    u_base, u_service, u_dist = model.u_base, model.u_service, model.u_dist
+    # each unit's out edges with what `commit` reads of each, in one tuple: (edge, its streams
+    # handed across partitions, its MOVE transactions, its consumer, the consumer's scheduler)
+    u_out = [tuple((e, model.e_streams[e], model.e_move_txn[e], model.e_dst[e], model.u_sched[model.e_dst[e]])
+                   for e in out) for out in model.u_out]
     u_post = model.u_post
     u_sched_local, u_create_cpu, u_ack_cpu = model.u_sched_local, model.u_create_cpu, model.u_ack_cpu
     u_send_bytes, u_ack_bytes = model.u_send_bytes, model.u_ack_bytes
@@ -73,27 +77,52 @@ def bind_hot_path(model) -> None:
     client_latency = model.client_latency
     arrive_dtxn, remote_dtxn, new_dtxn = model._arrive_dtxn, model._remote_dtxn, model.new_dtxn
     kick, must_queue, part_serves = model._kick, model._must_queue, model.part_serves
-    fanin = model.fanin
+    # each join's inputs counted so far, per batch (a list per unit: indexing it is cheaper than
+    # the (unit, batch) dict it replaces, and a count back at 0 is the dict's absent key)
+    fanin = model.fanin = [[0] * model.plan.batches if n > 1 else None for n in u_inputs]
 
     def invoke(t: float, u: int, b: int, cpu: float) -> None:
         """An invocation of unit u for batch b reaches u's procedure scheduler."""
         inputs = u_inputs[u]
         if inputs > 1:  # a join counts its inputs (inlined: 4 in 10 invocations of the generated dataflows)
-            key = (u, b)
-            got = fanin.get(key, 0) + 1
+            counts = fanin[u]
+            got = counts[b] + 1
             if got < inputs:  # another input to come: this one only takes the scheduler's CPU
-                fanin[key] = got
+                counts[b] = got
                 c = coord_free[u_sched[u]]
                 ready = (c if c > t else t) + cpu
                 coord_free[u_sched[u]] = ready
                 coord_busy[u_sched[u]] += cpu
                 return
-            fanin.pop(key, None)
+            counts[b] = 0
         if b != next_batch[u]:  # batch order: hold it until the earlier batch is created
             pending[u][b] = cpu
             return
         next_batch[u] = b + 1
-        create_now(t, u, b, cpu)
+        # create_now(t, u, b, cpu), inlined (every transaction comes this way): the same
+        # statements in the same order
+        m = u_sched[u]
+        cpu += u_create_cpu[u]
+        c = coord_free[m]
+        ready = (c if c > t else t) + cpu
+        coord_free[m] = ready
+        coord_busy[m] += cpu
+        sched_busy[u] += cpu
+        created[u][b] = ready
+        dist = u_dist[u]
+        spec = dist[b] if dist is not None else None
+        if u_sched_local[u]:
+            if spec is None:
+                heappush(heap, (ready + lat_local, next(seq), exec_, u, b))
+            else:
+                heappush(heap, (ready + lat_local, next(seq), arrive_dtxn,
+                                new_dtxn(ready, SP, u, b, spec), None))
+        else:
+            arrive = send(m, u_machine[u], u_send_bytes[u], ready)
+            if spec is None:
+                env.at(arrive, model._remote_exec, u, b)
+            else:
+                env.at(arrive, remote_dtxn, new_dtxn(ready, SP, u, b, spec), m)
         if pending[u]:
             model._release_pending(u, b, t)
 
@@ -163,15 +192,22 @@ def bind_hot_path(model) -> None:
                 done_at[b] = ready + client_latency
                 model._batch_done(ready + client_latency, b)
             return
-        for e in out:
-            if e_streams[e]:  # the batch is handed to an SP on another partition
-                e_moves[e] += e_streams[e]
-            if e_move_txn[e] is not None:  # MOVE as distributed transactions
+        for e, streams, move_txn, v, mv in out:
+            if streams:  # the batch is handed to an SP on another partition
+                e_moves[e] += streams
+            if move_txn is not None:  # MOVE as distributed transactions
                 model.begin_move_txn(ready, e, b, m)
-            elif u_sched[e_dst[e]] == m:  # forward's common case, inlined: the same node
-                invoke(ready, e_dst[e], b, 0.0)
-            else:
-                forward(ready, e, b, m)
+            elif mv == m:  # forward's common case, inlined: the same node
+                invoke(ready, v, b, 0.0)
+            else:  # forward's other case, inlined: an invocation message to another node
+                w = e_send_cpu[e]
+                c = coord_free[m]  # cpu_reserve(m, ready, w), inlined
+                sent = (c if c > ready else ready) + w
+                coord_free[m] = sent
+                coord_busy[m] += w
+                arrive = send(m, mv, e_bytes[e], sent)
+                e_move_time[e] += arrive - ready + e_recv_cpu[e]
+                heappush(heap, (arrive, next(seq), invoke_msg, e, b))
 
     def forward(ready: float, e: int, b: int, m: int) -> None:
         """The scheduler on node m invokes edge e's consumer for batch b."""

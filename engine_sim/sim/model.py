@@ -124,7 +124,7 @@ class EngineModel:
         self.sched_busy = [0.0] * U  # CPU each procedure scheduler used (on its node)
         self.next_batch = [0] * U
         self.pending: list[dict] = [dict() for _ in range(U)]
-        self.fanin: dict[tuple[int, int], int] = {}
+        self.fanin: list[list[int] | None] = []  # each join's inputs so far per batch (`hotpath.py`)
         B = plan.batches
         self.created = [[-1.0] * B for _ in range(U)]  # -1: not created (yet)
         self.arrival = [-1.0] * B

@@ -152,8 +152,11 @@ def summarise(model, *, latency_bound_s: float, wall_s: float) -> SimResult:
     for i, u in enumerate(plan.units):
         work = u.service if u.post is None else [a + b for a, b in zip(u.service, u.post)]
         done_mask = model.committed[i]
-        single = sum(s for s, ok, d in zip(work, done_mask, u.dist or [None] * len(work))
-                     if ok and d is None)
+        if u.dist is None and len(done_mask) == len(work) and 0 not in done_mask:
+            single = sum(work)  # every batch committed single-sited: the same terms, in order
+        else:
+            single = sum(s for s, ok, d in zip(work, done_mask, u.dist or [None] * len(work))
+                         if ok and d is None)
         busy[u.base] += single
         held_s[u.base] += single
     held = [float(h / makespan) for h in held_s]
