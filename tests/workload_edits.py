@@ -43,3 +43,18 @@ def memory_bound_case():
     w = replace(w, cluster=replace(w.cluster, machine_memory_mb=100))
     start = np.array([1, 1, 7, 3, 1, 5, 5, 7, 7]), np.array([5, 0, 7, 0, 7, 3, 1, 1, 5, 7])
     return w, WorkloadGraph.from_workload(w), 100 * 2**20, start
+
+
+def scale_workload(case: str) -> Workload:
+    """A generated dataflow of `bench/recommend_scale.py` (`gen40`, `shared150#7` ...) on its
+    own cluster."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from recommend_scale import case_workload
+    finally:
+        sys.path.pop(0)
+    workload, machines, ppm = case_workload(case)
+    return workload.with_cluster(machines, ppm)

@@ -5,8 +5,6 @@ the distributed transactions' holds were summed over their own locks only), with
 waits as they were then (`test_lock_waits.hold_by_lock_pairs`)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
 from engine_sim.sim import Calibration
 from test_lock_waits import TransposedSuffixes, hold_by_lock_pairs
+from workload_edits import scale_workload
 
 
 def suffix_within(step: np.ndarray, next_txn: np.ndarray, design: np.ndarray | None = None) -> np.ndarray:
@@ -196,15 +195,6 @@ def random_designs(g: WorkloadGraph, n: int, rng: np.random.Generator):
         yield proc, state
 
 
-def scale_workload(case: str):
-    """A generated dataflow of bench/recommend_scale.py (40 SPs sharing tables, or not)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    try:
-        from recommend_scale import case_workload
-    finally:
-        sys.path.pop(0)
-    workload, machines, ppm = case_workload(case)
-    return workload.with_cluster(machines, ppm)
 
 
 CASES = [("voter-leaderboard", 4), ("linear-road", 8), ("tpcdi-trade", 2), ("streaming-ledger", 4),

@@ -308,17 +308,13 @@ def test_machine_labels_under_the_bars_do_not_run_into_each_other(machines):
 def test_a_large_dataflow_is_drawn_by_stream_depth_its_names_apart():
     """100 SPs were one row, their 165 tables under them: a strip in which no name could be
     read. Now each SP once, by stream depth, at most 12 a column and 16 columns a band."""
-    import sys
     from collections import Counter
-    from pathlib import Path
 
     from reports.figures._graph import (COLUMNS_A_BAND, LARGE_DATAFLOW, SPS_A_COLUMN, _large_workload_info,
                                         stream_depths)
+    from workload_edits import scale_workload
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from recommend_scale import case_workload
-
-    workload = case_workload("shared150")[0]
+    workload = scale_workload("shared150")
     assert len(workload.procedures) > LARGE_DATAFLOW
     info = _large_workload_info(workload)
     assert sorted(n.name for n in info.nodes) == sorted(p.name for p in workload.procedures)

@@ -15,9 +15,8 @@ from advisor.sources import load_workload
 from costmodel.sim_params import SimParams
 from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.dtxn import LOCK, MOVE, SP, START, Dtxn, DtxnObserver
-from engine_sim.sim.model import EngineModel
-from engine_sim.sim.result import summarise
-from test_sim_hotpath_reference import everything, random_design, scale_workload
+from test_sim_hotpath_reference import random_design, run as run_with
+from workload_edits import scale_workload
 
 
 def bind_distributed_path_before(model, observer: DtxnObserver | None = None) -> None:
@@ -338,14 +337,7 @@ class Counting(DtxnObserver):
 
 
 def run(plan, rate, in_flight, bind, observer=None) -> str:
-    saved = model_module.bind_distributed_path
-    model_module.bind_distributed_path = bind
-    try:
-        m = EngineModel(plan, rate, in_flight, observer)
-    finally:
-        model_module.bind_distributed_path = saved
-    m.run()
-    return everything(m, summarise(m, latency_bound_s=1.0, wall_s=0.0))
+    return run_with(plan, rate, in_flight, bind, "bind_distributed_path", observer)
 
 
 CASES = [("linear-road", 4, "dls", "txn", False), ("linear-road", 2, "central", "rpc", True),

@@ -6,9 +6,7 @@ inlined into `invoke` and `commit`, each unit's out edges were read from one tup
 inputs were counted in a list per unit)."""
 from __future__ import annotations
 
-import sys
 from heapq import heappush
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -23,6 +21,7 @@ from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.dtxn import SP
 from engine_sim.sim.model import EngineModel
 from engine_sim.sim.result import summarise
+from workload_edits import scale_workload
 
 
 def bind_hot_path_before(model) -> None:
@@ -184,15 +183,6 @@ def bind_hot_path_before(model) -> None:
     model._run_single = run_single
 
 
-def scale_workload(case: str):
-    """A generated dataflow of bench/recommend_scale.py."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    try:
-        from recommend_scale import case_workload
-    finally:
-        sys.path.pop(0)
-    workload, machines, ppm = case_workload(case)
-    return workload.with_cluster(machines, ppm)
 
 
 def random_design(w, rng: np.random.Generator, spread: int) -> Design:
@@ -217,13 +207,14 @@ def everything(model: EngineModel, result) -> str:
     return repr((fields, state))
 
 
-def run(plan, rate, in_flight, bind) -> str:
-    saved = model_module.bind_hot_path
-    model_module.bind_hot_path = bind
+def run(plan, rate, in_flight, bind, binder: str = "bind_hot_path", observer=None) -> str:
+    """`everything` of a run whose model binds its path with `bind` in place of `binder`."""
+    saved = getattr(model_module, binder)
+    setattr(model_module, binder, bind)
     try:
-        m = EngineModel(plan, rate, in_flight)
+        m = EngineModel(plan, rate, in_flight, observer)
     finally:
-        model_module.bind_hot_path = saved
+        setattr(model_module, binder, saved)
     m.run()
     return everything(m, summarise(m, latency_bound_s=1.0, wall_s=0.0))
 
