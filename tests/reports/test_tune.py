@@ -267,3 +267,17 @@ def test_a_study_run_again_counts_every_round_it_holds_and_takes_numpy_counts(st
     again.run(1)
     assert [r.to_dict() for r in again.rounds] == [r.to_dict() for r in study.rounds]
     assert again.stopped == study.stopped == "reached 2 rounds"
+
+
+def test_a_study_reads_back_from_the_disk_cache_what_it_would_work_out(study, tmp_path, monkeypatch):
+    """The default run keeps the cache on disk off, so a key that two requests share went
+    unseen: workloads alike in counts shared one (`repr`), and this third round read another
+    round's pick and failed on it ("does not place 'AccountLookup#2#0'")."""
+    from reports import disk_cache
+
+    monkeypatch.setenv(disk_cache.CACHE_ENV, str(tmp_path / "cache"))
+    cold = TuningStudy("tpcdi-trade", machines=8).run(rounds=3)
+    warm = TuningStudy("tpcdi-trade", machines=8).run(rounds=3)  # every pick and simulation read back
+    assert len(cold.rounds) == 4 and any((tmp_path / "cache").rglob("*"))
+    assert [r.to_dict() for r in warm.rounds] == [r.to_dict() for r in cold.rounds]
+    assert [r.to_dict() for r in cold.rounds[:3]] == [r.to_dict() for r in study.rounds]
