@@ -7,16 +7,11 @@ from __future__ import annotations
 
 from heapq import heappop, heappush
 
-import numpy as np
 import pytest
 
 import engine_sim.sim.model as model_module
-from advisor.sources import load_workload
-from costmodel.sim_params import SimParams
-from engine_sim.sim.compiled import compile_plan
 from engine_sim.sim.dtxn import LOCK, MOVE, SP, START, Dtxn, DtxnObserver
-from test_sim_hotpath_reference import random_design, run as run_with
-from workload_edits import scale_workload
+from test_sim_hotpath_reference import run as run_with, runs_to_compare
 
 
 def bind_distributed_path_before(model, observer: DtxnObserver | None = None) -> None:
@@ -351,17 +346,10 @@ def test_the_distributed_path_runs_what_it_ran_to_the_last_bit(name, machines, s
     """Random designs (crowded: locks queue; spread: messages cross machines) at a light rate,
     an overloading one and closed loop, with the engine's sites or without, with an observer
     or without: the same figures, timelines and counters."""
-    w = scale_workload(name) if machines is None else load_workload(name).with_cluster(machines)
-    rng = np.random.default_rng(sum(map(ord, name)) + len(move))
-    params = SimParams(site_per_partition=sites)
-    n_parts = w.cluster.machines * w.cluster.partitions_per_machine
-    for spread in (2, n_parts):
-        d = random_design(w, rng, min(spread, n_parts))
-        plan = compile_plan(w, d, params=params, scheduler=scheduler, move=move, batches=40,
-                            batch_size=None, seed=int(rng.integers(1000)))
-        for rate, in_flight in ((5.0, None), (5000.0, None), (None, 4)):
-            want = run(plan, rate, in_flight, bind_distributed_path_before)
-            assert run(plan, rate, in_flight, model_module.bind_distributed_path) == want
-            seen = Counting()
-            assert run(plan, rate, in_flight, model_module.bind_distributed_path, seen) == want
-            assert seen.seen > 0
+    for plan, rate, in_flight in runs_to_compare(name, machines, scheduler, move, sites,
+                                                 sum(map(ord, name)) + len(move)):
+        want = run(plan, rate, in_flight, bind_distributed_path_before)
+        assert run(plan, rate, in_flight, model_module.bind_distributed_path) == want
+        seen = Counting()
+        assert run(plan, rate, in_flight, model_module.bind_distributed_path, seen) == want
+        assert seen.seen > 0

@@ -229,8 +229,16 @@ CASES = [("tpcdi-trade", 2, "dls", "rpc", False), ("linear-road", 4, "dls", "txn
 def test_the_hot_path_runs_what_it_ran_to_the_last_bit(name, machines, scheduler, move, sites):
     """Random designs (crowded and spread) at a light rate, an overloading one and closed
     loop, with the engine's sites or without: the same figures, timelines and counters."""
+    for plan, rate, in_flight in runs_to_compare(name, machines, scheduler, move, sites, sum(map(ord, name))):
+        assert run(plan, rate, in_flight, model_module.bind_hot_path) == \
+            run(plan, rate, in_flight, bind_hot_path_before)
+
+
+def runs_to_compare(name, machines, scheduler, move, sites, seed: int):
+    """(plan, rate, in_flight) of random designs, crowded (locks queue) and spread (messages
+    cross machines), each at a light rate, an overloading one and closed loop."""
     w = scale_workload(name) if machines is None else load_workload(name).with_cluster(machines)
-    rng = np.random.default_rng(sum(map(ord, name)))
+    rng = np.random.default_rng(seed)
     params = SimParams(site_per_partition=sites)
     n_parts = w.cluster.machines * w.cluster.partitions_per_machine
     for spread in (2, n_parts):
@@ -238,8 +246,7 @@ def test_the_hot_path_runs_what_it_ran_to_the_last_bit(name, machines, scheduler
         plan = compile_plan(w, d, params=params, scheduler=scheduler, move=move, batches=40,
                             batch_size=None, seed=int(rng.integers(1000)))
         for rate, in_flight in ((5.0, None), (5000.0, None), (None, 4)):
-            assert run(plan, rate, in_flight, model_module.bind_hot_path) == \
-                run(plan, rate, in_flight, bind_hot_path_before)
+            yield plan, rate, in_flight
 
 
 def busy_before(model) -> list[float]:
