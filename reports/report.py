@@ -430,15 +430,41 @@ def _scaling_point(o: ReportOptions, design: Design) -> dict:
 
 def _predictions_task(pool, futures: dict, o: ReportOptions, design: Design, workload, own_sim,
                       missing: dict[str, Design], scaling: bool) -> None:
-    """Submit the candidate table's missing predictions with the chart's rows at the design's
-    own machine count (its baselines are the table's runs), ahead of the sections not started
-    yet: it waited for the comparison."""
+    """Submit the candidate table's missing predictions, ahead of the sections not started yet
+    (it waited for the comparison): the chart's rows at the design's own machine count in one
+    task with the table's designs the chart also draws (its baselines there are the table's
+    runs), every other design a task of its own, so both processes share the table."""
+    from reports.scaling import DEFAULT_BASELINES
+
     own_point = None
     if scaling and design.machines in _chart_counts(o, design):
         own_point = {**_scaling_point(o, design), "machines": design.machines,
                      "fixed": (design, float(own_sim.throughput_tps))}
-    if scaling or missing:
-        futures["predictions"] = pool.submit_first(_predictions_section, workload, missing, o.predict, own_point)
+    if not (scaling or missing):
+        return
+    shared = DEFAULT_BASELINES if own_point is not None else ()
+    with_chart = {n: d for n, d in missing.items() if n in shared}
+    tasks = [] if own_point is None and not with_chart else [
+        pool.submit_first(_predictions_section, workload, with_chart, o.predict, own_point)]
+    tasks += [pool.submit_first(_predictions_section, workload, {n: d}, o.predict, None)
+              for n, d in missing.items() if n not in shared]
+    futures["predictions"] = _Predicted(tasks)
+
+
+@dataclass
+class _Predicted:
+    """The candidate table's missing predictions as one future: `(simulations by name, the
+    chart's rows at the design's own machine count)`, from its tasks."""
+
+    tasks: list  # futures of `_predictions_section`, the chart's rows in the first
+
+    def result(self) -> tuple[dict, list]:
+        sims, rows = {}, []
+        for task in self.tasks:
+            more_sims, more_rows = task.result()
+            sims.update(more_sims)
+            rows += more_rows
+        return sims, rows
 
 
 @dataclass

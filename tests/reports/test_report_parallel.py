@@ -145,3 +145,35 @@ def test_a_pool_starts_no_more_processes_than_the_cores_or_four():
 
     with section_pool(1000) as pool:
         assert len(pool._workers) == max(usable_cores(), MIN_PROCESSES) - 1
+
+
+def test_the_candidate_tables_predictions_are_tasks_both_processes_can_take(small):
+    """The table's missing simulations were one task: a 100-SP report's six baselines ran one
+    after the other in one process (12 s) while the other waited. Each design the chart does not
+    share is a task of its own; the chart's baselines go with its rows at this machine count."""
+    from reports.parallel import InlinePool
+    from reports.predict import PredictOptions, predict
+    from reports.report import _predictions_task
+    from reports.scaling import DEFAULT_BASELINES
+
+    class Counting(InlinePool):
+        def __init__(self):
+            self.asked: list[tuple] = []
+
+        def submit_first(self, fn, *args, **kwargs):
+            self.asked.append(tuple(args[1]))  # the names of the designs the task simulates
+            return super().submit_first(fn, *args, **kwargs)
+
+    options = ReportOptions(jobs=2, scaling_machines=[small.design.machines],
+                            predict=PredictOptions(batches=60))
+    missing = dict(small.baselines)
+    own_sim = predict(small.workload, small.design, options.predict)
+    for scaling in (True, False):
+        pool, futures = Counting(), {}
+        _predictions_task(pool, futures, options, small.design, small.workload, own_sim, missing, scaling)
+        sims, rows = futures["predictions"].result()
+        assert sorted(sims) == sorted(missing)  # every missing design simulated
+        shared = [n for n in missing if scaling and n in DEFAULT_BASELINES]
+        expected = ([tuple(shared)] if scaling else []) + [(n,) for n in missing if n not in shared]
+        assert pool.asked == expected
+        assert bool(rows) == scaling  # the chart's rows at this count come with the shared task
