@@ -45,7 +45,8 @@ from costmodel.workload import Workload
 from advisor.exhaustive import exhaustive_optimum
 from costmodel.graph import WorkloadGraph, adjacency_arrays, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch, fits
-from advisor.placement import fit_memory, place_state, refine_processing, replicate_read_mostly
+from advisor.placement import fit_memory, place_state, replicate_read_mostly
+from advisor.processing_moves import refine_processing
 
 # Above this many state edges the pool holds the best design only (each pool entry is
 # placed inside machines and scored on the whole graph).

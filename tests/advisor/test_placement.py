@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from advisor.placement import (BalanceForTargets, _place_state_sparse, place_state, refine_processing,
-                               repair_memory, replicate_read_mostly, single_accessor)
+from advisor.placement import _place_state_sparse, place_state, repair_memory, replicate_read_mostly, single_accessor
+from advisor.processing_moves import BalanceForTargets, refine_processing
 from costmodel import REPLICATED, CostGraph, Weights, machine_memory, score
 from costmodel.model import load_balance_from_loads
 

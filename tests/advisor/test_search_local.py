@@ -185,7 +185,7 @@ def test_remembering_each_assignments_step_gives_the_designs_of_recomputing_ever
 @pytest.mark.parametrize("machines", [1, 2, 5, 70])  # 70: past the dense table
 @pytest.mark.parametrize("idle", [[], [1.0, 0.5]])
 def test_greedy_moves_price_the_balance_as_the_cost_model(machines, idle):
-    from advisor.placement import BalanceForTargets
+    from advisor.processing_moves import BalanceForTargets
 
     rng = np.random.default_rng(machines)
     g = CostGraph(rng.uniform(0.1, 3, 12), [], [], [], [], [], [], [], [], machines=machines,

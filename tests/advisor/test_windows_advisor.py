@@ -15,7 +15,8 @@ from costmodel.errors import DesignError
 from advisor.exhaustive import count_assignments, exhaustive_optimum
 from costmodel.graph import WorkloadGraph, drop_idle_machines, subgraph
 from advisor.local_search import TabuSearch
-from advisor.placement import place_state, refine_processing
+from advisor.placement import place_state
+from advisor.processing_moves import refine_processing
 from advisor.search import DesignSearch, contract_groups
 from advisor.candidate_pool import enumerated_candidates
 from costmodel.spec_reader import parse_workload

@@ -1,4 +1,4 @@
-"""advisor.placement's screen of SP moves (`_ProcessingMoves._may_move`): every SP's moves
+"""advisor.processing_moves: the screen of SP moves (`_ProcessingMoves._may_move`): every SP's moves
 priced at once, so that only the SPs that may move are evaluated one by one. It must change
 no answer: the refinement with the screen is compared with the one evaluating every SP, bit
 for bit, on random graphs (windows, replicated state, idle machines, many machines, awkward
@@ -10,9 +10,10 @@ from functools import partialmethod
 import numpy as np
 import pytest
 
-import advisor.placement as placement
-from advisor.placement import (BalanceForTargets, _ProcessingMoves, _RunningCost, _state_cut, _state_total,
-                               place_state, refine_processing)
+import advisor.processing_moves as processing_moves
+from advisor.placement import place_state
+from advisor.processing_moves import (BalanceForTargets, _ProcessingMoves, _RunningCost, _state_cut, _state_total,
+                                      refine_processing)
 from costmodel import REPLICATED, CostGraph, Weights
 
 
@@ -59,9 +60,9 @@ def running_cost(g: CostGraph, proc: np.ndarray, state: np.ndarray) -> _RunningC
 
 
 @pytest.mark.parametrize("seed", range(120))
-@pytest.mark.parametrize("rows", [3, placement.SCREEN_ROWS])
+@pytest.mark.parametrize("rows", [3, processing_moves.SCREEN_ROWS])
 def test_the_screened_refinement_makes_the_same_moves_as_evaluating_every_sp(seed, rows, monkeypatch):
-    monkeypatch.setattr(placement, "SCREEN_ROWS", rows)  # blocks of SPs screened at once
+    monkeypatch.setattr(processing_moves, "SCREEN_ROWS", rows)  # blocks of SPs screened at once
     g, proc, state, weights = random_case(seed)
     moves = _ProcessingMoves(g, weights)
     p1, s1, p2, s2 = proc.copy(), state.copy(), proc.copy(), state.copy()
