@@ -18,7 +18,7 @@ What is timed, each as a fresh `python -m advisor ...` process in the tree's dir
 - `advisor recommend` for every bundled workload on 2, 4 and 8 machines; with `--scale-cases`,
   also for `bench/recommend_scale.py`'s cases (gen150, shared150#7 ...), each from its spec
   written out once and on its own cluster (bundled ones then only where `--workloads` names
-  them).
+  them); and `advisor report` of their designs (bundled reports then only with `--workloads`).
 
 Every command runs with the cache on disk off (`ADVISOR_CACHE_DIR=off`): the figures are a
 first run's. With `--again`, each report runs a second time with what its first run kept
@@ -36,6 +36,7 @@ demo. Only meaningful where the two trees are meant to answer the same.
     python bench/product_speed.py --base-rev HEAD --report-only --again
     python bench/product_speed.py --base-tree /tmp/base --demo-only --repeat 3
     python bench/product_speed.py --base-rev HEAD --recommend-only --scale-cases gen150,shared150 --repeat 2 --check
+    python bench/product_speed.py --base-rev HEAD --report-only --scale-cases gen100 --check
 """
 from __future__ import annotations
 
@@ -242,11 +243,12 @@ def print_table(base: Tree, new: Tree) -> None:
 def print_targets(base: Tree, new: Tree, scale_cases: tuple[str, ...] = ()) -> None:
     """Each target beside the new tree's wall time here, and the baseline's, so a figure taken
     on a busy machine can be scaled by the baseline's known quiet time. The recommend target is
-    the bundled workloads' (not `scale_cases`', which have none here)."""
+    the bundled workloads' (not `scale_cases`', which have none here), and so is the report's."""
     print("\ntargets (wall on the quiet machine; figures here are on this machine as it is now):")
     rec_items = [i for i in new.times if i.startswith("recommend:")
                  and i.removeprefix("recommend: ").rsplit(" x", 1)[0] not in scale_cases]
-    checks = [("demo", ["demo: end to end"]), ("report", [i for i in new.times if i.startswith("report:")]),
+    report_items = [i for i in new.times if i.startswith("report:") and i.removeprefix("report: ") not in scale_cases]
+    checks = [("demo", ["demo: end to end"]), ("report", report_items),
               ("recommend", rec_items)]
     for name, items in checks:
         items = [i for i in items if i in base.times and i in new.times]
@@ -326,7 +328,9 @@ def main() -> None:
             print(f"round {rnd + 1}: recommend done", flush=True)
             if a.recommend_only or a.demo_only:
                 continue
-            sources = [(w, m, f"{w} x{m}") for w, m in REPORT_SOURCES]
+            # with --scale-cases, the bundled reports only where --workloads asks for them
+            sources = [] if scale and not a.workloads else [(w, m, f"{w} x{m}") for w, m in REPORT_SOURCES]
+            sources += [(str(spec), m, case) for case, spec, m in scale]
             if "base" in demos:
                 sources.append((str(demos["base"] / "statistics"), None, "demo statistics"))
             for source, m, tag in sources:
