@@ -79,11 +79,13 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     `hotpath.py` does for the single-sited path: no `self.` lookups, events pushed straight
     onto the heap): the queues, arrival and locking here, the body and the two-phase commit
     from `dtxn_commit.py`. `observer`, if given, sees each message, grant and release as it
-    happens.
+    happens (and may drop a message or a release).
 
-    The messages of the hot handlers (lock request and reply here; prepare, vote and decide in
-    `dtxn_commit.py`) are sent inline: `message`'s statements, with `model.send`'s for a
-    control message, in the same order on the same values, then one push of the arrival."""
+    Every message is sent inline, where it is sent (the hot handlers' most frequent calls
+    were the sending helper's and the link's): the sender's CPU from t (`model.cpu`'s
+    statements; the local cost within a node), then to another node the link (`model.send`'s
+    statements, a control message's link time worked out once), the latency, and the
+    arrival pushed with its handler; the observer sees it first."""
     env = model.env
     heap = env.heap
     seq = env.seq
@@ -106,22 +108,6 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     def at(time: float, fn, a, b) -> None:  # Environment.at, inlined
         now = env.now
         heappush(heap, (time if time > now else now, next(seq), fn, a, b))
-
-    # -- messages --------------------------------------------------------------------------------
-    def message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
-        """Send one message from node src at t: the sender's CPU, the link, the latency; the
-        handler runs on arrival (and takes the receiver's CPU itself). (The rare messages: the
-        hot handlers send theirs inline.)"""
-        if observer is not None and observer.message(src, dst, nbytes, t, handler, T, q):
-            return
-        work = local_msg_cpu_s if src == dst else msg_cpu_s
-        c = coord_free[src]  # cpu(src, t, work), inlined
-        sent = (c if c > t else t) + work
-        coord_free[src] = sent
-        coord_busy[src] += work
-        arrive = sent + lat_local if src == dst else send(src, dst, nbytes, sent)
-        now = env.now
-        heappush(heap, (arrive if arrive > now else now, next(seq), handler, T, q))
 
     # -- serving a partition's queue (the engine's sites) --------------------------------------
     part_serves = model.part_serves
@@ -192,17 +178,10 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     def new_dtxn(created: float, kind: int, u: int, b: int, spec: DistSpec, stream: int = 0) -> Dtxn:
         return Dtxn((created, next(seq)), kind, u, b, spec, part_machine[spec.base], stream)
 
-    def begin_dtxn(t: float, T: Dtxn) -> None:
-        """T's TxnRequest reached its base partition: queued, or started when it is free."""
-        base = T.spec.base
-        if must_queue(base, t):
-            enqueue(base, t, T.age, START, T)
-        else:
-            f = part_free[base]
-            next_lock(f if f > t else t, T)
-
     def arrive_dtxn(t: float, T: Dtxn, _unused) -> None:
-        base = T.spec.base  # begin_dtxn(t, T) and its must_queue, inlined (most arrive this way)
+        """T's TxnRequest reached its base partition: queued (`must_queue`, inlined), or started
+        when it is free."""
+        base = T.spec.base
         if part_holder[base] is not None or (part_serves[base] and (part_free[base] > t or bool(part_queue[base]))):
             enqueue(base, t, T.age, START, T)
         else:
@@ -214,7 +193,17 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         under RPC MOVEs): received, then queued."""
         data = u_send_bytes[T.u] - control_bytes if T.kind == SP else 0.0
         node = T.node
-        begin_dtxn(cpu(node, t, (local_msg_cpu_s if src == node else msg_cpu_s) + data * ser_byte_s), T)
+        work = (local_msg_cpu_s if src == node else msg_cpu_s) + data * ser_byte_s
+        c = coord_free[node]  # cpu(node, t, work), inlined
+        t = (c if c > t else t) + work
+        coord_free[node] = t
+        coord_busy[node] += work
+        base = T.spec.base  # then as arrive_dtxn(t, T, None), inlined
+        if part_holder[base] is not None or (part_serves[base] and (part_free[base] > t or bool(part_queue[base]))):
+            enqueue(base, t, T.age, START, T)
+        else:
+            f = part_free[base]
+            next_lock(f if f > t else t, T)
 
     def begin_move_txn(t: float, e: int, b: int, m: int) -> None:
         """The producer's scheduler (on node m) creates one MOVE transaction per stream of edge
@@ -255,7 +244,7 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
             else:
                 enqueue(q, t, T.age, LOCK, T)
             return
-        src, dst = T.node, part_machine[q]  # the LockReq: message(...), inlined
+        src, dst = T.node, part_machine[q]  # the LockReq, sent inline
         if observer is not None and observer.message(src, dst, control_bytes, t, on_lock_req, T, q):
             return
         work = local_msg_cpu_s if src == dst else msg_cpu_s
@@ -276,51 +265,24 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         heappush(heap, (arrive if arrive > now else now, next(seq), on_lock_req, T, q))
 
     def on_lock_req(t: float, T: Dtxn, q: int) -> None:
-        """Partition q's node reads T's LockReq (`at_participant`, inlined) and locks q for T
-        (`lock`, with `grant`'s branch for a partition not T's own, inlined)."""
+        """Partition q's node reads T's LockReq (its CPU, inlined) and locks q for T (`lock`,
+        inlined): granted now, or queued."""
         n = part_machine[q]
-        node = T.node
-        work = local_msg_cpu_s if node == n else msg_cpu_s
+        work = local_msg_cpu_s if T.node == n else msg_cpu_s
         c = coord_free[n]
         t = (c if c > t else t) + work
         coord_free[n] = t
         coord_busy[n] += work
         queue = part_queue[q]
-        if not (part_holder[q] is None and (not part_serves[q]
-                                            or (part_free[q] <= t and (not queue or T.age < queue[0][:2])))):
+        if part_holder[q] is None and (not part_serves[q]
+                                       or (part_free[q] <= t and (not queue or T.age < queue[0][:2]))):
+            grant(t, T, q)
+        else:
             enqueue(q, t, T.age, LOCK, T)
-            return
-        if observer is not None:
-            observer.grant(t, T, q)
-        f = part_free[q]
-        gt = f if f > t else t
-        part_holder[q] = T
-        T.grant_t[q] = gt
-        work = T.spec.ship.get(q, 0.0)  # the shipped work from gt (`at_part`; gt >= part_free[q])
-        done = gt + work
-        part_free[q] = done
-        part_busy[q] += work
-        if observer is not None and observer.message(n, node, control_bytes, done, on_lock_reply, T, q):
-            return  # the LockReply: message(n, node, control_bytes, done, on_lock_reply, T, q), inlined
-        work = local_msg_cpu_s if n == node else msg_cpu_s
-        c = coord_free[n]
-        sent = (c if c > done else done) + work
-        coord_free[n] = sent
-        coord_busy[n] += work
-        if n == node:
-            arrive = sent + lat_local
-        else:  # send(n, node, control_bytes, sent), inlined
-            f = nic_free[n]
-            done = (f if f > sent else sent) + control_busy
-            nic_free[n] = done
-            nic_busy[n] += control_busy
-            arrive = (done + lat_net + machine_delay if machine_delay and node_machine[n] != node_machine[node]
-                      else done + lat_net)
-        now = env.now
-        heappush(heap, (arrive if arrive > now else now, next(seq), on_lock_reply, T, q))
 
     def grant(t: float, T: Dtxn, q: int) -> None:
-        """T gets partition q's lock at t, or when q is free (a queued lock request's grant)."""
+        """T gets partition q's lock at t, or when q is free; on a partition not T's own it does
+        the work the request shipped and sends the LockReply (inline)."""
         if observer is not None:
             observer.grant(t, T, q)
         f = part_free[q]
@@ -331,13 +293,13 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
             now = env.now  # at(gt, next_lock, T, None), inlined
             heappush(heap, (gt if gt > now else now, next(seq), next_lock, T, None))
             return
-        work = T.spec.ship.get(q, 0.0)  # the shipped work from gt (`at_part`; gt >= part_free[q])
+        work = T.spec.ship.get(q, 0.0)  # the shipped work, from gt (q is free by then)
         done = gt + work
         part_free[q] = done
         part_busy[q] += work
         n, node = part_machine[q], T.node
         if observer is not None and observer.message(n, node, control_bytes, done, on_lock_reply, T, q):
-            return  # the LockReply: message(n, node, control_bytes, done, on_lock_reply, T, q), inlined
+            return  # the LockReply, sent inline
         work = local_msg_cpu_s if n == node else msg_cpu_s
         c = coord_free[n]
         sent = (c if c > done else done) + work
@@ -356,7 +318,7 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         heappush(heap, (arrive if arrive > now else now, next(seq), on_lock_reply, T, q))
 
     def on_lock_reply(t: float, T: Dtxn, q: int) -> None:
-        node = T.node  # at_coordinator(t, T, q), inlined (every lock on another partition)
+        node = T.node  # the coordinator's read of the reply (its CPU), inlined
         work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
         c = coord_free[node]
         read = (c if c > t else t) + work
@@ -389,7 +351,7 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     # the body and two-phase commit; `next_lock` calls `execute` once every lock is held
     # (imported here: `dtxn_commit.py` reads this module's Dtxn and kinds)
     from engine_sim.sim.dtxn_commit import bind_two_phase_commit
-    execute = bind_two_phase_commit(model, observer, message, release)
+    execute = bind_two_phase_commit(model, observer, release)
 
     model.new_dtxn = new_dtxn
     model.begin_move_txn = begin_move_txn

@@ -3,9 +3,11 @@ its locks): once every lock is held the base partition runs the body and any fra
 then sends Prepare to every other partition, takes a Vote from each, commits, sends Decide to
 each and releases its own partition; a participant commits and releases on the Decide.
 
-The messages of the hot handlers (prepare, vote, decide) are sent inline: `message`'s
-statements, with `model.send`'s for a control message, in the same order on the same values,
-then one push of the arrival (events, their times and their sequence numbers as before).
+Every message here (Frag and FragReply, Prepare, Vote, Decide) is sent inline, as
+`bind_distributed_path` describes: the statements of the sending helper and the link that
+the handlers called, in the same order on the same values, then one push of the arrival (the
+same events at the same times with the same sequence numbers). A node's read of a message
+(its CPU) and a partition's work are inlined too, each where a comment says so.
 """
 from __future__ import annotations
 
@@ -15,11 +17,10 @@ from typing import Callable
 from engine_sim.sim.dtxn import SP, Dtxn, DtxnObserver
 
 
-def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callable,
+def bind_two_phase_commit(model, observer: DtxnObserver | None,
                           release: Callable) -> Callable[[float, Dtxn], None]:
     """Bind the handlers from the body to the release to `model`'s state; returns `execute`,
-    which runs the body once every lock is held. `message` sends the rare messages (the
-    fragment rounds'), `release` frees a partition."""
+    which runs the body once every lock is held. `release` frees a partition."""
     env = model.env
     heap = env.heap
     seq = env.seq
@@ -29,7 +30,8 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
     prepare_s, commit_s, ack_s = P.prepare_s, P.commit_s, P.ack_s
     lat_local, lat_net, machine_delay = model.lat_local, model.lat_net, model.machine_delay
     node_machine, nic_free, nic_busy = model.node_machine, model.nic_free, model.nic_busy
-    control_busy = control_bytes / P.bandwidth_Bps  # send's link time of a control message
+    bandwidth = P.bandwidth_Bps
+    control_busy = control_bytes / bandwidth  # send's link time of a control message
     part_machine = model.part_machine
     part_free, part_busy = model.part_free, model.part_busy
     u_sched, u_ack_bytes, u_post = model.u_sched, model.u_ack_bytes, model.u_post
@@ -38,27 +40,6 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
     move_left = model.move_left
     coord_free, coord_busy = model.coord_free, model.coord_busy
     cpu, send = model.cpu, model.send
-
-    def at_participant(t: float, T: Dtxn, q: int) -> float:
-        """Partition q's node receives a message from T's coordinator: when it is read
-        (`cpu(n, t, work)`, inlined)."""
-        n = part_machine[q]
-        work = local_msg_cpu_s if T.node == n else msg_cpu_s
-        c = coord_free[n]
-        done = (c if c > t else t) + work
-        coord_free[n] = done
-        coord_busy[n] += work
-        return done
-
-    def at_coordinator(t: float, T: Dtxn, q: int) -> float:
-        """T's coordinator receives partition q's reply: when it is read (`cpu`, inlined)."""
-        node = T.node
-        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
-        c = coord_free[node]
-        done = (c if c > t else t) + work
-        coord_free[node] = done
-        coord_busy[node] += work
-        return done
 
     def at_part(q: int, t: float, work: float) -> float:
         """Partition q (held by its transaction) does `work` from t; returns when it is done."""
@@ -84,6 +65,8 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
             prepare(done, T)
 
     def run_round(t: float, T: Dtxn, i: int) -> None:
+        """Fragment round i: a Frag to each partition concerned (sent inline); after the
+        last round, the prepare."""
         rounds = T.spec.rounds
         if i == len(rounds):
             prepare(t, T)
@@ -91,23 +74,79 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
         r = rounds[i]
         T.round = i
         T.waiting = len(r.work)
+        src = T.node
+        nbytes = control_bytes + r.payload_bytes
         for q in r.work:
-            message(T.node, part_machine[q], control_bytes + r.payload_bytes, t, on_frag, T, q)
+            dst = part_machine[q]
+            if observer is not None and observer.message(src, dst, nbytes, t, on_frag, T, q):
+                continue
+            work = local_msg_cpu_s if src == dst else msg_cpu_s
+            c = coord_free[src]
+            sent = (c if c > t else t) + work
+            coord_free[src] = sent
+            coord_busy[src] += work
+            if src == dst:
+                arrive = sent + lat_local
+            else:  # send(src, dst, nbytes, sent), inlined
+                f = nic_free[src]
+                busy = nbytes / bandwidth
+                done = (f if f > sent else sent) + busy
+                nic_free[src] = done
+                nic_busy[src] += busy
+                arrive = (done + lat_net + machine_delay if machine_delay and node_machine[src] != node_machine[dst]
+                          else done + lat_net)
+            now = env.now
+            heappush(heap, (arrive if arrive > now else now, next(seq), on_frag, T, q))
 
     def on_frag(t: float, T: Dtxn, q: int) -> None:
+        """Partition q's node reads a Frag (its CPU) and its payload, q does its work and
+        sends the FragReply (each inlined)."""
         r = T.spec.rounds[T.round]
-        t = at_participant(t, T, q) + r.payload_bytes * ser_byte_s
-        done = at_part(q, t, r.work[q])
-        message(part_machine[q], T.node, control_bytes, done, on_frag_reply, T, q)
+        n = part_machine[q]
+        node = T.node
+        work = local_msg_cpu_s if node == n else msg_cpu_s
+        c = coord_free[n]
+        read = (c if c > t else t) + work
+        coord_free[n] = read
+        coord_busy[n] += work
+        t = read + r.payload_bytes * ser_byte_s
+        work = r.work[q]
+        f = part_free[q]
+        done = (f if f > t else t) + work
+        part_free[q] = done
+        part_busy[q] += work
+        if observer is not None and observer.message(n, node, control_bytes, done, on_frag_reply, T, q):
+            return
+        work = local_msg_cpu_s if n == node else msg_cpu_s
+        c = coord_free[n]
+        sent = (c if c > done else done) + work
+        coord_free[n] = sent
+        coord_busy[n] += work
+        if n == node:
+            arrive = sent + lat_local
+        else:  # send(n, node, control_bytes, sent), inlined
+            f = nic_free[n]
+            done = (f if f > sent else sent) + control_busy
+            nic_free[n] = done
+            nic_busy[n] += control_busy
+            arrive = (done + lat_net + machine_delay if machine_delay and node_machine[n] != node_machine[node]
+                      else done + lat_net)
+        now = env.now
+        heappush(heap, (arrive if arrive > now else now, next(seq), on_frag_reply, T, q))
 
     def on_frag_reply(t: float, T: Dtxn, q: int) -> None:
-        t = at_coordinator(t, T, q)
+        node = T.node  # the coordinator's read of the reply (its CPU), inlined
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        t = (c if c > t else t) + work
+        coord_free[node] = t
+        coord_busy[node] += work
         T.waiting -= 1
         if T.waiting == 0:
             run_round(t, T, T.round + 1)
 
     def prepare(t: float, T: Dtxn) -> None:
-        """Prepare to every partition but the base, in lock order (`message`, inlined); the
+        """Prepare to every partition but the base, in lock order (sent inline); the
         count of votes to wait for is set after the sends (nothing reads it before a vote)."""
         spec = T.spec
         base = spec.base
@@ -139,8 +178,8 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
         T.waiting = waiting
 
     def on_prepare(t: float, T: Dtxn, q: int) -> None:
-        """Partition q reads the Prepare (`at_participant`, inlined), prepares (`at_part`,
-        inlined) and sends its Vote (`message`, inlined)."""
+        """Partition q's node reads the Prepare (its CPU), q prepares and sends its Vote
+        (each inlined)."""
         n = part_machine[q]
         node = T.node
         work = local_msg_cpu_s if node == n else msg_cpu_s
@@ -173,7 +212,7 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
 
     def on_vote(t: float, T: Dtxn, q: int) -> None:
         """The coordinator reads a Vote; after the last one it commits."""
-        node = T.node  # t = at_coordinator(t, T, q), inlined (every participant votes)
+        node = T.node  # the coordinator's read of the vote (its CPU), inlined
         work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
         c = coord_free[node]
         t = (c if c > t else t) + work
@@ -183,8 +222,8 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
         T.waiting = waiting
         if waiting:
             return
-        # every vote is in (the commit, inlined): Decide to each participant (`message`,
-        # inlined), commit here, release, report
+        # every vote is in (the commit, inlined): Decide to each participant (sent
+        # inline), commit here, release, report
         spec = T.spec
         base = spec.base
         src = node
@@ -238,7 +277,7 @@ def bind_two_phase_commit(model, observer: DtxnObserver | None, message: Callabl
             heappush(heap, (arrive if arrive > now else now, next(seq), move_done, e, T.b))
 
     def on_decide(t: float, T: Dtxn, q: int) -> None:
-        n = part_machine[q]  # r = at_participant(t, T, q), inlined
+        n = part_machine[q]  # q's node reads the Decide (its CPU), inlined
         work = local_msg_cpu_s if T.node == n else msg_cpu_s
         c = coord_free[n]
         r = (c if c > t else t) + work

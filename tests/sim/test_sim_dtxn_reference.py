@@ -1,10 +1,10 @@
 """engine_sim.sim.dtxn against the code it replaced, message for message: a run's figures,
 timelines and counters must be the same to the last bit. The reference is
-`bind_distributed_path` as it was at 489f25b (before the hot handlers sent their messages
-inline, `model.send` included, the lock's and the grant's branches were inlined into the
-lock request's handler and `next_lock`, the commit into the last vote's, and the body and
-two-phase commit moved to `dtxn_commit.py`); 489f25b ran what d553a52 ran, which this test
-compared it to before."""
+`bind_distributed_path` as it was at 489f25b (before every message was sent inline where it
+is sent, `model.send`'s statements included, the lock's branch was inlined into the lock
+request's handler and `next_lock`, the commit into the last vote's handler, the arrivals'
+queue checks into theirs, and the body and two-phase commit moved to `dtxn_commit.py`);
+489f25b ran what d553a52 ran, which this test compared it to before."""
 from __future__ import annotations
 
 from heapq import heappop, heappush
