@@ -77,21 +77,30 @@ class DtxnObserver:
 def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     """Bind the distributed-transaction handlers to `model` as closures over its state (as
     `hotpath.py` does for the single-sited path: no `self.` lookups, events pushed straight
-    onto the heap). `observer`, if given, sees each message, grant and release as it happens."""
+    onto the heap): the queues, arrival and locking here, the body and the two-phase commit
+    from `dtxn_commit.py`. `observer`, if given, sees each message, grant and release as it
+    happens (and may drop a message or a release).
+
+    Every message is sent inline, where it is sent (the hot handlers' most frequent calls
+    were the sending helper's and the link's): the sender's CPU from t (`model.cpu`'s
+    statements; the local cost within a node), then to another node the link (`model.send`'s
+    statements, a control message's link time worked out once), the latency, and the
+    arrival pushed with its handler; the observer sees it first."""
     env = model.env
     heap = env.heap
     seq = env.seq
     P = model.P
     control_bytes, ser_byte_s = P.control_bytes, P.ser_byte_s
     msg_cpu_s, local_msg_cpu_s = P.msg_cpu_s, P.local_msg_cpu_s
-    prepare_s, commit_s, sched_s, ack_s = P.prepare_s, P.commit_s, P.sched_s, P.ack_s
-    lat_local = model.lat_local
+    sched_s = P.sched_s
+    lat_local, lat_net, machine_delay = model.lat_local, model.lat_net, model.machine_delay
+    node_machine, nic_free, nic_busy = model.node_machine, model.nic_free, model.nic_busy
+    control_busy = control_bytes / P.bandwidth_Bps  # send's link time of a control message
     part_machine = model.part_machine
     part_free, part_busy, part_held = model.part_free, model.part_busy, model.part_held
     part_holder, part_queue = model.part_holder, model.part_queue
-    u_send_bytes, u_sched, u_ack_bytes, u_post = model.u_send_bytes, model.u_sched, model.u_ack_bytes, model.u_post
-    u_dist_count = model.u_dist_count
-    e_move_txn, e_src, e_move_time = model.e_move_txn, model.e_src, model.e_move_time
+    u_send_bytes = model.u_send_bytes
+    e_move_txn = model.e_move_txn
     move_left = model.move_left
     coord_free, coord_busy = model.coord_free, model.coord_busy
     cpu, send = model.cpu, model.send
@@ -99,58 +108,6 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     def at(time: float, fn, a, b) -> None:  # Environment.at, inlined
         now = env.now
         heappush(heap, (time if time > now else now, next(seq), fn, a, b))
-
-    # -- messages --------------------------------------------------------------------------------
-    def message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
-        """Send one message from node src at t: the sender's CPU, the link, the latency; the
-        handler runs on arrival (and takes the receiver's CPU itself)."""
-        if observer.message(src, dst, nbytes, t, handler, T, q):
-            return
-        send_message(src, dst, nbytes, t, handler, T, q)
-
-    def send_message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
-        """`message` past the observer (the only one where there is none: a run's most
-        frequent call, one check fewer)."""
-        work = local_msg_cpu_s if src == dst else msg_cpu_s
-        c = coord_free[src]  # cpu(src, t, work) and at(...), inlined: the path's hottest call
-        sent = (c if c > t else t) + work
-        coord_free[src] = sent
-        coord_busy[src] += work
-        arrive = sent + lat_local if src == dst else send(src, dst, nbytes, sent)
-        now = env.now
-        heappush(heap, (arrive if arrive > now else now, next(seq), handler, T, q))
-
-    if observer is None:
-        message = send_message  # noqa: F811 (the same sends, without asking an observer)
-
-    def at_participant(t: float, T: Dtxn, q: int) -> float:
-        """Partition q's node receives a message from T's coordinator: when it is read
-        (`cpu(n, t, work)`, inlined: every message is read)."""
-        n = part_machine[q]
-        work = local_msg_cpu_s if T.node == n else msg_cpu_s
-        c = coord_free[n]
-        done = (c if c > t else t) + work
-        coord_free[n] = done
-        coord_busy[n] += work
-        return done
-
-    def at_coordinator(t: float, T: Dtxn, q: int) -> float:
-        """T's coordinator receives partition q's reply: when it is read (`cpu`, inlined)."""
-        node = T.node
-        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
-        c = coord_free[node]
-        done = (c if c > t else t) + work
-        coord_free[node] = done
-        coord_busy[node] += work
-        return done
-
-    def at_part(q: int, t: float, work: float) -> float:
-        """Partition q (held by its transaction) does `work` from t; returns when it is done."""
-        f = part_free[q]
-        fin = (f if f > t else t) + work
-        part_free[q] = fin
-        part_busy[q] += work
-        return fin
 
     # -- serving a partition's queue (the engine's sites) --------------------------------------
     part_serves = model.part_serves
@@ -200,8 +157,14 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
             next_lock(f if f > t else t, item)
 
     def enqueue(q: int, t: float, age: tuple[float, int], kind: int, item) -> None:
-        heappush(part_queue[q], (age[0], age[1], kind, item))
-        kick(q, t)
+        queue = part_queue[q]
+        heappush(queue, (age[0], age[1], kind, item))
+        if not serving[q] and part_holder[q] is None:  # kick(q, t) and its at(...), inlined
+            serving[q] = True
+            f = part_free[q]
+            f = f if f > t else t
+            now = env.now
+            heappush(heap, (f if f > now else now, next(seq), serve, q, None))
 
     def must_queue(q: int, t: float) -> bool:
         """Work reaching partition q at t waits in its queue: q is held, or it is a site that
@@ -215,24 +178,32 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
     def new_dtxn(created: float, kind: int, u: int, b: int, spec: DistSpec, stream: int = 0) -> Dtxn:
         return Dtxn((created, next(seq)), kind, u, b, spec, part_machine[spec.base], stream)
 
-    def begin_dtxn(t: float, T: Dtxn) -> None:
-        """T's TxnRequest reached its base partition: queued, or started when it is free."""
+    def arrive_dtxn(t: float, T: Dtxn, _unused) -> None:
+        """T's TxnRequest reached its base partition: queued (`must_queue`, inlined), or started
+        when it is free."""
         base = T.spec.base
-        if must_queue(base, t):
+        if part_holder[base] is not None or (part_serves[base] and (part_free[base] > t or bool(part_queue[base]))):
             enqueue(base, t, T.age, START, T)
         else:
             f = part_free[base]
             next_lock(f if f > t else t, T)
-
-    def arrive_dtxn(t: float, T: Dtxn, _unused) -> None:
-        begin_dtxn(t, T)
 
     def remote_dtxn(t: float, T: Dtxn, src: int) -> None:
         """A TxnRequest from a scheduler on another node (with its input batch, for an SP
         under RPC MOVEs): received, then queued."""
         data = u_send_bytes[T.u] - control_bytes if T.kind == SP else 0.0
         node = T.node
-        begin_dtxn(cpu(node, t, (local_msg_cpu_s if src == node else msg_cpu_s) + data * ser_byte_s), T)
+        work = (local_msg_cpu_s if src == node else msg_cpu_s) + data * ser_byte_s
+        c = coord_free[node]  # cpu(node, t, work), inlined
+        t = (c if c > t else t) + work
+        coord_free[node] = t
+        coord_busy[node] += work
+        base = T.spec.base  # then as arrive_dtxn(t, T, None), inlined
+        if part_holder[base] is not None or (part_serves[base] and (part_free[base] > t or bool(part_queue[base]))):
+            enqueue(base, t, T.age, START, T)
+        else:
+            f = part_free[base]
+            next_lock(f if f > t else t, T)
 
     def begin_move_txn(t: float, e: int, b: int, m: int) -> None:
         """The producer's scheduler (on node m) creates one MOVE transaction per stream of edge
@@ -249,21 +220,59 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
                 at(send(m, T.node, control_bytes, sent), remote_dtxn, T, m)
 
     def next_lock(t: float, T: Dtxn, _unused=None) -> None:
-        parts = T.spec.parts
-        if T.next == len(parts):
+        """T takes its next lock from t (or runs its body once it holds them all)."""
+        spec = T.spec
+        parts = spec.parts
+        i = T.next
+        if i == len(parts):
             execute(t, T)
             return
-        q = parts[T.next]
-        T.next += 1
-        if q == T.spec.base:
-            lock(t, T, q)  # its own partition: no message
-        else:
-            message(T.node, part_machine[q], control_bytes, t, on_lock_req, T, q)
+        q = parts[i]
+        T.next = i + 1
+        if q == spec.base:  # its own partition, no message: lock(t, T, q), inlined
+            queue = part_queue[q]
+            if part_holder[q] is None and (not part_serves[q]
+                                           or (part_free[q] <= t and (not queue or T.age < queue[0][:2]))):
+                if observer is not None:  # grant(t, T, q) of its own partition, inlined
+                    observer.grant(t, T, q)
+                f = part_free[q]
+                gt = f if f > t else t
+                part_holder[q] = T
+                T.grant_t[q] = gt
+                now = env.now  # at(gt, next_lock, T, None), inlined
+                heappush(heap, (gt if gt > now else now, next(seq), next_lock, T, None))
+            else:
+                enqueue(q, t, T.age, LOCK, T)
+            return
+        src, dst = T.node, part_machine[q]  # the LockReq, sent inline
+        if observer is not None and observer.message(src, dst, control_bytes, t, on_lock_req, T, q):
+            return
+        work = local_msg_cpu_s if src == dst else msg_cpu_s
+        c = coord_free[src]
+        sent = (c if c > t else t) + work
+        coord_free[src] = sent
+        coord_busy[src] += work
+        if src == dst:
+            arrive = sent + lat_local
+        else:  # send(src, dst, control_bytes, sent), inlined
+            f = nic_free[src]
+            done = (f if f > sent else sent) + control_busy
+            nic_free[src] = done
+            nic_busy[src] += control_busy
+            arrive = (done + lat_net + machine_delay if machine_delay and node_machine[src] != node_machine[dst]
+                      else done + lat_net)
+        now = env.now
+        heappush(heap, (arrive if arrive > now else now, next(seq), on_lock_req, T, q))
 
     def on_lock_req(t: float, T: Dtxn, q: int) -> None:
-        lock(at_participant(t, T, q), T, q)
-
-    def lock(t: float, T: Dtxn, q: int) -> None:
+        """Partition q's node reads T's LockReq (its CPU, inlined) and locks q for T (`lock`,
+        inlined): granted now, or queued."""
+        n = part_machine[q]
+        work = local_msg_cpu_s if T.node == n else msg_cpu_s
+        c = coord_free[n]
+        t = (c if c > t else t) + work
+        coord_free[n] = t
+        coord_busy[n] += work
         queue = part_queue[q]
         if part_holder[q] is None and (not part_serves[q]
                                        or (part_free[q] <= t and (not queue or T.age < queue[0][:2]))):
@@ -272,6 +281,8 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
             enqueue(q, t, T.age, LOCK, T)
 
     def grant(t: float, T: Dtxn, q: int) -> None:
+        """T gets partition q's lock at t, or when q is free; on a partition not T's own it does
+        the work the request shipped and sends the LockReply (inline)."""
         if observer is not None:
             observer.grant(t, T, q)
         f = part_free[q]
@@ -282,139 +293,38 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
             now = env.now  # at(gt, next_lock, T, None), inlined
             heappush(heap, (gt if gt > now else now, next(seq), next_lock, T, None))
             return
-        work = T.spec.ship.get(q, 0.0)  # the shipped work: at_part(q, gt, work), inlined
-        f = part_free[q]
-        done = (f if f > gt else gt) + work
+        work = T.spec.ship.get(q, 0.0)  # the shipped work, from gt (q is free by then)
+        done = gt + work
         part_free[q] = done
         part_busy[q] += work
-        message(part_machine[q], T.node, control_bytes, done, on_lock_reply, T, q)
+        n, node = part_machine[q], T.node
+        if observer is not None and observer.message(n, node, control_bytes, done, on_lock_reply, T, q):
+            return  # the LockReply, sent inline
+        work = local_msg_cpu_s if n == node else msg_cpu_s
+        c = coord_free[n]
+        sent = (c if c > done else done) + work
+        coord_free[n] = sent
+        coord_busy[n] += work
+        if n == node:
+            arrive = sent + lat_local
+        else:  # send(n, node, control_bytes, sent), inlined
+            f = nic_free[n]
+            done = (f if f > sent else sent) + control_busy
+            nic_free[n] = done
+            nic_busy[n] += control_busy
+            arrive = (done + lat_net + machine_delay if machine_delay and node_machine[n] != node_machine[node]
+                      else done + lat_net)
+        now = env.now
+        heappush(heap, (arrive if arrive > now else now, next(seq), on_lock_reply, T, q))
 
     def on_lock_reply(t: float, T: Dtxn, q: int) -> None:
-        node = T.node  # at_coordinator(t, T, q), inlined (every lock on another partition)
+        node = T.node  # the coordinator's read of the reply (its CPU), inlined
         work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
         c = coord_free[node]
         read = (c if c > t else t) + work
         coord_free[node] = read
         coord_busy[node] += work
         next_lock(read, T)
-
-    # -- execution and two-phase commit ----------------------------------------------------------
-    def execute(t: float, T: Dtxn) -> None:
-        """Every lock held: the body runs on the base partition, then its fragment rounds
-        (`run_round(at_part(base, t, exec_s), T, 0)`, inlined: a transaction without rounds,
-        most, goes to its prepare straight away, as `run_round` would send it)."""
-        spec = T.spec
-        base, work = spec.base, spec.exec_s
-        f = part_free[base]
-        done = (f if f > t else t) + work
-        part_free[base] = done
-        part_busy[base] += work
-        if spec.rounds:
-            run_round(done, T, 0)
-        else:
-            prepare(done, T)
-
-    def run_round(t: float, T: Dtxn, i: int) -> None:
-        rounds = T.spec.rounds
-        if i == len(rounds):
-            prepare(t, T)
-            return
-        r = rounds[i]
-        T.round = i
-        T.waiting = len(r.work)
-        for q in r.work:
-            message(T.node, part_machine[q], control_bytes + r.payload_bytes, t, on_frag, T, q)
-
-    def on_frag(t: float, T: Dtxn, q: int) -> None:
-        r = T.spec.rounds[T.round]
-        t = at_participant(t, T, q) + r.payload_bytes * ser_byte_s
-        done = at_part(q, t, r.work[q])
-        message(part_machine[q], T.node, control_bytes, done, on_frag_reply, T, q)
-
-    def on_frag_reply(t: float, T: Dtxn, q: int) -> None:
-        t = at_coordinator(t, T, q)
-        T.waiting -= 1
-        if T.waiting == 0:
-            run_round(t, T, T.round + 1)
-
-    def prepare(t: float, T: Dtxn) -> None:
-        base = T.spec.base
-        others = [q for q in T.spec.parts if q != base]
-        T.waiting = len(others)
-        for q in others:
-            message(T.node, part_machine[q], control_bytes, t, on_prepare, T, q)
-
-    def on_prepare(t: float, T: Dtxn, q: int) -> None:
-        r = at_participant(t, T, q)
-        f = part_free[q]  # at_part(q, r, prepare_s), inlined (one call a participant)
-        done = (f if f > r else r) + prepare_s
-        part_free[q] = done
-        part_busy[q] += prepare_s
-        message(part_machine[q], T.node, control_bytes, done, on_vote, T, q)
-
-    def on_vote(t: float, T: Dtxn, q: int) -> None:
-        node = T.node  # t = at_coordinator(t, T, q), inlined (every participant votes)
-        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
-        c = coord_free[node]
-        t = (c if c > t else t) + work
-        coord_free[node] = t
-        coord_busy[node] += work
-        T.waiting -= 1
-        if T.waiting == 0:
-            commit_dtxn(t, T)
-
-    def commit_dtxn(t: float, T: Dtxn) -> None:
-        """Every vote is in: Decide to each participant, commit here, release, report."""
-        spec = T.spec
-        base = spec.base
-        for q in spec.parts:
-            if q != base:
-                message(T.node, part_machine[q], control_bytes, t, on_decide, T, q)
-        f = part_free[base]  # at_part(base, t, commit_s), inlined
-        done = (f if f > t else t) + commit_s
-        part_free[base] = done
-        part_busy[base] += commit_s
-        post = u_post[T.u] if T.kind == SP else None
-        after = post[T.b] if post is not None else 0.0
-        if after:
-            at_part(base, done, after)
-        at(done + after, release, T, base)
-        model.dist_txns += 1
-        if T.kind == SP:
-            u = T.u
-            u_dist_count[u] += 1
-            acked = send(T.node, u_sched[u], u_ack_bytes[u], done)
-            now = env.now  # at(acked, model._commit, u, T.b), inlined
-            heappush(heap, (acked if acked > now else now, next(seq), model._commit, u, T.b))
-        else:
-            model.move_txns += 1
-            e = T.u
-            m = u_sched[e_src[e]]
-            e_move_time[e] += done - T.age[0]
-            at(send(T.node, m, control_bytes, done), move_done, e, T.b)
-
-    def on_decide(t: float, T: Dtxn, q: int) -> None:
-        r = at_participant(t, T, q)
-        f = part_free[q]  # at_part(q, r, commit_s) and at(done, release, T, q), inlined
-        done = (f if f > r else r) + commit_s
-        part_free[q] = done
-        part_busy[q] += commit_s
-        now = env.now
-        heappush(heap, (done if done > now else now, next(seq), release, T, q))
-
-    def move_done(t: float, e: int, b: int) -> None:
-        """The producer's scheduler takes one MOVE transaction's outcome; when every stream of
-        the edge is moved it invokes the consumer (the batch already lies in its partition)."""
-        m = u_sched[e_src[e]]
-        src = part_machine[e_move_txn[e][0].base]
-        ready = cpu(m, t, ack_s + (local_msg_cpu_s if src == m else msg_cpu_s))
-        key = (e, b)
-        left = move_left[key] - 1
-        if left:
-            move_left[key] = left
-            return
-        del move_left[key]
-        model._forward(ready, e, b, m)
 
     def release(t: float, T: Dtxn, q: int) -> None:
         if observer is not None and observer.release(t, T, q):
@@ -426,12 +336,22 @@ def bind_distributed_path(model, observer: DtxnObserver | None = None) -> None:
         if part_free[q] < t:
             part_free[q] = t
         if part_serves[q]:
-            kick(q, t)
+            if not serving[q] and part_queue[q]:  # kick(q, t) and its at(...), inlined (q is free now)
+                serving[q] = True
+                f = part_free[q]
+                f = f if f > t else t
+                now = env.now
+                heappush(heap, (f if f > now else now, next(seq), serve, q, None))
             return
         queue = part_queue[q]  # the queued work reserves the partition, oldest first
         while queue and part_holder[q] is None:
             _, _, kind, item = heappop(queue)
             run_queued(t, q, kind, item)
+
+    # the body and two-phase commit; `next_lock` calls `execute` once every lock is held
+    # (imported here: `dtxn_commit.py` reads this module's Dtxn and kinds)
+    from engine_sim.sim.dtxn_commit import bind_two_phase_commit
+    execute = bind_two_phase_commit(model, observer, release)
 
     model.new_dtxn = new_dtxn
     model.begin_move_txn = begin_move_txn

@@ -1,8 +1,10 @@
 """engine_sim.sim.dtxn against the code it replaced, message for message: a run's figures,
 timelines and counters must be the same to the last bit. The reference is
-`bind_distributed_path` as it was at d553a52 (before the observer's check left the messages
-of a run without one, and the CPU and partition reservations and event pushes of the lock
-replies', the body's and the commit's handlers were inlined)."""
+`bind_distributed_path` as it was at 489f25b (before every message was sent inline where it
+is sent, `model.send`'s statements included, the lock's branch was inlined into the lock
+request's handler and `next_lock`, the commit into the last vote's handler, the arrivals'
+queue checks into theirs, and the body and two-phase commit moved to `dtxn_commit.py`);
+489f25b ran what d553a52 ran, which this test compared it to before."""
 from __future__ import annotations
 
 from heapq import heappop, heappush
@@ -44,8 +46,13 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
     def message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
         """Send one message from node src at t: the sender's CPU, the link, the latency; the
         handler runs on arrival (and takes the receiver's CPU itself)."""
-        if observer is not None and observer.message(src, dst, nbytes, t, handler, T, q):
+        if observer.message(src, dst, nbytes, t, handler, T, q):
             return
+        send_message(src, dst, nbytes, t, handler, T, q)
+
+    def send_message(src: int, dst: int, nbytes: float, t: float, handler, T: Dtxn, q: int) -> None:
+        """`message` past the observer (the only one where there is none: a run's most
+        frequent call, one check fewer)."""
         work = local_msg_cpu_s if src == dst else msg_cpu_s
         c = coord_free[src]  # cpu(src, t, work) and at(...), inlined: the path's hottest call
         sent = (c if c > t else t) + work
@@ -55,15 +62,29 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
         now = env.now
         heappush(heap, (arrive if arrive > now else now, next(seq), handler, T, q))
 
+    if observer is None:
+        message = send_message  # noqa: F811 (the same sends, without asking an observer)
+
     def at_participant(t: float, T: Dtxn, q: int) -> float:
-        """Partition q's node receives a message from T's coordinator: when it is read."""
+        """Partition q's node receives a message from T's coordinator: when it is read
+        (`cpu(n, t, work)`, inlined: every message is read)."""
         n = part_machine[q]
-        return cpu(n, t, local_msg_cpu_s if T.node == n else msg_cpu_s)
+        work = local_msg_cpu_s if T.node == n else msg_cpu_s
+        c = coord_free[n]
+        done = (c if c > t else t) + work
+        coord_free[n] = done
+        coord_busy[n] += work
+        return done
 
     def at_coordinator(t: float, T: Dtxn, q: int) -> float:
-        """T's coordinator receives partition q's reply: when it is read."""
+        """T's coordinator receives partition q's reply: when it is read (`cpu`, inlined)."""
         node = T.node
-        return cpu(node, t, local_msg_cpu_s if node == part_machine[q] else msg_cpu_s)
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        done = (c if c > t else t) + work
+        coord_free[node] = done
+        coord_busy[node] += work
+        return done
 
     def at_part(q: int, t: float, work: float) -> float:
         """Partition q (held by its transaction) does `work` from t; returns when it is done."""
@@ -200,18 +221,40 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
         part_holder[q] = T
         T.grant_t[q] = gt
         if q == T.spec.base:
-            at(gt, next_lock, T, None)
+            now = env.now  # at(gt, next_lock, T, None), inlined
+            heappush(heap, (gt if gt > now else now, next(seq), next_lock, T, None))
             return
-        done = at_part(q, gt, T.spec.ship.get(q, 0.0))  # the shipped work
+        work = T.spec.ship.get(q, 0.0)  # the shipped work: at_part(q, gt, work), inlined
+        f = part_free[q]
+        done = (f if f > gt else gt) + work
+        part_free[q] = done
+        part_busy[q] += work
         message(part_machine[q], T.node, control_bytes, done, on_lock_reply, T, q)
 
     def on_lock_reply(t: float, T: Dtxn, q: int) -> None:
-        next_lock(at_coordinator(t, T, q), T)
+        node = T.node  # at_coordinator(t, T, q), inlined (every lock on another partition)
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        read = (c if c > t else t) + work
+        coord_free[node] = read
+        coord_busy[node] += work
+        next_lock(read, T)
 
     # -- execution and two-phase commit ----------------------------------------------------------
     def execute(t: float, T: Dtxn) -> None:
-        """Every lock held: the body runs on the base partition, then its fragment rounds."""
-        run_round(at_part(T.spec.base, t, T.spec.exec_s), T, 0)
+        """Every lock held: the body runs on the base partition, then its fragment rounds
+        (`run_round(at_part(base, t, exec_s), T, 0)`, inlined: a transaction without rounds,
+        most, goes to its prepare straight away, as `run_round` would send it)."""
+        spec = T.spec
+        base, work = spec.base, spec.exec_s
+        f = part_free[base]
+        done = (f if f > t else t) + work
+        part_free[base] = done
+        part_busy[base] += work
+        if spec.rounds:
+            run_round(done, T, 0)
+        else:
+            prepare(done, T)
 
     def run_round(t: float, T: Dtxn, i: int) -> None:
         rounds = T.spec.rounds
@@ -244,11 +287,20 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
             message(T.node, part_machine[q], control_bytes, t, on_prepare, T, q)
 
     def on_prepare(t: float, T: Dtxn, q: int) -> None:
-        done = at_part(q, at_participant(t, T, q), prepare_s)
+        r = at_participant(t, T, q)
+        f = part_free[q]  # at_part(q, r, prepare_s), inlined (one call a participant)
+        done = (f if f > r else r) + prepare_s
+        part_free[q] = done
+        part_busy[q] += prepare_s
         message(part_machine[q], T.node, control_bytes, done, on_vote, T, q)
 
     def on_vote(t: float, T: Dtxn, q: int) -> None:
-        t = at_coordinator(t, T, q)
+        node = T.node  # t = at_coordinator(t, T, q), inlined (every participant votes)
+        work = local_msg_cpu_s if node == part_machine[q] else msg_cpu_s
+        c = coord_free[node]
+        t = (c if c > t else t) + work
+        coord_free[node] = t
+        coord_busy[node] += work
         T.waiting -= 1
         if T.waiting == 0:
             commit_dtxn(t, T)
@@ -260,7 +312,10 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
         for q in spec.parts:
             if q != base:
                 message(T.node, part_machine[q], control_bytes, t, on_decide, T, q)
-        done = at_part(base, t, commit_s)
+        f = part_free[base]  # at_part(base, t, commit_s), inlined
+        done = (f if f > t else t) + commit_s
+        part_free[base] = done
+        part_busy[base] += commit_s
         post = u_post[T.u] if T.kind == SP else None
         after = post[T.b] if post is not None else 0.0
         if after:
@@ -270,7 +325,9 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
         if T.kind == SP:
             u = T.u
             u_dist_count[u] += 1
-            at(send(T.node, u_sched[u], u_ack_bytes[u], done), model._commit, u, T.b)
+            acked = send(T.node, u_sched[u], u_ack_bytes[u], done)
+            now = env.now  # at(acked, model._commit, u, T.b), inlined
+            heappush(heap, (acked if acked > now else now, next(seq), model._commit, u, T.b))
         else:
             model.move_txns += 1
             e = T.u
@@ -279,8 +336,13 @@ def bind_distributed_path_before(model, observer: DtxnObserver | None = None) ->
             at(send(T.node, m, control_bytes, done), move_done, e, T.b)
 
     def on_decide(t: float, T: Dtxn, q: int) -> None:
-        done = at_part(q, at_participant(t, T, q), commit_s)
-        at(done, release, T, q)
+        r = at_participant(t, T, q)
+        f = part_free[q]  # at_part(q, r, commit_s) and at(done, release, T, q), inlined
+        done = (f if f > r else r) + commit_s
+        part_free[q] = done
+        part_busy[q] += commit_s
+        now = env.now
+        heappush(heap, (done if done > now else now, next(seq), release, T, q))
 
     def move_done(t: float, e: int, b: int) -> None:
         """The producer's scheduler takes one MOVE transaction's outcome; when every stream of
