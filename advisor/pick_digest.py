@@ -6,7 +6,7 @@ options give the same design. `request_digest` hashes all of them (the code as t
 the packages the pick runs: a changed line is another request); `placement_digest` hashes
 where the design puts everything, so an edited file no longer passes as the pick. A report
 of a design `recommend` wrote then skips the search it would only repeat
-(`reports.report.compared_designs`). Where a part of the request has no stable identity (an
+(`reports.compared.compared_designs`). Where a part of the request has no stable identity (an
 input with no digest, a caller's own search or simulator, a migration) there is no digest and
 nothing is skipped.
 """

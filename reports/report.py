@@ -4,9 +4,10 @@
 the spec, the baselines; the simulator's predictions; a validation), computes only the
 report's own analyses (sensitivity, scaling, suggestions), draws the figures as embedded PNGs
 and fills the Jinja2 template with autoescaping on, so a name from a spec is always shown as
-text. Nothing in the file refers to the network. `report_recommendation` computes the inputs
-when only a design file is given; `report_design` (what `advisor report` runs) writes the same
-report with that comparison worked out beside the report's own sections.
+text. Nothing in the file refers to the network. `reports.compared.report_recommendation`
+computes the inputs when only a design file is given; `report_design` (what `advisor report`
+runs) writes the same report with that comparison worked out beside the report's own sections
+(`reports.sections`: what runs side by side).
 """
 from __future__ import annotations
 
@@ -22,15 +23,15 @@ from costmodel.workload import cluster_text
 from costmodel.files import atomic_write_text
 from costmodel.text import html_visible
 from costmodel.design import Design
-from costmodel.errors import UserError
 from advisor.parallel_runs import serial_picks
+from reports.compared import compared_designs, report_subject
 from reports.parallel import InlinePool, section_pool, usable_cores
 from reports.predict import PredictOptions, predict
+from reports.sections import section_jobs, section_names, start_predictions, start_sections
 from reports.sensitivity import design_signature, machine_changes, placement_signature
 
 TEMPLATE = "report.html.j2"
 THIS_DESIGN = "this design"  # how the report names the design it is about
-CURRENT_SEARCH = "advisor (current search)"  # the search's own design, where it differs
 
 
 @dataclass
@@ -77,109 +78,6 @@ def _tps(x) -> str:
     return "n/a" if x is None else f"{x:,.0f}"
 
 
-def report_recommendation(design: Design | str | Path, source, *, workload=None, seed: int = 0,
-                          baselines: bool = True, calibration=None):
-    """What a report compares a design with, computed when only the design is given: the graph
-    on the design's cluster, the spec to simulate (`workload`, when the source is statistics),
-    the current search's design where it differs, and every baseline.
-
-    `source` is what the design was made for (bundled name, spec path, Workload or statistics
-    dir); `calibration` is what the comparison's pick predicts with, as `recommend` takes it
-    (the report's own predictions should use the same). Returns a `Recommendation` whose
-    `design` is the given one, scored on this source.
-    """
-    from advisor.recommendation import Recommendation
-
-    design, graph, workload = report_subject(design, source, workload=workload)
-    compared = compared_designs(design, graph, workload, seed, calibration, source) if baselines else {}
-    return Recommendation(design, graph, compared, workload=workload)
-
-
-def report_subject(design: Design | str | Path, source, *, workload=None) -> tuple:
-    """(the design scored on `source`, its graph on the design's cluster, the spec to simulate or
-    None): what a report of a design file is about, before anything is compared with it. A
-    design without weights gets those `recommend` prices, as `evaluate` gives it."""
-    from advisor.sources import is_statistics_source, load_source_for
-    from costmodel.granularity import workload_at
-    from costmodel.graph import WorkloadGraph
-    from advisor.priced_weights import default_weights
-
-    if not isinstance(design, Design):
-        design = Design.load(design)
-    spec, graph = load_source_for(design, source)
-    if workload is not None and spec is not None and not is_statistics_source(source):
-        # (the graph was priced from the source and the other spec simulated: two workloads)
-        raise UserError("a spec to simulate (--spec) is for a source of statistics; this source is a "
-                        "workload spec, simulated as it is: leave --spec out or give the statistics")
-    graph = graph.with_cluster(design.machines, design.partitions_per_machine)
-    workload = workload_at(workload, design.state) if workload is not None else spec
-    if workload is not None:  # it will be simulated: a cluster the simulator cannot model is said now
-        from engine_sim.sim.compiled import check_simulated_partitions
-
-        check_simulated_partitions(design.n_partitions)
-    if workload is not None:
-        workload = workload.with_cluster(design.machines, design.partitions_per_machine)
-    design.arrays(graph)  # fails with a one-line DesignError if the names do not match
-    if workload is not None and workload is not spec:
-        design.arrays(WorkloadGraph.from_workload(workload))  # the spec to simulate must match too
-    if not design.weights_stated:  # a file without weights: those recommend prices, as evaluate does
-        design = replace(design, weights=default_weights(graph), weights_stated=True)
-    return replace(design, cost=design.score(graph)), graph, workload  # the caller's object stays
-
-
-def compared_designs(design: Design, graph, workload, seed: int = 0, calibration=None,
-                     source=None) -> dict[str, Design]:
-    """The designs a report puts beside `design`: the current search's pick (`recommend` at the
-    design's weights, with `calibration`) where it differs, then every baseline. A design with
-    data-parallel lanes is compared as `recommend --data-parallel` compares it (with `source`,
-    its table-level workload): that pick, the table-level pick and the table-level baselines,
-    each at the design's items (`_at_items`)."""
-    from advisor import __version__
-    from advisor.api import recommend
-    from advisor.baselines import BASELINES, baseline_design
-    from advisor.pick_digest import is_the_pick, pick_request
-
-    if design.data_parallel and workload is not None and source is not None:
-        lanes = _compared_with_lanes(design, graph, source, seed, calibration)
-        if lanes is not None:
-            return lanes
-    if workload is not None and is_the_pick(design, pick_request(graph, workload, design.weights, seed, calibration)):
-        # the file is, unedited, what this search gives: only the baselines are new
-        provenance = {"seed": seed, "input_sha256": graph.source_sha256, "version": __version__}
-        placed = {name: baseline_design(name, graph, design.weights, seed, provenance) for name in BASELINES}
-        return {name: d for name, d in placed.items() if d is not None}
-    current = recommend(graph, weights=design.weights, seed=seed, workload=workload, calibration=calibration)
-    compared = {}
-    if placement_signature(current.design) != placement_signature(design):
-        compared[CURRENT_SEARCH] = current.design
-    compared.update(current.baselines)
-    return compared
-
-
-def _compared_with_lanes(design: Design, graph, source, seed: int, calibration) -> dict[str, Design] | None:
-    """`compared_designs` of a design with lanes: on the fragment graph, searched again there,
-    it met an "advisor (current search)" that never weighs lanes and baselines that split
-    every table, none of which `recommend` showed; None where the source holds no spec."""
-    from advisor.api import recommend
-    from advisor.sources import load_source
-
-    spec, _ = load_source(source)
-    if spec is None:
-        return None
-    rec = recommend(spec.with_cluster(design.machines, design.partitions_per_machine), weights=design.weights,
-                    seed=seed, calibration=calibration, data_parallel=True)
-    chosen = rec.selection.chosen
-    table_pick = Design.from_arrays(rec.graph, chosen.proc_part, chosen.state_part, design.weights,
-                                    method="table-level pick")
-    compared = {}
-    for name, d in {CURRENT_SEARCH: rec.design, "table-level pick": table_pick, **rec.baselines}.items():
-        at = _at_items(d, design, graph)
-        if name == CURRENT_SEARCH and placement_signature(at) == placement_signature(design):
-            continue
-        compared[name] = replace(at, cost=at.score(graph, design.weights))
-    return compared
-
-
 def _provenance_line(provenance: dict) -> str:
     """The header's seed, pick and version: the candidate `recommend` picked (`picked`), not the
     cost search's best (`search`), which the header named though the pick was another."""
@@ -193,21 +91,6 @@ def _predicted_for(calibration) -> str:
     from engine_sim.sim import Calibration
 
     return calibration_label(Calibration.reference() if calibration is None else calibration)
-
-
-def _at_items(d: Design, like: Design, graph) -> Design:
-    """`d` placing `like`'s state items: a table's fragments where `d` places the table whole
-    (the same placement at the finer grain; a design with its own fragments keeps them). An
-    item's table is read among `like`'s items (`tables_among`): cut at the first '@', a spec's
-    `Trade@Type@7` went with a table `Trade`, or was dropped where `d` had none."""
-    from costmodel.granularity import tables_among
-
-    if set(d.state) == set(like.state):
-        return d
-    table_of = tables_among(like.state)
-    state = {n: d.state[n] if n in d.state else d.state.get(table_of[n]) for n in like.state
-             if n in d.state or table_of[n] in d.state}
-    return replace(d, state=state).with_windows(graph)
 
 
 def report_design(design: Design | str | Path, source, *, workload=None, seed: int | None = None,
@@ -277,8 +160,8 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     known = dict(predictions or {})
     scaling = o.scaling and workload is not None  # (with a workload, this design is simulated)
     comparing = compare is not None and o.baselines
-    sections = _sections(o, scaling or comparing or len(designs) > 1)
-    jobs = _report_jobs(o, len(sections) + comparing)
+    sections = section_names(o, scaling or comparing or len(designs) > 1)
+    jobs = section_jobs(o, len(sections) + comparing)
     with section_pool(jobs) as pool:  # the workers start while this design is simulated
         compared = pool.submit_first(compare[0], *compare[1]) if comparing else None  # a worker takes it at once
         if workload is not None and known.get(_prediction_key(THIS_DESIGN)) is None:
@@ -288,7 +171,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         if not isinstance(pool, InlinePool):
             say(f"{', '.join(sections)}: side by side in this process and {jobs - 1} "
                 f"worker{'s' if jobs > 2 else ''}")
-        sections_done = _start_sections(pool, o, design, graph, workload, own_sim, scaling, say)
+        sections_done = start_sections(pool, o, design, graph, workload, own_sim, scaling, say)
         say("drawing figures")
         figures = {
             "graph": _png(lambda ax: F.plot_graph(design, graph, ax=ax), graph_figsize(design, graph)),
@@ -301,7 +184,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         missing = {n: designs[n] for n, sim in sims.items() if sim is None}
         if missing:
             say(f"simulating {len(missing)} designs")
-        _predictions_task(pool, sections_done, o, design, workload, own_sim, missing, scaling)
+        start_predictions(pool, sections_done, o, design, workload, own_sim, missing, scaling)
         figures["cost"] = _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6))
         pool.work_here()  # the sections no worker has started yet
         # the sweep's figure first (its tasks went in last: this process has usually run them),
@@ -367,148 +250,6 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
 
     context["migration"] = migration_context(migration)
     return html_visible(_environment().get_template(TEMPLATE).render(**context))
-
-
-# -- the independent sections, side by side -------------------------------------------------
-
-def _sections(o: ReportOptions, predictions: bool) -> list[str]:
-    """The report's parts that need none of each other's results (`predictions`: the candidate
-    table's missing simulations, with the scaling chart when it is drawn: they share runs)."""
-    return [name for name, on in (("suggestions", o.suggestions),
-                                  ("scaling" if o.scaling else "predictions", predictions),
-                                  ("sensitivity", o.sensitivity)) if on]
-
-
-def _report_jobs(o: ReportOptions, sections: int) -> int:
-    """Worker processes for the sections: the option, no more than there are sections (1: here)."""
-    return max(1, min(o.jobs, sections))
-
-
-def _start_sections(pool, o: ReportOptions, design: Design, graph, workload, own_sim,
-                    scaling: bool, say: Callable[[str], None]) -> dict:
-    """Submit every section to `pool` (the longest first, so two workers end together) and
-    return their futures by name; with `InlinePool` they run here, one after the other."""
-    from reports.sensitivity import DEFAULT_SHARES, TERMS, sweep_term
-    from reports.suggestions import SuggestionsStart, try_change
-
-    futures = {}
-    if o.suggestions:  # each change its own task: the longest section, split to balance
-        say("suggestions: applying each change to a copy of the spec")
-        start = SuggestionsStart.of(workload, design, graph, design.weights, options=o.predict, sim=own_sim)
-        tried = [pool.submit(try_change, workload, design, start.weights, change, o.seed, o.predict,
-                             start.tps_before is not None) for change in start.changes]
-        futures["suggestions"] = _Suggested(start, tried, by_cost=workload is None)
-    if scaling:  # every machine count but the design's own a task of its own, the largest (slowest) first
-        from reports.scaling import scaling_rows
-
-        counts = _chart_counts(o, design)
-        say(f"throughput against machines {counts}")
-        for m in sorted((c for c in counts if c != design.machines), reverse=True):
-            futures[f"scaling {m}"] = pool.submit(scaling_rows, workload, m, **_scaling_point(o, design))
-        futures["scaling"] = _Curve(counts, design.machines, futures)
-    if o.sensitivity:  # a task per point of the sweeps: the shortest tasks, last, even out the workers' ends
-        say("sensitivity sweep over alpha, beta, gamma")
-        for term in TERMS:
-            for share in DEFAULT_SHARES:
-                futures[f"sensitivity {term} {share}"] = pool.submit(sweep_term, graph, design.weights, term,
-                                                                     (share,), seed=o.seed)
-    return futures
-
-
-def _chart_counts(o: ReportOptions, design: Design) -> list[int]:
-    """The scaling chart's machine counts: the option's, else 1, 2, 4, ... with the design's own."""
-    from reports.scaling import default_machine_counts
-
-    return o.scaling_machines or default_machine_counts(design.machines)
-
-
-def _scaling_point(o: ReportOptions, design: Design) -> dict:
-    """`scaling_rows`' arguments for every machine count of the chart."""
-    return {"weights": design.weights, "partitions_per_machine": design.partitions_per_machine,
-            "seed": o.seed, "options": o.predict}
-
-
-def _predictions_task(pool, futures: dict, o: ReportOptions, design: Design, workload, own_sim,
-                      missing: dict[str, Design], scaling: bool) -> None:
-    """Submit the candidate table's missing predictions, ahead of the sections not started yet
-    (it waited for the comparison): the chart's rows at the design's own machine count in one
-    task with the table's designs the chart also draws (its baselines there are the table's
-    runs), every other design a task of its own, so both processes share the table."""
-    from reports.scaling import DEFAULT_BASELINES
-
-    own_point = None
-    if scaling and design.machines in _chart_counts(o, design):
-        own_point = {**_scaling_point(o, design), "machines": design.machines,
-                     "fixed": (design, float(own_sim.throughput_tps))}
-    if not (scaling or missing):
-        return
-    shared = DEFAULT_BASELINES if own_point is not None else ()
-    with_chart = {n: d for n, d in missing.items() if n in shared}
-    tasks = [] if own_point is None and not with_chart else [
-        pool.submit_first(_predictions_section, workload, with_chart, o.predict, own_point)]
-    tasks += [pool.submit_first(_predictions_section, workload, {n: d}, o.predict, None)
-              for n, d in missing.items() if n not in shared]
-    futures["predictions"] = _Predicted(tasks)
-
-
-@dataclass
-class _Predicted:
-    """The candidate table's missing predictions as one future: `(simulations by name, the
-    chart's rows at the design's own machine count)`, from its tasks."""
-
-    tasks: list  # futures of `_predictions_section`, the chart's rows in the first
-
-    def result(self) -> tuple[dict, list]:
-        sims, rows = {}, []
-        for task in self.tasks:
-            more_sims, more_rows = task.result()
-            sims.update(more_sims)
-            rows += more_rows
-        return sims, rows
-
-
-@dataclass
-class _Suggested:
-    """The suggestions section as one future: its changes' tasks, ranked once all are done."""
-
-    start: object  # reports.suggestions.SuggestionsStart
-    tried: list  # one future per change, in the start's order
-    by_cost: bool  # no workload to change: the design-level changes, by the cost model
-
-    def result(self):
-        if self.by_cost:
-            return self.start.by_cost()
-        return self.start.finish([f.result() for f in self.tried])
-
-
-@dataclass
-class _Curve:
-    """The scaling chart as one future: the design's own machine count comes with the table's
-    predictions, every other count from its own task; rows in the counts' order."""
-
-    counts: list[int]
-    own: int  # the design's machine count
-    futures: dict
-
-    def result(self):
-        from reports.scaling import ScalingCurve
-
-        rows = []
-        for m in self.counts:
-            rows += self.futures["predictions"].result()[1] if m == self.own else self.futures[f"scaling {m}"].result()
-        return ScalingCurve(rows=rows)
-
-
-def _predictions_section(workload, designs: dict[str, Design], options: PredictOptions,
-                         own_point: dict | None) -> tuple[dict, list]:
-    """The candidate table's missing predictions, then the scaling chart's rows at the design's
-    own machine count (`own_point`: `scaling_rows`' arguments; none without it): in one
-    process, so the chart's baselines there are the table's runs, from `reports.predict`'s
-    cache."""
-    from reports.scaling import scaling_rows
-
-    sims = {name: predict(workload, d, options) for name, d in designs.items()}
-    return sims, [] if own_point is None else scaling_rows(workload, **own_point)
 
 
 def write_report(path: str | Path, html: str) -> Path:

@@ -149,7 +149,7 @@ def sensitivity(source, machines: int | None = None, partitions_per_machine: int
 def sweep_term(graph, base: Weights, term: str, shares: tuple[float, ...] = DEFAULT_SHARES,
                seed: int = 0) -> list:
     """The design `recommend` chooses at each share of one weight: one sweep, on its own so
-    that the three can run in separate processes (`reports.report`); each point read from the
+    that the three can run in separate processes (`reports.sections`); each point read from the
     cache on disk when it was asked before (`reports.pick_cache`)."""
     from reports.pick_cache import recommend_by_cost_cached
 

@@ -43,7 +43,8 @@ def report(
     from costmodel.design import Design
     from costmodel.files import check_writable
     from reports.predict import PredictOptions
-    from reports.report import ReportOptions, report_design, report_subject, write_report
+    from reports.report import ReportOptions, report_design, write_report
+    from reports.compared import report_subject
     from reports.validation_view import read_validation
 
     check_writable(out, inputs=(design, validation, current, calibration, workload, spec))  # said now, not after the work

@@ -207,7 +207,7 @@ def test_unwritable_output_is_one_line(tmp_path, capsys):
 
 
 def test_a_report_of_a_design_without_weights_uses_the_priced_weights(tmp_path):
-    from reports.report import report_recommendation
+    from reports.compared import report_recommendation
 
     rec = recommend("tpcdi-trade", machines=4)
     data = rec.design.to_dict()

@@ -20,7 +20,7 @@ from costmodel.sim_params import SimParams
 from costmodel.workload import Workload
 from workload_edits import AT_TABLE, TABLE, tpcdi_trade_with_an_at_table
 from engine_sim.sim.compiled import _unit_accesses, compile_plan
-from reports.report import _at_items
+from reports.compared import _at_items
 
 LANE_SP = "DateTimeLookup"  # keys DimDate by its input, TradeType by zipf: a lane SP on `Trade`
 HOT = ("0", "3")  # hot keys of `Trade@Type`

@@ -7,7 +7,8 @@ import pytest
 
 from advisor.api import recommend
 from reports.predict import PredictOptions, predict
-from reports.report import ReportOptions, build_report, report_recommendation
+from reports.report import ReportOptions, build_report
+from reports.compared import report_recommendation
 
 pytestmark = pytest.mark.integration
 

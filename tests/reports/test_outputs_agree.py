@@ -12,7 +12,8 @@ import pytest
 
 import advisor
 from advisor.cli import run_app
-from reports.report import ReportOptions, build_report, report_recommendation
+from reports.report import ReportOptions, build_report
+from reports.compared import report_recommendation
 
 pytestmark = pytest.mark.integration
 

@@ -13,7 +13,7 @@ import advisor.api
 import advisor.pick_digest as pick_digest
 from advisor.api import recommend
 from costmodel.design import Design
-from reports.report import CURRENT_SEARCH, compared_designs, report_subject
+from reports.compared import CURRENT_SEARCH, compared_designs, report_subject
 
 pytestmark = pytest.mark.integration
 

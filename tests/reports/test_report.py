@@ -13,7 +13,8 @@ from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.spec_writer import write_workload
 from costmodel.workload import Access, Cluster, InputSpec, Procedure, Stream, Table, Workload
-from reports.report import ReportOptions, build_report, report_recommendation
+from reports.report import ReportOptions, build_report
+from reports.compared import report_recommendation
 
 pytestmark = pytest.mark.integration
 

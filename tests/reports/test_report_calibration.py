@@ -41,7 +41,7 @@ def test_the_calibration_changes_the_pick_this_file_relies_on(spread, slow_netwo
 
 
 def test_the_report_compares_with_the_search_under_its_calibration(spread, slow_network):
-    from reports.report import CURRENT_SEARCH, report_recommendation
+    from reports.compared import CURRENT_SEARCH, report_recommendation
 
     plain = report_recommendation(spread.design, "tpcdi-trade", seed=0)
     assert CURRENT_SEARCH not in plain.baselines  # the design is the current search's pick

@@ -84,7 +84,8 @@ def test_a_task_submitted_first_goes_ahead_of_those_waiting():
 def test_a_design_files_report_compares_side_by_side_and_reads_the_same(small, tmp_path):
     """`report_design` (what `advisor report` runs: the comparison's `recommend` as a task
     beside the sections) writes what `build_report(report_recommendation(...))` writes."""
-    from reports.report import report_design, report_recommendation
+    from reports.report import report_design
+    from reports.compared import report_recommendation
 
     path = small.design.save(tmp_path / "design.json")
     options = dict(scaling_machines=[1, 2], sensitivity=False)
@@ -153,7 +154,7 @@ def test_the_candidate_tables_predictions_are_tasks_both_processes_can_take(smal
     share is a task of its own; the chart's baselines go with its rows at this machine count."""
     from reports.parallel import InlinePool
     from reports.predict import PredictOptions, predict
-    from reports.report import _predictions_task
+    from reports.sections import start_predictions
     from reports.scaling import DEFAULT_BASELINES
 
     class Counting(InlinePool):
@@ -170,7 +171,7 @@ def test_the_candidate_tables_predictions_are_tasks_both_processes_can_take(smal
     own_sim = predict(small.workload, small.design, options.predict)
     for scaling in (True, False):
         pool, futures = Counting(), {}
-        _predictions_task(pool, futures, options, small.design, small.workload, own_sim, missing, scaling)
+        start_predictions(pool, futures, options, small.design, small.workload, own_sim, missing, scaling)
         sims, rows = futures["predictions"].result()
         assert sorted(sims) == sorted(missing)  # every missing design simulated
         shared = [n for n in missing if scaling and n in DEFAULT_BASELINES]

@@ -20,7 +20,8 @@ from costmodel.spec_writer import workload_to_toml
 from reports import figures as F
 from reports.figures._graph import _graph_info, _workload_info
 from reports.figures._machines import _memory_info
-from reports.report import ReportOptions, build_report, report_recommendation
+from reports.report import ReportOptions, build_report
+from reports.compared import report_recommendation
 from window_specs import procedure, reads, spec_text, stream, table, window, writes
 
 
