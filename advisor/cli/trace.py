@@ -11,7 +11,7 @@ import typer
 from advisor.cli.app import app
 from advisor.cli.grammar import dir_path, json_option, not_applicable, seed_option, workload_argument
 from advisor.cli.terminal import say
-from costmodel.text import visible_line
+from costmodel.text import first_of, visible_line
 
 trace_app = typer.Typer(name="trace", no_args_is_help=True,
                         help="Workload traces: synthesize, validate, aggregate into statistics.")
@@ -79,7 +79,7 @@ def validate(
         return
     say(f"{trace_dir}: valid {info.manifest['format']} trace: {info.rows['txns']:,} txns, "
                f"{info.rows['accesses']:,} access rows ({info.key_type} keys), "
-               f"{info.rows['flows']:,} flows, procedures: {', '.join(info.procedures)}")
+               f"{info.rows['flows']:,} flows, {len(info.procedures)} procedures: {first_of(info.procedures)}")
 
 
 @trace_app.command("aggregate")

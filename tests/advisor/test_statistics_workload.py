@@ -175,6 +175,30 @@ def test_two_traces_of_other_seeds_and_lengths_give_the_same_design(stats):
     assert design_signature(a) == design_signature(b)
 
 
+def test_the_granularity_line_names_no_split_of_a_table_no_sp_accessed(tmp_path, spark):
+    """A table the trace never saw accessed is placed by its size alone, so its fragments may
+    land anywhere; spread over partitions they change nothing a table-level design would not
+    do as fast. The line named such tables as the pick's splits: gen150 at fragment:8 on 32
+    machines printed "the pick splits G1_1, G5_1, G16_2, G20_2, G23_2 ... across partitions",
+    the seven tables no SP accessed, while every accessed table was whole."""
+    from costmodel.workload import Table
+
+    spec = load_workload("tpcdi-trade")
+    spec = replace(spec, tables=spec.tables + (Table("Archive", rows=50_000, row_bytes=100, key="id"),))
+    synthesize(workload_as_plain(spec), tmp_path / "trace", batches=120, seed=1)
+    aggregate(tmp_path / "trace", tmp_path / "frag", "fragment:2", spark=spark, progress=None)
+    rec = recommend(tmp_path / "frag", machines=2, baselines=False)
+    whole = {t.name: rec.design.state[f"{t.name}#0"] for t in spec.tables}  # every table on one partition
+    state = {item: whole[item.split("#")[0]] for item in rec.design.state if "#" in item}
+    state["Archive#1"] = 1 - state["Archive#0"]  # the unaccessed table split across both partitions
+    rec = replace(rec, design=replace(rec.design, state={**rec.design.state, **state}))
+    note = rec.granularity_note()
+    assert "Archive" not in note and "a table-level design is as fast" in note, note
+    state["DimTrade#1"] = 1 - state["DimTrade#0"]  # an accessed table split: named
+    rec = replace(rec, design=replace(rec.design, state={**rec.design.state, **state}))
+    assert rec.granularity_note().endswith("the pick splits DimTrade across partitions")
+
+
 def test_a_fragment_design_runs_on_the_simulator_and_the_engine(stats):
     root, _ = stats
     rec = recommend(root / "frag", machines=2, baselines=False)

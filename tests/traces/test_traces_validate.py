@@ -258,6 +258,22 @@ def test_good_traces_pass_with_string_or_int64_keys(good_trace, tmp_path, capsys
     assert "int64 keys" in capsys.readouterr().out
 
 
+def test_a_dataflow_of_many_procedures_validates_in_a_few_lines(chain32, tmp_path, capsys):
+    """The summary names how many procedures ran and the first of them, as every listing does
+    (`costmodel.text.first_of`); `--json` has every one. It listed every name: 12 lines at 150
+    SPs on a 100-column terminal, about 80 at 1,000."""
+    from traces.synth import synthesize
+    from costmodel.workload import workload_as_plain
+
+    synthesize(workload_as_plain(chain32), tmp_path / "trace", batches=3, seed=1)
+    assert run_app(["trace", "validate", str(tmp_path / "trace")]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 1
+    assert "32 procedures: " in out and "... (16 more; --json has every one)" in out
+    assert run_app(["trace", "validate", str(tmp_path / "trace"), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["procedures"]) == 32
+
+
 def test_writer_leaves_nothing_behind_when_the_producer_fails(tmp_path):
     with pytest.raises(RuntimeError):
         with TraceWriter(tmp_path / "t") as w:
