@@ -29,7 +29,7 @@ def section_jobs(o: ReportOptions, sections: int) -> int:
 
 
 def start_sections(pool, o: ReportOptions, design: Design, graph, workload, own_sim,
-                    scaling: bool, say: Callable[[str], None]) -> dict:
+                   scaling: bool, say: Callable[[str], None]) -> dict:
     """Submit every section to `pool` (the longest first, so two workers end together) and
     return their futures by name; with `InlinePool` they run here, one after the other."""
     from reports.sensitivity import DEFAULT_SHARES, TERMS, sweep_term
