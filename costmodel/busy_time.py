@@ -28,12 +28,12 @@ the engine.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
-from costmodel.arrays import OrderedSums, sorted_unique
+from costmodel.arrays import OrderedSums, sorted_unique, unique_and_positions
 from costmodel.lock_waits import LockSuffixes, hold_with_lock_waits
 from costmodel.model import REPLICATED
 from costmodel.problem import CostGraph
@@ -181,6 +181,21 @@ class BusyInputs:
     body_s: np.ndarray  # each transaction's body before its local rows
     commit_msg_s: np.ndarray  # the commit notification to its scheduler
     log_absent: np.ndarray  # each access's log chance of not happening in a batch (-inf: always)
+    # precomputed per graph, so that a call of `busy_times` does not build them per design:
+    any_owned: bool = False  # some access is to owned state (else `where` is the state's partition)
+    e_fragment: np.ndarray | None = None  # an access whose transaction runs fragment rounds (`of` sets it)
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)  # arrays built at a first call
+
+    def tiled_units(self, n_designs: int, n_proc: int) -> np.ndarray:
+        """Each access's transaction keyed by design, design * n_proc + transaction, for
+        `n_designs` rows (flat, designs x accesses). Why: the same for every call with as many
+        designs or fewer, so built once for the most designs seen and sliced (row d of it is
+        design d's whatever the count); it keeps one such array, as large as a call made."""
+        have = self._cache.get("e_unit")
+        if have is None or have.shape[0] < n_designs:
+            have = np.arange(n_designs)[:, None] * n_proc + self.e_unit
+            self._cache["e_unit"] = have
+        return have[:n_designs].ravel()
 
     @classmethod
     def of(cls, graph: CostGraph, prices: BusyPrices, traits: SpTraits) -> BusyInputs:
@@ -210,7 +225,8 @@ class BusyInputs:
             row_s=np.where(owned, 0.0, graph.ps_weight * np.where(graph.ps_write, P.row_write_s, P.row_read_s)),
             locks_everywhere=graph.ps_write | traits.code[e_proc],
             body_s=np.bincount(unit, weights=body - np.where(is_unit, 0.0, P.txn_s), minlength=n_proc),
-            commit_msg_s=P.local_msg_cpu_s * is_unit, log_absent=_log_absent(traits.presence, e_proc.size))
+            commit_msg_s=P.local_msg_cpu_s * is_unit, log_absent=_log_absent(traits.presence, e_proc.size),
+            any_owned=bool(owned.any()), e_fragment=~((n_members == 1) & ~traits.code)[unit[e_proc]])
 
 
 def _log_absent(presence: np.ndarray | None, n_edges: int) -> np.ndarray:
@@ -277,26 +293,54 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
 
     # accesses: where each runs; owned state (a window) is its owner's, always local
     e_proc, e_state = graph.ps_proc, graph.ps_state
-    e_unit = ks * n_proc + k.e_unit  # each access's transaction, by design (K x accesses)
-    e_base = base[:, e_proc]
-    row_s = np.broadcast_to(k.row_s, e_base.shape)  # (a view: masks of it copy what they take)
-    where = np.where(k.owned, e_base, states[:, e_state])
-    replicated = where == REPLICATED
-    local = (where == e_base) | replicated  # a replicated table's local copy is read or written here
-    body = k.body_s + np.bincount(e_unit[local], weights=row_s[local], minlength=K * n_proc).reshape(K, n_proc)
-    body = (body + k.commit_msg_s).ravel()
+    n_edges = e_proc.size
+    e_unit = k.tiled_units(K, n_proc)  # each access's transaction, by design (flat, K x accesses)
+    # (`take` along rows, not `procs[:, index]`: that returns the designs x accesses array in
+    # column order, and every flat view of it below was a transposing copy, most of the time)
+    e_base = procs.take(k.e_unit, axis=1)  # its transaction's base (`base[:, e_proc]` in one gather)
+    where = states.take(e_state, axis=1)
+    if k.any_owned:
+        where = np.where(k.owned, e_base, where)
+    # no design with a replicated item (tested on designs x items, not x accesses): every
+    # replicated mask below would be empty, so none is made
+    any_replicated = bool((states == REPLICATED).any())
+    replicated = where == REPLICATED if any_replicated else None
+    local = where == e_base
+    if any_replicated:
+        local |= replicated  # a replicated table's local copy is read or written here
+    # each transaction's local rows: every access's, 0.0 where remote (a sum started at 0.0
+    # is never -0.0, and adding 0.0 to it changes no bit: the bins add the local accesses'
+    # rows in the same order as a mask of them would, without copying one of designs x accesses)
+    body = np.bincount(e_unit, weights=np.where(local, k.row_s, 0.0).ravel(), minlength=K * n_proc)
+    body = ((k.body_s + body.reshape(K, n_proc)) + k.commit_msg_s).ravel()
 
     # the partitions each transaction locks besides its base, keyed (design, transaction,
     # partition): its members', the state it reaches, every partition for a replicated table
     # written (or read by code)
     lock = [((ks * n_proc + k.unit) * n_parts + procs).ravel()]
-    remote = ~local
-    remote_key = (e_unit * n_parts + where)[remote]  # each remote access's (design, transaction, partition)
+    remote = np.flatnonzero(~local)  # the remote accesses, flat (a sixth of them or so)
+    remote_e = remote % n_edges  # each one's access
+    remote_where = where.ravel()[remote]
+    remote_key = e_unit[remote] * n_parts + remote_where  # each remote access's (design, transaction, partition)
+    remote_s = k.row_s[remote_e]
     lock.append(remote_key)
-    everywhere = sorted_unique(e_unit[replicated & k.locks_everywhere])
-    if everywhere.size and n_parts > 1:
-        lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
-    pairs = sorted_unique(np.concatenate(lock))
+    # remote work per (transaction, partition): rows done there (a replicated write: on all).
+    # A remote access's partition is never its transaction's base, so only the replicated
+    # writes' keys are filtered
+    rw_key, rw_s = remote_key, remote_s
+    if any_replicated:
+        everywhere = sorted_unique(e_unit.reshape(K, n_edges)[replicated & k.locks_everywhere])
+        if everywhere.size and n_parts > 1:
+            lock.append((everywhere[:, None] * n_parts + np.arange(n_parts)[None, :]).ravel())
+        rep_k, rep_a = np.nonzero(replicated & graph.ps_write)
+        if rep_k.size and n_parts > 1:
+            rep_txn = rep_k * n_proc + k.e_unit[rep_a]
+            rep_key = np.repeat(rep_txn * n_parts, n_parts) + np.tile(np.arange(n_parts), rep_k.size)
+            rep_s = np.repeat(k.row_s[rep_a], n_parts)
+            keep = rep_key % n_parts != base_of[rep_key // n_parts]
+            rw_key, rw_s = np.concatenate([rw_key, rep_key[keep]]), np.concatenate([rw_s, rep_s[keep]])
+    # the locks, in (design, transaction, partition) order, and where each remote work's is
+    pairs, rw_at = unique_and_positions(np.concatenate(lock), K * n_proc * n_parts, rw_key)
     txn, pq = pairs // n_parts, pairs % n_parts  # (design, transaction) and partition of each lock
     design = txn // n_proc
     lock_base = base_of[txn]
@@ -308,17 +352,8 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     if not dist.any():
         return busy.sums().reshape(K, n_parts), coord.sums().reshape(K, n_machines), link
 
-    # remote work per (transaction, partition): rows done there (a replicated write: on all)
-    rw_key, rw_s = [remote_key], [row_s[remote]]
-    rep_k, rep_a = np.nonzero(replicated & graph.ps_write)
-    if rep_k.size and n_parts > 1:
-        rep_txn = rep_k * n_proc + k.e_unit[rep_a]
-        rw_key.append(np.repeat(rep_txn * n_parts, n_parts) + np.tile(np.arange(n_parts), rep_k.size))
-        rw_s.append(np.repeat(k.row_s[rep_a], n_parts))
-    rw_key, rw_s = np.concatenate(rw_key), np.concatenate(rw_s)
-    keep = rw_key % n_parts != base_of[rw_key // n_parts]
     work_at = OrderedSums(pairs.size)
-    work_at.add(np.searchsorted(pairs, rw_key[keep]), rw_s[keep])
+    work_at.add(rw_at, rw_s)
     work_at = work_at.sums()
 
     # each locked partition's round trip with the base: between machines or inside one
@@ -330,11 +365,13 @@ def busy_times(graph: CostGraph, proc_parts: np.ndarray, state_parts: np.ndarray
     # a round to a partition happens in a batch only where one of its accesses there does (an
     # access with a probability: the round trip priced at that chance, its rows as expected)
     rounds = np.zeros(K * n_proc)
-    fr = ~k.shipped[k.unit[e_proc]] & remote
+    fr = k.e_fragment[remote_e]  # (of the remote accesses, in their flat order)
     if fr.any():
-        mp, inv = np.unique(((ks * n_proc + e_proc) * n_parts + where)[fr], return_inverse=True)
-        w_mp = np.bincount(inv, weights=row_s[fr])
-        present = 1.0 - np.exp(np.bincount(inv, weights=np.broadcast_to(k.log_absent, fr.shape)[fr]))
+        fr_e = remote_e[fr]
+        mp, inv = np.unique(((remote[fr] // n_edges) * n_proc + e_proc[fr_e]) * n_parts + remote_where[fr],
+                            return_inverse=True)
+        w_mp = np.bincount(inv, weights=remote_s[fr])
+        present = 1.0 - np.exp(np.bincount(inv, weights=k.log_absent[fr_e]))
         m_of, q_of = mp // n_parts, mp % n_parts  # (design, member) and partition
         member_machine = base_of[m_of] // ppm
         step = present * (np.where(q_of // ppm != member_machine, P.remote_rtt_s, P.local_rtt_s)

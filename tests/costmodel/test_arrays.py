@@ -44,3 +44,22 @@ def test_ordered_sums_of_nothing_are_float_zeros():
     assert empty.sums().dtype == np.float64 and not empty.sums().any()
     empty.add(np.array([], dtype=np.int64), np.array([]))
     assert empty.sums().dtype == np.float64 and empty.sums().tolist() == [0.0] * 4
+
+
+@pytest.mark.parametrize("bound, n, dense", [(1000, 300, True), (50_000_000, 2000, False)])
+def test_unique_and_positions_are_sorted_unique_and_searchsorted(bound, n, dense, monkeypatch):
+    """Marked in an array of the key range (a small range) or sorted (a large one): the
+    distinct keys ascending and each query's place among them, as `np.unique` and
+    `np.searchsorted` give them."""
+    import costmodel.arrays as arrays
+
+    rng = np.random.default_rng(bound)
+    values = rng.integers(0, bound, n)
+    queries = values[rng.integers(0, n, 3 * n)]
+    sorted_ = []
+    real = arrays.sorted_unique
+    monkeypatch.setattr(arrays, "sorted_unique", lambda v: sorted_.append(1) or real(v))
+    unique, at = arrays.unique_and_positions(values, bound, queries)
+    assert bool(sorted_) is not dense
+    assert np.array_equal(unique, np.unique(values)) and unique.dtype == np.unique(values).dtype
+    assert np.array_equal(at, np.searchsorted(np.unique(values), queries))
