@@ -186,16 +186,17 @@ def _profile_before(design: Design, since: Source | None, graph) -> tuple[dict |
 
         _, old = load_source(since)
         if old.name != graph.name:  # another workload's profile: every difference would be noise
-            raise AdvisorError(f"--since is workload {old.name!r}, the source is {graph.name!r}: compare a "
-                               f"workload with its own earlier statistics or spec")
+            raise AdvisorError(f"the earlier source (--since) is workload {old.name!r}, the source now is "
+                               f"{graph.name!r}: compare a workload with its own earlier statistics or spec")
         # (each item's table as its graph reads it, `table_of`: a spec's `Trade@Type` is a table)
         tables = [[(n, g.table_of(j)) for j, n in enumerate(g.state_names)] for g in (old, graph)]
         whole = [{n for n, t in g if t == n} for g in tables]
         split = [{t for n, t in g if t != n} for g in tables]
         mixed = sorted((whole[0] & split[1]) | (split[0] & whole[1]))
         if mixed:  # compared by name, a split table read as gone and its fragments as new
-            raise AdvisorError(f"--since holds state at another granularity than the source ({mixed[0]!r} is "
-                               f"whole in one and split in the other): compare statistics of one granularity")
+            raise AdvisorError(f"the earlier source (--since) holds state at another granularity than the "
+                               f"source now ({mixed[0]!r} is whole in one and split in the other): compare "
+                               f"statistics of one granularity")
         return workload_profile(old), (since if isinstance(since, str) else getattr(since, "name", str(since)))
     profile = design.provenance.get("workload_profile")
     if profile is None:

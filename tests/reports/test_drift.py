@@ -80,7 +80,7 @@ def test_bad_check_inputs_are_one_line_and_exit_2(deployed, capsys):
                           ([str(path), "no-such-workload"], "no-such-workload"),
                           # another workload's profile as the earlier one: nothing to compare
                           ([str(path), "tpcdi-trade", "--since", "linear-road"],
-                           "--since is workload 'linear-road', the source is 'tpcdi-trade'")]:
+                           "the earlier source (--since) is workload 'linear-road', the source now is 'tpcdi-trade'")]:
         assert run_app(["check", "--design", *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("error: ") and message in err and err.count("\n") == 1, err
@@ -110,7 +110,7 @@ def test_a_trace_made_after_the_change_is_out_of_date(spark, tmp_path, capsys):
     assert run_app(["check", "--design", str(split), str(tmp_path / "fragments"), "--since",
                     str(tmp_path / "before")]) == 2
     err = capsys.readouterr().err
-    assert "--since holds state at another granularity than the source" in err and err.count("\n") == 1
+    assert "the earlier source (--since) holds state at another granularity than the source now" in err and err.count("\n") == 1
 
 
 def test_a_hand_broken_profile_is_one_line_and_a_gone_sp_is_named(deployed, tmp_path, capsys):
