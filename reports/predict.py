@@ -219,3 +219,76 @@ def _disk_name(key: tuple) -> str | None:
 def predicted_tps(workload, design, options: PredictOptions | None = None) -> float | None:
     result = predict(workload, design, options)
     return None if result is None else float(result.throughput_tps)
+
+
+# A design its reference (the design a report is about, the advisor's line of a chart) outruns
+# this many times over is screened, as `recommend`'s table screens its candidates
+# (`advisor.selection`: SCREEN_BATCHES, searched to SCREEN_TOLERANCE), not simulated in full.
+# Why: its figure then matters only as "far slower" (its line lies in a chart's bottom quarter,
+# where a full run moves it by at most the screen's tolerance of that quarter), and on a
+# fine-grained dataflow the full runs of such baselines were most of a report: round-robin and
+# hash-by-table of a 150-SP dataflow at `fragment:8`, nearly every transaction distributed,
+# 2.7-35 s each on 2-64 machines, 130 of the report's 245 CPU seconds.
+SCREEN_BELOW = 0.25
+
+
+@dataclass
+class FarBelowScreen:
+    """Predicts designs compared with a reference figure: each in full, or screened where the
+    busy-time estimate puts it below `SCREEN_BELOW` of the reference and the screening run
+    confirms it (the estimate only chooses which run goes first; the screened figure decides).
+    A screened result is the screening run's (`screened(result)`: its `batches` are fewer)."""
+
+    workload: Any
+    graph: Any
+    options: PredictOptions
+    below_tps: float | None = None  # None: every design in full
+    estimate: Any = None  # advisor.busy_estimate.BusyEstimate, built at the first design
+
+    @classmethod
+    def of(cls, workload, graph, reference_tps: float | None, options: PredictOptions | None = None,
+           below: float | None = SCREEN_BELOW) -> "FarBelowScreen":
+        """`below` None (or a reference without a figure, or options already as short as the
+        screen's): every design in full."""
+        from advisor.selection import SCREEN_BATCHES
+
+        o = options or PredictOptions()
+        on = workload is not None and bool(below) and bool(reference_tps) and o.batches > SCREEN_BATCHES
+        return cls(workload, graph, o, below * float(reference_tps) if on else None)
+
+    def predict(self, design, arrays: tuple | None = None):
+        """`predict(workload, design)`, screened where it lies far below (`arrays`: the design's
+        (proc, state) on the graph, where the caller has them)."""
+        if self.below_tps is not None:
+            proc, state = arrays if arrays is not None else design.arrays(self.graph)
+            if self._estimate().throughput_tps(proc, state) < self.below_tps:
+                screened = predict(self.workload, design, self.screening())
+                if screened is not None and screened.throughput_tps < self.below_tps:
+                    return screened
+        return predict(self.workload, design, self.options)
+
+    def screened(self, result) -> bool:
+        return result is not None and result.batches < self.options.batches
+
+    def screening(self) -> PredictOptions:
+        """The options with the screen's shorter run and coarser search."""
+        from dataclasses import replace
+
+        from advisor.selection import SCREEN_BATCHES, SCREEN_TOLERANCE
+
+        return replace(self.options, batches=SCREEN_BATCHES, tolerance=max(self.options.tolerance, SCREEN_TOLERANCE))
+
+    def _estimate(self):
+        if self.estimate is None:
+            from advisor.busy_estimate import BusyEstimate
+            from engine_sim.sim import sim_params_for
+
+            self.estimate = BusyEstimate.of(self.graph, self.workload, sim_params_for(self.options.calibration))
+        return self.estimate
+
+
+def screening_text() -> str:
+    """How a screened figure was run, in words (the report's notes)."""
+    from advisor.selection import SCREEN_BATCHES, SCREEN_TOLERANCE
+
+    return f"{SCREEN_BATCHES} batches, the rate searched to {SCREEN_TOLERANCE:.0%}"

@@ -184,7 +184,7 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         missing = {n: designs[n] for n, sim in sims.items() if sim is None}
         if missing:
             say(f"simulating {len(missing)} designs")
-        start_predictions(pool, sections_done, o, design, workload, own_sim, missing, scaling)
+        start_predictions(pool, sections_done, o, design, graph, workload, own_sim, missing, scaling)
         figures["cost"] = _png(lambda ax: F.plot_cost_breakdown(designs, ax=ax), (7.5, 0.38 * len(designs) + 1.6))
         pool.work_here()  # the sections no worker has started yet
         # the sweep's figure first (its tasks went in last: this process has usually run them),
@@ -206,7 +206,9 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
         "latency_bound": f"{o.predict.latency_bound_s:g}", "sim_batches": o.predict.batches,
         "assumed": list(getattr(workload, "assumed", ()) or ()),
     }
-    context.update(_cost_rows(designs, sims))
+    screened = {n for n in missing if sims.get(n) is not None and sims[n].batches < o.predict.batches}
+    context.update(_cost_rows(designs, sims, screened))
+    context["screened_note"] = screened_note(screened)
     context["predicted_for"] = _predicted_for(o.predict.calibration)
     context["calibration_note"] = design.calibration_note(context["predicted_for"])
     context["items_note"] = (
@@ -220,12 +222,13 @@ def build_report(recommendation, *, predictions: dict | None = None, validation=
     from reports.bottleneck import simulated_bottleneck
 
     context.update(sensitivity_context)
-    context["scaling_figure"], context["scaling_notes"] = None, []
+    context["scaling_figure"], context["scaling_notes"], context["scaling_screened"] = None, [], ""
     context["scaling_note"] = ("Not computed: the picks at other cluster sizes weigh no data-parallel lanes, "
                                "so the chart would set this design beside designs of another kind.") if lanes else ""
     if curve is not None:
         context["scaling_figure"] = _png(lambda ax: F.plot_throughput_vs_machines(curve, ax=ax), (6.4, 3.4))
         context["scaling_notes"] = [dip.describe() for dip in curve.dips()]
+        context["scaling_screened"] = curve.screened_note()
 
     context["validation"] = None
     if validation is not None:
@@ -264,7 +267,7 @@ def write_report(path: str | Path, html: str) -> Path:
 
 # -- context pieces --------------------------------------------------------------------------
 
-def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
+def _cost_rows(designs: dict[str, Design], sims: dict, screened: set[str] = frozenset()) -> dict:
     own = designs[THIS_DESIGN]
     own_sig = placement_signature(own)
     own_tps = sims[THIS_DESIGN].throughput_tps if sims.get(THIS_DESIGN) is not None else None
@@ -278,10 +281,21 @@ def _cost_rows(designs: dict[str, Design], sims: dict) -> dict:
             "same": name != THIS_DESIGN and placement_signature(d) == own_sig,
             "state": _fmt(c.state_colocation), "processing": _fmt(c.processing_colocation),
             "balance": _fmt(c.load_balance), "total": _fmt(c.total), "feasible": "yes" if c.feasible else "NO",
-            "tps": _tps(tps),
+            "tps": _tps(tps), "screened": name in screened,
             "ratio": "" if tps is None or not own_tps or name == THIS_DESIGN else f"{own_tps / tps:.2f}x" if tps > 0 else "inf",
         })
     return {"cost_rows": rows, "has_throughput": bool(sims) and own_tps is not None}
+
+
+def screened_note(screened: set[str]) -> str:
+    """What "(screened)" in the candidate table means ('' where no row is)."""
+    if not screened:
+        return ""
+    from reports.predict import SCREEN_BELOW, screening_text
+
+    return (f"(screened): below {SCREEN_BELOW:.0%} of this design's figure by the busy-time estimate and by a "
+            f"screening run ({screening_text()}), so not simulated in full, as recommend's table screens its "
+            f"candidates.")
 
 
 def _verdict(designs: dict[str, Design], sims: dict) -> dict | None:

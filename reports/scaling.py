@@ -13,7 +13,8 @@ from costmodel import Weights
 from costmodel.design import Design
 from costmodel.workload import Workload
 from engine_sim.sim import SimError, spread_design
-from reports.predict import CachedSimulator, PredictOptions, predicted_tps
+from reports.predict import (SCREEN_BELOW, CachedSimulator, FarBelowScreen, PredictOptions, predicted_tps,
+                             screening_text)
 
 DEFAULT_BASELINES = ("round-robin", "hash-by-table")
 
@@ -67,10 +68,29 @@ class ScalingCurve:
                 best = (m, tps)
         return out
 
+    def screened(self) -> dict[str, list[int]]:
+        """The machine counts where each design's figure is screened, not simulated in full
+        (`SCREEN_BELOW`), by design in the rows' order."""
+        out: dict[str, list[int]] = {}
+        for r in self.rows:
+            if r.get("screened"):
+                out.setdefault(r["design"], []).append(r["machines"])
+        return out
+
+    def screened_note(self) -> str:
+        """One line saying which figures are screened and how ('' where none is)."""
+        screened = self.screened()
+        if not screened:
+            return ""
+        where = "; ".join(f"{name} on {', '.join(map(str, sorted(counts)))}" for name, counts in screened.items())
+        return (f"Screened, as recommend's table screens (hollow markers: {screening_text()}, not the full "
+                f"run): {where} machines, each below {SCREEN_BELOW:.0%} of the advisor's line there.")
+
     def to_frame(self):
         import pandas as pd
 
-        return pd.DataFrame(self.rows, columns=["machines", "design", "throughput_tps", "cost"])
+        return pd.DataFrame([{"screened": False, **r} for r in self.rows],
+                            columns=["machines", "design", "throughput_tps", "cost", "screened"])
 
     def plot(self, ax=None):
         from reports.figures import plot_throughput_vs_machines
@@ -82,20 +102,21 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
                   partitions_per_machine: int | None = None, seed: int = 0,
                   baselines: tuple[str, ...] = DEFAULT_BASELINES,
                   options: PredictOptions | None = None, objective: str = "throughput",
-                  fixed: dict | None = None) -> ScalingCurve:
+                  fixed: dict | None = None, screen_below: float | None = SCREEN_BELOW) -> ScalingCurve:
     """Recommend (as `advisor recommend` does: `objective`) and simulate on every machine count
     (needs a workload: the simulator runs it). `fixed` maps a machine count to the advisor's
     design already made for it and, optionally, its predicted tuples/s (`(design, tps)`), so a
     report's chart shows the very design its headline shows (no search runs for that count).
-    Every simulation goes through `reports.predict`'s cache: a design the report simulated
-    already is not simulated again."""
+    A baseline below `screen_below` of the advisor's figure is screened (its row says so;
+    None: every baseline simulated in full). Every simulation goes through
+    `reports.predict`'s cache: a design the report simulated already is not simulated again."""
     fixed = fixed or {}
     curve = ScalingCurve()
     if isinstance(workload, (str, os.PathLike)):  # (as every verb reads a source)
         workload = load_workload(workload)
     for m in check_machine_counts(machine_counts):
         curve.rows += scaling_rows(workload, m, weights, partitions_per_machine, seed, baselines, options,
-                                   objective, fixed.get(m))
+                                   objective, fixed.get(m), screen_below)
     return curve
 
 
@@ -115,7 +136,7 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
                  partitions_per_machine: int | None = None, seed: int = 0,
                  baselines: tuple[str, ...] = DEFAULT_BASELINES,
                  options: PredictOptions | None = None, objective: str = "throughput",
-                 fixed: tuple | None = None) -> list[dict]:
+                 fixed: tuple | None = None, screen_below: float | None = SCREEN_BELOW) -> list[dict]:
     """One machine count's rows of `scaling_curve` (`fixed`: that count's `(design, tps)`):
     on its own, so that a report can work out the counts side by side."""
     from advisor.baselines import BASELINE_FUNCTIONS
@@ -137,15 +158,19 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
                                 simulator_name="report")
         # the pick's own figure is the prediction where the settings are its own
         own, own_tps = pick.design, pick.prediction if o.as_the_pick(seed) else None
-    designs = {"advisor": own}
+    if own_tps is None:
+        own_tps = predicted_tps(w, own, options)
+    rows = [{"machines": machines, "design": "advisor", "throughput_tps": own_tps, "cost": own.cost.total,
+             "screened": False}]
+    screen = FarBelowScreen.of(w, graph, own_tps, options, screen_below)
     for name in baselines:
         placed = BASELINE_FUNCTIONS[name](graph, weights, seed)
-        if placed is not None:
-            designs[name] = Design.from_arrays(graph, placed[0], placed[1], weights, method=name)
-    rows = []
-    for name, d in designs.items():
-        tps = own_tps if name == "advisor" and own_tps is not None else predicted_tps(w, d, options)
-        rows.append({"machines": machines, "design": name, "throughput_tps": tps, "cost": d.cost.total})
+        if placed is None:
+            continue
+        d = Design.from_arrays(graph, placed[0], placed[1], weights, method=name)
+        sim = screen.predict(d, placed[:2])
+        rows.append({"machines": machines, "design": name, "throughput_tps": None if sim is None else float(sim.throughput_tps),
+                     "cost": d.cost.total, "screened": screen.screened(sim)})
     return rows
 
 

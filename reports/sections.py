@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from costmodel.design import Design
-from reports.predict import PredictOptions, predict
+from reports.predict import PredictOptions
 
 if TYPE_CHECKING:
     from reports.report import ReportOptions
@@ -72,12 +72,13 @@ def scaling_point(o: ReportOptions, design: Design) -> dict:
             "seed": o.seed, "options": o.predict}
 
 
-def start_predictions(pool, futures: dict, o: ReportOptions, design: Design, workload, own_sim,
+def start_predictions(pool, futures: dict, o: ReportOptions, design: Design, graph, workload, own_sim,
                       missing: dict[str, Design], scaling: bool) -> None:
     """Submit the candidate table's missing predictions, ahead of the sections not started yet
     (it waited for the comparison): the chart's rows at the design's own machine count in one
     task with the table's designs the chart also draws (its baselines there are the table's
-    runs), every other design a task of its own, so both processes share the table."""
+    runs), every other design a task of its own, so both processes share the table. A design
+    far below this one (`reports.predict.FarBelowScreen`, on `graph`) is screened."""
     from reports.scaling import DEFAULT_BASELINES
 
     own_point = None
@@ -88,9 +89,10 @@ def start_predictions(pool, futures: dict, o: ReportOptions, design: Design, wor
         return
     shared = DEFAULT_BASELINES if own_point is not None else ()
     with_chart = {n: d for n, d in missing.items() if n in shared}
+    screen = (graph, None if own_sim is None else float(own_sim.throughput_tps))  # far below it: screened
     tasks = [] if own_point is None and not with_chart else [
-        pool.submit_first(_predictions_section, workload, with_chart, o.predict, own_point)]
-    tasks += [pool.submit_first(_predictions_section, workload, {n: d}, o.predict, None)
+        pool.submit_first(_predictions_section, workload, with_chart, o.predict, own_point, screen)]
+    tasks += [pool.submit_first(_predictions_section, workload, {n: d}, o.predict, None, screen)
               for n, d in missing.items() if n not in shared]
     futures["predictions"] = _Predicted(tasks)
 
@@ -144,12 +146,14 @@ class _Curve:
 
 
 def _predictions_section(workload, designs: dict[str, Design], options: PredictOptions,
-                         own_point: dict | None) -> tuple[dict, list]:
-    """The candidate table's missing predictions, then the scaling chart's rows at the design's
-    own machine count (`own_point`: `scaling_rows`' arguments; none without it): in one
-    process, so the chart's baselines there are the table's runs, from `reports.predict`'s
-    cache."""
+                         own_point: dict | None, screen: tuple) -> tuple[dict, list]:
+    """The candidate table's missing predictions (`screen`: the graph and the figure of the
+    design they are compared with), then the scaling chart's rows at the design's own machine
+    count (`own_point`: `scaling_rows`' arguments; none without it): in one process, so the
+    chart's baselines there are the table's runs, from `reports.predict`'s cache."""
+    from reports.predict import FarBelowScreen
     from reports.scaling import scaling_rows
 
-    sims = {name: predict(workload, d, options) for name, d in designs.items()}
+    far_below = FarBelowScreen.of(workload, screen[0], screen[1], options)
+    sims = {name: far_below.predict(d) for name, d in designs.items()}
     return sims, [] if own_point is None else scaling_rows(workload, **own_point)

@@ -17,8 +17,8 @@ from costmodel.calibration import Calibration, CalibrationError
 from costmodel.sim_params import SimParams
 from engine_sim.sim.errors import SimError
 from engine_sim.sim.result import SimResult
-from engine_sim.sim.run import max_throughput, run_once, simulate
+from engine_sim.sim.run import max_throughput, run_once, sim_params_for, simulate
 from engine_sim.sim.scale import spread_design
 
 __all__ = ["Calibration", "CalibrationError", "SimError", "SimParams", "SimResult",
-           "max_throughput", "run_once", "spread_design", "simulate"]
+           "max_throughput", "run_once", "sim_params_for", "spread_design", "simulate"]

@@ -31,7 +31,7 @@ def check_offered_rate(rate) -> None:
         raise SimError(f"input rate must be from {MIN_RATE_BPS:g} to {MAX_RATE_BPS:g} batches per second, got {rate}")
 
 
-def _params(calibration: Calibration | SimParams | None) -> SimParams:
+def sim_params_for(calibration: Calibration | SimParams | None) -> SimParams:
     """A Calibration predicts what its target says (`Calibration.sim_params`): a real cluster
     by default, the measuring host for `cal.on_host()`. Bare SimParams are exactly these
     parameters; None the built-in ones."""
@@ -45,7 +45,7 @@ def _params(calibration: Calibration | SimParams | None) -> SimParams:
 def _plan(workload, design, *, scheduler, move, calibration, batches, seed, batch_size):
     check_seed(seed, SimError)
     design.check_windows(workload)  # a window away from its owner: refused, one line
-    return compile_plan(workload, design, params=_params(calibration), scheduler=scheduler,
+    return compile_plan(workload, design, params=sim_params_for(calibration), scheduler=scheduler,
                         move=move, batches=batches, batch_size=batch_size, seed=seed)
 
 
@@ -82,7 +82,7 @@ def run_once(workload: Workload, design: Design, *, input_rate: float | None = N
                      batches=batches, seed=seed, batch_size=batch_size)
         return _run_plan(plan, input_rate, latency_bound_s, in_flight)
 
-    return run_host_shared(_params(calibration), attempt)
+    return run_host_shared(sim_params_for(calibration), attempt)
 
 
 def _serial_rate(plan) -> float:
@@ -127,7 +127,7 @@ def max_throughput(workload: Workload, design: Design, *, latency_bound_s: float
     if unknown:
         raise TypeError(f"max_throughput() got unexpected keyword {sorted(unknown)[0]!r}")
     opts.update(kw)
-    params = _params(opts.pop("calibration"))
+    params = sim_params_for(opts.pop("calibration"))
 
     def attempt(p: SimParams) -> SimResult:
         plan = _plan(workload, design, calibration=p, **opts)

@@ -17,6 +17,7 @@ def _frame(data):
 @dataclass
 class _CurveInfo:
     lines: dict[str, tuple[list[int], list[float]]]
+    screened: dict[str, list[tuple[int, float]]]  # the points screened, not simulated in full, by design
 
 
 def _curve_info(curve) -> _CurveInfo:
@@ -27,15 +28,18 @@ def _curve_info(curve) -> _CurveInfo:
                          "throughput_tps", curve)
     rows = curve.rows if hasattr(curve, "rows") else curve.to_dict("records")
     points: dict[str, list[tuple[int, float]]] = {}
+    screened: dict[str, list[tuple[int, float]]] = {}
     for row in rows:
         tps = row["throughput_tps"]
-        points.setdefault(str(row["design"]), []).append(
-            (int(row["machines"]), float("nan") if tps is None else float(tps)))
+        point = (int(row["machines"]), float("nan") if tps is None else float(tps))
+        points.setdefault(str(row["design"]), []).append(point)
+        if isinstance(row.get("screened"), (bool, np.bool_)) and row["screened"]:  # (a frame's NaN: not)
+            screened.setdefault(str(row["design"]), []).append(point)
     lines = {}
     for design, pairs in points.items():
         pairs.sort(key=lambda p: p[0])
         lines[design] = ([m for m, _ in pairs], [t for _, t in pairs])
-    return _CurveInfo(lines)
+    return _CurveInfo(lines, screened)
 
 
 def plot_throughput_vs_machines(curve, ax=None):
@@ -52,7 +56,10 @@ def plot_throughput_vs_machines(curve, ax=None):
 
 def _draw_curve(info: _CurveInfo, ax) -> None:
     for i, (design, (xs, ys)) in enumerate(info.lines.items()):
-        ax.plot(xs, ys, "-o", markersize=4, linewidth=2.2 if i == 0 else 1.2, label=label(design, 24))
+        (line,) = ax.plot(xs, ys, "-o", markersize=4, linewidth=2.2 if i == 0 else 1.2, label=label(design, 24))
+        if design in info.screened:  # hollow: screened, not simulated in full (ScalingCurve.screened_note)
+            sx, sy = zip(*info.screened[design])
+            ax.plot(sx, sy, "o", markersize=4, color=line.get_color(), markerfacecolor="white", zorder=3)
     ax.set_xlabel("machines", fontsize=8)
     ax.set_ylabel("predicted throughput (tuples/s)", fontsize=8)
     ax.set_title("throughput against cluster size (simulator)", fontsize=9)

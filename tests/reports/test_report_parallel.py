@@ -171,7 +171,8 @@ def test_the_candidate_tables_predictions_are_tasks_both_processes_can_take(smal
     own_sim = predict(small.workload, small.design, options.predict)
     for scaling in (True, False):
         pool, futures = Counting(), {}
-        start_predictions(pool, futures, options, small.design, small.workload, own_sim, missing, scaling)
+        start_predictions(pool, futures, options, small.design, small.graph, small.workload, own_sim, missing,
+                          scaling)
         sims, rows = futures["predictions"].result()
         assert sorted(sims) == sorted(missing)  # every missing design simulated
         shared = [n for n in missing if scaling and n in DEFAULT_BASELINES]
