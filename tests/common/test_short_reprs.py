@@ -1,6 +1,7 @@
-"""The records a notebook or a print shows most (Workload, Design, SimResult) print as one
-line naming what they hold, never their every SP, item and figure (19-50 KB each at 100 SPs),
-and never raise, even where a design was changed into one no file could hold."""
+"""The records a notebook or a print shows most (Workload, Design, SimResult, a pick's Selection,
+a search's Candidate and DesignSearch) print as one line naming what they hold, never their
+every SP, item, figure and partition array (19-50 KB each at 100 SPs), and never raise, even
+where a design was changed into one no file could hold."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -58,3 +59,33 @@ def test_a_validation_prints_both_sides_on_one_line(chain):
     text = repr(result)
     assert "\n" not in text and len(text) < ONE_LINE
     assert f"simulator {result.simulator['throughput_tps']:,.0f} tuples/s" in text and "engine -" in text
+
+
+@pytest.fixture(scope="module")
+def picked():
+    """A pick by the simulator: its selection weighed search designs and baselines."""
+    return advisor.recommend("tpcdi-trade", machines=4)
+
+
+def test_a_selection_prints_its_pick_on_one_line_and_lists_every_candidate(picked):
+    selection = picked.selection
+    text = repr(selection)
+    assert "\n" not in text and len(text) < ONE_LINE
+    assert repr(selection.chosen.label) in text and f"of {len(selection.candidates)} candidates" in text
+    frame = selection.to_frame()
+    assert list(frame["label"]) == [c.label for c in selection.candidates]
+    assert list(frame.loc[frame["picked"], "label"]) == [selection.chosen.label]
+    page = selection._repr_html_()
+    assert all(f"<td>{c.source}</td>" in page for c in selection.candidates)
+
+
+def test_a_candidate_and_a_fitted_search_print_without_their_arrays(picked):
+    candidate = picked.selection.chosen
+    text = repr(candidate)
+    assert "\n" not in text and len(text) < ONE_LINE and "array(" not in text
+    assert repr(candidate.label) in text and f"cost {candidate.cost.total:.4f}" in text
+    search = picked.search
+    assert search.pool_  # fitted: its results are there, but not in its repr
+    text = repr(search)
+    assert "\n" not in text and "array(" not in text and "pool_=" not in text
+    assert text.startswith("DesignSearch(weights=")
