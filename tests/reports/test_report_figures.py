@@ -336,3 +336,21 @@ def test_a_large_dataflow_is_drawn_by_stream_depth_its_names_apart():
     ax = F.plot_workload(workload, ax=axes())
     assert len(ax.collections) == len(workload.procedures)
     assert f"{len(workload.tables) + len(workload.windows)} tables and windows left out" in ax.get_title()
+
+
+def _legend_labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_the_legend_names_only_what_the_figure_draws(rec):
+    """A workload's dataflow (no design) listed "cut edge", and past 40 SPs "state" too, and the
+    ring of machines "SP" and "state": none of which they draw."""
+    from workload_edits import scale_workload
+
+    assert _legend_labels(F.plot_workload(scale_workload("shared150"), ax=axes())) == ["SP"]
+    small = rec.workload
+    assert _legend_labels(F.plot_workload(small, ax=axes())) == ["SP", "state"]
+    assert _legend_labels(F.plot_graph(rec.design, rec.graph, ax=axes())) == ["SP", "state", "cut edge"]
+    ring = recommend("chain-32", partitions_per_machine=1, baselines=False)
+    labels = _legend_labels(F.plot_graph(ring.design, ring.graph, ax=axes(), max_nodes=20))
+    assert labels[0].startswith("machine") and "SP" not in labels and "state" not in labels
