@@ -1,7 +1,8 @@
 """The records a notebook or a print shows most (Workload, Design, SimResult, a pick's Selection,
-a search's Candidate and DesignSearch) print as one line naming what they hold, never their
-every SP, item, figure and partition array (19-50 KB each at 100 SPs), and never raise, even
-where a design was changed into one no file could hold."""
+a search's Candidate and DesignSearch, a tuning study and its rounds, a sensitivity) print as
+one line naming what they hold, never their every SP, item, figure and partition array (19-50
+KB each at 100 SPs), and never raise, even where a design was changed into one no file could
+hold."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -89,3 +90,17 @@ def test_a_candidate_and_a_fitted_search_print_without_their_arrays(picked):
     text = repr(search)
     assert "\n" not in text and "array(" not in text and "pool_=" not in text
     assert text.startswith("DesignSearch(weights=")
+
+
+def test_a_tuning_study_its_rounds_and_a_sensitivity_print_as_one_line():
+    # the dataclasses printed every round's workload, design and simulation (1.1 KB a round)
+    # and every row of the sweeps (8 KB at 100 SPs)
+    from reports.sensitivity import sensitivity
+
+    study = advisor.tune("tpcdi-trade", machines=4, rounds=1, jobs=1)
+    sweep = sensitivity("tpcdi-trade", machines=4, shares=(0.2, 0.8))
+    texts = [repr(study), repr(study.best), repr(study.rounds), repr(sweep)]
+    assert all("\n" not in t and len(t) < 2 * ONE_LINE for t in texts)
+    assert texts[0].startswith("TuningStudy('tpcdi-trade' on 4 machines x 1 partition: ")
+    assert study.stopped in texts[0] and f"{study.best.predicted_tps:,.0f} tuples/s" in texts[1]
+    assert f"{len(sweep.rows)} points" in texts[3] and sweep.verdict() in texts[3]
