@@ -97,6 +97,19 @@ class Candidate:
     batches: int = 0  # batches per simulation behind predicted_tps
     split_groups: int = 0  # nested groups whose SPs sit on more than one machine
 
+    def __repr__(self) -> str:
+        """One line (the dataclass's printed both partition arrays: a pick's candidates at 100
+        SPs were 230 lines in `rec.selection`, a search's `pool_` 100); the arrays stay
+        `proc_part` and `state_part`."""
+        cost = f"cost {self.cost.total:.4f}" if isinstance(self.cost, CostBreakdown) else f"cost {self.cost!r:.40}"
+        if isinstance(self.cost, CostBreakdown) and not self.cost.feasible:
+            cost += " (infeasible: over memory)"
+        figures = "".join(f", {name} {tps:,.0f} tuples/s" for name, tps in
+                          (("predicted", self.predicted_tps), ("estimated", self.estimated_tps))
+                          if isinstance(tps, (int, float)))
+        placed = getattr(self.proc_part, "size", "?")
+        return f"Candidate({self.label!r:.80} from {self.source!r:.40}: {placed} SPs placed, {cost}{figures})"
+
     def better_than(self, other: "Candidate | None") -> bool:
         if other is None:
             return True
@@ -180,11 +193,12 @@ class DesignSearch:
     pool_size: int = 12
     # weights inside a machine (None: `weights` with MOVEs priced as local messages)
     partition_weights: Weights | None = None
-    candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False)
-    pool_: list[Candidate] = field(default_factory=list, init=False)
-    metis_s_: float = field(default=0.0, init=False)
-    local_search_steps_: int = field(default=0, init=False)
-    local_search_timed_out_: bool = field(default=False, init=False)
+    # results out of the repr, which shows the parameters (the pool's arrays were 100 lines)
+    candidates_: list[tuple[str, float, bool]] = field(default_factory=list, init=False, repr=False)
+    pool_: list[Candidate] = field(default_factory=list, init=False, repr=False)
+    metis_s_: float = field(default=0.0, init=False, repr=False)
+    local_search_steps_: int = field(default=0, init=False, repr=False)
+    local_search_timed_out_: bool = field(default=False, init=False, repr=False)
 
     def fit(self, graph: WorkloadGraph | CostGraph) -> "DesignSearch":
         started = time.perf_counter()

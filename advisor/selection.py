@@ -81,6 +81,23 @@ class Selection:
     prediction: float | None = None
     prediction_batches: int = 0
 
+    def __repr__(self) -> str:
+        """One line (`advisor.selection_view`); `to_frame()` and the notebook list every candidate."""
+        from advisor.selection_view import selection_line
+
+        return selection_line(self)
+
+    def to_frame(self):
+        """Every candidate weighed, one row each: source, cost, estimated and predicted tuples/s."""
+        from advisor.selection_view import selection_frame
+
+        return selection_frame(self)
+
+    def _repr_html_(self) -> str:
+        from advisor.selection_view import selection_html
+
+        return selection_html(self)
+
     def candidate_table(self) -> list[dict]:
         """The candidates as `recommend`'s table lists them (each distinct search design, each
         baseline, the best of those enumerated), for its `--json` and the design's provenance,

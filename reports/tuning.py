@@ -24,7 +24,7 @@ from costmodel.design import Design
 from advisor.errors import AdvisorError
 from costmodel.errors import as_python_int, check_seed
 from costmodel.weights import check_weights
-from costmodel.workload import Workload
+from costmodel.workload import Workload, cluster_text
 from advisor.api import check_jobs
 from advisor.parallel_runs import serial_picks
 from reports.parallel import section_pool, usable_cores
@@ -50,6 +50,12 @@ class TuningRound:
     @property
     def cost(self) -> float:
         return self.design.cost.total
+
+    def __repr__(self) -> str:
+        """One line (the dataclass's printed its workload, design, simulation and suggestions,
+        1.1 KB a round, in a print of `study.best` or of `study.rounds`)."""
+        return (f"TuningRound({self.index}: {self.change or '(start)'!s:.120}, {self.predicted_tps:,.0f} tuples/s "
+                f"predicted, cost {self.cost:.4f}, bottleneck {self.bottleneck or '-'})")
 
     def to_dict(self) -> dict:
         return {"round": self.index, "change": self.change or "", "procedures": len(self.workload.procedures),
@@ -202,15 +208,25 @@ class TuningStudy:
             raise
         return [out / n for n in names]
 
-    def _repr_html_(self) -> str:
-        e = html.escape
-        frame = self.to_frame()
+    def summary(self) -> str:
+        """The rounds in one sentence: how many, the best, why the loop stopped."""
         best = self.best if self.rounds else None
         # (round 0 is the starting dataflow: "4 rounds" beside "reached 3 rounds" read as a miscount)
         changed = max(len(self.rounds) - 1, 0)
-        head = (f"<b>Tuning study</b>: the starting dataflow and {changed} round{'' if changed == 1 else 's'} of changes"
+        return (f"the starting dataflow and {changed} round{'' if changed == 1 else 's'} of changes"
                 + (f", best round {best.index} at {best.predicted_tps:,.0f} tuples/s predicted" if best else "")
-                + (f"; stopped: {e(self.stopped)}" if self.stopped else ""))
+                + (f"; stopped: {self.stopped}" if self.stopped else ""))
+
+    def __repr__(self) -> str:
+        """One line (the dataclass's printed every round whole, 1.1 KB a round, and the
+        options); `to_frame()`, `table()` and the notebook list the rounds."""
+        return (f"TuningStudy({self.workload.name!r:.80} on "
+                f"{cluster_text(self.workload.cluster.machines, self.workload.cluster.partitions_per_machine)}: "
+                f"{self.summary()})")
+
+    def _repr_html_(self) -> str:
+        frame = self.to_frame()
+        head = f"<b>Tuning study</b>: {html.escape(self.summary())}"
         formats = {"predicted_tps": lambda x: f"{x:,.0f}", "cost": lambda x: f"{x:.4f}"}
         return head + frame.to_html(index=False, formatters=formats, na_rep="-")
 

@@ -107,6 +107,9 @@ TABLES: dict[str, pa.Schema] = {
     "streams": STREAMS,
     "state": STATE,
 }
+# what a row of each table is, as `advisor trace aggregate` counts them
+ROW_NAMES = {"procedures": "procedures", "state": "state items", "procedure_state": "procedure-state edges",
+             "streams": "stream edges"}
 
 
 @dataclass
@@ -122,6 +125,16 @@ class Statistics:
 
     def frames(self) -> dict[str, pd.DataFrame]:
         return {name: getattr(self, name) for name in TABLES}
+
+    def __repr__(self) -> str:
+        """One line, never raising (the dataclass's printed its four DataFrames and the
+        manifest's every name: 53 lines at 100 procedures); `frames()` and the notebook's
+        tables show the rows."""
+        m = self.manifest if isinstance(self.manifest, dict) else {}
+        counts = ", ".join(f"{len(getattr(self, name)):,} {said}" for name, said in ROW_NAMES.items()
+                           if hasattr(getattr(self, name, None), "__len__"))
+        return (f"Statistics({str(m.get('workload', '?'))!r:.80}: {counts}; granularity "
+                f"{str(m.get('granularity'))!r:.40}, {m.get('batches')!r:.20} batches)")
 
     def _repr_html_(self) -> str:
         m = self.manifest

@@ -24,7 +24,9 @@ def wrong_kind(name: str, expected: str, value) -> UserError:
 
 
 def new_axes(ax=None, figsize=(6.4, 3.6)):
-    """The given Axes, or a fresh one (pyplot, so notebooks show it inline)."""
+    """The given Axes, or a fresh one (pyplot, so notebooks show it inline), laid out to keep
+    its labels and a legend below the axes inside the figure: `ax.figure.savefig(path)` cut
+    them off (the notebook's inline PNG is trimmed to what is drawn and hid it)."""
     if ax is not None:
         from matplotlib.axes import Axes
 
@@ -33,7 +35,7 @@ def new_axes(ax=None, figsize=(6.4, 3.6)):
         return ax
     import matplotlib.pyplot as plt
 
-    _, ax = plt.subplots(figsize=figsize)
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax
 
 

@@ -161,8 +161,6 @@ def graph_figsize(design, graph, max_nodes: int = 80) -> tuple[float, float]:
 
 
 def _draw_graph(info: _GraphInfo, ax) -> None:
-    from matplotlib.lines import Line2D
-
     colours = machine_colours(info.machines)
     max_w = max((e.weight for e in info.edges), default=1.0) or 1.0
     # the heaviest cuts' weights only (their numbers piled up in the ring's centre)
@@ -229,16 +227,29 @@ def _draw_graph(info: _GraphInfo, ax) -> None:
     ax.set_yticks([])
     for side in ax.spines.values():
         side.set_visible(False)
-    legend = [Line2D([], [], marker="o", linestyle="", color="#777777", label="SP"),
-              Line2D([], [], marker="s", linestyle="", color="#777777", label="state")]
-    if any(n.kind == "window" for n in info.nodes):
-        legend.append(Line2D([], [], marker=WINDOW_MARKER, linestyle="", color="#777777",
-                             label="window (with its SP)"))
-    legend.append(Line2D([], [], color="#d62728", linestyle="--", label="cut edge"))
+    legend = _legend_handles(info)
     ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=len(legend),
               fontsize=7, frameon=False)
     ax.set_title("state/processing graph" + (" (one node per machine)" if info.aggregated else ""),
                  fontsize=9)
+
+
+LEGEND_MARKS = {"processing": ("o", "SP"), "state": ("s", "state"), "window": (WINDOW_MARKER, "window (with its SP)"),
+                "machine": ("o", "machine (bigger: more load)")}
+
+
+def _legend_handles(info: _GraphInfo) -> list:
+    """A legend entry for each kind of node drawn, and for cut edges where there are any: a
+    workload's dataflow (no design, its state left out past 40 SPs) listed "state" and "cut
+    edge", and the ring of machines "SP" and "state", none of which they draw."""
+    from matplotlib.lines import Line2D
+
+    drawn = {n.kind for n in info.nodes}
+    handles = [Line2D([], [], marker=marker, linestyle="", color="#777777", label=said)
+               for kind, (marker, said) in LEGEND_MARKS.items() if kind in drawn]
+    if any(e.cut for e in info.edges):
+        handles.append(Line2D([], [], color="#d62728", linestyle="--", label="cut edge"))
+    return handles
 
 
 def _workload_info(workload) -> _GraphInfo:

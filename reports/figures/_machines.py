@@ -66,13 +66,21 @@ def machine_ticks(machines: int) -> range:
     return range(0, machines, -(-machines // TICKS_AT_MOST))
 
 
+WIDEST_IN = 12.0  # 0.8 in a machine made 24 machines 21 in wide (a notebook shrank its text by half)
+
+
+def stacks_figsize(machines: int) -> tuple[float, float]:
+    """0.8 in a machine's bar, at most WIDEST_IN (past 16 machines every k-th is labelled)."""
+    return min(WIDEST_IN, max(4.0, 0.8 * machines + 2)), 3.2
+
+
 OFF_THE_SCALE = 4.0  # a memory limit this many times the fullest machine's state is said, not drawn
 
 
 def plot_machine_load(design, graph, ax=None):
     """Processing load per machine, stacked by SP, against each machine's fair share."""
     info = _load_info(design, graph)  # (first: it checks the design and the graph)
-    ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
+    ax = new_axes(ax, figsize=stacks_figsize(design.machines))
     _draw_stacks(info, ax)
     return ax
 
@@ -81,7 +89,7 @@ def plot_machine_memory(design, graph, ax=None):
     """State size per machine, stacked by item (hatched = a replicated copy, cross-hatched = a
     window, on its owner's machine), against the limit."""
     info = _memory_info(design, graph)  # (first: it checks the design and the graph)
-    ax = new_axes(ax, figsize=(max(4.0, 0.8 * design.machines + 2), 3.2))
+    ax = new_axes(ax, figsize=stacks_figsize(design.machines))
     _draw_stacks(info, ax)
     return ax
 

@@ -1,6 +1,8 @@
-"""The records a notebook or a print shows most (Workload, Design, SimResult) print as one
-line naming what they hold, never their every SP, item and figure (19-50 KB each at 100 SPs),
-and never raise, even where a design was changed into one no file could hold."""
+"""The records a notebook or a print shows most (Workload, Design, SimResult, a pick's Selection,
+a search's Candidate and DesignSearch, a tuning study and its rounds, a sensitivity) print as
+one line naming what they hold, never their every SP, item, figure and partition array (19-50
+KB each at 100 SPs), and never raise, even where a design was changed into one no file could
+hold."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -58,3 +60,47 @@ def test_a_validation_prints_both_sides_on_one_line(chain):
     text = repr(result)
     assert "\n" not in text and len(text) < ONE_LINE
     assert f"simulator {result.simulator['throughput_tps']:,.0f} tuples/s" in text and "engine -" in text
+
+
+@pytest.fixture(scope="module")
+def picked():
+    """A pick by the simulator: its selection weighed search designs and baselines."""
+    return advisor.recommend("tpcdi-trade", machines=4)
+
+
+def test_a_selection_prints_its_pick_on_one_line_and_lists_every_candidate(picked):
+    selection = picked.selection
+    text = repr(selection)
+    assert "\n" not in text and len(text) < ONE_LINE
+    assert repr(selection.chosen.label) in text and f"of {len(selection.candidates)} candidates" in text
+    frame = selection.to_frame()
+    assert list(frame["label"]) == [c.label for c in selection.candidates]
+    assert list(frame.loc[frame["picked"], "label"]) == [selection.chosen.label]
+    page = selection._repr_html_()
+    assert all(f"<td>{c.source}</td>" in page for c in selection.candidates)
+
+
+def test_a_candidate_and_a_fitted_search_print_without_their_arrays(picked):
+    candidate = picked.selection.chosen
+    text = repr(candidate)
+    assert "\n" not in text and len(text) < ONE_LINE and "array(" not in text
+    assert repr(candidate.label) in text and f"cost {candidate.cost.total:.4f}" in text
+    search = picked.search
+    assert search.pool_  # fitted: its results are there, but not in its repr
+    text = repr(search)
+    assert "\n" not in text and "array(" not in text and "pool_=" not in text
+    assert text.startswith("DesignSearch(weights=")
+
+
+def test_a_tuning_study_its_rounds_and_a_sensitivity_print_as_one_line():
+    # the dataclasses printed every round's workload, design and simulation (1.1 KB a round)
+    # and every row of the sweeps (8 KB at 100 SPs)
+    from reports.sensitivity import sensitivity
+
+    study = advisor.tune("tpcdi-trade", machines=4, rounds=1, jobs=1)
+    sweep = sensitivity("tpcdi-trade", machines=4, shares=(0.2, 0.8))
+    texts = [repr(study), repr(study.best), repr(study.rounds), repr(sweep)]
+    assert all("\n" not in t and len(t) < 2 * ONE_LINE for t in texts)
+    assert texts[0].startswith("TuningStudy('tpcdi-trade' on 4 machines x 1 partition: ")
+    assert study.stopped in texts[0] and f"{study.best.predicted_tps:,.0f} tuples/s" in texts[1]
+    assert f"{len(sweep.rows)} points" in texts[3] and sweep.verdict() in texts[3]

@@ -336,3 +336,68 @@ def test_a_large_dataflow_is_drawn_by_stream_depth_its_names_apart():
     ax = F.plot_workload(workload, ax=axes())
     assert len(ax.collections) == len(workload.procedures)
     assert f"{len(workload.tables) + len(workload.windows)} tables and windows left out" in ax.get_title()
+
+
+def _legend_labels(ax) -> list[str]:
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_the_legend_names_only_what_the_figure_draws(rec):
+    """A workload's dataflow (no design) listed "cut edge", and past 40 SPs "state" too, and the
+    ring of machines "SP" and "state": none of which they draw."""
+    from workload_edits import scale_workload
+
+    assert _legend_labels(F.plot_workload(scale_workload("shared150"), ax=axes())) == ["SP"]
+    small = rec.workload
+    assert _legend_labels(F.plot_workload(small, ax=axes())) == ["SP", "state"]
+    assert _legend_labels(F.plot_graph(rec.design, rec.graph, ax=axes())) == ["SP", "state", "cut edge"]
+    ring = recommend("chain-32", partitions_per_machine=1, baselines=False)
+    labels = _legend_labels(F.plot_graph(ring.design, ring.graph, ax=axes(), max_nodes=20))
+    assert labels[0].startswith("machine") and "SP" not in labels and "state" not in labels
+
+
+def _cut_off(ax) -> list[str]:
+    """The labels, title and legend of a figure of its own that lie outside the figure's
+    canvas once drawn (what `ax.figure.savefig(path)` writes)."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    canvas = fig.bbox.padded(1)
+    low, high = sorted(ax.get_ylim())
+    ticks = [t for t, y in zip(ax.get_yticklabels(), ax.get_yticks()) if low <= y <= high]  # (those drawn)
+    shown = [t for t in (*ticks, ax.title, ax.xaxis.label, ax.yaxis.label) if t.get_text()]
+    out = [t.get_text() for t in shown if not canvas.contains(*t.get_window_extent(renderer).min)
+           or not canvas.contains(*t.get_window_extent(renderer).max)]
+    legend = ax.get_legend()
+    box = legend.get_window_extent(renderer) if legend is not None else None
+    return out + (["legend"] if box is not None and not (canvas.contains(*box.min) and canvas.contains(*box.max)) else [])
+
+
+def test_a_figure_saved_as_it_is_keeps_its_labels_and_legend(rec):
+    """`rec.plot()` saved with `ax.figure.savefig(path)` lost its legend below the bars and the
+    first letters of 'recommended', 'single-machine' (a notebook trims its inline PNG to what is
+    drawn, which hid it)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        assert _cut_off(rec.plot()) == []
+        assert _cut_off(F.plot_machine_memory(rec.design, rec.graph)) == []
+        assert _cut_off(F.plot_workload(rec.workload)) == []
+    finally:
+        plt.close("all")
+
+
+def test_bars_of_many_machines_stay_a_notebook_wide():
+    """0.8 in a machine: 24 machines made a figure 21 in wide, 64 machines 53 in, which a
+    notebook shrinks until nothing in it can be read; past 16 machines every k-th is labelled."""
+    import matplotlib.pyplot as plt
+
+    r = recommend("chain-32", machines=64, partitions_per_machine=1, baselines=False, objective="cost")
+    try:
+        for draw in (F.plot_machine_load, F.plot_machine_memory):
+            ax = draw(r.design, r.graph)
+            width, _ = ax.figure.get_size_inches()
+            assert 4.0 <= width <= 14.0
+            assert _overlapping(ax.get_xticklabels(), ax.figure) == []
+    finally:
+        plt.close("all")
