@@ -2,6 +2,7 @@
 size beside simple baselines, all simulated. Answers "how far does this dataflow scale"."""
 from __future__ import annotations
 
+import html
 import os
 from dataclasses import dataclass, field
 
@@ -85,6 +86,22 @@ class ScalingCurve:
         where = "; ".join(f"{name} on {', '.join(map(str, sorted(counts)))}" for name, counts in screened.items())
         return (f"Screened, as recommend's table screens (hollow markers: {screening_text()}, not the full "
                 f"run): {where} machines, each below {SCREEN_BELOW:.0%} of the advisor's line there.")
+
+    def __repr__(self) -> str:
+        """One line (the dataclass printed every row: 1.3 KB for four machine counts)."""
+        counts = sorted({r["machines"] for r in self.rows})
+        designs = list(dict.fromkeys(r["design"] for r in self.rows))
+        best = max((r for r in self.rows if r["design"] == "advisor" and r["throughput_tps"] is not None),
+                   key=lambda r: r["throughput_tps"], default=None)
+        top = "" if best is None else f"; advisor at most {best['throughput_tps']:,.0f} tuples/s, on {best['machines']}"
+        screened = sum(1 for r in self.rows if r.get("screened"))
+        return (f"ScalingCurve({', '.join(designs)} on {', '.join(map(str, counts))} machines{top}"
+                + (f"; {screened} screened" if screened else "") + ")")
+
+    def _repr_html_(self) -> str:
+        return f"<b>{html.escape(repr(self))}</b>" + self.to_frame().to_html(
+            index=False, formatters={"throughput_tps": lambda x: f"{x:,.0f}", "cost": lambda x: f"{x:.4f}"},
+            na_rep="-")
 
     def to_frame(self):
         import pandas as pd

@@ -113,3 +113,16 @@ def test_the_report_marks_its_screened_figures(tpcdi_report):
     assert "(screened): below 25% of this design" in html
     line = next(p for p in html.split("<p") if "Screened, as recommend" in p)
     assert "round-robin on 2, 4, 8 machines" in line
+
+
+def test_a_curve_prints_as_one_line_and_renders_its_rows():
+    rows = [{"machines": m, "design": d, "throughput_tps": t, "cost": 0.1, "screened": s}
+            for m, d, t, s in ((1, "advisor", 100.0, False), (4, "advisor", 390.0, False),
+                               (1, "round-robin", 100.0, False), (4, "round-robin", 20.0, True))]
+    curve = ScalingCurve(rows=rows)
+    line = repr(curve)
+    assert "\n" not in line and len(line) < 200
+    assert "advisor, round-robin on 1, 4 machines" in line and "at most 390 tuples/s, on 4" in line
+    assert "1 screened" in line
+    html = curve._repr_html_()
+    assert html.count("<tr") == 1 + len(rows) and "390" in html
