@@ -39,19 +39,27 @@ def new_axes(ax=None, figsize=(6.4, 3.6)):
     return ax
 
 
+# the greys of each qualitative map, which read as replicated state (REPLICATED_COLOUR)
+_GREYS = {"tab10": (7,), "tab20": (14, 15), "tab20b": (), "tab20c": (16, 17, 18, 19)}
+
+
 def machine_colours(n: int) -> list:
-    """One distinct colour per machine (tab10, then tab20, then a hue wheel), never the greys
-    (tab10's 8th, tab20's 15th and 16th), which read as replicated state (REPLICATED_COLOUR)."""
+    """One distinct colour per machine, never a grey: tab10, then tab20, then up to 54 from
+    tab20, tab20b and tab20c together, then a hue wheel short of a full turn. Why not the wheel
+    from 19 machines: a full turn made the first and last machines the same red (24 machines:
+    0 and 23), and neighbours on it differ little."""
     import matplotlib
 
-    if n <= 9:
-        cmap = matplotlib.colormaps["tab10"]
-        return [cmap(i) for i in range(10) if i != 7][:n]
-    if n <= 18:
-        cmap = matplotlib.colormaps["tab20"]
-        return [cmap(i) for i in range(20) if i not in (14, 15)][:n]
+    def qualitative(*names: str) -> list:
+        return [matplotlib.colormaps[m](i) for m in names for i in range(matplotlib.colormaps[m].N)
+                if i not in _GREYS[m]]
+
+    for names in (("tab10",), ("tab20",), ("tab20", "tab20b", "tab20c")):
+        colours = qualitative(*names)
+        if n <= len(colours):
+            return colours[:n]
     cmap = matplotlib.colormaps["hsv"]
-    return [cmap(i / n) for i in range(n)]
+    return [cmap(0.9 * i / max(n - 1, 1)) for i in range(n)]
 
 
 def label(text: str, limit: int = 22) -> str:

@@ -236,14 +236,19 @@ def test_notebook_objects_plot(tpcdi_trade, rec):
 def test_machines_are_never_the_replicated_grey_and_a_far_limit_is_said_not_drawn():
     """Machine 7 was tab10's grey, read as replicated state; a 2,048 MiB limit over state of
     1-150 MiB squeezed every bar flat against the axis."""
-    from matplotlib.colors import to_hex
+    from matplotlib.colors import to_hex, to_rgb
 
     from reports.figures._common import REPLICATED_COLOUR, machine_colours
 
-    for n in (8, 9, 16, 18):
+    for n in (8, 9, 16, 18, 24, 54, 80):
         hexes = [to_hex(c) for c in machine_colours(n)]
         assert len(set(hexes)) == n and "#7f7f7f" not in hexes and "#c7c7c7" not in hexes
         assert REPLICATED_COLOUR not in hexes
+        assert not any(h[1:3] == h[3:5] == h[5:7] for h in hexes)  # no grey of any shade
+    # the first and the last machine of a ring past 18 machines are not one colour (24: two reds)
+    for n in (24, 80):
+        first, last = (np.array(to_rgb(c)) for c in machine_colours(n)[::n - 1])
+        assert np.abs(first - last).sum() > 0.3, n
     rec = recommend("tpcdi-trade", machines=8)
     ax = F.plot_machine_memory(rec.design, rec.graph, ax=axes())
     assert ax.get_title().endswith("(limit 2,048 MiB a machine, far above)")
