@@ -127,7 +127,7 @@ def recommend(source: Source, machines: int | None = None,
     if current is not None:
         from advisor.migration_pick import plan_migration
 
-        plan = plan_migration(out, current, max_move_mb, calibration, seed, simulator=simulator)
+        plan = plan_migration(out, current, max_move_mb, calibration, seed, simulator=simulator, jobs=processes)
         plan.gone = gone
         out.migration = plan
         out.design = replace(plan.chosen.design, method="advisor",

@@ -131,10 +131,11 @@ def _fastest(points: list[Reachable], judged_by: str) -> Reachable:
 
 
 def plan_migration(rec, current: Design, max_move_mb: float | None = None, calibration=None,
-                   seed: int = 0, *, simulator: Simulator) -> MigrationPlan:
+                   seed: int = 0, *, simulator: Simulator, jobs: int = 1) -> MigrationPlan:
     """Weigh the designs reachable from `current` for a recommendation `rec` of the same
     workload and cluster (module docstring), judged by `simulator`; by cost alone when `rec`
-    was picked by cost."""
+    was picked by cost. `jobs`: processes that simulate the designs side by side (as the
+    pick's, `advisor.parallel_runs.pick_processes`); the plan is the same with any number."""
     simulator = need_simulator(simulator, "a migration plan")
     graph = rec.graph
     workload = rec.workload
@@ -170,7 +171,7 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
         if estimate is not None:
             r.estimated_tps = estimate.throughput_tps(*r.design.arrays(graph))
     by_cost = rec.selection is None or rec.selection.objective == "cost"
-    judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed, simulator)
+    judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed, simulator, jobs)
     plan = MigrationPlan(current, points, points[0], points[0], max_move_mb, judged_by)
     plan.best = plan.best_within(float("inf"))
     plan.chosen = plan.best if max_move_mb is None else plan.best_within(max_move_mb)
@@ -287,8 +288,9 @@ def _ratio(gain: float, megabytes: float) -> float:
 
 
 def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: int,
-           simulator: Simulator) -> str:
-    """Simulate the estimate's frontier (at most MAX_SIMULATED designs); say what judged."""
+           simulator: Simulator, jobs: int = 1) -> str:
+    """Simulate the estimate's frontier (at most MAX_SIMULATED designs), in `jobs` processes;
+    say what judged."""
     if workload is None:
         return "cost"
     if simulation_blocker(workload, graph) is not None:
@@ -306,7 +308,8 @@ def _judge(points: list[Reachable], graph: WorkloadGraph, workload, cal, seed: i
     chosen = {id(r) for r in frontier}
     always = [points[0]] + [r for r in points if r.label == "recommended"]  # deployed, unconstrained pick
     judged = frontier + [p for p in always if id(p) not in chosen]
-    predicted = predict_designs([r.design for r in judged], workload, cal, seed, simulator=simulator)
+    predicted = predict_designs([r.design for r in judged], workload, cal, seed, simulator=simulator,
+                                processes=jobs, first=_slowest_first(judged))
     for r, tps in zip(judged, predicted):
         r.predicted_tps = tps
     return "simulator"  # only simulated designs compete: an estimate is not a prediction
@@ -323,18 +326,34 @@ def _estimate_frontier(points: list[Reachable]) -> list[Reachable]:
     return frontier
 
 
+def _slowest_first(judged: list[Reachable]) -> list[int]:
+    """The order to hand the designs to the workers in: the slowest by the busy-time estimate
+    first. Why: a slow design is slow because its transactions span partitions, and each
+    distributed transaction is many simulated events (its two-phase commit), so these are the
+    longest simulations (a round-robin deployment's take 4-5 times a good design's); started
+    last, one would run alone at the end. Only the order of work: not what is answered."""
+    return sorted(range(len(judged)), key=lambda k: (judged[k].estimated_tps or 0.0, k))
+
+
 def predict_designs(designs: list[Design], workload, calibration, seed: int = 0, *,
-                    simulator: Simulator) -> list[float]:
+                    simulator: Simulator, processes: int = 1, first: list[int] | None = None) -> list[float]:
     """Each design's maximum throughput by `simulator` (0 where it cannot run it), with the
     batches and tolerance of the pick's final round, so the figures compare with its own.
-    `calibration` goes to the simulator as it is (None: the simulator's own default)."""
+    `calibration` goes to the simulator as it is (None: the simulator's own default).
+    `processes` > 1: simulated side by side in forked workers, handed out in the order
+    `first` (`advisor.parallel_runs.each_side_by_side`); each simulation is deterministic
+    and independent of the others, so the figures are those of one process."""
+    from advisor.parallel_runs import each_side_by_side
+
     simulator = need_simulator(simulator, "predicting designs")
+
+    def predicted(d: Design) -> float:
+        return float(simulator.max_throughput(workload, d, calibration=calibration, batches=SIM_BATCHES,
+                                              seed=seed, tolerance=TIE_TOLERANCE / 2).throughput_tps)
+
     out = []
-    for d in designs:
-        try:
-            out.append(float(simulator.max_throughput(workload, d, calibration=calibration,
-                                                      batches=SIM_BATCHES, seed=seed,
-                                                      tolerance=TIE_TOLERANCE / 2).throughput_tps))
-        except simulator.error:
-            out.append(0.0)
+    for ok, value in each_side_by_side(predicted, designs, processes, first):
+        if not ok and not isinstance(value, simulator.error):
+            raise value  # a bug, not a design the simulator refuses: as it would be raised here
+        out.append(value if ok else 0.0)
     return out

@@ -6,7 +6,9 @@ one core. The designs of one round do not depend on each other, so on a machine 
 cores they can run side by side. The answers do not change: each simulation is deterministic
 and independent, the pick still asks for them in its own order, and a result computed ahead
 is only counted when the pick asks for it (`advisor.simulation_runs.SimulationRuns.prefetch`), so
-the same input gives the same design, figures and counts with any number of workers.
+the same input gives the same design, figures and counts with any number of workers. A
+migration plan's designs (`advisor.migration_pick`), simulated after the pick and all known at
+once, go to the workers as one batch (`each_side_by_side`), answered in their own order.
 
 The workers are forked, so they inherit the pick's workload, graph and simulator and nothing
 is pickled but a design's arrays and the results. Forking is only done where it is safe
@@ -164,6 +166,33 @@ class RunPool:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def each_side_by_side(fn: Callable[[Any], Any], items: Sequence[Any], processes: int,
+                      first: Sequence[int] | None = None) -> list[tuple[bool, Any]]:
+    """(True, fn(item)) or (False, the exception it raised) for each of `items`, in their
+    order: with `processes` > 1, from that many forked workers, each taking the next item as
+    it frees up (`first`: the order they are handed out in, e.g. the longest guessed first,
+    so none is left alone at the end; the answers keep the items' order), this process only
+    waiting; with one process (or one item), here, one after the other. Why: a batch of
+    independent deterministic simulations (a migration plan's designs) gives the same answers
+    wherever each runs, so only the wall time changes. Only where `pick_processes` allows it."""
+    if processes < 2 or len(items) < 2:
+        return [_answered_here(fn, item) for item in items]
+    order = list(range(len(items))) if first is None else list(first)
+    if sorted(order) != list(range(len(items))):
+        raise ValueError(f"`first` must order every one of the {len(items)} items once, got {order}")
+    with RunPool(lambda k: fn(items[k]), min(processes, len(items))) as pool:
+        answers = dict(zip(order, pool.submit(order)))
+        return [answers[k].get() for k in range(len(items))]
+
+
+def _answered_here(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    """`_run_one`'s answer, computed in this process (so both paths answer alike)."""
+    try:
+        return True, fn(item)
+    except Exception as exc:  # the caller decides what it means, as with a worker's
+        return False, exc
 
 
 class Later:

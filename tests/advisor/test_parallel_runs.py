@@ -303,3 +303,58 @@ def test_a_round_is_shared_between_this_process_and_the_workers():
         with serial_picks():
             alone = SimulationRuns.of(w, graph, Weights(), simulator=ENGINE_SIMULATOR)
             assert answers == [alone.max_throughput(p, s, 40, 0.05).throughput_tps for p, s in designs]
+
+
+def _maybe_fails(x: int) -> int:
+    if x < 0:
+        raise ValueError(f"negative: {x}")
+    return _slow_square(x)
+
+
+def test_side_by_side_answers_come_in_the_items_order_as_here():
+    """`each_side_by_side` hands the items out in the order `first` (the slowest first), but
+    answers in the items' order, as one process does, an exception as its (False, exception)."""
+    from advisor.parallel_runs import each_side_by_side
+
+    items, first = [5, -1, 0, 30, 2], [3, 0, 4, 1, 2]
+    before = _children()
+    here = each_side_by_side(_maybe_fails, items, 1)
+    there = each_side_by_side(_maybe_fails, items, 2, first)
+    assert _children() <= before  # the workers ended with the batch
+    for answers in (here, there):
+        assert [value for ok, value in answers if ok] == [25, 0, 900, 4]
+        assert [(ok, type(value), str(value)) for ok, value in answers][1] == (False, ValueError, "negative: -1")
+    with pytest.raises(ValueError, match="every one of the 5 items once"):
+        each_side_by_side(_maybe_fails, items, 2, [0, 0, 1, 2, 3])
+
+
+def _plan_figures(rec) -> tuple:
+    """Everything a migration plan answers: each design weighed, with its figures, the pick,
+    the frontier and the design recommended."""
+    plan = rec.migration
+    return ([(r.label, r.megabytes, r.estimated_tps, r.predicted_tps, r.cost) for r in plan.reachable],
+            plan.chosen.label, plan.best.label, plan.judged_by, plan.to_dict(), rec.design.to_json())
+
+
+def test_a_migration_plan_is_the_same_simulated_in_workers(monkeypatch):
+    """`recommend(current=...)` simulates the plan's designs side by side with `jobs` > 1 (in
+    an order of its own: the slowest by the estimate first) and answers as with one process."""
+    from advisor.parallel_runs import RunPool
+
+    handed: list[int] = []
+    submit = RunPool.submit
+
+    def counting_submit(self, requests):
+        handed.append(len(requests))
+        return submit(self, requests)
+
+    monkeypatch.setattr(RunPool, "submit", counting_submit)
+    deployed = recommend("tpcdi-trade", machines=4, objective="cost").baselines["round-robin"]
+    alone = recommend("tpcdi-trade", current=deployed, jobs=1)
+    assert handed == []
+    before = _children()
+    side_by_side = recommend("tpcdi-trade", current=deployed, jobs=2)
+    simulated = [r for r in side_by_side.migration.reachable if r.predicted_tps is not None]
+    assert len(simulated) >= 4 and handed[-1] == len(simulated)  # the plan's designs went to the workers
+    assert _plan_figures(side_by_side) == _plan_figures(alone)
+    assert _children() <= before
