@@ -28,7 +28,8 @@ from advisor.candidate_pool import (enumerated_candidates, one_machine_candidate
                                     search_candidates)
 from advisor.recommendation import Recommendation
 from advisor.search import Candidate, DesignSearch
-from advisor.selection import OBJECTIVES, select, simulation_blocker, spec_blocker
+from advisor.selection import OBJECTIVES, select
+from advisor.sim_limits import simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
 from advisor.sources import check_same_granularity, is_statistics_source
 from costmodel.sim_params import SimParams

@@ -1,6 +1,6 @@
 """The pick where the simulator cannot judge in time: by the busy-time estimate, no simulation.
 
-Past the sizes the simulator judges quickly (`advisor.selection.simulation_blocker`), the pick
+Past the sizes the simulator judges quickly (`advisor.sim_limits.simulation_blocker`), the pick
 fell back to the cost model's cheapest design, which the estimate and the simulator both put
 far behind (a generated dataflow of 300 SPs on 64 machines: 1,052 tuples/s simulated, against
 5,832 for the simulated search's pick, had it been let run 40 s). The estimate prices a design

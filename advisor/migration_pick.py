@@ -21,7 +21,8 @@ from costmodel.graph import WorkloadGraph
 from advisor.judge import Simulator, need_simulator
 from advisor.migration import DesignDiff, align, diff, moves_between
 from advisor.candidate_pool import distinct
-from advisor.selection import TIE_TOLERANCE, simulation_blocker
+from advisor.selection import TIE_TOLERANCE
+from advisor.sim_limits import simulation_blocker
 
 MAX_SIMULATED = 16  # frontier designs simulated (each a maximum-throughput search)
 SIM_BATCHES = 300  # per simulation: the pick's final round, so the figures compare

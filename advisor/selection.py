@@ -30,12 +30,10 @@ from advisor.candidate_pool import distinct, relabelled_design_key, scored_candi
 from advisor.judge import Simulator
 from advisor.search import Candidate
 from advisor.simulation_runs import SimulationRuns
+from advisor.sim_limits import size_blocker, spec_blocker
 
 OBJECTIVES = ("throughput", "cost")
 TIE_TOLERANCE = 0.02  # predicted throughputs this close are a tie: the lower cost wins
-MAX_SIM_SIZE = 50_000  # (nodes + edges) x machines above which nothing is simulated
-MAX_SIM_BATCH_WORK = 1_000  # SPs + edges above which nothing is simulated (per-batch work)
-MAX_SIM_PARTITIONS = 1_024  # the simulator builds every partition of the cluster
 EVENT_BUDGET = 300_000  # simulated events (and run overheads) for the whole pick: ~1 s here, quiet
 RUN_OVERHEAD_EVENTS = 600  # what setting up and summarising one simulation run costs, in events
 PILOT_BATCHES, PILOT_SHARE = 20, 0.25  # pilots stop once they have spent this share
@@ -151,40 +149,6 @@ class Selection:
                                            "collapsing_judged_again": imp.collapse_checked,
                                            "collapsing_kept_out": imp.collapse_kept_out}
         return out
-
-
-def simulation_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
-    """Why the simulator cannot judge these designs quickly, or None when it can."""
-    return spec_blocker(workload, graph) or size_blocker(graph)
-
-
-def spec_blocker(workload: Workload | None, graph: WorkloadGraph) -> str | None:
-    """Why neither the simulator nor the busy-time estimate can run these designs (no spec of
-    this graph's SPs and state behind them), or None."""
-    if workload is None:
-        return "no workload spec behind this source, so the simulator cannot run it"
-    if (set(graph.proc_names) != set(workload.procedure_names)
-            or set(graph.state_names) != set(workload.table_names) | set(workload.window_names)):
-        return ("the graph's state items are not the spec's tables and windows, so the "
-                "simulator cannot run it")
-    return None
-
-
-def size_blocker(graph: WorkloadGraph) -> str | None:
-    """Why the simulator cannot judge designs of this graph quickly (its size), or None."""
-    c = graph.cost
-    edges = c.ps_weight.size + c.pp_weight.size
-    per_batch = graph.n_proc + edges  # what the simulator steps through for every batch
-    usable = min(c.machines, graph.n_nodes)  # no design uses more machines than nodes
-    if per_batch > MAX_SIM_BATCH_WORK or (graph.n_nodes + edges) * usable > MAX_SIM_SIZE:
-        return (f"the graph is too large to simulate quickly ({graph.n_nodes:,} nodes and "
-                f"{edges:,} edges on {c.machines:,} machines; limits: {MAX_SIM_BATCH_WORK:,} "
-                f"SPs + edges, {MAX_SIM_SIZE:,} (nodes + edges) x machines)")
-    partitions = c.machines * c.partitions_per_machine
-    if partitions > MAX_SIM_PARTITIONS:
-        return (f"the cluster is too large to simulate quickly ({partitions:,} partitions; "
-                f"limit {MAX_SIM_PARTITIONS:,})")
-    return None
 
 
 def pick_by_cost(candidates: list[Candidate]) -> Candidate:

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from advisor.errors import AdvisorError
-from advisor.selection import MAX_SIM_BATCH_WORK
+from advisor.sim_limits import MAX_SIM_BATCH_WORK
 from costmodel.design import Design
 from costmodel.errors import SpecError, is_a
 from costmodel.files import as_path

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import advisor.selection as selection  # noqa: E402
+import advisor.sim_limits as sim_limits  # noqa: E402
 from advisor.api import recommend  # noqa: E402
 from engine_sim.sim import Calibration, max_throughput  # noqa: E402
 from recommend_scale import case_workload, generated_workload, shared_workload  # noqa: E402
@@ -61,20 +61,20 @@ def main() -> int:
     ap.add_argument("--simulated", action="store_true",
                     help="also the simulated pick with the simulator's size limits lifted (slow)")
     args = ap.parse_args()
-    limits = selection.MAX_SIM_SIZE, selection.MAX_SIM_BATCH_WORK, selection.MAX_SIM_PARTITIONS
+    limits = sim_limits.MAX_SIM_SIZE, sim_limits.MAX_SIM_BATCH_WORK, sim_limits.MAX_SIM_PARTITIONS
     print(f"{'case':<14}{'cost pick':>11}{'estimate pick':>15}{'x cost':>8}{'s':>7}"
           + (f"{'simulated pick':>16}{'s':>7}{'est/sim':>9}" if args.simulated else ""))
     for case in args.cases.split(","):
         w, m, ppm = workload_of(case)
         cheapest, _ = timed_pick(w, m, ppm, objective="cost")
         try:
-            selection.MAX_SIM_SIZE = selection.MAX_SIM_BATCH_WORK = selection.MAX_SIM_PARTITIONS = 0
+            sim_limits.MAX_SIM_SIZE = sim_limits.MAX_SIM_BATCH_WORK = sim_limits.MAX_SIM_PARTITIONS = 0
             by_estimate, est_s = timed_pick(w, m, ppm)
             if args.simulated:
-                selection.MAX_SIM_SIZE = selection.MAX_SIM_BATCH_WORK = selection.MAX_SIM_PARTITIONS = 10 ** 12
+                sim_limits.MAX_SIM_SIZE = sim_limits.MAX_SIM_BATCH_WORK = sim_limits.MAX_SIM_PARTITIONS = 10 ** 12
                 by_simulator, sim_s = timed_pick(w, m, ppm)
         finally:
-            selection.MAX_SIM_SIZE, selection.MAX_SIM_BATCH_WORK, selection.MAX_SIM_PARTITIONS = limits
+            sim_limits.MAX_SIM_SIZE, sim_limits.MAX_SIM_BATCH_WORK, sim_limits.MAX_SIM_PARTITIONS = limits
         assert by_estimate.selection.objective == "estimate"
         cost_tps, est_tps = simulated(w, cheapest.design), simulated(w, by_estimate.design)
         line = f"{case:<14}{cost_tps:>11,.0f}{est_tps:>15,.0f}{est_tps / cost_tps:>8.2f}{est_s:>7.1f}"

@@ -69,10 +69,10 @@ def test_the_bench_names_its_cases_and_runs_one(capsys, monkeypatch):
 
 def test_the_cheapest_design_is_kept_where_the_estimate_does_not_put_its_best_well_above_it(monkeypatch):
     import advisor.estimate_pick as estimate_pick
-    from advisor import selection
+    from advisor import sim_limits
     from advisor.api import recommend
 
-    monkeypatch.setattr(selection, "MAX_SIM_SIZE", 0)
+    monkeypatch.setattr(sim_limits, "MAX_SIM_SIZE", 0)
     cheapest = recommend("linear-road", machines=4, baselines=False, objective="cost")
     taken = recommend("linear-road", machines=4, baselines=False)
     estimate = BusyEstimate.of(taken.graph, taken.workload, PARAMS)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from costmodel import Weights
-from advisor import candidate_pool, selection
+from advisor import candidate_pool, selection, sim_limits
 from advisor.api import recommend
 from advisor.cli import run_app
 from costmodel.design import Design
@@ -99,7 +99,7 @@ def test_a_source_without_a_spec_falls_back_to_cost_and_says_so():
 
 
 def test_a_graph_too_large_to_simulate_is_picked_by_the_estimate_in_the_cli_output(monkeypatch, capsys, tmp_path):
-    monkeypatch.setattr(selection, "MAX_SIM_SIZE", 10)
+    monkeypatch.setattr(sim_limits, "MAX_SIM_SIZE", 10)
     out_path = tmp_path / "d.json"
     assert run_app(["recommend", "streaming-ledger", "--machines", "2", "-o", str(out_path)]) == 0
     out = capsys.readouterr().out
@@ -118,7 +118,7 @@ def test_the_estimate_picks_far_faster_than_cost_where_nothing_can_be_simulated(
     design; the busy-time estimate picks instead (`advisor.estimate_pick`): the design it puts
     fastest among the pool's and its climbs' ends, which the simulator confirms on linear-road
     (14,486 tuples/s, as the simulated pick, against 8,195 for the cheapest)."""
-    monkeypatch.setattr(selection, "MAX_SIM_SIZE", 0)
+    monkeypatch.setattr(sim_limits, "MAX_SIM_SIZE", 0)
     rec = recommend("linear-road", machines=4, baselines=False)
     sel = rec.selection
     assert (sel.requested, sel.objective) == ("throughput", "estimate") and sel.simulated == 0
