@@ -208,6 +208,17 @@ class CostBreakdown:
             out["misplaced_state"] = list(self.misplaced_state)
         return out
 
+    def __repr__(self) -> str:
+        """One line (the dataclass printed every machine's memory overflow: 64 floats on 64
+        machines), as the notebook's: the total, its terms, the weights, feasibility."""
+        w = self.weights
+        fits = "" if self.feasible else (
+            f"; infeasible: {self.worst_overflow_mb:.1f} MB over memory" if self.worst_overflow_mb > 0
+            else f"; infeasible: {len(self.misplaced_state)} window(s) away from their SP")
+        used = f"; {self.machines_used} machines used" if self.machines_used else ""
+        return (f"CostBreakdown(total {self.total:.4f}: {cost_terms_text(self)}; weights alpha={w.alpha:.3g} "
+                f"beta={w.beta:.3g} gamma={w.gamma:.3g}{used}{fits})")
+
     def _repr_html_(self) -> str:
         """One line in a notebook (and in a design's rendering): the total and its terms."""
         return (f"cost {self.total:.4f} ({cost_terms_text(self)})"

@@ -96,6 +96,14 @@ class Suggestions:
     def __iter__(self):
         return iter(self.items)
 
+    def __repr__(self) -> str:
+        """One line (the dataclass printed every change tried with its changed workload and
+        design: 1.6 KB for tpcdi-trade's one); `to_frame()` and the notebook list them."""
+        where = getattr(self.bottleneck, "resource", "") or "?"
+        head = (f"{len(self.items)} predicted to help, the best: {self.items[0].text!s:.100} ({self.items[0].gain_text})"
+                if self.items else self.note)
+        return f"Suggestions(bottleneck {where}: {head!s:.240})"
+
     def __len__(self) -> int:
         return len(self.items)
 

@@ -1,8 +1,8 @@
 """The records a notebook or a print shows most (Workload, Design, SimResult, a pick's Selection,
-a search's Candidate and DesignSearch, a tuning study and its rounds, a sensitivity) print as
-one line naming what they hold, never their every SP, item, figure and partition array (19-50
-KB each at 100 SPs), and never raise, even where a design was changed into one no file could
-hold."""
+a search's Candidate and DesignSearch, a tuning study and its rounds, a sensitivity, a cost, the
+suggestions) print as one line naming what they hold, never their every SP, item, figure and
+partition array (19-50 KB each at 100 SPs), and never raise, even where a design was changed
+into one no file could hold."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -104,3 +104,30 @@ def test_a_tuning_study_its_rounds_and_a_sensitivity_print_as_one_line():
     assert texts[0].startswith("TuningStudy('tpcdi-trade' on 4 machines x 1 partition: ")
     assert study.stopped in texts[0] and f"{study.best.predicted_tps:,.0f} tuples/s" in texts[1]
     assert f"{len(sweep.rows)} points" in texts[3] and sweep.verdict() in texts[3]
+
+
+def test_a_cost_and_the_suggestions_print_as_one_line(chain):
+    """`advisor.evaluate`'s CostBreakdown printed each machine's memory overflow (64 floats on
+    64 machines); the Suggestions every change tried with its changed workload and design
+    (1.6 KB for tpcdi-trade's one)."""
+    import numpy as np
+
+    from advisor.sources import load_graph
+    from costmodel.model import score
+    from reports.suggestions import suggest
+
+    workload, design = chain
+    cost = advisor.evaluate(design, workload)
+    text = repr(cost)
+    assert "\n" not in text and len(text) < ONE_LINE
+    assert f"total {cost.total:.4f}" in text and "state co-location" in text and "infeasible" not in text
+    graph = load_graph(workload.with_cluster(64)).with_cluster(64, 1, memory_limit_bytes=1.0)  # all over
+    tight = score(graph.cost, np.zeros(graph.n_proc, dtype=np.int64), np.arange(graph.n_state) % 64)
+    assert len(tight.memory_overflow_mb) == 64 and not tight.feasible
+    line = repr(tight)
+    assert "\n" not in line and len(line) < ONE_LINE and "MB over memory" in line
+    tpcdi = advisor.load_workload("tpcdi-trade")
+    found = suggest(tpcdi, advisor.recommend(tpcdi, machines=4).design)
+    said = repr(found)
+    assert "\n" not in said and len(said) < ONE_LINE and said.startswith("Suggestions(bottleneck ")
+    assert (found.items and found.items[0].text[:40] in said) or (not found.items and found.note[:40] in said)
