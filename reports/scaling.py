@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from advisor.errors import AdvisorError
 from advisor.sources import load_workload
-from costmodel.errors import as_python_int
+from costmodel.errors import as_python_int, as_python_number, finite_number
 
 from costmodel import Weights
 from costmodel.design import Design
@@ -131,6 +131,7 @@ def scaling_curve(workload, machine_counts: list[int], weights: Weights | None =
     curve = ScalingCurve()
     if isinstance(workload, (str, os.PathLike)):  # (as every verb reads a source)
         workload = load_workload(workload)
+    screen_below = check_screen_below(screen_below)
     for m in check_machine_counts(machine_counts):
         curve.rows += scaling_rows(workload, m, weights, partitions_per_machine, seed, baselines, options,
                                    objective, fixed.get(m), screen_below)
@@ -149,6 +150,18 @@ def check_machine_counts(machine_counts) -> list[int]:
     return counts
 
 
+def check_screen_below(screen_below) -> float | None:
+    """None (every baseline in full) or a share of the advisor's figure in (0, 1]; else one
+    line (a string or -1 reached the comparison inside)."""
+    value = as_python_number(screen_below)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not finite_number(value) or not 0 < value <= 1:
+        raise AdvisorError(f"screen_below must be None or a share of the advisor's figure in (0, 1], "
+                           f"got {screen_below!r:.80}")
+    return float(value)
+
+
 def scaling_rows(workload, machines: int, weights: Weights | None = None,
                  partitions_per_machine: int | None = None, seed: int = 0,
                  baselines: tuple[str, ...] = DEFAULT_BASELINES,
@@ -158,6 +171,8 @@ def scaling_rows(workload, machines: int, weights: Weights | None = None,
     on its own, so that a report can work out the counts side by side."""
     from advisor.baselines import BASELINE_FUNCTIONS
     from reports.pick_cache import recommend_cached
+
+    screen_below = check_screen_below(screen_below)
     from advisor.sources import load_graph
     from costmodel.design import Design
 

@@ -126,3 +126,14 @@ def test_a_curve_prints_as_one_line_and_renders_its_rows():
     assert "1 screened" in line
     html = curve._repr_html_()
     assert html.count("<tr") == 1 + len(rows) and "390" in html
+
+
+@pytest.mark.parametrize("bad", [-1, 0.0, 1.5, float("nan"), "0.25", True, [0.25]])
+def test_a_screen_threshold_out_of_range_is_one_line(tpcdi4, bad):
+    from advisor.errors import AdvisorError
+    from reports.scaling import scaling_curve
+
+    for call in (lambda: scaling_rows(tpcdi4, 2, screen_below=bad),
+                 lambda: scaling_curve(tpcdi4, [2], screen_below=bad)):
+        with pytest.raises(AdvisorError, match=r"screen_below must be None or a share .* in \(0, 1\], got"):
+            call()
