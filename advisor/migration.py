@@ -270,7 +270,7 @@ def moves_between(current: Design, new: Design, graph: WorkloadGraph) -> list[Mo
     each list in name order. A state item that becomes replicated copies its bytes to every
     other machine; one that stops being replicated keeps the copy already there."""
     check_comparable(current, new)
-    sizes = _state_bytes(graph)
+    sizes = graph.cost.state_bytes
     machine = current.machine_of_partition
     moves = [Move("procedure", n, p, new.procedures[n], machine(p), machine(new.procedures[n]))
              for n, p in sorted(current.procedures.items()) if new.procedures[n] != p]
@@ -278,10 +278,11 @@ def moves_between(current: Design, new: Design, graph: WorkloadGraph) -> list[Mo
         p, q = current.state[name], new.state[name]
         if p == q:
             continue
-        size = sizes.get(name, 0.0)
+        j = graph.state_index(name)
+        size = float(sizes[j])
         copied = 0.0 if q is None and p is None else size * (current.machines - 1) if q is None else (
             0.0 if p is None else size)
-        moves.append(Move(graph.state_kind(graph.state_index(name)), name, p, q, None if p is None else machine(p),
+        moves.append(Move(graph.state_kind(j), name, p, q, None if p is None else machine(p),
                           None if q is None else machine(q), copied))
     return moves
 

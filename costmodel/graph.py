@@ -40,6 +40,9 @@ class WorkloadGraph:
     cost_unit_us: float = DEFAULT_COST_UNIT_US
     _proc_index: dict[str, int] = field(default=None, repr=False)
     _state_index: dict[str, int] = field(default=None, repr=False)
+    # each state item's `state_kind`, worked out at the first ask (a migration plan asks for
+    # every moved item of thousands of designs: parsing the names was 21 of a 91 s `check`)
+    _state_kinds: list[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.state_read_mostly = np.asarray(self.state_read_mostly, dtype=bool)
@@ -139,6 +142,11 @@ class WorkloadGraph:
         """What state item j is: "window" (owned by an SP), "fragment" (`T#i`), "tuple"
         (`T@KEY`) or "table" (also a table named `T#0` beside a table `T`: a graph holds a
         table's items or the table, never both)."""
+        if self._state_kinds is None:
+            self._state_kinds = [self._kind_of(k) for k in range(len(self.state_names))]
+        return self._state_kinds[j]
+
+    def _kind_of(self, j: int) -> str:
         from costmodel.granularity import fragment_parts
 
         if self.is_window(j):
