@@ -18,8 +18,10 @@ import numpy as np
 
 from costmodel.design import Design
 from costmodel.graph import WorkloadGraph
+from costmodel.model import REPLICATED
 from advisor.judge import Simulator, need_simulator
 from advisor.migration import DesignDiff, align, diff, moves_between
+from advisor.moved_bytes import MovedBytes
 from advisor.candidate_pool import distinct
 from advisor.selection import TIE_TOLERANCE
 from advisor.sim_limits import simulation_blocker
@@ -169,8 +171,9 @@ def plan_migration(rec, current: Design, max_move_mb: float | None = None, calib
         cost = r.design.score(graph, weights)
         r.design = replace(r.design, weights=weights, cost=cost)
         r.cost = cost.total
-        if estimate is not None:
-            r.estimated_tps = estimate.throughput_tps(*r.design.arrays(graph))
+    if estimate is not None:  # priced together: the same figures as one by one
+        for r, e in zip(points, estimate.estimate_many([r.design.arrays(graph) for r in points])):
+            r.estimated_tps = e.throughput_tps
     by_cost = rec.selection is None or rec.selection.objective == "cost"
     judged_by = "cost" if by_cost else _judge(points, graph, workload, cal, seed, simulator, jobs)
     plan = MigrationPlan(current, points, points[0], points[0], max_move_mb, judged_by)
@@ -220,48 +223,71 @@ def _apply(d: Design, unit) -> Design:
     return replace(d, procedures={**d.procedures, **procs}, state={**d.state, **state})
 
 
+def _apply_arrays(graph: WorkloadGraph, arrays: tuple[np.ndarray, np.ndarray], unit) -> tuple[np.ndarray, np.ndarray]:
+    """`Design.arrays` of `_apply(d, unit)` from `d`'s arrays, without building the Design (a
+    unit names every window of an SP it moves, so none is left where its owner was)."""
+    _, procs, state = unit
+    proc, places = arrays[0].copy(), arrays[1].copy()
+    for name, p in procs.items():
+        proc[graph.proc_index(name)] = p
+    for name, p in state.items():
+        places[graph.state_index(name)] = REPLICATED if p is None else p
+    return proc, places
+
+
+_NO_MOVE = ("", {}, {})
+
+
 def _path(current: Design, goal: Design, graph: WorkloadGraph, estimate, weights) -> list[Reachable]:
     """Designs between `current` and `goal`: one more unit each, the unit with the best
     estimated gain per megabyte first (by cost where nothing estimates)."""
     units = _units(current, goal, graph)
     if len(units) < 2:
         return []
+    start = current.arrays(graph)
+    moved = MovedBytes.of(current, graph)
 
     def mb(unit) -> float:  # what the unit alone moves, priced as every diff prices it
-        return sum(m.bytes for m in moves_between(current, _apply(current, unit), graph)) / 1e6
+        return moved.megabytes(_apply_arrays(graph, start, unit)[1])
 
-    def speed(d: Design) -> float:
-        if estimate is not None:
-            return estimate.throughput_tps(*d.arrays(graph))
-        return -d.score(graph, weights).total
+    def speeds(d: Design, arrays, each: list) -> list[float]:
+        """The speed of `d` (`arrays`: its arrays) with each unit of `each` applied: by the
+        estimate, priced together (the same figures as one by one), else by cost."""
+        if estimate is None:
+            return [-_apply(d, u).score(graph, weights).total for u in each]
+        return [e.throughput_tps for e in estimate.estimate_many([_apply_arrays(graph, arrays, u) for u in each])]
 
     out: list[Reachable] = []
-    here, here_speed = current, speed(current)
+    here, at = current, start
+    here_speed = speeds(current, start, [_NO_MOVE])[0]
     remaining = list(units)
     one_pass = len(units) > FULL_GREEDY_UNITS
     if one_pass:  # order once, by each unit's gain per megabyte from the deployed design
-        remaining.sort(key=lambda u: -_ratio(speed(_apply(current, u)) - here_speed, mb(u)))
+        keys = [-_ratio(s - here_speed, mb(u)) for u, s in zip(remaining, speeds(current, start, remaining))]
+        remaining = [remaining[k] for k in sorted(range(len(remaining)), key=keys.__getitem__)]
     while len(remaining) > 1:
-        if one_pass:
+        if one_pass:  # (the order is set: the designs on the way are estimated with the others)
             unit = remaining.pop(0)
         else:
-            gains = [_ratio(speed(_apply(here, u)) - here_speed, mb(u)) for u in remaining]
-            unit = remaining.pop(int(np.argmax(gains)))
-        here = _apply(here, unit)
-        here_speed = speed(here)
+            each = speeds(here, at, remaining)
+            k = int(np.argmax([_ratio(s - here_speed, mb(u)) for u, s in zip(remaining, each)]))
+            unit, here_speed = remaining.pop(k), each[k]
+        here, at = _apply(here, unit), _apply_arrays(graph, at, unit)
         out.append(Reachable(f"path: {len(units) - len(remaining)} of {len(units)} moves ({unit[0]})",
-                             here, sum(m.bytes for m in moves_between(current, here, graph)) / 1e6))
+                             here, moved.megabytes(at[1])))
     return out
 
 
 def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Reachable]:
     """Designs a hill climb from the deployed one reaches, whatever the unconstrained best is:
     each step takes the move off the busiest partitions (`busiest_partition_moves`) with the
-    best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN."""
+    best estimated gain per megabyte it adds, while one gains at least CLIMB_GAIN. A move is
+    priced from its arrays (`MovedBytes`); only the one taken becomes a Design."""
     from advisor.design_moves import busiest_partition_moves, private_state, touched_state
     from advisor.estimate_climb import CLIMB_GAIN, priced_moves
 
     private, touched = private_state(graph), touched_state(graph)
+    moved_bytes = MovedBytes.of(current, graph)
     proc, state = current.arrays(graph)
     here = estimate.estimate(proc, state)
     moved, out = 0.0, []
@@ -271,15 +297,15 @@ def _climb(current: Design, graph: WorkloadGraph, estimate, weights) -> list[Rea
                                                                             touched, here)):
             if e.throughput_tps <= here.throughput_tps * (1 + CLIMB_GAIN):
                 continue
-            d = Design.from_arrays(graph, p2, s2, weights, method="migration climb")
-            mb = sum(m.bytes for m in moves_between(current, d, graph)) / 1e6
+            mb = moved_bytes.megabytes(s2)
             score = _ratio(e.throughput_tps - here.throughput_tps, max(mb - moved, 0.0))
             if best is None or score > best[0]:
-                best = (score, label, p2, s2, e, d, mb)
+                best = (score, label, p2, s2, e, mb)
         if best is None:
             break
-        _, label, proc, state, here, d, moved = best
-        out.append(Reachable(f"climb: {step + 1} moves ({label})", d, moved))
+        _, label, proc, state, here, moved = best
+        out.append(Reachable(f"climb: {step + 1} moves ({label})",
+                             Design.from_arrays(graph, proc, state, weights, method="migration climb"), moved))
     return out
 
 
