@@ -330,3 +330,34 @@ def joined_moves(proc: np.ndarray, state: np.ndarray, first: tuple, second: tupl
     if (p1[both_p] != p2[both_p]).any() or (s1[both_s] != s2[both_s]).any():
         return None
     return (0.0, f"{label1} and {label2}", np.where(moved_p2, p2, p1), np.where(moved_s2, s2, s1))
+
+
+def empty_machine_stand_ins(graph: WorkloadGraph, proc: np.ndarray, state: np.ndarray,
+                            special_machine: int | None = None) -> np.ndarray:
+    """For each partition, the partition that stands for it in a design one move from (proc,
+    state): on a machine that holds nothing, the same partition of the first such machine at
+    the same place in the lock order (as many used partitions before it); elsewhere itself.
+
+    Why: moved to either of two such machines, an SP or a state item makes two designs the
+    simulator cannot tell apart (identical machines, the same lock order), and a search that
+    simulates both spends its budget twice on one design. `special_machine` (the central
+    scheduler's, where it has one) stands only for itself; machines of unequal capacity, each
+    for itself."""
+    c = graph.cost
+    ppm = c.partitions_per_machine
+    n_parts = c.machines * ppm
+    stand = np.arange(n_parts)
+    if not np.allclose(c.capacity, c.capacity[0]):
+        return stand
+    used = np.zeros(n_parts, dtype=bool)
+    used[proc] = True
+    used[state[state != REPLICATED]] = True
+    empty = np.flatnonzero(~used.reshape(c.machines, ppm).any(axis=1))
+    if special_machine is not None:
+        empty = empty[empty != special_machine]
+    before = np.concatenate([[0], np.cumsum(used)])[empty * ppm]  # used partitions before each
+    _, first, which = np.unique(before, return_index=True, return_inverse=True)
+    on_empty = (empty[:, None] * ppm + np.arange(ppm)).ravel()
+    stand[on_empty] = (empty[first[which]][:, None] * ppm + np.arange(ppm)).ravel()
+    return stand
+

@@ -25,7 +25,9 @@ each state item it holds to the partition of an SP that uses it, each SP elsewhe
 reaches it (state it holds, a stream to or from one of its SPs) onto it (its remote accesses
 and MOVEs load the busiest: taking it in can relieve it), and the partition trading
 places with another partition of its machine (its place in the lock order: tried only where
-the estimate sees that gain), ranks those moves by the estimate, simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
+the estimate sees that gain), ranks those moves by the estimate (each design once: moves to
+empty machines at one place in the lock order are one design, `empty_machine_stand_ins`),
+simulates the best few and keeps the fastest if the simulator predicts it faster beyond the
 tie tolerance. Where none is, it tries two of those that came within the tie together, then
 a block of the busiest partition's SPs that share state moved with that state
 (`block_moves`), then emptying the least busy partition that runs an SP onto another (the
@@ -64,8 +66,9 @@ import numpy as np
 
 from advisor.busy_estimate import BusyEstimate
 from advisor.candidate_pool import relabelled_design_key
-from advisor.design_moves import (block_moves, busiest_partition_moves, emptying_moves, joined_moves,
-                                  lock_order_swaps, private_state, random_starts, touched_state, trade_moves)
+from advisor.design_moves import (block_moves, busiest_partition_moves, empty_machine_stand_ins, emptying_moves,
+                                  joined_moves, lock_order_swaps, private_state, random_starts, touched_state,
+                                  trade_moves)
 from advisor.estimate_climb import (CLIMB_GAIN, across_plateau, best_by_estimate, by_estimate,
                                     climb_estimate, climb_through_plateau, via_a_trade)
 from advisor.judge import Simulator, overload_collapse
@@ -74,7 +77,7 @@ from advisor.simulation_runs import SimulationRuns
 from advisor.selection import TIE_TOLERANCE  # what a move must gain
 from costmodel import Weights
 from costmodel.graph import WorkloadGraph
-from costmodel.model import machine_memory
+from costmodel.model import REPLICATED, machine_memory
 from costmodel.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
@@ -137,6 +140,26 @@ class Improvement:
         return bool(self.moves)
 
 
+def other_designs(tried: list[tuple], tied: int, here: tuple, stand: np.ndarray) -> tuple[list[tuple], int]:
+    """`tried` (estimated tuples/s, label, proc, state) without the designs that are `here` or
+    an earlier one once each partition is named by its stand-in (`empty_machine_stand_ins`),
+    and how many of the first `tied` are left. Why: an SP moved to the first partition of each
+    empty machine is one design, and a step that simulated each spent the budget again
+    (shared20#9307 on 4 machines: five of a step's six, and the step that paid was never
+    reached)."""
+    def key(p: np.ndarray, s: np.ndarray) -> tuple[bytes, bytes]:
+        return stand[p].tobytes(), np.where(s == REPLICATED, REPLICATED, stand[s]).tobytes()
+
+    seen = {key(*here)}
+    kept, kept_tied = [], 0
+    for k, t in enumerate(tried):
+        if (design := key(t[2], t[3])) not in seen:
+            seen.add(design)
+            kept.append(t)
+            kept_tied += k < tied
+    return kept, kept_tied
+
+
 def memory_check(graph: WorkloadGraph, start_state: np.ndarray):
     """`fits(state) -> bool` for the designs a search from `start_state` may take: within every
     machine's memory, where the start is (from a start already over it, anything: the pick's
@@ -191,6 +214,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     sim_error = runs.simulator.error
     cal = runs.calibration
     estimate = BusyEstimate.of(graph, workload, getattr(cal, "params", cal))
+    central = getattr(getattr(cal, "params", cal), "central_machine", -1)
+    central_machine = None if central < 0 else min(central, graph.cost.machines - 1)
     private = private_state(graph)
     touched = touched_state(graph)
     proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
@@ -362,6 +387,8 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             return None
         tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
         tied = sum(1 for t in tried if t[0] >= tried[0][0] * (1 - CLIMB_GAIN))
+        tried, tied = other_designs(tried, tied, (proc, state),
+                                    empty_machine_stand_ins(graph, proc, state, central_machine))
         affordable = int((event_budget - spent) // per_run)
         tried = tried[:max(TRIED_PER_STEP, min(tied, TIED_PER_STEP, affordable))]
         found, near = None, []
