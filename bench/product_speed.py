@@ -46,6 +46,7 @@ import os
 import re
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -283,6 +284,9 @@ def main() -> None:
     a = ap.parse_args()
     if (a.base_rev is None) == (a.base_tree is None):
         ap.error("give one of --base-rev and --base-tree")
+    # a SIGTERM (a `timeout`, a killed job) unwinds through the `finally` below as Ctrl-C does,
+    # so the base's worktree and the outputs are removed (the default ended here at once)
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: sys.exit(143))
     work = a.keep or Path(tempfile.mkdtemp(prefix="product-speed-"))
     work.mkdir(parents=True, exist_ok=True)
     worktree = None
