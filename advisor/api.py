@@ -398,7 +398,8 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     _check_collaborators(None, simulator, None)
     check_flags(relabel=relabel)
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
-    new.check_fields()
+    for design in (current, new):  # changed in Python: as a file would be read, before either is compared
+        design.check_fields()
     check_same_deployment(current, new)  # before the workload is read: it is the new one's by default
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
