@@ -31,7 +31,7 @@ from advisor.search import Candidate, DesignSearch
 from advisor.selection import OBJECTIVES, select
 from advisor.sim_limits import simulation_blocker, spec_blocker
 from advisor.sources import Source, check_argument_order, check_cluster, load_graph, load_source, load_source_for, load_workload  # noqa: F401  (the API's way in)
-from advisor.sources import check_same_granularity, is_statistics_source
+from advisor.sources import OWN_GRANULARITY, check_same_granularity, is_statistics_source
 from costmodel.sim_params import SimParams
 from costmodel.workload import Workload, cluster_text
 
@@ -325,7 +325,6 @@ def _deployed_cluster(current: Design, graph: WorkloadGraph, machines: int | Non
     return asked
 
 
-OWN_GRANULARITY = "give statistics of the design's own granularity"  # what a granularity refusal advises
 MAX_MOVE_MB = 1e12  # an exabyte: a larger budget is a typo (1e300 printed as 300 digits)
 
 
@@ -398,11 +397,12 @@ def diff(current: Design | str | Path, new: Design | str | Path, source: Source,
     _check_collaborators(None, simulator, None)
     check_flags(relabel=relabel)
     current, new = (d if isinstance(d, Design) else Design.load(d) for d in (current, new))
-    new.check_fields()
+    for design in (current, new):  # changed in Python: as a file would be read, before either is compared
+        design.check_fields()
     check_same_deployment(current, new)  # before the workload is read: it is the new one's by default
     seeds = [current.seed_or_recorded(seed), new.seed_or_recorded(seed)]
     check_seed(seeds[1], AdvisorError)
-    workload, graph = load_source_for(current, source)  # checks the current design's lanes
+    workload, graph = load_source_for(current, source, "the deployed design (--current)")  # (and its lanes)
     current, new = on_hot_set(current, graph), on_hot_set(new, graph)  # (another trace's hot tuples)
     if is_statistics_source(source):  # (a spec is seen at the current design's: what differs is named below)
         for design, who in ((current, "the deployed design (--current)"), (new, "the new design (--design)")):

@@ -163,6 +163,9 @@ class Calibration:
                 + (", as that host runs the engine" if self.target == "host" else ", as a cluster"))
 
     def save(self, path: str | Path) -> Path:
+        """Written only as a file could hold it: one changed in Python into what no reader takes
+        (`prices=[1]`) was saved, and every command then refused the file."""
+        self.check_fields()
         return atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
 
     @classmethod

@@ -66,6 +66,8 @@ class Design:
                                       f"0..{n - 1}{what}, got {p!r}")
         if not isinstance(self.weights, Weights):
             raise DesignError(f"design: weights must be a Weights, got {self.weights!r}")
+        if self.cost is not None and not is_a(self.cost, CostBreakdown):  # (save and the notebook's table read it)
+            raise DesignError(f"design: cost must be a CostBreakdown or None, got {self.cost!r:.80}")
         dp = self.data_parallel
         if not isinstance(dp, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in dp.items()):
             raise DesignError(f"design: data_parallel must be a dict of procedure -> table names, got {dp!r}")

@@ -256,6 +256,7 @@ class Workload:
         """One row per procedure: cost, key, tables read and written, streams in and out."""
         import pandas as pd
 
+        self._check()
         rows = []
         for p in self.procedures:
             rows.append({
@@ -277,8 +278,21 @@ class Workload:
         source = f", from {self.source!r:.120}" if self.source else ""
         return f"Workload({self.name!r:.80}: {counts}{source})"
 
+    def _check(self) -> None:
+        """Changed in Python (`dataclasses.replace`): held to what a spec could say, one
+        SpecError line (`procedures=("x",)` was an AttributeError from the table's rows)."""
+        from costmodel.spec_reader import check_workload  # (it reads and writes this module's types)
+
+        check_workload(self)
+
     def _repr_html_(self) -> str:
+        """Never raises (a notebook shows it): a workload changed into one no spec could hold
+        renders as the one line that says why, as a Design does."""
         e = html.escape
+        try:
+            self._check()
+        except SpecError as exc:
+            return f"<p><b>Not a valid workload:</b> {e(str(exc))}</p>"
         rows = "".join(
             f"<tr><td>{e(p.name)}</td><td>{p.cost:g}</td><td>"
             + ", ".join(f"{e(a.mode)} {e(a.table)} ({a.rows:g} rows, {e(a.keys)})" for a in p.accesses)

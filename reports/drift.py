@@ -137,6 +137,7 @@ def check_drift(design: Design | str, source: Source, tolerance: float = DEFAULT
         raise AdvisorError(f"the tolerance must be a fraction in [0, 1), got {tolerance!r}")
     check_argument_order("check", design, source, "design, source")
     design = design if isinstance(design, Design) else Design.load(design)
+    design.check_fields()  # changed in Python: as a file would be read (its provenance gives the seed)
     seed = design.seed_or_recorded(seed)
     _, graph = load_source(source)
     if graph.name != design.workload:

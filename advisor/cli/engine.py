@@ -53,7 +53,7 @@ def run(
 ) -> None:
     """Run a workload under a design, check the history, measure it (and trace it)."""
     from costmodel.design import Design
-    from advisor.sources import load_workload
+    from advisor.sources import check_workload_for, load_workload
     from costmodel.files import check_writable
     from costmodel.errors import UserError
     from engine_sim.engine import (ClientOptions, CommandLogOptions, MigrationOptions, RecoveryOptions,
@@ -63,6 +63,7 @@ def run(
 
     workload = load_workload(workload_for(design, source))
     d = Design.load(design)
+    check_workload_for(d, workload_for(design, source), workload)
     target = None if migrate_to is None else Design.load(migrate_to)
     if trace_out is not None:  # before the run, not after it
         check_writable(trace_out, MANIFEST, "a trace directory", inputs=(design, source, migrate_to))

@@ -58,7 +58,7 @@ def simulate(
 ) -> None:
     """Predict what a design does on a cluster of any size."""
     from costmodel.design import Design
-    from advisor.sources import load_workload
+    from advisor.sources import check_workload_for, load_workload
     from engine_sim.sim import Calibration, simulate as run
     from engine_sim.sim.run import declared_rate_line, sustains_declared_rate
 
@@ -67,7 +67,9 @@ def simulate(
 
         check_writable(out, inputs=(design, calibration, workload))  # said now, not after the simulation
     spec = load_workload(workload_for(design, workload))
-    d = _scaled(Design.load(design), spec, machines, rescale)
+    d = Design.load(design)
+    check_workload_for(d, workload_for(design, workload), spec)
+    d = _scaled(d, spec, machines, rescale)
     cal = Calibration.reference() if calibration is None else load_calibration(calibration)
     if this_host:
         if cal.source == "reference":  # ran the reference cluster's prices, said to be this host's
@@ -154,7 +156,7 @@ def validate(
     """Run a design on the engine and the simulator; print both, the predicted cost and the
     bottleneck."""
     from costmodel.design import Design
-    from advisor.sources import load_workload
+    from advisor.sources import check_workload_for, load_workload
     from reports.validation import validate_design as run
 
     if out is not None:
@@ -162,9 +164,11 @@ def validate(
 
         check_writable(out, inputs=(design, calibration, workload))  # said now, not after the engine's run
     spec = load_workload(workload_for(design, workload))
+    loaded = Design.load(design)
+    check_workload_for(loaded, workload_for(design, workload), spec)
     both = engine == sim
     with working("validating"):
-        result = run(spec, Design.load(design), engine=engine or both, sim=sim or both,
+        result = run(spec, loaded, engine=engine or both, sim=sim or both,
                      calibration=load_calibration(calibration), batches=batches, seed=seed)
     print_result(result.to_document(), lambda: result.describe() + assumption_lines(spec), as_json, out)
     failed = (result.engine or {}).get("history_check")

@@ -152,6 +152,7 @@ def api_inputs(workload, design, calibration) -> tuple[Workload, Design, Calibra
         design = Design.load(design)
     if not isinstance(design, Design):
         raise SimError(f"design must be a Design or its JSON file, got {design!r:.80}")
+    design.check_fields()  # built or changed in Python: its provenance is read for the seed first
     if isinstance(calibration, (str, os.PathLike)):
         calibration = Calibration.load(calibration)
     if calibration is not None and not isinstance(calibration, (Calibration, SimParams)):

@@ -158,3 +158,24 @@ def test_recommend_current_of_another_granularity_says_so_as_check_does(tpcdi, t
         assert f"design ({which}) and the workload place state at different granularities" in err, err
     for now in ("frag", "table"):
         assert run_app(["diff", "--current", str(frag), "--design", str(frag), str(tpcdi / now)]) == 0
+
+
+@pytest.mark.parametrize("command", [
+    ["evaluate"], ["simulate", "--batches", "20"], ["validate", "--sim", "--batches", "20"],
+    ["run", "--batches", "5", "--in-process"], ["export", "--format", "csv", "--out", "{tmp}/x.csv"],
+    ["report", "--out", "{tmp}/r.html"]], ids=lambda c: c[0])
+def test_every_command_on_a_design_says_another_granularity_as_check_does(tpcdi, tmp_path, capsys, command):
+    # these six said "design does not place 'DimDate#0' ... (and 27 more)", as if the workload
+    # had changed; a fragment design on table statistics is seen at its own, as before
+    table, frag = tmp_path / "table.json", tmp_path / "frag.json"
+    for source, design in (("table", table), ("frag", frag)):
+        assert run_app(["recommend", str(tpcdi / source), "--machines", "2", "--objective", "cost",
+                        "--out", str(design)]) == 0
+    capsys.readouterr()
+    words = [w.replace("{tmp}", str(tmp_path)) for w in command]
+    assert run_app([words[0], "--design", str(table), str(tpcdi / "frag"), *words[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == ("error: the design and the workload place state at different granularities "
+                                    "(tables, fragments, tuples): give statistics of the design's own granularity"), err
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "r.html").exists()
+    assert run_app([words[0], "--design", str(frag), str(tpcdi / "table"), *words[1:]]) == 0
