@@ -45,7 +45,7 @@ class Recommendation:
         return self._graph_of(self.design)
 
     def _graph_of(self, design: Design) -> WorkloadGraph:
-        if self.workload is None or all(n in self.graph._state_index for n in design.state):
+        if self.workload is None or all(self.graph.has_state(n) for n in design.state):
             return self.graph
         at = workload_at(self.workload.with_cluster(design.machines, design.partitions_per_machine), design.state)
         return WorkloadGraph.from_workload(at)

@@ -134,7 +134,7 @@ def _check_own_granularity(design: Design, graph: WorkloadGraph, source: Source,
     state = design.state if hot is None else hot
     split = {t for j, n in enumerate(graph.state_names) if (t := graph.table_of(j)) != n}
     table_of = tables_among(state)
-    kept = {n: p for n, p in state.items() if n in graph._state_index or table_of[n] not in split}
+    kept = {n: p for n, p in state.items() if graph.has_state(n) or table_of[n] not in split}
     check_same_granularity(replace(design, state=kept), graph, source, who, OWN_GRANULARITY)
 
 

@@ -122,8 +122,8 @@ class Design:
         missing += [n for n in graph.state_names if n not in self.state and n not in owner_of]
         if missing:
             raise DesignError(unplaced_message(self, missing, graph.name))
-        extra = [n for n in self.procedures if n not in graph._proc_index]
-        extra += [n for n in self.state if n not in graph._state_index]
+        extra = [n for n in self.procedures if not graph.has_procedure(n)]
+        extra += [n for n in self.state if not graph.has_state(n)]
         if extra:
             raise DesignError(f"design places {extra[0]!r}, which workload {graph.name!r} does not have")
         proc = np.array([self.procedures[n] for n in graph.proc_names], dtype=np.int64)
@@ -152,12 +152,12 @@ class Design:
         """This design without the SPs and state items `graph` no longer has, and their names:
         a deployed design of a workload that dropped some still runs the rest, so a drift check
         and a migration judge it without them."""
-        gone = ([n for n in self.procedures if n not in graph._proc_index]
-                + [n for n in self.state if n not in graph._state_index])
+        gone = ([n for n in self.procedures if not graph.has_procedure(n)]
+                + [n for n in self.state if not graph.has_state(n)])
         if not gone:
             return self, []
-        return replace(self, procedures={n: p for n, p in self.procedures.items() if n in graph._proc_index},
-                       state={n: p for n, p in self.state.items() if n in graph._state_index}), gone
+        return replace(self, procedures={n: p for n, p in self.procedures.items() if graph.has_procedure(n)},
+                       state={n: p for n, p in self.state.items() if graph.has_state(n)}), gone
 
     def with_windows(self, graph: WorkloadGraph) -> "Design":
         """This design naming every window of `graph` it leaves out, on its owner's partition

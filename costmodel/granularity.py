@@ -195,7 +195,7 @@ def other_granularity(state: Iterable[str], graph, from_statistics: bool) -> boo
     table; names are read among their own (`table_of`, `tables_among`), as a spec's table
     `Trade@Type` is no hot tuple of `Trade`."""
     state = list(state)
-    ours = {n for n in state if n not in graph._state_index}
+    ours = {n for n in state if not graph.has_state(n)}
     items = ((n for j, n in enumerate(graph.state_names) if graph.table_of(j) != n) if from_statistics
              else (n for n, t in zip(graph.state_names, graph.state_tables) if t != n))
     table_of = tables_among(state)

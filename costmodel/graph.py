@@ -129,6 +129,14 @@ class WorkloadGraph:
     def state_index(self, name: str) -> int:
         return self._state_index[name]
 
+    def has_procedure(self, name: str) -> bool:
+        return name in self._proc_index
+
+    def has_state(self, name: str) -> bool:
+        """Whether the graph places a state item of this name (a design of another trace or
+        granularity can name items it does not)."""
+        return name in self._state_index
+
     def is_window(self, j: int) -> bool:
         """Whether state item j is owned by an SP (a window)."""
         return bool(self.cost.state_owner[j] >= 0)

@@ -32,7 +32,7 @@ def expand_lanes(design, graph: WorkloadGraph, proc_part: np.ndarray, state_part
     node per lane; unchanged for a design without lanes. `proc_part`/`state_part` are the
     design's arrays on `graph` (`Design.arrays`), `graph` on the design's cluster. A lane SP
     keeps its index for its first lane; its other lanes are appended, in SP order."""
-    dp = [(graph._proc_index[p], t) for p, t in design.data_parallel.items() if p in graph._proc_index]
+    dp = [(graph.proc_index(p), t) for p, t in design.data_parallel.items() if graph.has_procedure(p)]
     if not dp:
         return graph, proc_part, state_part
     c = graph.cost
