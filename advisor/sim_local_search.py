@@ -142,19 +142,24 @@ class Improvement:
 
 def other_designs(tried: list[tuple], tied: int, here: tuple, stand: np.ndarray) -> tuple[list[tuple], int]:
     """`tried` (estimated tuples/s, label, proc, state) without the designs that are `here` or
-    an earlier one once each partition is named by its stand-in (`empty_machine_stand_ins`),
-    and how many of the first `tied` are left. Why: an SP moved to the first partition of each
-    empty machine is one design, and a step that simulated each spent the budget again
-    (shared20#9307 on 4 machines: five of a step's six, and the step that paid was never
-    reached)."""
+    an earlier one under other names of empty machines (the same once each partition is named by
+    its stand-in, `empty_machine_stand_ins`), and how many of the first `tied` are left.
+
+    Why: the pick's runs know a design by its partitions, so such a design was simulated again
+    (shared20#9307 on 4 machines: five of a step's six simulations, and the step that paid was
+    never reached). A design given twice under the same names stays: the runs answer it
+    without simulating. (Dropping those too changed which moves a step simulates where two
+    moves make one design, and generated-1125 on 2 x 2 ended 3 % lower: docs/measurements.md,
+    Stop 73.)"""
     def key(p: np.ndarray, s: np.ndarray) -> tuple[bytes, bytes]:
         return stand[p].tobytes(), np.where(s == REPLICATED, REPLICATED, stand[s]).tobytes()
 
-    seen = {key(*here)}
+    names = {key(*here): {(here[0].tobytes(), here[1].tobytes())}}  # each design's names seen
     kept, kept_tied = [], 0
     for k, t in enumerate(tried):
-        if (design := key(t[2], t[3])) not in seen:
-            seen.add(design)
+        seen, named = names.setdefault(key(t[2], t[3]), set()), (t[2].tobytes(), t[3].tobytes())
+        if not seen or named in seen:
+            seen.add(named)
             kept.append(t)
             kept_tied += k < tied
     return kept, kept_tied

@@ -74,8 +74,11 @@ def test_moves_to_equivalent_empty_machines_are_one_design(shared20_9307):
     kept, tied = other_designs(tried, 3, (proc, state), empty_machine_stand_ins(g, proc, state))
     assert [t[1] for t in kept] == ["SP10 -> partition 2", "SP10 -> partition 3", "SP10 -> partition 1"]
     assert tied == 1  # of the first three, one is left
-    # the design it starts from is never a move
-    assert other_designs([(0.0, "stay", proc, state)], 1, (proc, state), np.arange(8)) == ([], 0)
+    # a design under the same names stays (the pick's runs answer it without simulating)
+    again = [(0.0, "again", proc, state), tried[0], tried[1], tried[0]]
+    kept, tied = other_designs(again, 4, (proc, state), empty_machine_stand_ins(g, proc, state))
+    assert [t[1] for t in kept] == ["again", "SP10 -> partition 2", "SP10 -> partition 2"]
+    assert tied == 3
 
 
 @pytest.mark.integration
