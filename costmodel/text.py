@@ -57,6 +57,20 @@ def visible_line(text: str) -> str:
     return visible(text).replace("\n", "\\n")
 
 
+MAX_LINE_CHARS = 2_000  # an error line past this keeps its head and its tail (`elided`)
+
+
+def elided(line: str, limit: int = MAX_LINE_CHARS) -> str:
+    """`line` within `limit` characters: its head and its tail (what to do is often said last),
+    the middle replaced by a note of the line's length. Why: an error that quoted a design's
+    100,000-character name was one line that long, the advice at its end out of sight."""
+    if len(line) <= limit:
+        return line
+    marker = f" ... (a line of {len(line):,} characters, its middle left out) ... "
+    tail = limit // 4
+    return line[:limit - tail - len(marker)] + marker + line[len(line) - tail:]
+
+
 def html_visible(document: str) -> str:
     """An HTML document with the control characters and the invisible format characters shown
     as their escapes (`\\x00`, `\\u200b`: HTML forbids the first, and as a character reference

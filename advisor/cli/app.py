@@ -11,7 +11,7 @@ import typer
 
 from costmodel.errors import DISK_ERRNOS, UserError, describe_os_error, interrupt_behind
 from costmodel.files import errno_of
-from costmodel.text import visible_line
+from costmodel.text import elided, visible_line
 
 app = typer.Typer(
     name="advisor",
@@ -170,8 +170,9 @@ def say_error(line: str) -> None:
     """An error line on stderr, what it quotes shown as `visible` shows human output: a path or
     a workload name the user typed (`recommend voter\u202e`) is quoted in it, and printed raw a
     right-to-left override reversed the rest of the line. One line always (`visible_line`): a
-    line break in what it quotes (a path, an option's value) is shown as `\\n`."""
-    typer.echo(visible_line(line), err=True)
+    line break in what it quotes (a path, an option's value) is shown as `\\n`; past
+    MAX_LINE_CHARS, its middle is left out (`elided`)."""
+    typer.echo(elided(visible_line(line)), err=True)
 
 
 def _internal(exc: Exception) -> int:

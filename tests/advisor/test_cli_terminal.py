@@ -312,3 +312,25 @@ def test_a_path_holding_a_line_break_stays_on_its_line_in_human_output(tmp_path,
     assert run_app(["evaluate", "tpcdi-trade", "--design", str(out)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first == f"{tmp_path}/d\\nx.json: 2 machines x 1 partition"
+
+
+def test_an_error_quoting_a_huge_name_keeps_its_head_and_its_advice(tmp_path, capsys):
+    """A design naming a 100,000-character SP: the error stays one line, within MAX_LINE_CHARS,
+    its start and its end (what the line advises) kept, and says how long it was."""
+    from costmodel.text import MAX_LINE_CHARS, elided
+
+    design = tmp_path / "d.json"
+    assert run_app(["recommend", "tpcdi-trade", "--machines", "2", "--objective", "cost", "--out", str(design)]) == 0
+    doc = json.loads(design.read_text())
+    doc["procedures"]["X" * 100_000] = 0
+    design.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert run_app(["evaluate", "--design", str(design), "tpcdi-trade"]) != 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) - 1 <= MAX_LINE_CHARS
+    assert err.startswith("error: ") and "characters, its middle left out" in err
+    line = "error: " + "y" * 5_000 + " give statistics of the design's own granularity"
+    short = elided(line)
+    assert len(short) == MAX_LINE_CHARS and short.startswith("error: yyy")
+    assert short.endswith("yyy give statistics of the design's own granularity")
+    assert elided("short line") == "short line"
