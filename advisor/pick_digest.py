@@ -23,6 +23,7 @@ from costmodel import Weights
 from costmodel.calibration import Calibration
 from costmodel.design_file import placement_digest  # (re-exported: the pick's digests are here)
 from costmodel.sim_params import SimParams
+from costmodel.object_memo import ObjectMemo
 
 # the packages a pick runs (the search, the cost model, the simulator)
 PICK_PACKAGES = ("advisor", "costmodel", "engine_sim")
@@ -85,7 +86,10 @@ def workload_digest(workload) -> str:
     out (a changed copy of a spec keeps its file's `sha256`, so that field cannot say it).
     Every field, as `content_digest` feeds it: the workload's `repr` is one line of counts,
     which two different workloads share."""
-    return content_digest(replace(workload, source="", sha256="", description=""))
+    return DIGESTS.get(workload, lambda: content_digest(replace(workload, source="", sha256="", description="")))
+
+
+DIGESTS = ObjectMemo(64)  # `workload_digest` by workload (a report digests the same one for every run it keeps)
 
 
 def content_digest(value) -> str:

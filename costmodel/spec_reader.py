@@ -18,6 +18,7 @@ from costmodel.errors import SpecError, finite_number
 from costmodel.procedure_code import code_modules_problem, code_problem
 from costmodel.spec_writer import workload_to_toml
 from costmodel.text import name_problem
+from costmodel.object_memo import ObjectMemo
 from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_BATCH_SIZE, MAX_COST_UNIT_US, MAX_PER_BATCH,
                               MAX_RATE_BPS, MAX_ROW_BYTES, MAX_TABLE_ROWS, MIN_RATE_BPS, Access, Cluster, InputSpec, Procedure, Stream, Table, Window,
                               Workload, dataflow_cycle)
@@ -427,6 +428,13 @@ def check_workload(workload: Workload) -> None:
     milliseconds; the result is discarded, so nothing of the object changes)."""
     if not isinstance(workload, Workload):
         raise SpecError(f"a Workload is needed, got {type(workload).__name__}")
+    CHECKED.get(workload, lambda: _check_workload(workload))  # this very record passed: it passes
+
+
+CHECKED = ObjectMemo(64)  # the workloads that passed `check_workload` (a refusal is not kept)
+
+
+def _check_workload(workload: Workload) -> bool:
     label = f"workload {getattr(workload, 'name', '?')!r:.80}"
     shape = _not_a_sequence(workload)  # the writer leaves an empty (or None) list out
     if shape:
@@ -436,6 +444,7 @@ def check_workload(workload: Workload) -> None:
     except (TypeError, ValueError, AttributeError) as exc:
         raise SpecError(f"{label}: not a workload a spec could hold: {exc}") from None
     parse_workload(text, label)
+    return True
 
 
 def _not_a_sequence(workload: Workload) -> str:
