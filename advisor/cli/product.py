@@ -82,7 +82,8 @@ def report(
 @app.command()
 def tune(
     source: str = workload_argument(optional=False),
-    machines: int = typer.Option(..., "--machines", "-m", min=1, help="machines of the cluster to tune for"),
+    machines: Optional[int] = typer.Option(None, "--machines", "-m", min=1,
+                                           help="machines of the cluster to tune for (default: the source's)"),
     rounds: int = typer.Option(5, "--rounds", "-r", help="most changes to make"),
     partitions_per_machine: Optional[int] = typer.Option(None, "--partitions-per-machine", "-p", min=1, help=PPM_HELP),
     out: Optional[Path] = typer.Option(None, "--out", "-o", parser=dir_path, help="directory for each round's spec and design"),

@@ -85,6 +85,19 @@ def test_cli_tune_writes_each_round(tmp_path, capsys):
     assert run_app(["simulate", "--design", str(designs[0])]) == 0  # the start is the bundled spec
 
 
+def test_cli_tune_without_machines_tunes_the_sources_own_cluster(tmp_path, capsys):
+    # as `recommend` does: the cluster the spec declares (bank-transfer's is not 1 x 1), not an
+    # option missing
+    spec = load_workload("bank-transfer")
+    assert spec.cluster.machines > 1
+    out = tmp_path / "tuned"
+    assert run_app(["tune", "bank-transfer", "--rounds", "0", "--out", str(out)]) == 0
+    capsys.readouterr()
+    design = Design.load(out / "round-00.design.json")
+    assert (design.machines, design.partitions_per_machine) == (spec.cluster.machines,
+                                                                spec.cluster.partitions_per_machine)
+
+
 def test_cli_tune_rejects_bad_input(tmp_path, capsys):
     stats = tmp_path / "stats"
     stats.mkdir()
