@@ -148,7 +148,7 @@ def other_designs(tried: list[tuple], tied: int, here: tuple, stand: np.ndarray)
     Why: the pick's runs know a design by its partitions, so such a design was simulated again
     (shared20#9307 on 4 machines: five of a step's six simulations, and the step that paid was
     never reached). A design given twice under the same names stays: the runs answer it
-    without simulating. (Dropping those too changed which moves a step simulates where two
+    without simulating, and `simulate` without charging the budget again. (Dropping those too changed which moves a step simulates where two
     moves make one design, and generated-1125 on 2 x 2 ended 3 % lower: docs/measurements.md,
     Stop 73.)"""
     def key(p: np.ndarray, s: np.ndarray) -> tuple[bytes, bytes]:
@@ -240,10 +240,19 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     figure: dict[tuple[bytes, bytes], float] = {}
     collapse_checked = collapse_kept_out = 0  # (see `Improvement`)
 
+    asked: dict[tuple, float] = {}  # each question's answer: (proc, state, to_beat) -> tuples/s
+
     def simulate(p, s, to_beat: float | None = None) -> float:
         """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
         the end: the figure is then below `to_beat` but not its own maximum. A design over the
-        machines' memory from a start within it is 0 (never taken), not simulated."""
+        machines' memory from a start within it is 0 (never taken), not simulated. The same
+        question asked again is answered as before, its budget not charged again."""
+        key = (p.tobytes(), s.tobytes(), to_beat)
+        if key not in asked:
+            asked[key] = _simulate(p, s, to_beat)
+        return asked[key]
+
+    def _simulate(p, s, to_beat: float | None = None) -> float:
         nonlocal spent, simulated, collapse_checked, collapse_kept_out
         if not fits(s):
             return 0.0

@@ -98,3 +98,28 @@ def test_the_steps_spend_their_budget_on_other_designs(shared20_9307, monkeypatc
     each = recommend(w, machines=machines, partitions_per_machine=ppm, baselines=False)
     assert each.design.procedures == before.procedures and each.design.state == before.state
     assert found.prediction > 1.04 * each.prediction
+
+
+def test_a_question_asked_again_is_neither_simulated_nor_charged_again(monkeypatch):
+    """A step's moves can make one design twice (SP14 moved off partition 0 onto partition 1,
+    and pulled onto partition 1): the runs answered the second without simulating, but the
+    search charged its budget and counted it among the designs it simulated (shared25#9403, a
+    held-out case: 9 counted, 7 simulated)."""
+    sys.path.insert(0, str(BENCH))
+    from recommend_scale import case_workload
+    from advisor.simulation_runs import SimulationRuns
+
+    asked = []
+    real = SimulationRuns.max_throughput
+
+    def counted(self, proc_part, state_part, batches, tolerance, label="", **settings):
+        if label.startswith("simulated search"):
+            asked.append((np.asarray(proc_part).tobytes(), np.asarray(state_part).tobytes(), batches,
+                          tolerance, settings.get("stop_below_tps")))
+        return real(self, proc_part, state_part, batches, tolerance, label=label, **settings)
+
+    monkeypatch.setattr(SimulationRuns, "max_throughput", counted)
+    w, machines, ppm = case_workload("shared25#9403")
+    rec = recommend(w, machines=machines, partitions_per_machine=ppm, baselines=False)
+    assert len(set(asked)) == len(asked)  # (before: 9 questions, 7 of them distinct)
+    assert rec.selection.improvement.simulated == len(asked)
