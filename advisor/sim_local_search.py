@@ -41,8 +41,13 @@ fastest design that came within the tie but above the best is simulated again be
 on TIE_BREAK_BATCHES batches, and taken where it is faster there by half the tie: the short
 runs' 2 % tie hides gains of 2-3 % that longer runs (and the engine) show. Throughout, a
 design that would beat the best but collapses when overloaded (`advisor.judge.overload_collapse`
-below COLLAPSE_CONFIRMED) beats it only on a run of COLLAPSE_BATCHES: the short run's figure
-of such a design holds until a queue happens to form.
+below `advisor.search_budget.COLLAPSE_CONFIRMED`) beats it only on a longer run: the short
+run's figure of such a design holds until a queue happens to form.
+
+The search is in two parts: `advisor.search_budget.BudgetedJudge` asks the simulator, charges
+each question to the budget (once, however often it is asked) and confirms a collapsing
+winner; `_Search` here decides what to ask (the climbs' ends, the steps, the tie-break), and
+`improve` runs its phases in order.
 
 What it simulates is kept with the pick's own simulations (`advisor.simulation_runs.SimulationRuns`):
 the pick it starts from, simulated again on the final round's batches, is often what the
@@ -50,7 +55,7 @@ pick's final round just ran. A move is only asked whether it beats the design by
 tolerance, so its rate search stops once the simulator shows it cannot (`stop_below_tps` of
 the simulator's `max_throughput`, within the margin its rate search states). The simulator is
 the one the pick was given (`advisor.judge`), never imported here. The budget still
-charges each move a whole search, so the search takes the same steps either way. Where the
+charges each design asked about a whole search, so the search takes the same steps either way. Where the
 pick has workers (`SimulationRuns.prefetch`), the designs one decision weighs (a step's
 tries, every climb end's designs, the tie-break's pair) are simulated side by side before
 they are asked for one by one, and the pick's own figure while the estimate climbs: the
@@ -59,7 +64,7 @@ decisions, and so the design, are those of one process.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
@@ -71,7 +76,8 @@ from advisor.design_moves import (block_moves, busiest_partition_moves, empty_ma
                                   trade_moves)
 from advisor.estimate_climb import (CLIMB_GAIN, across_plateau, best_by_estimate, by_estimate,
                                     climb_estimate, climb_through_plateau, via_a_trade)
-from advisor.judge import Simulator, overload_collapse
+from advisor.judge import Simulator
+from advisor.search_budget import BATCHES, BudgetedJudge
 from advisor.selection import PREDICTION_BATCHES, PREDICTION_TOLERANCE
 from advisor.simulation_runs import SimulationRuns
 from advisor.selection import TIE_TOLERANCE  # what a move must gain
@@ -81,7 +87,6 @@ from costmodel.model import REPLICATED, machine_memory
 from costmodel.workload import Workload
 
 EVENT_BUDGET = 3_000_000  # simulated events for the whole improvement: about 5 s here on a 20-SP dataflow
-BATCHES = PREDICTION_BATCHES  # per simulation: the recommendation's figure is one of these
 TRIED_PER_STEP = 3  # moves simulated per step, the estimate's best first
 # ... or more where more moves tie at the top of the estimate (within CLIMB_GAIN): the estimate
 # cannot order them (moves between partitions of one machine whose load bounds it), the
@@ -100,20 +105,14 @@ RANDOM_STARTS = 8  # random designs (seeded) among those other starts: a climb f
 # with one budget for both, a larger pool left them less (a workload's statistics, whose pool
 # held 17 designs against its spec's 14, picked 0.83x the spec's pick: generated-3102 on 4).
 # Their climbs also reach a design that collapses when overloaded (generated-3102 on 2: 8,655
-# tuples/s on 300 batches, 7,854 on 2,000), which COLLAPSE_CONFIRMED below keeps out
-# (docs/measurements.md, Stop 62)
+# tuples/s on 300 batches, 7,854 on 2,000), which `advisor.search_budget.COLLAPSE_CONFIRMED`
+# keeps out (docs/measurements.md, Stop 62)
 RANDOM_CLIMB_BUDGET = 1_000
 NEAR_STARTS = 2  # designs within the tie of the best that the simulated steps also run from
 # a design the simulator put above the best but within the tie is simulated again beside the
 # best on this many batches (the short run's noise halves at 4x), and taken where it is faster
 # there by half the tie (0: never)
 TIE_BREAK_BATCHES = 4 * PREDICTION_BATCHES
-# a design that would beat the best, but whose rate search's overloaded probes delivered less
-# than this share of what it sustained (`advisor.judge.overload_collapse`), beats it only on
-# a run of COLLAPSE_BATCHES: its short run's figure lasts until a queue forms (the picks of 72
-# generated dataflows collapse to 0.85 at the least; generated-3102's design above, to 0.78)
-COLLAPSE_CONFIRMED = 0.85
-COLLAPSE_BATCHES = 4 * PREDICTION_BATCHES
 
 
 @dataclass
@@ -202,6 +201,145 @@ def room_for_a_rival(first_end_designs: int, per_run: float, event_budget: float
     return (1 + first_end_designs + 3 + 2 * TRIED_PER_STEP) * per_run <= event_budget
 
 
+@dataclass
+class _Search:
+    """What the search's phases share: the workload's graph, the estimate that ranks moves,
+    the judge that simulates them, and the designs the simulator could not tell from the best
+    (`tied`: the climb ends' and near starts' ends, run from; `near_steps`: the steps' own
+    moves, for the tie-break alone), each (tps, proc, state, moves)."""
+
+    graph: WorkloadGraph
+    estimate: BusyEstimate
+    judge: BudgetedJudge
+    private: list
+    touched: list
+    central_machine: int | None
+    tied: list[tuple] = field(default_factory=list)
+    near_steps: list[tuple] = field(default_factory=list)
+
+    def end_designs(self, proc: np.ndarray, state: np.ndarray, climbed: list[str],
+                    end_too: bool = True) -> list[tuple]:
+        """A climb's end (`end_too`), where it leads across the plateau (`across_plateau`),
+        through a move joined with a trade of places (`via_a_trade`) and on through the
+        partitions tied at the top (`climb_through_plateau`): (proc, state, moves)."""
+        tried = [(proc, state, climbed)] if end_too else []
+        for further in (across_plateau, via_a_trade, climb_through_plateau):
+            p3, s3, went = further(self.graph, self.estimate, proc, state, self.private, self.touched)
+            if went and not (further is climb_through_plateau and any(
+                    np.array_equal(p3, t[0]) and np.array_equal(s3, t[1]) for t in tried)):
+                tried.append((p3, s3, climbed + went))
+        return tried
+
+    def climb_from(self, label: str, proc, state, max_priced: int | None = None) -> tuple:
+        """Where the estimate's climb from a design ends: (estimate, label, proc, state, moves)."""
+        p2, s2, climbed = climb_estimate(self.graph, self.estimate, np.asarray(proc, dtype=np.int64),
+                                         np.asarray(state, dtype=np.int64), self.private, self.touched,
+                                         max_priced=max_priced)
+        return self.estimate.throughput_tps(p2, s2), label, p2, s2, climbed
+
+    def try_end(self, best: tuple, tried: list[tuple], first: list[str], take: bool = True) -> tuple:
+        """The best (tps, proc, state, moves) after simulating an end's designs (`end_designs`):
+        each taken where the simulator puts it faster than the best by the tie tolerance (and
+        remembered in `tied` where it ties). With `take` false, remembered only, however fast:
+        the steps then run from the best first, and from it after (NEAR_STARTS), the faster
+        end kept."""
+        judge = self.judge
+        judge.ahead([(p4, s4) for p4, s4, _ in tried], best[0] * (1 + TIE_TOLERANCE))  # (a new best: asked again)
+        for p4, s4, taken in tried:
+            tps = judge.simulate(p4, s4, best[0] * (1 + TIE_TOLERANCE))
+            these = first + [f"{m} (estimate)" for m in taken]
+            if take and tps > best[0] * (1 + TIE_TOLERANCE):
+                best = (tps, p4, s4, these)
+            elif tps > best[0] * (1 - TIE_TOLERANCE):
+                self.tied.append((tps, p4, s4, these))
+        return best
+
+    def steps_from(self, best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple:
+        """The simulated steps from one design, while one pays and the budget lasts:
+        (tps, proc, state, moves) where they end."""
+        moves = list(moves)
+        for _ in range(MAX_STEPS):
+            if not self.judge.affords(TRIED_PER_STEP * self.judge.per_run):
+                break
+            found = self.step(best, proc, state, moves)
+            if found is None:
+                break
+            best, label, proc, state = found
+            moves.append(label)
+        return best, proc, state, moves
+
+    def step(self, best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple | None:
+        """The step from a design: (tps, label, proc, state) of the move that pays, or None."""
+        graph, estimate, judge = self.graph, self.estimate, self.judge
+        here = estimate.estimate(proc, state)
+        tried = by_estimate(estimate, busiest_partition_moves(graph, proc, state, self.private, self.touched, here))
+        # a swap changes nothing but the lock order, which the estimate prices: simulated only
+        # where the estimate sees it gain (else every step would spend simulations on no-ops)
+        tried += [t for t in by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
+                  if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
+        if not tried:
+            return None
+        tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
+        tied = sum(1 for t in tried if t[0] >= tried[0][0] * (1 - CLIMB_GAIN))
+        tried, tied = other_designs(tried, tied, (proc, state),
+                                    empty_machine_stand_ins(graph, proc, state, self.central_machine))
+        tried = tried[:max(TRIED_PER_STEP, min(tied, TIED_PER_STEP, judge.affordable()))]
+        to_beat = best * (1 + TIE_TOLERANCE)
+        found, near = None, []
+        judge.ahead([(p2, s2) for _est, _label, p2, s2 in tried], to_beat)
+        for _est, label, p2, s2 in tried:
+            tps = judge.simulate(p2, s2, to_beat)
+            if tps > to_beat and (found is None or tps > found[0]):
+                found = (tps, label, p2, s2)
+            elif tps > best * (1 - TIE_TOLERANCE):  # within the tie either way (a lower bound)
+                near.append((tps, label, p2, s2))
+                self.near_steps.append((tps, p2, s2, moves + [label]))
+        if found is None:  # two moves that each tie can gain together: the best pairs first
+            pairs = sorted(((a[0] + b[0], i, j) for i, a in enumerate(near) for j, b in enumerate(near) if i < j),
+                           key=lambda t: -t[0])
+            for _sum, i, j in pairs:
+                joined = joined_moves(proc, state, near[i], near[j])
+                if joined is None or not judge.affords(judge.per_run):
+                    continue
+                tps = judge.simulate(joined[2], joined[3], to_beat)
+                if tps > to_beat:
+                    found = (tps, *joined[1:])
+                    break
+        # no small move pays: move a block of SPs that share state, empty a partition, or make
+        # a move with a trade of places?
+        for bigger in (block_moves(graph, proc, state, self.private, self.touched, here),
+                       emptying_moves(proc, state, here),
+                       trade_moves(graph, proc, state, self.private, self.touched, here)):
+            if found is not None or not judge.affords(judge.per_run):
+                break
+            move = best_by_estimate(estimate, bigger)
+            if move is not None and move[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
+                tps = judge.simulate(move[2], move[3], to_beat)
+                found = (tps, *move[1:]) if tps > to_beat else None
+        return found
+
+    def tie_break(self, best: tuple) -> tuple:
+        """The fastest design the short runs could not tell from the best, but put above it,
+        simulated again beside the best on TIE_BREAK_BATCHES and taken where it is faster there
+        by half the tie (within the budget): the best (tps, proc, state, moves) after."""
+        tps0, proc, state, _ = best
+        judge = self.judge
+        above = [t for t in self.tied + self.near_steps
+                 if t[0] > tps0 and not (np.array_equal(t[1], proc) and np.array_equal(t[2], state))]
+        cost = 2 * judge.per_run * TIE_BREAK_BATCHES / BATCHES
+        if not (above and TIE_BREAK_BATCHES and judge.spent + cost + judge.per_run <= judge.event_budget):  # and its own figure
+            return best
+        tps, p2, s2, m2 = max(above, key=lambda t: t[0])  # stable: the first found on a tie
+        longer = judge.longer_runs([(proc, state), (p2, s2)], TIE_BREAK_BATCHES, TIE_TOLERANCE / 4, cost)
+        if longer[1] > longer[0] * (1 + TIE_TOLERANCE / 2):
+            # its short run may have stopped once it could not beat the best by the tie: its
+            # own figure, searched to the end, is the recommendation's
+            return (max(judge.simulate(p2, s2), tps), p2, s2,
+                    list(m2) + [f"a tie broken on {TIE_BREAK_BATCHES:,} batches "
+                                f"({longer[1]:,.0f} against {longer[0]:,.0f} tuples/s)"])
+        return best
+
+
 def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, state_part: np.ndarray,
             weights: Weights, calibration=None, seed: int = 0,
             event_budget: int = EVENT_BUDGET, runs: SimulationRuns | None = None, *,
@@ -216,135 +354,38 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     climbs have priced CLIMB_BUDGET designs; of their ends, CLIMB_ENDS at most are simulated."""
     if runs is None:
         runs = SimulationRuns.of(workload, graph, weights, calibration, seed, simulator=simulator)
-    sim_error = runs.simulator.error
     cal = runs.calibration
     estimate = BusyEstimate.of(graph, workload, getattr(cal, "params", cal))
     central = getattr(getattr(cal, "params", cal), "central_machine", -1)
-    central_machine = None if central < 0 else min(central, graph.cost.machines - 1)
-    private = private_state(graph)
-    touched = touched_state(graph)
     proc, state = np.array(proc_part, dtype=np.int64), np.array(state_part, dtype=np.int64)
 
     try:
         pilot = runs.pilot(proc, state, 20, label="simulated search")
-    except sim_error:
+    except runs.simulator.error:
         return Improvement(proc, state, 0.0, 0.0, 0, [])
     per_run = max(pilot.events / 20, 1.0) * BATCHES * 8  # a maximum-throughput search: ~8 runs
     if per_run > event_budget:  # the pick's own search alone would overspend it
         return Improvement(proc, state, 0.0, 0.0, 0, [], skipped=(
             f"one maximum-throughput search of the pick is about {per_run:,.0f} simulated events, "
             f"over the search's budget of {event_budget:,}"))
-    spent, simulated = 0.0, 0
-    fits = memory_check(graph, state)
-    # a collapsing design's own figure, where the longer run judged it by less
-    figure: dict[tuple[bytes, bytes], float] = {}
-    collapse_checked = collapse_kept_out = 0  # (see `Improvement`)
-
-    asked: dict[tuple, float] = {}  # each question's answer: (proc, state, to_beat) -> tuples/s
-
-    def simulate(p, s, to_beat: float | None = None) -> float:
-        """Predicted tuples/s. With `to_beat`, a design that cannot beat it is not searched to
-        the end: the figure is then below `to_beat` but not its own maximum. A design over the
-        machines' memory from a start within it is 0 (never taken), not simulated. The same
-        question asked again is answered as before, its budget not charged again."""
-        key = (p.tobytes(), s.tobytes(), to_beat)
-        if key not in asked:
-            asked[key] = _simulate(p, s, to_beat)
-        return asked[key]
-
-    def _simulate(p, s, to_beat: float | None = None) -> float:
-        nonlocal spent, simulated, collapse_checked, collapse_kept_out
-        if not fits(s):
-            return 0.0
-        spent += per_run
-        simulated += 1
-        try:
-            r = runs.max_throughput(p, s, BATCHES, PREDICTION_TOLERANCE, label="simulated search",
-                                    stop_below_tps=to_beat)
-        except sim_error:
-            return 0.0
-        tps = float(r.throughput_tps)
-        if to_beat is None or tps <= to_beat or overload_collapse(r) >= COLLAPSE_CONFIRMED:
-            return tps
-        # it would beat the best, but collapses when overloaded: its short run's figure holds
-        # only until a queue forms, so it beats the best on a longer run's, within the budget
-        # (its own figure, as `simulate` tells it, stays what the recommendation says of it)
-        figure[p.tobytes(), s.tobytes()] = tps
-        longer = per_run * COLLAPSE_BATCHES / BATCHES
-        if spent + longer > event_budget:
-            judged = tps * overload_collapse(r)  # what it delivered overloaded (never above the figure)
-        else:
-            spent += longer
-            simulated += 1
-            try:
-                judged = min(tps, float(runs.max_throughput(p, s, COLLAPSE_BATCHES, PREDICTION_TOLERANCE,
-                                                            label="simulated search, collapse").throughput_tps))
-            except sim_error:
-                judged = 0.0
-        collapse_checked += 1
-        collapse_kept_out += judged <= to_beat
-        return judged
-
-    def ahead(designs: list[tuple], to_beat: float | None) -> None:
-        """Simulate these side by side where the pick has workers (`SimulationRuns.prefetch`):
-        `simulate` then finds them done (a design over memory is never simulated)."""
-        runs.prefetch([runs.ask_max(p, s, BATCHES, PREDICTION_TOLERANCE, label="simulated search",
-                                    stop_below_tps=to_beat) for p, s in designs if fits(s)], per_run)
-
+    judge = BudgetedJudge(runs, memory_check(graph, state), per_run, event_budget)
+    search = _Search(graph, estimate, judge, private_state(graph), touched_state(graph),
+                     None if central < 0 else min(central, graph.cost.machines - 1))
     # the pick's own figure, simulated meanwhile where there are workers: the climbs below
     # price designs by the estimate alone
     runs.prefetch([runs.ask_max(proc, state, BATCHES, PREDICTION_TOLERANCE, label="simulated search")],
                   per_run, here_first=False)
-    moves: list[str] = []
-    tied: list[tuple] = []  # designs the simulator put within the tie of the best: (tps, proc, state, moves)
-    near_steps: list[tuple] = []  # the same, of the steps' moves (for the tie-break alone)
-
-    def end_designs(p2, s2, climbed: list[str], end_too: bool = True) -> list[tuple]:
-        """A climb's end (`end_too`), where it leads across the plateau (`across_plateau`),
-        through a move joined with a trade of places (`via_a_trade`) and on through the
-        partitions tied at the top (`climb_through_plateau`): (proc, state, moves)."""
-        tried = [(p2, s2, climbed)] if end_too else []
-        for further in (across_plateau, via_a_trade, climb_through_plateau):
-            p3, s3, went = further(graph, estimate, p2, s2, private, touched)
-            if went and not (further is climb_through_plateau and any(
-                    np.array_equal(p3, t[0]) and np.array_equal(s3, t[1]) for t in tried)):
-                tried.append((p3, s3, climbed + went))
-        return tried
-
-    def try_end(tried: list[tuple], first: list[str], take: bool = True) -> None:
-        """Simulate an end's designs (`end_designs`), each kept where the simulator puts it
-        faster than the best by the tie tolerance (and remembered where it ties). With `take`
-        false, remembered only, however fast: the steps then run from the best first, and
-        from it after (NEAR_STARTS), the faster end kept."""
-        nonlocal best, proc, state, moves
-        ahead([(p4, s4) for p4, s4, _ in tried], best * (1 + TIE_TOLERANCE))  # (a new best: asked again)
-        for p4, s4, taken in tried:
-            tps = simulate(p4, s4, best * (1 + TIE_TOLERANCE))
-            these = first + [f"{m} (estimate)" for m in taken]
-            if take and tps > best * (1 + TIE_TOLERANCE):
-                best, proc, state, moves = tps, p4, s4, these
-            elif tps > best * (1 - TIE_TOLERANCE):
-                tied.append((tps, p4, s4, these))
 
     # first the estimate's own optimum from here (free); the simulator says whether it pays
-    p2, s2, climbed = climb_estimate(graph, estimate, proc, state, private, touched)
+    p2, s2, climbed = climb_estimate(graph, estimate, proc, state, search.private, search.touched)
     bar = estimate.throughput_tps(p2, s2)  # what another start's climb must beat, by the estimate
-    first_end = end_designs(p2, s2, climbed, end_too=bool(climbed))
+    first_end = search.end_designs(p2, s2, climbed, end_too=bool(climbed))
     # then from the pool's next best designs, and from its others within a budget: their
     # climbs' ends that the estimate puts above this one's, best first, simulated (a pool
     # design that starts lower can climb higher). Every climb is priced by the estimate alone,
     # in the same order whatever the simulator answers, so they all run before the first
     # answer is awaited: with workers, while the pick's own figure is simulated.
-    def climb_from(label, p0, s0, max_priced: int | None = None) -> tuple:
-        p2, s2, climbed = climb_estimate(graph, estimate, np.asarray(p0, dtype=np.int64),
-                                         np.asarray(s0, dtype=np.int64), private, touched,
-                                         max_priced=max_priced)
-        return estimate.throughput_tps(p2, s2), label, p2, s2, climbed
-
-    def above(end: tuple) -> bool:
-        return end[0] > bar * (1 + CLIMB_GAIN)
-
-    pool_ends = [climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
+    pool_ends = [search.climb_from(*t) for t in starts[:CLIMB_STARTS - 1]]
     climbed_from = [t[0] for t in starts[:CLIMB_STARTS - 1]]
     more = []
     for group, budget, of_pool in ((list(more_starts), CLIMB_BUDGET, True),
@@ -355,9 +396,13 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
             left = budget - (estimate.priced - priced)
             if left <= 0:
                 break
-            more.append(climb_from(*group[k], max_priced=left))
+            more.append(search.climb_from(*group[k], max_priced=left))
             if of_pool:
                 climbed_from.append(group[k][0])
+
+    def above(end: tuple) -> bool:
+        return end[0] > bar * (1 + CLIMB_GAIN)
+
     ends = [e for e in pool_ends if above(e)]
     ends += sorted((e for e in more if above(e)), key=lambda t: -t[0])[:CLIMB_ENDS]
     # the pick's own climb reached the estimate's best: another design there? A rival to the
@@ -366,115 +411,32 @@ def improve(graph: WorkloadGraph, workload: Workload, proc_part: np.ndarray, sta
     twin = tied_end(graph, pool_ends + more, bar, [(proc, state), (p2, s2)]) if rival else []
     # every end's designs first (the estimate prices them in the same order), so the
     # workers, where there are some, simulate them all side by side
-    tries = [(end_designs(p2, s2, climbed), [f"start from {label!r}"], True)
+    tries = [(search.end_designs(p2, s2, climbed), [f"start from {label!r}"], True)
              for _e, label, p2, s2, climbed in sorted(ends, key=lambda t: -t[0])]  # stable: ties keep order
-    tries += [(end_designs(p2, s2, climbed), [f"start from {label!r}"], False)
+    tries += [(search.end_designs(p2, s2, climbed), [f"start from {label!r}"], False)
               for _e, label, p2, s2, climbed in twin]
-    start = best = simulate(proc, state)
-    try_end(first_end, [])
-    ahead([(p4, s4) for tried, _, _ in tries for p4, s4, _ in tried], best * (1 + TIE_TOLERANCE))
+    start = judge.simulate(proc, state)
+    best = search.try_end((start, proc, state, []), first_end, [])
+    judge.ahead([(p4, s4) for tried, _, _ in tries for p4, s4, _ in tried], best[0] * (1 + TIE_TOLERANCE))
     for tried, first, take in tries:
-        try_end(tried, first, take)
+        best = search.try_end(best, tried, first, take)
 
-    def steps_from(best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple:
-        """The simulated steps from one design, while one pays and the budget lasts."""
-        moves = list(moves)
-        for _ in range(MAX_STEPS):
-            if spent + TRIED_PER_STEP * per_run > event_budget:
-                break
-            found = step(best, proc, state, moves)
-            if found is None:
-                break
-            best, label, proc, state = found
-            moves.append(label)
-        return best, proc, state, moves
-
-    def step(best: float, proc: np.ndarray, state: np.ndarray, moves: list[str]) -> tuple | None:
-        """The step from a design: (tps, label, proc, state) of the move that pays, or None."""
-        here = estimate.estimate(proc, state)
-        tried = by_estimate(estimate, busiest_partition_moves(graph, proc, state, private, touched, here))
-        # a swap changes nothing but the lock order, which the estimate prices: simulated only
-        # where the estimate sees it gain (else every step would spend simulations on no-ops)
-        tried += [t for t in by_estimate(estimate, lock_order_swaps(graph, proc, state, here))
-                  if t[0] > here.throughput_tps * (1 + CLIMB_GAIN)]
-        if not tried:
-            return None
-        tried.sort(key=lambda t: -t[0])  # stable: ties keep the order the moves were made in
-        tied = sum(1 for t in tried if t[0] >= tried[0][0] * (1 - CLIMB_GAIN))
-        tried, tied = other_designs(tried, tied, (proc, state),
-                                    empty_machine_stand_ins(graph, proc, state, central_machine))
-        affordable = int((event_budget - spent) // per_run)
-        tried = tried[:max(TRIED_PER_STEP, min(tied, TIED_PER_STEP, affordable))]
-        found, near = None, []
-        ahead([(p2, s2) for _est, _label, p2, s2 in tried], best * (1 + TIE_TOLERANCE))
-        for _est, label, p2, s2 in tried:
-            tps = simulate(p2, s2, best * (1 + TIE_TOLERANCE))
-            if tps > best * (1 + TIE_TOLERANCE) and (found is None or tps > found[0]):
-                found = (tps, label, p2, s2)
-            elif tps > best * (1 - TIE_TOLERANCE):  # within the tie either way (a lower bound)
-                near.append((tps, label, p2, s2))
-                near_steps.append((tps, p2, s2, moves + [label]))
-        if found is None:  # two moves that each tie can gain together: the best pairs first
-            pairs = sorted(((a[0] + b[0], i, j) for i, a in enumerate(near) for j, b in enumerate(near) if i < j),
-                           key=lambda t: -t[0])
-            for _sum, i, j in pairs:
-                joined = joined_moves(proc, state, near[i], near[j])
-                if joined is None or spent + per_run > event_budget:
-                    continue
-                tps = simulate(joined[2], joined[3], best * (1 + TIE_TOLERANCE))
-                if tps > best * (1 + TIE_TOLERANCE):
-                    found = (tps, *joined[1:])
-                    break
-        # no small move pays: move a block of SPs that share state, empty a partition, or make
-        # a move with a trade of places?
-        for bigger in (block_moves(graph, proc, state, private, touched, here),
-                       emptying_moves(proc, state, here),
-                       trade_moves(graph, proc, state, private, touched, here)):
-            if found is not None or spent + per_run > event_budget:
-                break
-            move = best_by_estimate(estimate, bigger)
-            if move is not None and move[0].throughput_tps > here.throughput_tps * (1 + CLIMB_GAIN):
-                tps = simulate(move[2], move[3], best * (1 + TIE_TOLERANCE))
-                found = (tps, *move[1:]) if tps > best * (1 + TIE_TOLERANCE) else None
-        return found
-
-    best, proc, state, moves = steps_from(best, proc, state, moves)
+    best = search.steps_from(*best)
     # a design the simulator could not tell from the best may lead further: the steps from the
     # fastest of those too (NEAR_STARTS), while the budget lasts, kept where they end faster
     # than the best by the tie
-    others = sorted((t for t in tied if not (np.array_equal(t[1], proc) and np.array_equal(t[2], state))),
+    others = sorted((t for t in search.tied if not (np.array_equal(t[1], best[1]) and np.array_equal(t[2], best[2]))),
                     key=lambda t: -t[0])
     for tps, p2, s2, m2 in others[:NEAR_STARTS]:
-        if spent + TRIED_PER_STEP * per_run > event_budget:
+        if not judge.affords(TRIED_PER_STEP * per_run):
             break
-        end = steps_from(tps, p2, s2, m2)
-        if end[0] > best * (1 + TIE_TOLERANCE):
-            best, proc, state, moves = end
-        elif end[0] > best * (1 - TIE_TOLERANCE):
-            tied.append(end)
-    # the fastest design the short runs could not tell from the best, but put above it: the
-    # longer runs decide (within the budget)
-    above = [t for t in tied + near_steps if t[0] > best and not (np.array_equal(t[1], proc) and np.array_equal(t[2], state))]
-    cost = 2 * per_run * TIE_BREAK_BATCHES / BATCHES
-    if above and TIE_BREAK_BATCHES and spent + cost + per_run <= event_budget:  # and its own figure
-        tps, p2, s2, m2 = max(above, key=lambda t: t[0])  # stable: the first found on a tie
-        spent += cost
-        simulated += 2
-        runs.prefetch([runs.ask_max(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4, label="simulated search, tie")
-                       for p, s in ((proc, state), (p2, s2))], cost / 2)
-        try:
-            longer = [float(runs.max_throughput(p, s, TIE_BREAK_BATCHES, TIE_TOLERANCE / 4,
-                                                label="simulated search, tie").throughput_tps)
-                      for p, s in ((proc, state), (p2, s2))]
-        except sim_error:
-            longer = [0.0, 0.0]
-        if longer[1] > longer[0] * (1 + TIE_TOLERANCE / 2):
-            # its short run may have stopped once it could not beat the best by the tie: its
-            # own figure, searched to the end, is the recommendation's
-            best, proc, state = max(simulate(p2, s2), tps), p2, s2
-            moves = list(m2) + [f"a tie broken on {TIE_BREAK_BATCHES:,} batches "
-                                f"({longer[1]:,.0f} against {longer[0]:,.0f} tuples/s)"]
-    best = figure.get((proc.tobytes(), state.tobytes()), best)
-    return Improvement(proc, state, start, best, simulated, moves, estimate.throughput_tps(proc, state),
-                       climbed_from=tuple(climbed_from), collapse_checked=collapse_checked,
-                       collapse_kept_out=collapse_kept_out)
+        end = search.steps_from(tps, p2, s2, m2)
+        if end[0] > best[0] * (1 + TIE_TOLERANCE):
+            best = end
+        elif end[0] > best[0] * (1 - TIE_TOLERANCE):
+            search.tied.append(end)
+    tps, proc, state, moves = search.tie_break(best)
+    tps = judge.figure.get((proc.tobytes(), state.tobytes()), tps)
+    return Improvement(proc, state, start, tps, judge.simulated, moves, estimate.throughput_tps(proc, state),
+                       climbed_from=tuple(climbed_from), collapse_checked=judge.collapse_checked,
+                       collapse_kept_out=judge.collapse_kept_out)
