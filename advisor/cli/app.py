@@ -255,11 +255,35 @@ def one_line_summaries(application: typer.Typer) -> None:
 
 
 def main(application: typer.Typer | None = None) -> None:
+    _matplotlib_config_dir()
     code = run_app(None, application)
     _outcome_final()
     if code in (129, 130, 143):
         _forget_the_interrupt()
     sys.exit(code)
+
+
+# matplotlib's own lines when it cannot make its directory under HOME (format strings, 3.x)
+_MATPLOTLIB_HOME_LINES = ("mkdir -p failed for path %s: %s", "%s is not a writable directory")
+_MATPLOTLIB_TEMPORARY = "Matplotlib created a temporary cache directory at "
+
+
+def _matplotlib_config_dir() -> None:
+    """Where matplotlib cannot make its directory under HOME (a HOME that is missing or not
+    writable, as under some service accounts), it makes a temporary one, removed at exit, as
+    it should, but says so in two lines of its own on every command that draws (`report`,
+    `demo`) after a run that went well. Those lines are left out; one about a MPLCONFIGDIR the
+    user set is not (that one is theirs to mend)."""
+    if "MPLCONFIGDIR" in os.environ:
+        return
+    import logging
+
+    logging.getLogger("matplotlib").addFilter(_not_about_matplotlibs_home)
+
+
+def _not_about_matplotlibs_home(record) -> bool:
+    template = str(record.msg)
+    return template not in _MATPLOTLIB_HOME_LINES and not template.startswith(_MATPLOTLIB_TEMPORARY)
 
 
 LATE_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
