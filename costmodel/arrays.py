@@ -49,8 +49,11 @@ class OrderedSums:
         """Every bin's sum so far (zeros where nothing was added)."""
         if not self._bins:
             return np.zeros(self.n_bins)
-        sums = np.bincount(np.concatenate(self._bins), weights=np.concatenate(self._values),
-                           minlength=self.n_bins)
+        if len(self._bins) == 1:  # (nothing to join: `concatenate` would only copy)
+            bins, values = self._bins[0], self._values[0]
+        else:
+            bins, values = np.concatenate(self._bins), np.concatenate(self._values)
+        sums = np.bincount(bins, weights=values, minlength=self.n_bins)
         return sums.astype(float, copy=False)  # (integers where nothing was added)
 
 

@@ -211,12 +211,19 @@ def test_busy_times_are_what_they_were_to_the_last_bit(name, machines):
     inputs = BusyInputs.of(g.cost, estimate.prices, estimate.traits)
     rng = np.random.default_rng(sum(map(ord, name)))
     designs = list(random_designs(g, 60, rng))
-    for first, size in ((0, 1), (1, 3), (4, 56)):
+    assert_priced_as_before(g, estimate, inputs, designs, ((0, 1), (1, 3), (4, 56)))
+
+
+def assert_priced_as_before(g: WorkloadGraph, estimate: BusyEstimate, inputs: BusyInputs, designs: list,
+                            chunks) -> None:
+    """Each chunk (first, size) of `designs` priced at once, with and without lock waits, by
+    `busy_times` and by the reference (building its own inputs): equal bytes."""
+    for first, size in chunks:
         procs = np.stack([p for p, _ in designs[first:first + size]])
         states = np.stack([s for _, s in designs[first:first + size]])
         for lock_waits in (True, False):
             got = busy_times(g.cost, procs, states, estimate.prices, estimate.traits, lock_waits, inputs)
-            want = busy_times_before(g.cost, procs, states, estimate.prices, estimate.traits, lock_waits, inputs)
+            want = busy_times_before(g.cost, procs, states, estimate.prices, estimate.traits, lock_waits)
             for a, b in zip(got, want):
                 assert a.shape == b.shape and a.tobytes() == b.tobytes()
 

@@ -17,7 +17,7 @@ from costmodel.granularity import fragment_name, tuple_name, workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.model import REPLICATED
 from engine_sim.sim import Calibration
-from test_busy_times_reference import busy_times_before, random_designs
+from test_busy_times_reference import assert_priced_as_before, busy_times_before, random_designs
 from workload_edits import scale_workload
 
 
@@ -69,14 +69,7 @@ def test_busy_times_of_many_shared_items_are_what_they_were(case, fragments, hot
     inputs = BusyInputs.of(g.cost, estimate.prices, estimate.traits)
     rng = np.random.default_rng(sum(map(ord, case)) + fragments + hot)
     designs = list(random_designs(g, 40, rng)) + list(neighbours(g, 128, rng))
-    for first, size in ((0, 1), (1, 3), (4, 36), (40, 128)):
-        procs = np.stack([p for p, _ in designs[first:first + size]])
-        states = np.stack([s for _, s in designs[first:first + size]])
-        for lock_waits in (True, False):
-            got = busy_times(g.cost, procs, states, estimate.prices, estimate.traits, lock_waits, inputs)
-            want = busy_times_before(g.cost, procs, states, estimate.prices, estimate.traits, lock_waits)
-            for a, b in zip(got, want):
-                assert a.shape == b.shape and a.tobytes() == b.tobytes()
+    assert_priced_as_before(g, estimate, inputs, designs, ((0, 1), (1, 3), (4, 36), (40, 128)))
 
 
 def test_busy_times_of_declared_sps_at_fragments_are_what_they_were():
