@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -39,6 +40,12 @@ atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)  # a test ru
 # picks kept on disk (`reports.pick_cache`) would let one test answer another's question: off,
 # but where a test turns it on in a directory of its own
 os.environ["ADVISOR_CACHE_DIR"] = "off"
+# Ctrl-C reaches the commands the tests start: a test run started in the background of a
+# non-interactive shell (`.ci/run &`, nohup) inherits SIGINT ignored, every process it starts
+# would too, and the commands rightly leave an ignored SIGINT ignored, so the tests that send
+# one (`interrupted`, 130) failed there and only there
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # markers of tests that start a JVM, a process, a browser or a notebook kernel, or take long
 NOT_UNIT_MARKERS = ("spark", "cluster", "browser", "process", "slow", "integration")
