@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 
 import numpy as np
 import pymetis
@@ -70,22 +71,45 @@ def kway(adjacency: Adjacency, vweights: np.ndarray | None, nparts: int, *,
         else parts.astype(np.int64)
 
 
+_quiet_lock = threading.Lock()
+_quiet_depth = 0  # calls inside `_quiet_c_stdout`, across threads
+_quiet_saved: int | None = None  # the real C stdout, kept while any is
+
+
 @contextlib.contextmanager
 def _quiet_c_stdout():
     """METIS prints notes such as '***Cannot bisect a graph with 0 vertices' on C stdout
     when a graph has fewer weighted vertices than parts; the result is still valid, so the
-    note is dropped rather than shown to users."""
+    note is dropped rather than shown to users.
+
+    File descriptor 1 is the process's, so threads that partition at once (two
+    `advisor.recommend` calls in a notebook or a server) share one redirection: the first in
+    saves the real stdout, the last out puts it back. Each saving its own, the second saved
+    /dev/null, and putting it back last left the process's stdout there for good."""
+    global _quiet_depth, _quiet_saved
     try:
         fd = sys.__stdout__.fileno()
     except (AttributeError, OSError, ValueError):
         yield
         return
-    sys.__stdout__.flush()
-    saved = os.dup(fd)
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            sys.__stdout__.flush()
+            saved = os.dup(fd)
+            try:
+                with open(os.devnull, "w") as devnull:
+                    os.dup2(devnull.fileno(), fd)
+            except BaseException:
+                os.close(saved)
+                raise
+            _quiet_saved = saved
+        _quiet_depth += 1
     try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), fd)
-            yield
+        yield
     finally:
-        os.dup2(saved, fd)
-        os.close(saved)
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0 and _quiet_saved is not None:
+                os.dup2(_quiet_saved, fd)
+                os.close(_quiet_saved)
+                _quiet_saved = None

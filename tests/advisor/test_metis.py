@@ -2,6 +2,8 @@
 k-way call on graphs whose best cut is known by construction finds it."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -111,4 +113,22 @@ def test_kway_follows_target_part_weights():
 def test_kway_leaves_python_stdout_working(capfd):
     kway(two_cliques(4), np.array([1, 0, 0, 0, 0, 0, 0, 0]), 3)  # fewer weighted vertices than parts
     print("still here")
+    assert capfd.readouterr().out == "still here\n"
+
+
+def test_quieting_from_two_threads_at_once_gives_stdout_back(capfd):
+    """Two threads partitioning at once (two `recommend` calls in one process) enter and leave
+    the redirection of fd 1 out of order; the second saved /dev/null as "the" stdout and,
+    leaving last, put it back for good: every later print of the process vanished."""
+    from advisor.metis import _quiet_c_stdout
+
+    before = os.fstat(1)
+    first, second = _quiet_c_stdout(), _quiet_c_stdout()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # the first thread's METIS call ends first
+    second.__exit__(None, None, None)
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)  # not /dev/null
+    os.write(1, b"still here\n")  # (print writes to capfd's file, not through fd 1)
     assert capfd.readouterr().out == "still here\n"
