@@ -13,10 +13,16 @@ with (`WRITTEN`), so a file the user added since (notes beside a trace, statisti
 into a tuning folder) makes it theirs too: refused in one line, never deleted with the rest.
 A directory of ours without that record (written before the record existed) is replaced on
 its marker alone.
+
+Writers of the same directory at once (two terminals, a cron job beside a user): each checks
+and renames under an exclusive lock on the parent directory (`_renaming`), so the last to
+publish wins, whole; an output built in place (`rebuilding_dir`) names its process while it
+is built, and another writer is refused in one line meanwhile.
 """
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import re
@@ -32,6 +38,7 @@ from costmodel.temp_dirs import pid_alive
 OURS = "a directory this tool wrote"
 WRITTEN = ".advisor-written.json"  # in a directory we published: every path it was published with
 WRITTEN_FORMAT = "sstore-advisor.written/1"
+BUILDING = ".advisor-building"  # in a directory built in place: the pid of the process building it
 
 # a disk that is full: the input was fine, the run failed (exit 1); any other reason a path
 # cannot be written (read-only, no permission, a file in the way) is the path's (exit 2)
@@ -225,7 +232,8 @@ def check_writable(path: str | Path, markers: str | Iterable[str] | None = None,
     else:
         target = Path(path)
         _followed(target)  # a link looping on itself: refused here, not at the rename after the work
-        check_replaceable(target, markers, what)
+        with _renaming(target):  # (not while another writer renames it)
+            check_replaceable(target, markers, what)
     above = next(p for p in target.absolute().parents if p.exists())
     try:
         probe, fd = _new_file(above / f"{target.name or 'out'}.probe")
@@ -364,11 +372,13 @@ def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OU
     """A fresh directory beside `target` to build the output in (checked replaceable first,
     so a doomed job fails before it starts)."""
     target = dir_target(target)
-    check_replaceable(target, markers, what)
+    with _renaming(target):
+        check_replaceable(target, markers, what)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _sweep_siblings(target)
-        return _new_dir(target, "tmp")
+        with _renaming(target):
+            _sweep_siblings(target)
+            return _new_dir(target, "tmp")
     except OSError as exc:
         raise cannot_write(target, exc) from None
 
@@ -376,8 +386,14 @@ def staging_dir(target: str | Path, markers: str | Iterable[str], what: str = OU
 def publish_dir(staged: str | Path, target: str | Path, markers: str | Iterable[str],
                 what: str = OURS) -> Path:
     """Move `staged` to `target`, replacing a previous output of ours in one rename step; if
-    that rename fails, the previous output is put back."""
+    that rename fails, the previous output is put back. Another writer's publishing of the
+    same target waits (`_renaming`): the last one wins."""
     target = dir_target(target)
+    with _renaming(target):
+        return _publish_dir(Path(staged), target, markers, what)
+
+
+def _publish_dir(staged: Path, target: Path, markers: str | Iterable[str], what: str) -> Path:
     check_replaceable(target, markers, what)
     old = None
     try:
@@ -407,17 +423,25 @@ def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str =
     paths (a demo's statistics name its trace): the previous output is set aside under a
     hidden sibling name first, and put back if the build fails or is interrupted (the partial
     build removed), dropped once it succeeds. A build killed outright leaves the set-aside
-    copy for the next writer beside it to sweep."""
+    copy for the next writer beside it to sweep.
+
+    While it is built, the folder names its process (`BUILDING`): another writer of the same
+    folder meanwhile is refused in one line. Without it the second set the first's build
+    aside as "the previous output" and built its own there, the first went on writing into
+    the second's folder, and whichever failed removed the other's."""
     target = dir_target(target)
-    check_replaceable(target, markers, what)
     aside = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        _sweep_siblings(target)
-        if target.exists():
-            aside = _new_dir(target, "old")
-            os.rename(target, aside / "previous")
-        target.mkdir()
+        with _renaming(target):
+            _check_not_being_built(target)
+            check_replaceable(target, (*([markers] if isinstance(markers, str) else markers), BUILDING), what)
+            _sweep_siblings(target)
+            if target.exists():
+                aside = _new_dir(target, "old")
+                os.rename(target, aside / "previous")
+            target.mkdir()
+            (target / BUILDING).write_text(f"{os.getpid()}\n")
     except OSError as exc:
         if aside is not None and (aside / "previous").exists() and not target.exists():
             os.rename(aside / "previous", target)
@@ -427,6 +451,7 @@ def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str =
     try:
         yield target
         with writing(target):
+            (target / BUILDING).unlink()
             record_written(target)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
@@ -436,6 +461,41 @@ def rebuilding_dir(target: str | Path, markers: str | Iterable[str], what: str =
         raise
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
+
+
+def _check_not_being_built(target: Path) -> None:
+    """One UserError line where another live process is building `target` in place now."""
+    try:
+        pid = int((target / BUILDING).read_text().strip())
+    except (OSError, ValueError):  # none, or a build's own marker unreadable: not a live one's
+        return
+    if pid != os.getpid() and pid_alive(pid):
+        raise UserError(f"{target}: another advisor process (pid {pid}) is writing there now; wait for "
+                        "it to end, or choose another folder")
+
+
+@contextmanager
+def _renaming(target: Path) -> Iterator[None]:
+    """An exclusive lock, for the block, on the directory `target` lies in: writers of the same
+    output (two terminals, a cron job) check and rename one at a time, so the last one wins
+    whole. Without it one moved the target aside while another listed it
+    (FileNotFoundError: an internal error), renamed onto the other's new output (ENOTEMPTY)
+    or over nothing (ENOENT), read a record half-written, and left `.old` folders behind.
+    A flock on the directory itself leaves nothing behind and ends with the process; where the
+    filesystem takes no lock (some network ones), the block runs unlocked."""
+    try:
+        fd = os.open(target.absolute().parent, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        yield  # (a parent that cannot be opened: the rename there reports why)
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError:
+            pass
+        yield
+    finally:
+        os.close(fd)
 
 
 def discard_dir(staged: str | Path) -> None:

@@ -489,3 +489,58 @@ def test_a_folder_name_that_is_not_utf8_is_one_line_and_nothing_is_made(tmp_path
     with pytest.raises(UserError, match=r"ok\\xff/trace: a folder name that is not UTF-8 text"):
         staging_dir(odd, "_m.json")
     assert os.listdir(tmp_path) == []
+
+
+def test_a_folder_another_live_process_builds_in_place_is_refused_and_kept(tmp_path):
+    """Two `advisor demo --out same` at once: the second set the first's build aside as "the
+    previous demo" and built its own there; the first wrote on into the second's folder, and
+    both failed (the Spark job's files gone) leaving a half-built folder. Now the second is one
+    line, and the first's build is untouched."""
+    target = tmp_path / "demo"
+    target.mkdir()
+    (target / "_m.json").write_text("being built")
+    (target / files.BUILDING).write_text(f"{os.getppid()}\n")  # a process that runs (pytest's parent)
+    with pytest.raises(UserError, match=rf"another advisor process \(pid {os.getppid()}\) is writing there"):
+        with files.rebuilding_dir(target, "_m.json"):
+            pytest.fail("built over another process's build")
+    assert sorted(os.listdir(target)) == [files.BUILDING, "_m.json"] and os.listdir(tmp_path) == ["demo"]
+
+
+def test_a_folder_a_killed_build_left_is_rebuilt_and_names_its_builder_meanwhile(tmp_path):
+    target = tmp_path / "demo"
+    target.mkdir()
+    (target / files.BUILDING).write_text("999999999\n")  # no such process: killed outright
+    with files.rebuilding_dir(target, "_m.json") as built:
+        assert (built / files.BUILDING).read_text() == f"{os.getpid()}\n"
+        (built / "_m.json").write_text("new")
+    assert sorted(os.listdir(target)) == [WRITTEN, "_m.json"] and os.listdir(tmp_path) == ["demo"]
+
+
+def test_a_folder_is_checked_and_renamed_under_a_lock_other_writers_wait_for(tmp_path, monkeypatch):
+    """Two writers publishing the same folder at once (`trace aggregate`, `tune`, `run
+    --trace-out` from two terminals): one moved it aside while the other listed it or renamed
+    onto it (FileNotFoundError, ENOTEMPTY, ENOENT, `.old` folders left). While a publish
+    renames, the folder's parent is locked, so another writer's check and rename wait."""
+    import fcntl
+
+    target = tmp_path / "out"
+    publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
+    staged = _build(target, "_m.json", "2")
+    held = []
+    rename = os.rename
+
+    def renaming(src, dst):
+        fd = os.open(tmp_path, os.O_RDONLY)  # another writer's own open of the parent
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held.append(False)
+        except BlockingIOError:
+            held.append(True)
+        finally:
+            os.close(fd)
+        rename(src, dst)
+
+    monkeypatch.setattr(files.os, "rename", renaming)
+    publish_dir(staged, target, "_m.json")
+    assert held and all(held)
+    assert (target / "_m.json").read_text() == "2" and os.listdir(tmp_path) == ["out"]
