@@ -12,7 +12,7 @@ from advisor.errors import AdvisorError
 from advisor.sim_limits import MAX_SIM_BATCH_WORK
 from costmodel.design import Design
 from costmodel.errors import SpecError, is_a
-from costmodel.files import as_path
+from costmodel.files import as_path, reading_whole
 from costmodel.granularity import other_granularity, tables_among, with_hot_set, workload_at
 from costmodel.graph import WorkloadGraph
 from costmodel.lanes import lane_routes
@@ -34,13 +34,14 @@ def load_workload(source: str | Path | Workload) -> Workload:
         raise SpecError(f"expected a bundled workload name, a spec file or a statistics directory, "
                         f"got {source!r:.60}")
     path = as_path(source, SpecError)
-    if path.is_dir():
-        from advisor.statistics_workload import workload_from_statistics
-        from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas
+    with reading_whole(path):  # (statistics published over meanwhile: `costmodel.files.reading_whole`)
+        if path.is_dir():
+            from advisor.statistics_workload import workload_from_statistics
+            from traces.statistics import is_statistics_dir  # here: traces loads Arrow and pandas
 
-        if not is_statistics_dir(path):
-            raise SpecError(f"{path}: a directory but not workload statistics (no _stats.json)")
-        return workload_from_statistics(path)
+            if not is_statistics_dir(path):
+                raise SpecError(f"{path}: a directory but not workload statistics (no _stats.json)")
+            return workload_from_statistics(path)
     return read_spec(source)
 
 
@@ -61,16 +62,17 @@ def load_source(source: Source) -> tuple[Workload | None, WorkloadGraph]:
         check_workload(source)  # built or changed in Python: held to what a spec may say
         return source, WorkloadGraph.from_workload(source)
     if isinstance(source, (str, Path)) and as_path(source, SpecError).is_dir():
-        workload = load_workload(source)
-        edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
-        if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:
-            # small enough to simulate: the search sees the very model the simulator judges
-            # (SP work net of the overheads the simulator charges itself)
-            return workload, WorkloadGraph.from_workload(workload)
-        from advisor.statistics_graph import graph_from_statistics, priced_as_workload
+        with reading_whole(source):  # (the workload and the graph read from one version of it)
+            workload = load_workload(source)
+            edges = sum(len(p.accesses) for p in workload.procedures) + len(workload.streams)
+            if len(workload.procedures) + edges <= MAX_SIM_BATCH_WORK:
+                # small enough to simulate: the search sees the very model the simulator judges
+                # (SP work net of the overheads the simulator charges itself)
+                return workload, WorkloadGraph.from_workload(workload)
+            from advisor.statistics_graph import graph_from_statistics, priced_as_workload
 
-        # straight from the columns (it scales), its figures the workload's: one answer at any size
-        return workload, priced_as_workload(graph_from_statistics(source), workload)
+            # straight from the columns (it scales), its figures the workload's: one answer at any size
+            return workload, priced_as_workload(graph_from_statistics(source), workload)
     workload = load_workload(source)
     return workload, WorkloadGraph.from_workload(workload)
 

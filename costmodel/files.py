@@ -475,7 +475,18 @@ def _check_not_being_built(target: Path) -> None:
 
 
 @contextmanager
-def _renaming(target: Path) -> Iterator[None]:
+def reading_whole(folder: str | Path) -> Iterator[None]:
+    """For the block, no writer of ours renames `folder` (a published output: statistics) in or
+    out: a shared lock on its parent, which publishing takes exclusively (`_renaming`). Why:
+    `recommend stats/` while `trace aggregate --out stats/` published read one version's
+    manifest and another's tables, and wrote a design of tpcdi-trade's SPs named move-micro
+    (exit 0), or said a table was not a readable Parquet file."""
+    with _renaming(Path(folder), shared=True):
+        yield
+
+
+@contextmanager
+def _renaming(target: Path, shared: bool = False) -> Iterator[None]:
     """An exclusive lock, for the block, on the directory `target` lies in: writers of the same
     output (two terminals, a cron job) check and rename one at a time, so the last one wins
     whole. Without it one moved the target aside while another listed it
@@ -490,7 +501,7 @@ def _renaming(target: Path) -> Iterator[None]:
         return
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         except OSError:
             pass
         yield

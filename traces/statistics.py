@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from costmodel.files import as_path, discard_dir, publish_dir, staging_dir, writing
+from costmodel.files import as_path, discard_dir, publish_dir, reading_whole, staging_dir, writing
 from traces.errors import TraceError
 from costmodel.granularity import FRAGMENT_HASH
 from costmodel.text import name_problem
@@ -194,6 +194,11 @@ def read_stats_manifest(stats_dir: str | Path) -> dict:
 def read_statistics_arrow(stats_dir: str | Path) -> tuple[dict[str, pa.Table], dict]:
     """The four tables as Arrow (for building the graph without pandas) and the manifest."""
     path = as_path(stats_dir, TraceError)  # (None or 5 from Python: one line, not pathlib's TypeError)
+    with reading_whole(path):  # (one version whole, not one being published over: `reading_whole`)
+        return _read_statistics_arrow(path)
+
+
+def _read_statistics_arrow(path: Path) -> tuple[dict[str, pa.Table], dict]:
     manifest = read_stats_manifest(path)
     tables = {}
     # `sha256` names what was read, as `write_statistics` names what it wrote: a table edited
