@@ -49,13 +49,19 @@ def read_entry(kind: str, key: str | None) -> bytes | None:
     folder = _own_dir(kind, create=False)
     if key is None or folder is None:
         return None
-    path = folder / key
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        if path.stat().st_size > MAX_ENTRY_BYTES:
-            return None
-        return path.read_bytes()
+        fd = os.open(folder / key, flags)
     except OSError:
         return None
+    try:  # a regular file only: an entry linked to /dev/zero was read until the process was killed
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
+            data = fh.read(MAX_ENTRY_BYTES + 1)
+    except OSError:
+        return None
+    return data if len(data) <= MAX_ENTRY_BYTES else None
 
 
 def write_entry(kind: str, key: str | None, data: bytes) -> None:

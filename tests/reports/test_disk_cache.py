@@ -224,3 +224,17 @@ def test_the_content_digest_sees_every_element_of_an_array():
     same.cost.proc_load[len(same.cost.proc_load) // 2] *= 1.000001
     assert content_digest(graph) != content_digest(same)
     assert content_digest(graph) != content_digest(graph.with_cluster(8, 2))
+
+
+def test_an_entry_that_is_no_regular_file_is_a_miss_not_read(cache):
+    """An entry the user's own hands made a link to a device (or a pipe): its size said 0, so
+    it was read whole, and /dev/zero was read until the process was killed (-9 here)."""
+    disk_cache.write_entry("picks", "k" * 64, b"{}")
+    entry = cache / ("k" * 64)
+    for device in ("/dev/null", "/dev/zero"):
+        entry.unlink()
+        entry.symlink_to(device)
+        assert disk_cache.read_entry("picks", "k" * 64) is None
+    entry.unlink()
+    os.mkfifo(entry)  # no writer: opening it for reading waited for one
+    assert disk_cache.read_entry("picks", "k" * 64) is None
