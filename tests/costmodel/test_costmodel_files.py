@@ -521,7 +521,7 @@ def test_a_folder_is_checked_and_renamed_under_a_lock_other_writers_wait_for(tmp
     --trace-out` from two terminals): one moved it aside while the other listed it or renamed
     onto it (FileNotFoundError, ENOTEMPTY, ENOENT, `.old` folders left). While a publish
     renames, the folder's parent is locked, so another writer's check and rename wait."""
-    import fcntl
+    from folder_locks import parent_is_locked
 
     target = tmp_path / "out"
     publish_dir(_build(target, "_m.json", "1"), target, "_m.json")
@@ -530,14 +530,7 @@ def test_a_folder_is_checked_and_renamed_under_a_lock_other_writers_wait_for(tmp
     rename = os.rename
 
     def renaming(src, dst):
-        fd = os.open(tmp_path, os.O_RDONLY)  # another writer's own open of the parent
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held.append(False)
-        except BlockingIOError:
-            held.append(True)
-        finally:
-            os.close(fd)
+        held.append(parent_is_locked(target))
         rename(src, dst)
 
     monkeypatch.setattr(files.os, "rename", renaming)

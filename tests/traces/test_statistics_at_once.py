@@ -2,15 +2,14 @@
 beside a cron job's `trace aggregate --out stats/`): every read is one version whole."""
 from __future__ import annotations
 
-import fcntl
 import multiprocessing
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from costmodel.files import publish_dir, staging_dir
+from folder_locks import parent_is_locked
 
 pytestmark = pytest.mark.process
 
@@ -66,14 +65,7 @@ def test_statistics_are_read_under_a_lock_that_publishing_waits_for(tmp_path, tw
     digest_file = statistics._digest_file
 
     def probing(digest, file):
-        fd = os.open(file.parent.parent, os.O_RDONLY)  # a publisher's own open of the parent
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held.append(False)
-        except BlockingIOError:
-            held.append(True)
-        finally:
-            os.close(fd)
+        held.append(parent_is_locked(file.parent))
         digest_file(digest, file)
 
     monkeypatch.setattr(statistics, "_digest_file", probing)
