@@ -39,12 +39,13 @@ length); the input batch size when the trace does not record it (10 tuples, S-St
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from advisor.errors import AdvisorError
 from advisor.priced_weights import CalibrationSource
+from advisor.statistics_costs import (MIN_WORK_SHARE, MeasuredCost, TimedTransactions, measured_work,
+                                      overhead_prices, priced_work, sp_cost)
 from advisor.statistics_graph import read_mostly_items
 from costmodel.errors import SpecError
 from costmodel.spec_reader import check_workload
@@ -52,7 +53,6 @@ from costmodel.workload import (DEFAULT_COST_UNIT_US, MAX_PER_BATCH, MAX_ROW_BYT
                               Procedure, Stream, Table, Window, Workload, dataflow_cycle)
 
 DEFAULT_BATCH_SIZE = 10  # tuples per input batch when the trace does not say (S-Store's default)
-MIN_WORK_SHARE = 0.1  # an SP's work is never taken as less than this share of its duration
 
 
 def workload_from_statistics(stats_dir: str | Path, calibration: CalibrationSource = None,
@@ -61,15 +61,6 @@ def workload_from_statistics(stats_dir: str | Path, calibration: CalibrationSour
     the overhead taken off measured execution times (default: the advisor's calibration), and
     `overhead_scale` multiplies those prices (a host busier, or quieter, than calibrated)."""
     return _build(*_read(stats_dir), calibration, overhead_scale)[0]
-
-
-@dataclass(frozen=True)
-class MeasuredCost:
-    """One timed transaction of the statistics: its median duration and the engine overhead
-    taken off it at the calibration's prices (both in microseconds)."""
-
-    duration_us: float
-    overhead_us: float
 
 
 def overhead_scale_bound(stats_dir: str | Path, calibration: CalibrationSource = None) -> float | None:
@@ -127,31 +118,80 @@ def _read(stats_dir: str | Path) -> tuple[dict, dict, str, object]:
 
 def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
            overhead_scale: float) -> tuple[Workload, dict[str, MeasuredCost]]:
+    """The workload of statistics `_read` returned, and each SP's timed transaction, the
+    engine overhead priced at `overhead_scale` times the calibration's (the module docstring
+    says what becomes what); a directory no spec could declare is refused by name."""
     batches = float(manifest["batches"])  # checked by the reader: a number > 0
     procs, ps, streams, state = (frames["procedures"], frames["procedure_state"],
                                  frames["streams"], frames["state"])
+    names = _procedure_names(procs, ps, streams, state, where)
+    known = set(names)
+    inp = manifest.get("input") or {}
+    batch_told = int(inp.get("batch_size") or 0)
+    batch_size = batch_told or DEFAULT_BATCH_SIZE
+    assumed = _assumed_of_every_trace(manifest, batch_told=bool(batch_told))
+    unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
+    durations = inp.get("durations") or "execution"
+    prices = overhead_prices(calibration, durations, overhead_scale)
+    work_told = measured_work(procs)
+    windows = _checked_windows(manifest, known, state, where)
+    nested = _nested(manifest.get("nested"), known, where)
+    accesses, rows_per_batch = _traced_accesses(procs, ps, names, batches, {w.name for w in windows},
+                                                manifest.get("access_keys") or {})
+    timed = TimedTransactions.of(names, procs, nested, rows_per_batch, batches)
+    prices, work_lines = priced_work(procs, durations, bool(inp.get("durations")), prices, timed, work_told)
+    assumed += work_lines
+    invoked, split_by = set(manifest.get("oltp") or ()), dict(manifest.get("partition_keys") or {})
+    assumed += _roles_unsaid(manifest)
+    procedures, timings = [], {}
+    for r in procs.itertuples(index=False):
+        cost, timings[r.procedure] = sp_cost(r, timed, prices, work_told, unit_us)
+        procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure]),
+                                    partition_key=split_by.get(r.procedure), oltp=r.procedure in invoked))
+
+    stream_list = _streams(streams, batches)
+    table_list = _tables(state, read_mostly, manifest)
+    assumed += _unseen(procedures, table_list, batches)
+    assumed += _not_as_traced(procs, manifest, known)
+    _within_a_run(procedures, stream_list, where)
+    _acyclic(stream_list, where)
+    cluster = _cluster(manifest.get("cluster") or {})
+    workload = Workload(
+        name=str(manifest.get("workload") or Path(where).name), tables=tuple(table_list),
+        procedures=tuple(procedures), streams=tuple(stream_list), nested=nested,
+        windows=windows, input=_input(inp, batch_size, unit_us),
+        cluster=cluster, description=(f"rebuilt from statistics ({manifest.get('granularity')} granularity, "
+                                      f"{int(batches):,} batches)"),
+        source=where, sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
+    )
+    _declarable(workload, where)
+    return workload, timings
+
+
+def _procedure_names(procs, ps, streams, state, where: str) -> list[str]:
+    """The SPs of procedures.parquet, in its order, once the other frames name no other SP
+    (and access no item state.parquet lacks)."""
     if procs.empty:
         raise AdvisorError(f"{where}: procedures.parquet has no procedures")
     names = list(procs["procedure"])
-    known = set(names)
-    _check_references(known, ps, streams, state, where)
+    _check_references(set(names), ps, streams, state, where)
+    return names
 
-    inp = manifest.get("input") or {}
-    assumed: list[str] = [("access keys: uniform (a trace's key distribution is not modelled)"
-                           + ("; those the manifest's access_keys ties to an input field follow it"
-                              if manifest.get("access_keys") else "")),
-                          "procedure code: a CPU loop of the measured work"]
-    batch_size = int(inp.get("batch_size") or 0)
-    if not batch_size:
-        batch_size = DEFAULT_BATCH_SIZE
+
+def _assumed_of_every_trace(manifest: dict, batch_told: bool) -> list[str]:
+    """What a trace never tells (its keys, beyond those the manifest's access_keys ties to an
+    input field; the SPs' code), and the batch size where the trace does not record it."""
+    assumed = [("access keys: uniform (a trace's key distribution is not modelled)"
+                + ("; those the manifest's access_keys ties to an input field follow it"
+                   if manifest.get("access_keys") else "")),
+               "procedure code: a CPU loop of the measured work"]
+    if not batch_told:
         assumed.append(f"input batch size: {DEFAULT_BATCH_SIZE} tuples (the trace does not record it)")
-    unit_us = float(inp.get("cost_unit_us") or DEFAULT_COST_UNIT_US)
-    durations = inp.get("durations") or "execution"
-    per_txn_us, per_read_us, per_write_us = (0.0, 0.0, 0.0) if durations == "work" else _overhead_us(calibration)
-    per_txn_us, per_read_us, per_write_us = (x * overhead_scale for x in (per_txn_us, per_read_us, per_write_us))
-    work_told = _measured_work(procs)
-    work_line_at = len(assumed)  # the line on SP work goes here, once the rows are known
+    return assumed
 
+
+def _checked_windows(manifest: dict, known: set[str], state, where: str) -> tuple[Window, ...]:
+    """The manifest's windows, once state.parquet has exactly those window items."""
     windows = _windows(manifest, known, where, dict(zip(state["state"], state["estimated_bytes"])))
     window_names = {w.name for w in windows}
     window_items = set(state.loc[state["kind"] == "window", "state"])
@@ -159,17 +199,14 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
         odd = sorted(window_names ^ window_items)[0]
         raise AdvisorError(f"{where}: _stats.json and state.parquet disagree on window {odd!r} "
                            "(a window must be in both)")
-    nested = _nested(manifest.get("nested"), known, where)
-    shared = _shared_duration_groups(procs, nested)
+    return windows
 
-    keyed = manifest.get("access_keys") or {}
 
-    def keys_of(procedure: str, table: str) -> str:
-        """A table access keyed by a field of the input tuple, as the manifest says (an access
-        to a fragment or hot tuple of the table too, as `workload_at` keeps it); else the key
-        distribution is not modelled (uniform)."""
-        return (keyed.get(procedure) or {}).get(table, "uniform")
-
+def _traced_accesses(procs, ps, names: list[str], batches: float, window_names: set[str],
+                     keyed: dict) -> tuple[dict[str, list[Access]], dict[str, dict[str, float]]]:
+    """Each SP's accesses (one read and one write per item it touched: rows per batch as
+    measured, the probability = executions touching the item / executions), and the rows a
+    batch it read and wrote in all (what the overhead taken off its duration is priced by)."""
     invocations = dict(zip(procs["procedure"], procs["invocations"].astype(float)))
     accesses: dict[str, list[Access]] = {n: [] for n in names}
     rows_per_batch: dict[str, dict[str, float]] = {n: {"read": 0.0, "write": 0.0} for n in names}
@@ -184,89 +221,48 @@ def _build(frames: dict, manifest: dict, where: str, read_mostly, calibration,
             per_batch = float(total) / batches
             rows_per_batch[r.procedure][mode] += per_batch
             accesses[r.procedure].append(Access(r.state, mode, per_batch / probability,
-                                                keys_of(r.procedure, r.table), probability))
+                                                _keys_of(keyed, r.procedure, r.table), probability))
+    return accesses, rows_per_batch
 
-    # one timed transaction: an SP, or a nested group whose members report its shared duration
-    timed = {n: shared.get(n, (n,)) for n in names}
 
-    def row_us_per_call(r) -> float:
-        """The engine's time for the rows one execution reads and writes, at the calibration's
-        prices (writes were taken off at the read price; the simulator charges them its own)."""
-        rows = [rows_per_batch[m] for m in timed[r.procedure]]
-        per_batch = sum(per_read_us * x["read"] + per_write_us * x["write"] for x in rows)
-        return per_batch / max(float(r.invocations) / batches, 1e-12)
+def _keys_of(keyed: dict, procedure: str, table: str) -> str:
+    """A table access keyed by a field of the input tuple, as the manifest's access_keys say
+    (an access to a fragment or hot tuple of the table too, as `workload_at` keeps it); else
+    the key distribution is not modelled (uniform)."""
+    return (keyed.get(procedure) or {}).get(table, "uniform")
 
-    untimed = [r for r in procs.itertuples(index=False) if r.procedure not in work_told]
-    if durations != "work" and untimed:
-        short = None if inp.get("durations") else next(
-            (r for r in untimed if float(r.p50_cost_us) < per_txn_us + row_us_per_call(r)), None)
-        if short is not None:  # shorter than the overhead alone: the durations cannot include it
-            line = (f"SP work: the measured durations as they are: {short.procedure}'s median "
-                    f"({float(short.p50_cost_us):.0f} us) is shorter than the "
-                    f"{per_txn_us + row_us_per_call(short):.0f} us of engine overhead the "
-                    f"calibration prices its transaction at, so the durations cannot include that "
-                    f"overhead (the trace does not say what they time: input.durations)")
-            per_txn_us = per_read_us = per_write_us = 0.0
-        else:
-            which = f" for the {len(untimed)} SPs whose work the trace does not time" if work_told else ""
-            line = (f"SP work{which}: median execution time less {per_txn_us:.0f} us per transaction "
-                    f"and {per_read_us:.2f} us per row read, {per_write_us:.2f} per row written "
-                    f"(calibration prices; what the engine "
-                    f"overhead really was on the tracing host is not in the statistics)")
-        assumed.insert(work_line_at, line)
-    waited = _distributed_share(untimed) if durations != "work" else ""
-    if waited:
-        assumed.append(waited)
-    procedures = []
-    timings: dict[str, MeasuredCost] = {}
-    # the manifest's word for what a trace cannot show (the SPs clients invoke, the input field
-    # an SP splits by): a trace without it gives neither (they were dropped, unsaid)
-    invoked = set(manifest.get("oltp") or ())
-    split_by = dict(manifest.get("partition_keys") or {})
-    if "oltp" not in manifest and "partition_keys" not in manifest:
-        assumed.append("no SP invoked by clients (oltp) and none split by an input field (partition_key): "
-                       "the trace's manifest does not say (traces written before stop 60)")
-    for r in procs.itertuples(index=False):
-        calls_per_batch = float(r.invocations) / batches
-        members = timed[r.procedure]
-        measured_us = float(r.p50_cost_us)
-        if r.procedure in work_told:  # the trace times the SP's own work: nothing to take off
-            timings[r.procedure] = MeasuredCost(measured_us, 0.0)
-            cost = work_told[r.procedure] * calls_per_batch / unit_us
-        else:
-            timings[r.procedure] = MeasuredCost(measured_us, per_txn_us + row_us_per_call(r))
-            work_us = max(measured_us - timings[r.procedure].overhead_us, MIN_WORK_SHARE * measured_us)
-            cost = work_us / len(members) * calls_per_batch / unit_us
-        procedures.append(Procedure(r.procedure, cost=cost, accesses=tuple(accesses[r.procedure]),
-                                    partition_key=split_by.get(r.procedure), oltp=r.procedure in invoked))
 
-    stream_list = _streams(streams, batches)
-    table_list = _tables(state, read_mostly, manifest)
-    assumed += _unseen(procedures, table_list, batches)
-    assumed += _not_as_traced(procs, manifest, known)
-    _within_a_run(procedures, stream_list, where)
-    cycle = dataflow_cycle([(st.source, st.target) for st in stream_list])
-    if cycle is not None:  # a hand-edited streams.parquet: refused as a spec's cycle is, by every command
-        raise AdvisorError(f"{where}: cycle in the dataflow: {' -> '.join(cycle)} (streams.parquet)")
-    cluster = _cluster(manifest.get("cluster") or {})
+def _roles_unsaid(manifest: dict) -> list[str]:
+    """The manifest's word for what a trace cannot show (the SPs clients invoke, the input
+    field an SP splits by): a trace without it gives neither, and the workload says so."""
+    if "oltp" in manifest or "partition_keys" in manifest:
+        return []
+    return ["no SP invoked by clients (oltp) and none split by an input field (partition_key): "
+            "the trace's manifest does not say (traces written before stop 60)"]
+
+
+def _input(inp: dict, batch_size: int, unit_us: float) -> InputSpec:
+    """The input as the manifest records it (rate, fields), at the batch size worked out."""
     rate = inp.get("rate")
-    description = (f"rebuilt from statistics ({manifest.get('granularity')} granularity, "
-                   f"{int(batches):,} batches)")
-    workload = Workload(
-        name=str(manifest.get("workload") or Path(where).name), tables=tuple(table_list),
-        procedures=tuple(procedures), streams=tuple(stream_list), nested=nested,
-        windows=windows,
-        input=InputSpec(batch_size=batch_size, rate=float(rate) if rate else None,
-                        fields=tuple(inp.get("fields") or ()), cost_unit_us=unit_us),
-        cluster=cluster, description=description, source=where,
-        sha256=str(manifest.get("sha256", "")), assumed=tuple(assumed),
-    )
-    try:  # what the checks above miss: refused here, as a spec would be, by every command alike
+    return InputSpec(batch_size=batch_size, rate=float(rate) if rate else None,
+                     fields=tuple(inp.get("fields") or ()), cost_unit_us=unit_us)
+
+
+def _acyclic(streams: list[Stream], where: str) -> None:
+    """A hand-edited streams.parquet with a cycle is refused as a spec's cycle is, by every command."""
+    cycle = dataflow_cycle([(st.source, st.target) for st in streams])
+    if cycle is not None:
+        raise AdvisorError(f"{where}: cycle in the dataflow: {' -> '.join(cycle)} (streams.parquet)")
+
+
+def _declarable(workload: Workload, where: str) -> None:
+    """What the checks before the workload miss: refused here, as a spec would be, by every
+    command alike."""
+    try:
         check_workload(workload)
     except SpecError as exc:
         raise AdvisorError(f"{where}: the workload rebuilt from these statistics is not one a spec "
                            f"could declare: {exc}") from None
-    return workload, timings
 
 
 def _check_references(known: set[str], ps, streams, state, where: str) -> None:
@@ -326,31 +322,6 @@ def _not_as_traced(procs, manifest: dict, ran: set[str]) -> list[str]:
     return out
 
 
-def _measured_work(procs) -> dict[str, float]:
-    """SP -> the median of its own work per execution (µs), for the SPs whose trace timed it
-    (`txns.work_us`, see traces.schema); the others are not in it."""
-    if "p50_work_us" not in procs:
-        return {}
-    return {name: float(work) for name, work in zip(procs["procedure"], procs["p50_work_us"])
-            if work is not None and math.isfinite(float(work))}
-
-
-def _overhead_us(calibration) -> tuple[float, float, float]:
-    """Per-transaction, per-row-read and per-row-written time (µs) the simulator charges besides
-    an SP's work, from the calibration's simulator prices (0s when it has none)."""
-    from advisor.priced_weights import calibration_simulator
-
-    sim = calibration_simulator(calibration)
-    try:
-        prices = [float(sim.get(key, 0.0)) * 1e6 for key in ("txn_overhead_s", "row_read_s", "row_write_s")]
-    except (TypeError, ValueError):
-        return 0.0, 0.0, 0.0
-    if not all(math.isfinite(x) for x in prices):
-        return 0.0, 0.0, 0.0
-    per_txn, per_read, per_write = (max(x, 0.0) for x in prices)
-    return per_txn, per_read, per_write
-
-
 def _nested(groups, procs: set[str], where: str) -> tuple[tuple[str, ...], ...]:
     """The manifest's nested groups (their shape checked by the reader); one naming an SP the
     statistics do not have is refused."""
@@ -363,17 +334,6 @@ def _nested(groups, procs: set[str], where: str) -> tuple[tuple[str, ...], ...]:
         if len(g) >= 2:
             out.append(tuple(g))
     return tuple(out)
-
-
-def _shared_duration_groups(procs, nested) -> dict[str, tuple[str, ...]]:
-    """Members of nested groups whose rows all carry one shared duration (the same total and
-    executions: the group's transaction timed once per member) -> the group."""
-    total = dict(zip(procs["procedure"], zip(procs["total_cost_us"], procs["invocations"])))
-    out = {}
-    for group in nested:
-        if len({total[m] for m in group}) == 1:
-            out.update({m: tuple(group) for m in group})
-    return out
 
 
 def _windows(manifest: dict, procs: set[str], where: str, item_bytes: dict[str, float]
@@ -444,26 +404,3 @@ def _unseen(procedures: list[Procedure], tables: list[Table], batches: float) ->
         out.append(f"a short trace: {int(batches):,} batches (an access or stream taken in fewer than one "
                    f"batch in {int(batches):,} may be missing; trace {FEW_BATCHES:,} or more)")
     return out
-
-
-DISTRIBUTED_SHARE = 0.5  # of an untimed SP's executions spanning partitions: its durations mislead
-
-
-def _distributed_share(untimed: list) -> str:
-    """A line where SPs whose work the trace does not time ran mostly as distributed
-    transactions ("" where none did, or the statistics do not count them): their durations
-    hold 2PC's waits, not work. A trace of a distributed deployment without work_us was
-    predicted at 25 tuples/s (PositionReport's median 209 ms against 150 us of work)."""
-    shares = []
-    for r in untimed:
-        distributed = getattr(r, "distributed", None)
-        if distributed is None or distributed != distributed or not r.invocations:  # (NaN: not counted)
-            continue
-        if float(distributed) / float(r.invocations) >= DISTRIBUTED_SHARE:
-            shares.append((r.procedure, float(distributed) / float(r.invocations)))
-    if not shares:
-        return ""
-    named = ", ".join(f"{name} ({share:.0%})" for name, share in shares[:5])
-    return (f"SP work from durations that hold 2PC waits: {named}{' ...' if len(shares) > 5 else ''} ran as "
-            "distributed transactions and the trace times no work (work_us), so their work reads high; "
-            "trace work_us, or trace a design that keeps each SP's state on its partition")

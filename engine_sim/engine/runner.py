@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from costmodel.signals import deferred as signals_deferred
 from costmodel.temp_dirs import owned_temp_dir, remove_owned_dir, sweep_abandoned_dirs
@@ -86,25 +88,95 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
     the recovery's `crash_partition`) during the move, before the commit point (the run recovers
     to `design`), or on the switch, after it (to `migration.to`).
     """
+    batches, batch_size, seed, trace_out = _checked_arguments(
+        workload, design, batches, batch_size, seed, trace_out, scheduler, move, in_process,
+        (("client", client, ClientOptions), ("recovery", recovery, RecoveryOptions),
+         ("command_log", command_log, CommandLogOptions), ("network", network, NetworkOptions),
+         ("migration", migration, MigrationOptions)))
+    options = dict(seed=seed, batch_size=batch_size, scheduler=scheduler, move=move, recovery=recovery.mode,
+                   data_parallel=data_parallel)
+    compiled = _compiler(workload, options, client, recovery.crash_at)
+    plan = compiled(design)
+    if not in_process:
+        check_payload(plan)
+    crash_partition = _crash_partition(recovery.crash_partition, plan)
+    next_plan = _migration_plan(workload, design, plan, compiled, batches, migration, recovery.crash_at,
+                                recovery.crash_after)
+    crash = _Crash(_migration_crash_point(recovery.crash_at, crash_partition, plan, next_plan),
+                   recovery.crash_after, crash_partition)
+    snapshot_every = _snapshot_every(recovery, batches)
+    _check_crash_reachable(crash, plan, next_plan, batches, migration, snapshot_every)
+    timeout_s = _checked_timeout(timeout_s, plan, batches)
+    log = _CommandLog.of(command_log, in_process)
+    own_dir = log.dir is None
+    if own_dir:  # what runs killed with SIGKILL left behind goes first
+        for prefix in ("eng-", "engs-"):
+            sweep_abandoned_dirs(prefix)
+    run_dir = history_dir = None
+    try:  # (the directories made in here: a Ctrl-C just after the first left it in TMPDIR)
+        run_dir = owned_temp_dir("eng-") if own_dir else Path(log.dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
+        t0 = time.monotonic_ns()
+        site_cfg = SiteConfig(run_dir=str(run_dir), fsync=log.fsync, group_commit=command_log.group_commit,
+                              use_time=not in_process, t0_ns=t0, ship_size=_ship_size(in_process, crash.after))
+        driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
+                                  latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
+                                  crash_after=crash.after, crash_partition=crash.partition,
+                                  want_state=return_state, fsync=log.fsync, t0_ns=t0,
+                                  migrate_at=migration.at_batch if next_plan is not None else None,
+                                  migrate_mode=migration.mode, history_dir=str(history_dir))
+        started = time.perf_counter()
+        if in_process:
+            ran = _run_in_process(plan, next_plan, site_cfg, driver_cfg, run_dir, log, network, timeout_s)
+        else:
+            ran = _run_in_processes(plan, next_plan, site_cfg, driver_cfg, network, timeout_s, workload, design,
+                                    dict(options, abort_rate=client.abort_rate,
+                                         restart_limit=client.restart_limit, crash_at=crash.at))
+        _check_the_crash_came(ran.driver, crash)
+        wall_total = time.perf_counter() - started
+        result = _result(plan, ran.driver, batches, wall_total, ran.messages, ran.log_stats,
+                         "in-process" if in_process else "multi-process", client.latency_bound_s, return_state,
+                         next_plan)
+        result.pids = ran.pids
+        result.refused_frames = ran.refused
+        result.payload_bytes = ran.payload
+        if trace_out is not None:
+            _write_run_trace(trace_out, plan, ran.driver, result, design, seed, batches, scheduler, move,
+                             recovery.mode)
+        ran.driver.history.close()
+        return result
+    finally:
+        with signals_deferred():  # (a signal in the middle of it left the rest in TMPDIR)
+            remove_spool_dir(history_dir)
+            if own_dir and run_dir is not None:
+                remove_owned_dir(run_dir)
+
+
+def _checked_arguments(workload, design, batches, batch_size, seed, trace_out, scheduler, move,
+                       in_process: bool, records) -> tuple[int, int | None, int, Path | None]:
+    """The run's arguments refused in one line before anything runs (numpy's counts taken as
+    counts, the trace directory as a path), the design checked against the workload; `records`:
+    (name, the record given, its type) of each option record."""
     if not isinstance(workload, Workload):
         raise EngineError(f"expected a Workload, got {type(workload).__name__}")
     batches, batch_size = as_python_int(batches), as_python_int(batch_size)  # (numpy's are counts too)
     seed = check_seed(seed, EngineError)  # (-1 ran, a string failed deep in the input)
     if trace_out is not None:  # (5 failed after the whole run, as the trace was written)
         trace_out = as_path(trace_out, EngineError)
-    for name, record, kind in (("client", client, ClientOptions), ("recovery", recovery, RecoveryOptions),
-                               ("command_log", command_log, CommandLogOptions),
-                               ("network", network, NetworkOptions), ("migration", migration, MigrationOptions)):
+    for name, record, kind in records:
         check_record(name, record, kind)
     _options(batches, batch_size, scheduler, move)
     check_design(workload, design)
     if not in_process and design.n_partitions > MAX_PROCESSES:
         raise EngineError(f"the design has {design.n_partitions} partitions; the multi-process engine runs "
                           f"at most {MAX_PROCESSES} here (use in_process=True or the simulator)")
-    crash_at, crash_after, crash_partition = recovery.crash_at, recovery.crash_after, recovery.crash_partition
-    options = dict(seed=seed, batch_size=batch_size, scheduler=scheduler, move=move, recovery=recovery.mode,
-                   data_parallel=data_parallel)
+    return batches, batch_size, seed, trace_out
 
+
+def _compiler(workload: Workload, options: dict, client: ClientOptions, crash_at) -> Callable[[Design], object]:
+    """What compiles a design into a plan with the run's options: the run's own design, and
+    the one it migrates to."""
     def compiled(d: Design):
         p = build_plan(workload, d, **options)
         p.abort_rate = float(client.abort_rate)
@@ -112,120 +184,157 @@ def run_workload(workload: Workload, design: Design, *, batches: int, scheduler:
         p.crash_at = crash_at
         return p
 
-    plan = compiled(design)
-    if not in_process:
-        check_payload(plan)
-    if crash_partition is None:
-        crash_partition = plan.units[plan.borders[0]].base if plan.borders else 0
-    if not 0 <= crash_partition < plan.n_partitions:
-        raise EngineError(f"crash partition {crash_partition} is outside 0..{plan.n_partitions - 1}")
-    next_plan = _migration_plan(workload, design, plan, compiled, batches, migration, crash_at, crash_after)
-    if crash_at is not None and crash_at[0] == "migration":
-        part = crash_partition if crash_at[2] is None else crash_at[2]
-        if not 0 <= part < plan.n_partitions:
-            raise EngineError(f"crash partition {part} is outside 0..{plan.n_partitions - 1}")
-        crash_at = (crash_at[0], crash_at[1], part)
-        plan.crash_at = next_plan.crash_at = crash_at
-    snapshot_every = recovery.snapshot_every
-    if snapshot_every is None:
-        snapshot_every = max(1, batches // 4) if recovery.mode != "off" else 0
-    if crash_after is not None:
-        most = most_commits(plan, batches, crash_partition, snapshot_every)
-        if next_plan is not None:  # the design's batches before the migration, the next design's after
-            at = min(max(int(migration.at_batch), 0), batches)
-            most = (most_commits(plan, at, crash_partition, snapshot_every)
-                    + most_commits(next_plan, batches - at, crash_partition, snapshot_every) + MIGRATION_SLACK)
-        if crash_after > most:
-            raise EngineError(f"--crash-after {crash_after} cannot happen: partition {crash_partition} "
-                              f"commits at most {most} transactions in {batches} batches")
+    return compiled
+
+
+@dataclass(frozen=True)
+class _Crash:
+    """The crash a run was asked for, resolved: at a point (`at`, a migration's with its
+    partition), or after `after` commits of `partition` (the first border unit's base
+    partition unless the recovery options name one)."""
+
+    at: tuple | None
+    after: int | None
+    partition: int
+
+
+def _crash_partition(asked: int | None, plan) -> int:
+    """The partition a crash kills: the one asked for, else the first border unit's."""
+    partition = asked
+    if partition is None:
+        partition = plan.units[plan.borders[0]].base if plan.borders else 0
+    if not 0 <= partition < plan.n_partitions:
+        raise EngineError(f"crash partition {partition} is outside 0..{plan.n_partitions - 1}")
+    return partition
+
+
+def _migration_crash_point(crash_at, crash_partition: int, plan, next_plan):
+    """A migration crash point with its partition (the crash partition when it names none),
+    set on both plans; any other crash point as it is."""
+    if crash_at is None or crash_at[0] != "migration":
+        return crash_at
+    part = crash_partition if crash_at[2] is None else crash_at[2]
+    if not 0 <= part < plan.n_partitions:
+        raise EngineError(f"crash partition {part} is outside 0..{plan.n_partitions - 1}")
+    crash_at = (crash_at[0], crash_at[1], part)
+    plan.crash_at = next_plan.crash_at = crash_at
+    return crash_at
+
+
+def _snapshot_every(recovery: RecoveryOptions, batches: int) -> int:
+    """Batches between snapshots: as asked, else four a run with recovery on (none off)."""
+    if recovery.snapshot_every is not None:
+        return recovery.snapshot_every
+    return max(1, batches // 4) if recovery.mode != "off" else 0
+
+
+def _check_crash_reachable(crash: _Crash, plan, next_plan, batches: int, migration: MigrationOptions,
+                           snapshot_every: int) -> None:
+    """A crash after more commits than the partition can make in the run never comes: refused."""
+    if crash.after is None:
+        return
+    most = most_commits(plan, batches, crash.partition, snapshot_every)
+    if next_plan is not None:  # the design's batches before the migration, the next design's after
+        at = min(max(int(migration.at_batch), 0), batches)
+        most = (most_commits(plan, at, crash.partition, snapshot_every)
+                + most_commits(next_plan, batches - at, crash.partition, snapshot_every) + MIGRATION_SLACK)
+    if crash.after > most:
+        raise EngineError(f"--crash-after {crash.after} cannot happen: partition {crash.partition} "
+                          f"commits at most {most} transactions in {batches} batches")
+
+
+def _checked_timeout(timeout_s, plan, batches: int) -> float:
+    """The run's deadline: as given (> 0 seconds), else `default_timeout_s`."""
     if timeout_s is None:
-        timeout_s = default_timeout_s(plan, batches)
-    elif not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        return default_timeout_s(plan, batches)
+    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
         raise EngineError(f"timeout must be > 0 seconds, got {timeout_s!r}")
-    log_dir = command_log.dir
-    on_disk = (not in_process) if command_log.to_disk is None else command_log.to_disk
-    if log_dir is not None:
-        on_disk = True
-    fsync = on_disk if command_log.fsync is None else command_log.fsync
-    own_dir = log_dir is None
-    if own_dir:  # what runs killed with SIGKILL left behind goes first
-        for prefix in ("eng-", "engs-"):
-            sweep_abandoned_dirs(prefix)
-    run_dir = history_dir = None
-    try:  # (the directories made in here: a Ctrl-C just after the first left it in TMPDIR)
-        run_dir = owned_temp_dir("eng-") if own_dir else Path(log_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
-        history_dir = new_spool_dir()  # the history, on disk as it arrives; removed below
-        t0 = time.monotonic_ns()
-        site_cfg = SiteConfig(run_dir=str(run_dir), fsync=fsync, group_commit=command_log.group_commit,
-                              use_time=not in_process, t0_ns=t0, ship_size=_ship_size(in_process, crash_after))
-        driver_cfg = DriverConfig(batches=batches, run_dir=str(run_dir), in_flight=client.in_flight,
-                                  latency_bound_s=client.latency_bound_s, snapshot_every=snapshot_every,
-                                  crash_after=crash_after, crash_partition=crash_partition,
-                                  want_state=return_state, fsync=fsync, t0_ns=t0,
-                                  migrate_at=migration.at_batch if next_plan is not None else None,
-                                  migrate_mode=migration.mode, history_dir=str(history_dir))
-        started = time.perf_counter()
-        if in_process:
-            from engine_sim.engine.inproc import InProcessRuntime
+    return timeout_s
 
-            stores = {k: (FileLogStore(run_dir / f"p{k}.log", fsync, secret=site_cfg.secret) if on_disk
-                          else MemoryLogStore())
-                      for k in range(plan.n_partitions)}
-            try:
-                runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, network.machine_delay_ms / 1000.0,
-                                           next_plan)
-                driver = runtime.run(timeout_s)
-            finally:
-                for store in stores.values():
-                    store.close()
-            messages, refused, payload = runtime.messages, 0, 0
-            log_stats = [(r.log_records, r.log_flushes) for r in driver.finals.values()]
-        else:
-            from engine_sim.engine.multiproc import MultiProcessRuntime
 
-            runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, network.machine_delay_ms / 1000.0,
-                                          workload=workload, design=design,
-                                          options=dict(options, abort_rate=client.abort_rate,
-                                                       restart_limit=client.restart_limit, crash_at=crash_at),
-                                          next_plan=next_plan)
-            driver = runtime.run(timeout_s)
-            messages = runtime.messages
-            refused = runtime.refused
-            payload = runtime.payload_bytes
-            log_stats = runtime.log_stats
-            pids = list(runtime.pids)
-        if in_process:
-            pids = []
-        if (crash_after is not None or crash_at is not None) and not driver.crashed:
-            asked = f"after {crash_after} commits of partition {crash_partition}" if crash_at is None \
-                else f"at migration step {crash_at[1]} on partition {crash_at[2]}" if crash_at[0] == "migration" \
-                else f"at {crash_at[0]} {crash_at[1]} of distributed transaction {crash_at[2]}"
-            raise EngineFailure(f"the crash asked for ({asked}) never happened: the run ended first "
-                                f"(partition commits: {dict(sorted(driver.commits.items()))})")
-        wall_total = time.perf_counter() - started
-        result = _result(plan, driver, batches, wall_total, messages, log_stats,
-                         "in-process" if in_process else "multi-process", client.latency_bound_s, return_state,
-                         next_plan)
-        result.pids = pids
-        result.refused_frames = refused
-        result.payload_bytes = payload
-        if trace_out is not None:
-            from engine_sim.engine.trace_writer import write_trace
+@dataclass(frozen=True)
+class _CommandLog:
+    """Where the command log goes: a directory given (kept after the run), else one of the
+    run's own; on disk by default for processes, in memory in-process; fsync'd when on disk
+    unless told."""
 
-            write_trace(trace_out, plan, driver.history,
-                        {"seed": seed, "batches": batches, "batch_size": plan.batch_size,
-                         "mode": result.mode, "scheduler": scheduler, "move": move,
-                         "recovery": recovery.mode, "design_method": design.method,
-                         "history_check": result.history_check})
-            result.trace_dir = str(trace_out)
-        driver.history.close()
-        return result
+    dir: str | Path | None
+    on_disk: bool
+    fsync: bool
+
+    @classmethod
+    def of(cls, options: CommandLogOptions, in_process: bool) -> _CommandLog:
+        on_disk = (not in_process) if options.to_disk is None else options.to_disk
+        if options.dir is not None:
+            on_disk = True
+        return cls(options.dir, on_disk, on_disk if options.fsync is None else options.fsync)
+
+
+@dataclass
+class _Ran:
+    """What a runtime hands back: its driver (history, commits, final reports) and the counts
+    only it knows."""
+
+    driver: object
+    messages: int
+    refused: int  # frames refused (multi-process)
+    payload: int  # bytes of padding crossings carried (multi-process)
+    log_stats: list  # (log records, log flushes) per partition
+    pids: list[int]  # the partitions' processes (none in-process)
+
+
+def _run_in_process(plan, next_plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, run_dir: Path,
+                    log: _CommandLog, network: NetworkOptions, timeout_s: float) -> _Ran:
+    """Every partition in this process, its command log on disk or in memory (closed after)."""
+    from engine_sim.engine.inproc import InProcessRuntime
+
+    stores = {k: (FileLogStore(run_dir / f"p{k}.log", log.fsync, secret=site_cfg.secret) if log.on_disk
+                  else MemoryLogStore())
+              for k in range(plan.n_partitions)}
+    try:
+        runtime = InProcessRuntime(plan, site_cfg, driver_cfg, stores, network.machine_delay_ms / 1000.0,
+                                   next_plan)
+        driver = runtime.run(timeout_s)
     finally:
-        with signals_deferred():  # (a signal in the middle of it left the rest in TMPDIR)
-            remove_spool_dir(history_dir)
-            if own_dir and run_dir is not None:
-                remove_owned_dir(run_dir)
+        for store in stores.values():
+            store.close()
+    return _Ran(driver, runtime.messages, 0, 0, [(r.log_records, r.log_flushes) for r in driver.finals.values()], [])
+
+
+def _run_in_processes(plan, next_plan, site_cfg: SiteConfig, driver_cfg: DriverConfig, network: NetworkOptions,
+                      timeout_s: float, workload: Workload, design: Design, options: dict) -> _Ran:
+    """One OS process per partition, each compiling the plan again from `options`."""
+    from engine_sim.engine.multiproc import MultiProcessRuntime
+
+    runtime = MultiProcessRuntime(plan, site_cfg, driver_cfg, network.machine_delay_ms / 1000.0,
+                                  workload=workload, design=design, options=options, next_plan=next_plan)
+    driver = runtime.run(timeout_s)
+    return _Ran(driver, runtime.messages, runtime.refused, runtime.payload_bytes, runtime.log_stats,
+                list(runtime.pids))
+
+
+def _check_the_crash_came(driver, crash: _Crash) -> None:
+    """A crash asked for that never happened (the run ended first) fails the run."""
+    crash_at, crash_after, crash_partition = crash.at, crash.after, crash.partition
+    if (crash_after is not None or crash_at is not None) and not driver.crashed:
+        asked = f"after {crash_after} commits of partition {crash_partition}" if crash_at is None \
+            else f"at migration step {crash_at[1]} on partition {crash_at[2]}" if crash_at[0] == "migration" \
+            else f"at {crash_at[0]} {crash_at[1]} of distributed transaction {crash_at[2]}"
+        raise EngineFailure(f"the crash asked for ({asked}) never happened: the run ended first "
+                            f"(partition commits: {dict(sorted(driver.commits.items()))})")
+
+
+def _write_run_trace(trace_out: Path, plan, driver, result: RunResult, design: Design, seed: int, batches: int,
+                     scheduler: str, move: str, recovery_mode: str) -> None:
+    """The run's Parquet trace, its manifest naming how it ran; `result.trace_dir` says where."""
+    from engine_sim.engine.trace_writer import write_trace
+
+    write_trace(trace_out, plan, driver.history,
+                {"seed": seed, "batches": batches, "batch_size": plan.batch_size,
+                 "mode": result.mode, "scheduler": scheduler, "move": move,
+                 "recovery": recovery_mode, "design_method": design.method,
+                 "history_check": result.history_check})
+    result.trace_dir = str(trace_out)
 
 
 def _result(plan, driver, batches, wall_total, messages, log_stats, mode, bound, want_state,

@@ -83,7 +83,7 @@ def test_sps_that_ran_distributed_with_no_timed_work_are_said(stats):
     # the design was predicted at 25 tuples/s, unsaid
     from collections import namedtuple
 
-    from advisor.statistics_workload import _distributed_share
+    from advisor.statistics_costs import _distributed_share
 
     root, _ = stats
     procs = pq.read_table(root / "table" / "procedures.parquet").to_pandas()

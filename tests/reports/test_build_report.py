@@ -83,7 +83,7 @@ def test_the_verdict_counts_a_prediction_within_two_percent_a_tie():
     from types import SimpleNamespace
 
     from costmodel.design import Design
-    from reports.report import THIS_DESIGN, _verdict
+    from reports.report_context import THIS_DESIGN, _verdict
 
     def design(p: int) -> Design:
         return Design("move-micro", 2, 1, {"SP1": 0, "SP2": p}, {"T1": 0, "T2": p})

@@ -72,7 +72,7 @@ def test_report_has_every_section_and_embedded_figures(tpcdi_report):
 def test_the_header_names_the_candidate_recommend_picked(tpcdi_report):
     # it named the cost search's best ("search=metis ufactor=1 seed#0") where recommend had
     # picked another candidate ("search: metis ufactor=10 seed#0"), a slower design
-    from reports.report import _provenance_line
+    from reports.report_context import _provenance_line
 
     rec, html = tpcdi_report
     picked = rec.design.provenance["picked"]

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-import reports.report as report_module
+import reports.report_context as report_module
 from advisor.api import recommend
 from advisor.sources import load_graph
 from reports.sensitivity import machine_changes, sensitivity
