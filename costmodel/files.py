@@ -502,7 +502,7 @@ def _renaming(target: Path, shared: bool = False) -> Iterator[None]:
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        except OSError:
+        except OSError:  # a filesystem that takes no lock (some network ones): run unlocked
             pass
         yield
     finally:
